@@ -1,0 +1,137 @@
+"""Eager mode: validate with the op's shape rule, run its numpy kernel, record on tapes.
+
+Validation is cached per (op, params, input shapes and dtypes), so the common
+case of a repeated call costs one dictionary lookup before the kernel runs.
+"""
+import numpy as np
+
+from engine import dtypes
+from engine.autodiff.tape import _TAPES, record, watch_variable_read
+from engine.config import config
+from engine.errors import EngineError, TracingError, format_location, user_frame
+from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
+from engine.modes import set_default_mode
+from engine.op import freeze_params
+from engine.tensor import Tensor, wrap
+from engine.variable import Variable
+
+from .numerics import check_outputs
+
+_AVAL_CACHE = {}
+_CACHE_LIMIT = 100_000
+
+
+def _leaked(t):
+    return TracingError(
+        f"a traced tensor {t._describe()} escaped the function that traced it and was used "
+        f"eagerly at {format_location(user_frame())}; return it from the function instead")
+
+
+def located(err):
+    """Re-make an engine error with the user's source line added to its message."""
+    return type(err)(f"{err}\n  at {format_location(user_frame())}")
+
+
+class EagerMode:
+    """Runs ops at once on numpy. The default mode."""
+
+    name = "eager"
+
+    def lift(self, args):
+        """Turn op arguments into concrete tensors (scalars weakly typed)."""
+        out = []
+        weak = False
+        for a in args:
+            t = type(a)
+            if t is Tensor:
+                if a._value is None:
+                    raise _leaked(a)
+            elif t in WEAK_SCALAR_TYPES:
+                weak = True
+            elif isinstance(a, Variable):
+                a = self.read_variable(a)
+            elif isinstance(a, Tensor):
+                pass
+            else:
+                a = Tensor(as_array(a))
+            out.append(a)
+        if weak:
+            others = [a.dtype for a in out if type(a) not in WEAK_SCALAR_TYPES]
+            out = [wrap(weak_scalar_array(a, others)) if type(a) in WEAK_SCALAR_TYPES else a
+                   for a in out]
+        return out
+
+    def apply(self, op, args, params):
+        tensors = self.lift(args)
+        pkey = freeze_params(params) if params else ()
+        key = [op, pkey]
+        for t in tensors:
+            key.append(t.shape)
+            key.append(t.dtype)
+        key = tuple(key)
+        try:
+            aval = _AVAL_CACHE.get(key)
+        except TypeError:  # unhashable params: validate without the cache
+            aval = None
+            key = None
+        if aval is None:
+            try:
+                aval = op.abstract_eval(*[(t.shape, t.dtype) for t in tensors], **params)
+            except EngineError as err:
+                raise located(err) from None
+            if key is not None and len(_AVAL_CACHE) < _CACHE_LIMIT:
+                _AVAL_CACHE[key] = aval
+        result = op.impl(*[t._value for t in tensors], **params)
+        if op.multiple_results:
+            out = tuple(_as_output(r, a[1]) for r, a in zip(result, aval))
+        else:
+            out = _as_output(result, aval[1])
+        if config.check_numerics:
+            check_outputs(op, out, tensors)
+        if _TAPES.get():
+            record(op, tensors, out, params)
+        return out
+
+    def read_variable(self, var):
+        t = wrap(var._value)
+        if _TAPES.get():
+            watch_variable_read(var, t)
+        return t
+
+    def assign_variable(self, var, value, kind):
+        if isinstance(value, Variable):
+            value = value._value
+        elif isinstance(value, Tensor):
+            if value._value is None:
+                raise _leaked(value)
+            value = value._value
+        elif type(value) in WEAK_SCALAR_TYPES:
+            value = np.asarray(value, dtype=var.dtype)
+        else:
+            value = as_array(value)
+        if value.shape != var.shape and kind != "assign" and value.ndim == 0:
+            value = np.broadcast_to(value, var.shape)
+        try:
+            var._check_new_value(value, kind)
+        except EngineError as err:
+            raise located(err) from None
+        if kind == "assign":
+            new = np.array(value, copy=True)
+        elif kind == "assign_add":
+            new = var._value + value
+        else:
+            new = var._value - value
+        var._set(new)
+        return var
+
+
+def _as_output(result, dtype):
+    if type(result) is not np.ndarray:
+        result = np.asarray(result)
+    if result.dtype != dtype:
+        result = result.astype(dtype)
+    return wrap(result)
+
+
+EAGER = EagerMode()
+set_default_mode(EAGER)

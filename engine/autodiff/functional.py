@@ -1,0 +1,83 @@
+"""Functional gradients: :func:`grad` and :func:`value_and_grad`, nestable to any order."""
+import functools
+
+from .. import dtypes
+from ..errors import DTypeError, EngineError
+from ..tensor import Tensor, tensor
+from ..variable import Variable
+from .tape import GradientTape
+
+
+def _as_source(x, i, name):
+    if isinstance(x, Variable):
+        return x
+    t = x if isinstance(x, Tensor) else tensor(x)
+    if t.dtype not in dtypes.FLOATS:
+        raise DTypeError(f"{name}: argument {i} must be floating-point to be differentiated, "
+                         f"got dtype {t.dtype}")
+    return t
+
+
+def value_and_grad(f, argnums=0, has_aux=False):
+    """Make a function returning ``(f(*args), df/dargs[argnums])``.
+
+    ``f`` must return a scalar (or ``(scalar, aux)`` with ``has_aux=True``;
+    then the result is ``((value, aux), grads)``). ``argnums`` is an int or a
+    tuple of ints. Arguments that do not affect the value get zero gradients.
+    Works to any order: ``en.grad(en.grad(f))``.
+
+    Example:
+        >>> import engine as en
+        >>> value, g = en.value_and_grad(lambda x: x ** 3.0)(2.0)
+        >>> float(value), float(g)
+        (8.0, 12.0)
+    """
+    multiple = isinstance(argnums, (tuple, list))
+    nums = tuple(argnums) if multiple else (argnums,)
+    name = getattr(f, "__name__", "f")
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        for i in nums:
+            if not -len(args) <= i < len(args):
+                raise EngineError(f"value_and_grad({name}): argnums {argnums} out of range "
+                                  f"for {len(args)} positional arguments")
+        args = list(args)
+        sources = []
+        for i in nums:
+            args[i] = _as_source(args[i], i, f"grad({name})")
+            sources.append(args[i])
+        with GradientTape() as tape:
+            tape.watch(sources)
+            result = f(*args, **kwargs)
+        value, aux = result if has_aux else (result, None)
+        if not isinstance(value, Tensor):
+            value = tensor(value)
+        if value.shape != ():
+            raise EngineError(f"grad({name}): the function must return a scalar, got shape "
+                              f"{value.shape}; sum it, or use GradientTape for non-scalar targets")
+        from .. import ops
+        grads = tape.gradient(value, sources)
+        grads = [ops.zeros_like(s.read() if isinstance(s, Variable) else s) if g is None else g
+                 for s, g in zip(sources, grads)]
+        g = tuple(grads) if multiple else grads[0]
+        return ((value, aux) if has_aux else value), g
+    return wrapped
+
+
+def grad(f, argnums=0, has_aux=False):
+    """Make a function returning the gradient of scalar ``f`` w.r.t. ``args[argnums]``.
+
+    Example:
+        >>> import engine as en
+        >>> d2 = en.grad(en.grad(en.sin))
+        >>> round(float(d2(0.5)), 6) == round(-float(en.sin(0.5)), 6)
+        True
+    """
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return wrapped

@@ -1,0 +1,237 @@
+"""Reverse-mode autodiff: :class:`GradientTape` and the recording hook every mode calls.
+
+A tape records ``(op, inputs, out, params)`` for each op whose inputs it
+watches. ``gradient`` walks those entries backwards calling each op's VJP,
+which is written in engine ops: the backward pass runs through ``apply`` like
+any user code, so outer tapes record it (higher-order gradients) and the
+tracer captures it (gradients inside graphs).
+"""
+import contextlib
+import contextvars
+
+from .. import dtypes
+from ..errors import EngineError, NotDifferentiableError
+
+_TAPES = contextvars.ContextVar("engine_tapes", default=())
+
+
+def active_tapes():
+    """The tapes recording now, innermost last."""
+    return _TAPES.get()
+
+
+def _is_float(t):
+    return t.dtype in dtypes.FLOATS
+
+
+def record(op, inputs, out, params):
+    """Record an op on every active tape that watches one of its inputs.
+
+    Called by each mode after it has computed (or traced) ``out``. Ops with no
+    floating-point output carry no gradient and are not recorded.
+    """
+    for tape in _TAPES.get():
+        if not tape._recording:
+            continue
+        watched = tape._watched
+        for x in inputs:
+            if id(x) in watched:
+                break
+        else:
+            continue
+        outs = out if op.multiple_results else (out,)
+        floats = [o for o in outs if _is_float(o)]
+        if not floats:
+            continue
+        tape._entries.append((op, inputs, out, params))
+        for o in floats:
+            watched[id(o)] = o
+
+
+def watch_variable_read(var, value):
+    """Record a variable read; trainable variables are watched automatically."""
+    for tape in _TAPES.get():
+        if not tape._recording:
+            continue
+        watched = tape._watched
+        if id(var) not in watched:
+            if not (var.trainable and tape._watch_accessed_variables and _is_float(value)):
+                continue
+            watched[id(var)] = var
+            tape._variables.append(var)
+        tape._entries.append((_READ, (var,), value, {}))
+        watched[id(value)] = value
+
+
+class _ReadVariable:
+    """Tape entry marker for a variable read: the cotangent goes to the variable."""
+    name = "read_variable"
+    multiple_results = False
+
+    @staticmethod
+    def vjp(g, out, var):
+        return (g,)
+
+
+_READ = _ReadVariable()
+
+
+@contextlib.contextmanager
+def _paused(tape):
+    was = tape._recording
+    tape._recording = False
+    try:
+        yield
+    finally:
+        tape._recording = was
+
+
+class GradientTape:
+    """Records ops on watched tensors so ``gradient`` can run them backwards.
+
+    Trainable variables read inside the block are watched automatically;
+    tensors must be watched with :meth:`watch`. A non-scalar target is
+    differentiated as the sum of its elements.
+
+    Example:
+        >>> import engine as en
+        >>> x = en.tensor(3.0)
+        >>> with en.GradientTape() as tape:
+        ...     tape.watch(x)
+        ...     y = x * x
+        >>> float(tape.gradient(y, x))
+        6.0
+    """
+
+    def __init__(self, persistent=False, watch_accessed_variables=True):
+        self.persistent = persistent
+        self._watch_accessed_variables = watch_accessed_variables
+        self._entries = []
+        self._watched = {}
+        self._variables = []
+        self._recording = False
+        self._used = False
+        self._token = None
+
+    def __enter__(self):
+        if self._token is not None:
+            raise EngineError("this GradientTape is already active; make a new one")
+        self._recording = True
+        self._token = _TAPES.set(_TAPES.get() + (self,))
+        return self
+
+    def __exit__(self, *exc):
+        self._recording = False
+        _TAPES.reset(self._token)
+        self._token = None
+        return False
+
+    def watch(self, x):
+        """Watch a tensor or variable (or a list/tuple/dict of them)."""
+        for t in _flatten(x)[0]:
+            if not _is_float(t):
+                raise NotDifferentiableError(
+                    f"GradientTape.watch: only floating-point values can be watched, got dtype {t.dtype}")
+            self._watched[id(t)] = t
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Temporarily stop recording on this tape."""
+        with _paused(self):
+            yield
+
+    def watched_variables(self):
+        """The variables this tape has seen read (in first-read order)."""
+        return list(self._variables)
+
+    def gradient(self, target, sources, output_gradients=None):
+        """Gradient of ``target`` with respect to ``sources``.
+
+        ``sources`` may be one tensor/variable, a list/tuple or a dict; the
+        result has the same structure, with ``None`` where a source does not
+        affect the target. ``target`` may be a list (the gradients add up).
+        """
+        if self._entries is None or (self._used and not self.persistent):
+            raise EngineError(
+                "GradientTape.gradient can only be called once on a non-persistent tape; "
+                "use GradientTape(persistent=True) to call it several times")
+        self._used = True
+        flat_sources, rebuild = _flatten(sources)
+        targets, _ = _flatten(target)
+        if output_gradients is None:
+            seeds = [None] * len(targets)
+        else:
+            seeds, _ = _flatten(output_gradients)
+        from .. import ops
+        with _paused(self):
+            grads = backward(self._entries, targets, seeds, flat_sources, ops)
+        if not self.persistent:
+            # Drop every reference so arrays are freed by reference counting.
+            self._entries = None
+            self._watched = None
+            self._variables = []
+        return rebuild(grads)
+
+    def __del__(self):
+        self._entries = None
+
+
+def backward(entries, targets, seeds, sources, ops):
+    """Walk ``entries`` backwards from ``targets``; return one cotangent per source."""
+    reach = {id(s) for s in sources}
+    relevant = []
+    for entry in entries:
+        for x in entry[1]:
+            if id(x) in reach:
+                break
+        else:
+            continue
+        relevant.append(entry)
+        outs = entry[2] if entry[0].multiple_results else (entry[2],)
+        for o in outs:
+            reach.add(id(o))
+
+    cot = {}
+    for t, seed in zip(targets, seeds):
+        if id(t) not in reach:
+            continue
+        g = ops.ones_like(t) if seed is None else seed
+        _accumulate(cot, t, g, ops)
+
+    keep = {id(s) for s in sources}
+    for op, inputs, out, params in reversed(relevant):
+        if op.multiple_results:
+            gs = [cot.get(id(o)) if id(o) in keep else cot.pop(id(o), None) for o in out]
+            if all(g is None for g in gs):
+                continue
+            g = tuple(ops.zeros_like(o) if gi is None else gi for o, gi in zip(out, gs))
+        else:
+            g = cot.get(id(out)) if id(out) in keep else cot.pop(id(out), None)
+            if g is None:
+                continue
+        if op.vjp is None:
+            raise NotDifferentiableError(
+                f"op '{op.name}' has no gradient, but a gradient was requested through it")
+        in_grads = op.vjp(g, out, *inputs, **params)
+        for x, gx in zip(inputs, in_grads):
+            if gx is not None and id(x) in reach:
+                _accumulate(cot, x, gx, ops)
+    return [cot.get(id(s)) for s in sources]
+
+
+def _accumulate(cot, x, g, ops):
+    if g.dtype != x.dtype:
+        g = ops.cast(g, x.dtype)
+    prev = cot.get(id(x))
+    cot[id(x)] = g if prev is None else ops.add(prev, g)
+
+
+def _flatten(struct):
+    """Flatten a value, list/tuple or dict into a list and a function that rebuilds it."""
+    if isinstance(struct, dict):
+        keys = list(struct.keys())
+        return [struct[k] for k in keys], lambda vals: dict(zip(keys, vals))
+    if isinstance(struct, (list, tuple)):
+        kind = type(struct)
+        return list(struct), lambda vals: kind(vals)
+    return [struct], lambda vals: vals[0]

@@ -1,0 +1,33 @@
+"""The engine's one place for global switches.
+
+Example:
+    >>> import engine as en
+    >>> en.config.check_numerics
+    False
+"""
+import contextvars
+
+
+class _Config:
+    """Settings read by the modes. Flags that differ per thread are contextvars."""
+
+    def __init__(self):
+        self._check_numerics = contextvars.ContextVar("check_numerics", default=False)
+        self._run_eagerly = contextvars.ContextVar("run_functions_eagerly", default=None)
+        self.run_functions_eagerly_global = False
+        # Default optimization passes for en.function (filled in by graph.passes).
+        self.default_passes = None
+        # Constant folding never creates a constant bigger than this.
+        self.fold_size_limit_bytes = 1 << 20
+
+    @property
+    def check_numerics(self):
+        return self._check_numerics.get()
+
+    @property
+    def run_functions_eagerly(self):
+        local = self._run_eagerly.get()
+        return self.run_functions_eagerly_global if local is None else local
+
+
+config = _Config()

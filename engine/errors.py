@@ -1,0 +1,80 @@
+"""Error classes and the helper that names the user's source line.
+
+Every error the engine raises derives from :class:`EngineError`. Shape and
+dtype errors also derive from the builtin ``ValueError`` / ``TypeError`` so
+that code written against numpy's exceptions keeps working.
+"""
+import os
+import sys
+
+_PACKAGE_DIRS = tuple(
+    os.path.dirname(os.path.abspath(__file__)).rsplit(os.sep, 1)[0] + os.sep + name + os.sep
+    for name in ("engine", "eager", "graph")
+)
+
+
+class EngineError(Exception):
+    """Base class of every error raised by the engine."""
+
+
+class ShapeError(EngineError, ValueError):
+    """Input shapes do not fit the op (rank, size or broadcasting)."""
+
+
+class DTypeError(EngineError, TypeError):
+    """Input dtypes do not fit the op, or the dtype is not supported."""
+
+
+class NotDifferentiableError(EngineError):
+    """A gradient was requested through an op that has none."""
+
+
+class NumericsError(EngineError, FloatingPointError):
+    """An op produced NaN or Inf while numerics checking was on."""
+
+
+class TracingError(EngineError):
+    """Something that needs a concrete value was asked of a traced tensor."""
+
+
+class LoadError(EngineError):
+    """A saved graph file is malformed or unsafe to load."""
+
+
+def is_engine_file(filename):
+    """True when ``filename`` belongs to the engine's own packages."""
+    return filename.startswith(_PACKAGE_DIRS)
+
+
+def user_frame(depth=1):
+    """Return ``(filename, lineno, function)`` of the innermost caller outside the engine.
+
+    Example:
+        >>> user_frame()  # doctest: +SKIP
+        ('/home/me/model.py', 12, 'forward')
+    """
+    frame = sys._getframe(depth)
+    while frame is not None and is_engine_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
+def format_location(loc):
+    """Format a ``user_frame`` tuple as ``file:line in function``."""
+    if loc is None:
+        return "<unknown location>"
+    filename, lineno, func = loc
+    return f"{filename}:{lineno} in {func}"
+
+
+def describe_inputs(avals):
+    """Describe input abstract values as ``float32[3,4], int64[]`` for error messages."""
+    return ", ".join(describe_aval(a) for a in avals)
+
+
+def describe_aval(aval):
+    shape, dtype = aval
+    dims = ",".join("?" if d is None else str(d) for d in shape)
+    return f"{dtype}[{dims}]"

@@ -1,0 +1,51 @@
+"""Turning op arguments that are not tensors into arrays, shared by every mode."""
+import numpy as np
+
+from . import dtypes
+from .errors import DTypeError
+
+WEAK_SCALAR_TYPES = (bool, int, float)
+
+
+def weak_scalar_array(value, others):
+    """A 0-d array for the Python scalar ``value``, typed weakly against ``others``.
+
+    ``others`` are the dtypes of the op's other inputs: ``float32 * 2.0`` stays
+    float32, as numpy 2 does it.
+
+    Example:
+        >>> weak_scalar_array(2.0, [np.dtype("float32")]).dtype
+        dtype('float32')
+    """
+    if others:
+        dtype = np.result_type(*others, value)
+    else:
+        dtype = dtypes.scalar_dtype(value)
+    return np.asarray(value, dtype=dtype)
+
+
+def lift_scalars(args):
+    """Replace every Python scalar in ``args`` by a weakly typed 0-d array."""
+    others = [a.dtype for a in args if type(a) not in WEAK_SCALAR_TYPES]
+    return [weak_scalar_array(a, others) if type(a) in WEAK_SCALAR_TYPES else a for a in args]
+
+
+def as_array(value, dtype=None):
+    """numpy array from user data, checked against the supported dtypes.
+
+    Python floats become float64 and ints int64 (numpy's defaults); numpy
+    arrays keep their dtype, which must be one the engine supports.
+    """
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+        return np.asarray(value, dtype=dtype)
+    arr = np.asarray(value)
+    if arr.dtype not in dtypes.ALL:
+        if arr.dtype.kind == "f" and arr.dtype.itemsize < 4:
+            hint = " (pass dtype='float32' to convert)"
+        elif arr.dtype.kind in "iu":
+            hint = " (pass dtype='int64' or 'float32' to convert)"
+        else:
+            hint = ""
+        raise DTypeError(f"unsupported dtype {arr.dtype}{hint}; supported: {dtypes.names()}")
+    return arr

@@ -1,0 +1,90 @@
+"""The op registry: one :class:`Op` object per primitive.
+
+An op holds everything every mode needs to know about it:
+
+* ``impl(*arrays, **params)`` -- the numpy kernel (eager mode and compiled graphs),
+* ``abstract_eval(*avals, **params)`` -- shape and dtype rule; an aval is a
+  ``(shape, dtype)`` pair, shapes may hold ``None`` for unknown dims; raises
+  :class:`ShapeError` / :class:`DTypeError` on bad input,
+* ``vjp(g, out, *inputs, **params)`` -- the backward rule written in engine
+  ops, returning one cotangent (or ``None``) per input,
+* flags read by passes and modes (elementwise, reduction, commutative, ...).
+
+Modes never switch on op names; they read these fields.
+
+Example:
+    >>> from engine.op import REGISTRY
+    >>> REGISTRY["add"].commutative
+    True
+"""
+from .errors import EngineError
+
+REGISTRY = {}
+
+
+class Op:
+    """One primitive operation. See the module docstring for the fields."""
+
+    __slots__ = (
+        "name", "impl", "abstract_eval", "vjp", "elementwise", "reduction",
+        "commutative", "side_effects", "differentiable", "multiple_results",
+        "random", "n_inputs", "dtypes", "doc",
+    )
+
+    def __init__(self, name, impl, abstract_eval, vjp=None, *, elementwise=False,
+                 reduction=False, commutative=False, side_effects=False,
+                 differentiable=True, multiple_results=False, random=False,
+                 n_inputs=None, dtypes=None, doc=""):
+        self.name = name
+        self.impl = impl
+        self.abstract_eval = abstract_eval
+        self.vjp = vjp
+        self.elementwise = elementwise
+        self.reduction = reduction
+        self.commutative = commutative
+        self.side_effects = side_effects
+        self.differentiable = differentiable and vjp is not None
+        self.multiple_results = multiple_results
+        self.random = random
+        self.n_inputs = n_inputs  # None: variadic
+        self.dtypes = dtypes      # dtypes the op accepts, for the op database
+        self.doc = doc
+
+    def __repr__(self):
+        return f"<op {self.name}>"
+
+    def __reduce__(self):
+        # Ops are singletons: pickling (e.g. for multiprocessing) refers by name.
+        return (lookup, (self.name,))
+
+
+def register(op):
+    """Add ``op`` to the registry; names are unique."""
+    if op.name in REGISTRY:
+        raise EngineError(f"op {op.name!r} is already registered")
+    REGISTRY[op.name] = op
+    return op
+
+
+def lookup(name):
+    """Find a registered op by name (used by graph loading; never imports anything)."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise EngineError(f"unknown op {name!r}") from None
+
+
+def freeze(value):
+    """Make a params value hashable (lists -> tuples, dicts -> sorted tuples)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, freeze(v)) for k, v in value.items()))
+    return value
+
+
+def freeze_params(params):
+    """Hashable key for a params dict."""
+    if not params:
+        return ()
+    return tuple(sorted((k, freeze(v)) for k, v in params.items()))

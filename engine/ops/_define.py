@@ -1,0 +1,94 @@
+"""Helpers that build registry entries for families of ops (one rule, many ops)."""
+import numpy as np
+
+from .. import dtypes
+from ..errors import DTypeError, ShapeError, describe_inputs
+from ..modes import apply
+from ..op import Op, register
+from ..shapes import broadcast_shapes
+
+
+def check_dtypes(name, avals, allowed, what):
+    """Raise a DTypeError naming the op and every input when a dtype is not allowed."""
+    for _, dt in avals:
+        if dt not in allowed:
+            raise DTypeError(
+                f"{name}: expected {what} inputs, got {describe_inputs(avals)}")
+
+
+def check_arity(name, avals, n):
+    if len(avals) != n:
+        raise ShapeError(f"{name}: expected {n} inputs, got {len(avals)}")
+
+
+def unary_rule(name, allowed, what, out_dtype=None):
+    """Shape rule for a one-input elementwise op: same shape, dtype kept or fixed."""
+    def abstract_eval(x):
+        if x[1] not in allowed:
+            raise DTypeError(f"{name}: expected {what} input, got {describe_inputs([x])}")
+        return (x[0], out_dtype or x[1])
+    return abstract_eval
+
+
+def binary_rule(name, allowed, what, out_dtype=None, true_divide=False):
+    """Shape rule for a two-input elementwise op with numpy broadcasting and promotion."""
+    def abstract_eval(x, y):
+        if x[1] not in allowed or y[1] not in allowed:
+            raise DTypeError(f"{name}: expected {what} inputs, got {describe_inputs([x, y])}")
+        shape = broadcast_shapes(x[0], y[0], op_name=name)
+        if out_dtype is not None:
+            return (shape, out_dtype)
+        dt = np.result_type(x[1], y[1])
+        if true_divide and dt not in dtypes.FLOATS:
+            dt = dtypes.float64
+        return (shape, dt)
+    return abstract_eval
+
+
+def unary(name, impl, vjp, *, allowed=dtypes.FLOATS, what="floating-point", out_dtype=None,
+          differentiable=True, doc=""):
+    """Define and register a one-input elementwise op."""
+    return register(Op(name, impl, unary_rule(name, allowed, what, out_dtype), vjp,
+                       elementwise=True, n_inputs=1, dtypes=allowed,
+                       differentiable=differentiable, doc=doc))
+
+
+def binary(name, impl, vjp, *, allowed=dtypes.NUMERIC, what="numeric", out_dtype=None,
+           commutative=False, true_divide=False, doc=""):
+    """Define and register a two-input broadcasting elementwise op."""
+    return register(Op(name, impl, binary_rule(name, allowed, what, out_dtype, true_divide), vjp,
+                       elementwise=True, commutative=commutative, n_inputs=2, dtypes=allowed,
+                       doc=doc))
+
+
+def unbroadcast(g, shape):
+    """Sum the cotangent ``g`` back down to ``shape`` (undo numpy broadcasting).
+
+    The one helper every VJP uses; written in engine ops so it can be traced
+    and differentiated again.
+    """
+    gshape = g.shape
+    if gshape == tuple(shape):
+        return g
+    from .reduce import sum as reduce_sum
+    from .shape_ops import reshape
+    lead = len(gshape) - len(shape)
+    axes = list(range(lead))
+    for i, d in enumerate(shape):
+        gd = gshape[lead + i]
+        if d == 1 and gd != 1:
+            axes.append(lead + i)
+    if axes:
+        g = reduce_sum(g, axis=tuple(axes), keepdims=False)
+    if g.shape != tuple(shape):
+        g = reshape(g, tuple(-1 if d is None else d for d in shape))
+    return g
+
+
+def call(op):
+    """A public function ``f(*inputs, **params)`` for ``op``."""
+    def f(*inputs, **params):
+        return apply(op, *inputs, **params)
+    f.__name__ = op.name
+    f.__doc__ = op.doc
+    return f

@@ -1,0 +1,62 @@
+"""Comparisons, logical ops and ``where``. Comparisons have no gradient (bool output)."""
+import numpy as np
+
+from .. import dtypes
+from ..errors import DTypeError, describe_inputs
+from ..op import Op, register
+from ..shapes import broadcast_shapes
+from ._define import binary, call, unary, unbroadcast
+from .. import ops
+
+_B = dtypes.bool_
+_ALL = dtypes.ALL
+
+equal_op = binary("equal", np.equal, None, allowed=_ALL, what="any", out_dtype=_B,
+                  commutative=True, doc="Elementwise ``x == y`` (bool).")
+not_equal_op = binary("not_equal", np.not_equal, None, allowed=_ALL, what="any", out_dtype=_B,
+                      commutative=True, doc="Elementwise ``x != y`` (bool).")
+less_op = binary("less", np.less, None, out_dtype=_B, doc="Elementwise ``x < y`` (bool).")
+less_equal_op = binary("less_equal", np.less_equal, None, out_dtype=_B, doc="Elementwise ``x <= y``.")
+greater_op = binary("greater", np.greater, None, out_dtype=_B, doc="Elementwise ``x > y``.")
+greater_equal_op = binary("greater_equal", np.greater_equal, None, out_dtype=_B,
+                          doc="Elementwise ``x >= y``.")
+logical_and_op = binary("logical_and", np.logical_and, None, allowed=_ALL, what="any",
+                        out_dtype=_B, commutative=True, doc="Elementwise logical and.")
+logical_or_op = binary("logical_or", np.logical_or, None, allowed=_ALL, what="any",
+                       out_dtype=_B, commutative=True, doc="Elementwise logical or.")
+logical_not_op = unary("logical_not", np.logical_not, None, allowed=_ALL, what="any",
+                       out_dtype=_B, doc="Elementwise logical not.")
+
+equal = call(equal_op)
+not_equal = call(not_equal_op)
+less = call(less_op)
+less_equal = call(less_equal_op)
+greater = call(greater_op)
+greater_equal = call(greater_equal_op)
+logical_and = call(logical_and_op)
+logical_or = call(logical_or_op)
+logical_not = call(logical_not_op)
+
+
+def _where_eval(cond, x, y):
+    if cond[1] != _B:
+        raise DTypeError(f"where: the condition must be bool, got {describe_inputs([cond, x, y])}")
+    shape = broadcast_shapes(cond[0], x[0], y[0], op_name="where")
+    return (shape, np.result_type(x[1], y[1]))
+
+
+def _where_vjp(g, out, cond, x, y):
+    zero = ops.zeros_like(g)
+    return (None, unbroadcast(where(cond, g, zero), x.shape),
+            unbroadcast(where(cond, zero, g), y.shape))
+
+
+def _where_impl(cond, x, y):
+    out = np.where(cond, x, y)
+    return out
+
+
+where_op = register(Op("where", _where_impl, _where_eval, _where_vjp, elementwise=True,
+                       n_inputs=3, dtypes=_ALL,
+                       doc="``x`` where ``cond`` is true, else ``y``, with broadcasting."))
+where = call(where_op)

@@ -1,0 +1,128 @@
+"""Elementwise math: unary functions and broadcasting binary arithmetic."""
+import numpy as np
+
+from .. import dtypes
+from .. import ops  # vjps call other ops through the package namespace, at call time
+from ._define import binary, call, unary, unbroadcast
+
+NUM = dtypes.NUMERIC
+
+
+# ---- unary ---------------------------------------------------------------
+neg_op = unary("neg", np.negative, lambda g, out, x: (neg(g),), allowed=NUM, what="numeric",
+               doc="Elementwise ``-x``.")
+abs_op = unary("abs", np.abs, lambda g, out, x: (g * sign(x),), allowed=NUM, what="numeric",
+               doc="Elementwise absolute value.")
+sign_op = unary("sign", np.sign, lambda g, out, x: (ops.zeros_like(x),), allowed=NUM,
+                what="numeric", doc="Elementwise sign (-1, 0 or 1); its gradient is zero.")
+exp_op = unary("exp", np.exp, lambda g, out, x: (g * out,), doc="Elementwise ``e**x``.")
+log_op = unary("log", np.log, lambda g, out, x: (g / x,), doc="Natural logarithm.")
+log1p_op = unary("log1p", np.log1p, lambda g, out, x: (g / (x + 1.0),), doc="``log(1 + x)``, accurate near 0.")
+expm1_op = unary("expm1", np.expm1, lambda g, out, x: (g * (out + 1.0),), doc="``exp(x) - 1``, accurate near 0.")
+sqrt_op = unary("sqrt", np.sqrt, lambda g, out, x: (g / (out * 2.0),), doc="Square root.")
+square_op = unary("square", np.square, lambda g, out, x: (g * (x * 2.0),), allowed=NUM,
+                  what="numeric", doc="``x * x``.")
+reciprocal_op = unary("reciprocal", np.reciprocal, lambda g, out, x: (neg(g * square(out)),),
+                      doc="``1 / x``.")
+sin_op = unary("sin", np.sin, lambda g, out, x: (g * cos(x),), doc="Sine.")
+cos_op = unary("cos", np.cos, lambda g, out, x: (neg(g * sin(x)),), doc="Cosine.")
+tanh_op = unary("tanh", np.tanh, lambda g, out, x: (g * (1.0 - square(out)),), doc="Hyperbolic tangent.")
+
+
+def _sigmoid_impl(x):
+    # 1 / (1 + exp(-x)) overflows for large -x; this form is stable and exact.
+    out = np.negative(x)
+    np.exp(out, out=out)
+    out += 1.0
+    np.reciprocal(out, out=out)
+    return out
+
+
+sigmoid_op = unary("sigmoid", _sigmoid_impl, lambda g, out, x: (g * (out * (1.0 - out)),),
+                   doc="Logistic sigmoid ``1 / (1 + exp(-x))``.")
+
+
+def _relu_impl(x):
+    return np.maximum(x, 0).astype(x.dtype, copy=False)
+
+
+relu_op = unary("relu", _relu_impl, lambda g, out, x: (ops.where(ops.greater(x, 0), g, ops.zeros_like(g)),),
+                allowed=NUM, what="numeric", doc="``max(x, 0)``.")
+
+neg = call(neg_op)
+abs = call(abs_op)
+sign = call(sign_op)
+exp = call(exp_op)
+log = call(log_op)
+log1p = call(log1p_op)
+expm1 = call(expm1_op)
+sqrt = call(sqrt_op)
+square = call(square_op)
+reciprocal = call(reciprocal_op)
+sin = call(sin_op)
+cos = call(cos_op)
+tanh = call(tanh_op)
+sigmoid = call(sigmoid_op)
+relu = call(relu_op)
+
+
+# ---- binary --------------------------------------------------------------
+def _add_vjp(g, out, x, y):
+    return unbroadcast(g, x.shape), unbroadcast(g, y.shape)
+
+
+def _sub_vjp(g, out, x, y):
+    return unbroadcast(g, x.shape), unbroadcast(neg(g), y.shape)
+
+
+def _mul_vjp(g, out, x, y):
+    return unbroadcast(g * y, x.shape), unbroadcast(g * x, y.shape)
+
+
+def _div_vjp(g, out, x, y):
+    gx = g / y
+    return unbroadcast(gx, x.shape), unbroadcast(neg(gx * out), y.shape)
+
+
+def _pow_vjp(g, out, x, y):
+    gx = g * y * pow(x, y - 1.0)
+    # d/dy x**y = log(x) * x**y; defined as 0 where x == 0 (as JAX and autograd do).
+    safe_log = log(ops.where(ops.equal(x, 0), ops.ones_like(x), x))
+    gy = g * out * safe_log
+    return unbroadcast(gx, x.shape), unbroadcast(gy, y.shape)
+
+
+def _minmax_vjp(g, out, x, y):
+    # Ties split the gradient evenly, so the rule is symmetric.
+    xm = ops.cast(ops.equal(x, out), g.dtype)
+    ym = ops.cast(ops.equal(y, out), g.dtype)
+    total = xm + ym
+    return (unbroadcast(g * xm / total, x.shape), unbroadcast(g * ym / total, y.shape))
+
+
+def _pow_impl(x, y):
+    return np.power(x, y)
+
+
+def _div_impl(x, y):
+    return np.true_divide(x, y)
+
+
+add_op = binary("add", np.add, _add_vjp, commutative=True, doc="Elementwise ``x + y`` with broadcasting.")
+sub_op = binary("sub", np.subtract, _sub_vjp, doc="Elementwise ``x - y``.")
+mul_op = binary("mul", np.multiply, _mul_vjp, commutative=True, doc="Elementwise ``x * y``.")
+div_op = binary("div", _div_impl, _div_vjp, true_divide=True, doc="Elementwise true division ``x / y``.")
+pow_op = binary("pow", _pow_impl, _pow_vjp, doc="Elementwise ``x ** y``.")
+maximum_op = binary("maximum", np.maximum, _minmax_vjp, commutative=True,
+                    doc="Elementwise maximum; ties share the gradient.")
+minimum_op = binary("minimum", np.minimum, _minmax_vjp, commutative=True,
+                    doc="Elementwise minimum; ties share the gradient.")
+
+add = call(add_op)
+sub = call(sub_op)
+mul = call(mul_op)
+div = call(div_op)
+pow = call(pow_op)
+maximum = call(maximum_op)
+minimum = call(minimum_op)
+

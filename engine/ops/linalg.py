@@ -1,0 +1,74 @@
+"""Matrix products: ``matmul`` (batched, numpy semantics) and the composites ``dot``, ``outer``."""
+import numpy as np
+
+from .. import dtypes
+from .. import ops
+from ..errors import DTypeError, ShapeError, describe_inputs
+from ..op import Op, register
+from ..shapes import broadcast_shapes
+from ._define import call, unbroadcast
+
+
+def _matmul_eval(x, y):
+    if x[1] not in dtypes.NUMERIC or y[1] not in dtypes.NUMERIC:
+        raise DTypeError(f"matmul: expected numeric inputs, got {describe_inputs([x, y])}")
+    xs, ys = x[0], y[0]
+    if not xs or not ys:
+        raise ShapeError(f"matmul: inputs must have at least one dimension, got {describe_inputs([x, y])}")
+    xm = xs if len(xs) > 1 else (1,) + xs
+    ym = ys if len(ys) > 1 else ys + (1,)
+    k1, k2 = xm[-1], ym[-2]
+    if k1 is not None and k2 is not None and k1 != k2:
+        raise ShapeError(f"matmul: contracting dimensions differ ({k1} vs {k2}) for "
+                         f"{describe_inputs([x, y])}")
+    batch = broadcast_shapes(xm[:-2], ym[:-2], op_name="matmul")
+    shape = batch + ((xm[-2],) if len(xs) > 1 else ()) + ((ym[-1],) if len(ys) > 1 else ())
+    return (shape, np.result_type(x[1], y[1]))
+
+
+def _matmul_vjp(g, out, x, y):
+    xs, ys = x.shape, y.shape
+    if len(xs) == 1 and len(ys) == 1:            # inner product -> scalar
+        return g * y, g * x
+    if len(xs) == 1:                              # (k) @ (..., k, n) -> (..., n)
+        gx = ops.matmul(ops.expand_dims(g, -2), _mT(y))      # (..., 1, k)
+        gx = unbroadcast(ops.reshape(gx, (-1, xs[0])) if gx.ndim > 1 else gx, (xs[0],))
+        gy = ops.expand_dims(x, -1) * ops.expand_dims(g, -2)  # (..., k, n)
+        return gx, unbroadcast(gy, ys)
+    if len(ys) == 1:                              # (..., m, k) @ (k) -> (..., m)
+        gx = ops.expand_dims(g, -1) * y                       # (..., m, k)
+        gy = ops.matmul(_mT(x), ops.expand_dims(g, -1))       # (..., k, 1)
+        gy = ops.sum(ops.reshape(gy, (-1, ys[0])), axis=0)
+        return unbroadcast(gx, xs), gy
+    gx = ops.matmul(g, _mT(y))
+    gy = ops.matmul(_mT(x), g)
+    return unbroadcast(gx, xs), unbroadcast(gy, ys)
+
+
+def _mT(a):
+    nd = a.ndim
+    return ops.transpose(a, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+matmul_op = register(Op("matmul", np.matmul, _matmul_eval, _matmul_vjp, n_inputs=2,
+                        dtypes=dtypes.NUMERIC,
+                        doc="Matrix product with numpy's ``@`` semantics (batched, 1-D promoted)."))
+matmul = call(matmul_op)
+
+
+def dot(x, y):
+    """Inner product of two vectors (a composite: ``sum(x * y)``).
+
+    Example:
+        >>> import engine as en
+        >>> float(en.dot(en.tensor([1.0, 2.0]), en.tensor([3.0, 4.0])))
+        11.0
+    """
+    if getattr(x, "ndim", 0) == 1 and getattr(y, "ndim", 0) == 1:
+        return matmul(x, y)  # BLAS dot: one kernel, no temporary
+    return ops.sum(ops.mul(x, y))
+
+
+def outer(x, y):
+    """Outer product of two vectors: ``out[i, j] = x[i] * y[j]``."""
+    return ops.mul(ops.expand_dims(ops.reshape(x, (-1,)), 1), ops.reshape(y, (-1,)))

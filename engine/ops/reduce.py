@@ -1,0 +1,144 @@
+"""Reductions over axes: sum, mean, max, min, prod, argmax, argmin."""
+import numpy as np
+
+from .. import dtypes
+from .. import ops
+from ..errors import DTypeError, ShapeError, describe_inputs
+from ..modes import apply
+from ..op import Op, register
+from ..shapes import normalize_axes, reduced_shape
+
+
+def _sum_dtype(dt):
+    # numpy accumulates bools and small ints in the platform int (int64 here).
+    return dtypes.int64 if dt in (dtypes.bool_, dtypes.int32) else dt
+
+
+def _mean_dtype(dt):
+    return dt if dt in dtypes.FLOATS else dtypes.float64
+
+
+def _reduction(name, impl, vjp, out_dtype, allowed=dtypes.ALL, what="any", nonempty=False):
+    def abstract_eval(x, *, axis, keepdims):
+        if x[1] not in allowed:
+            raise DTypeError(f"{name}: expected {what} input, got {describe_inputs([x])}")
+        axes = normalize_axes(axis, len(x[0]), name)
+        if nonempty and any(x[0][a] == 0 for a in axes):
+            raise ShapeError(f"{name}: cannot reduce over an empty axis of {describe_inputs([x])}")
+        return (reduced_shape(x[0], axes, keepdims), out_dtype(x[1]))
+
+    def kernel(x, *, axis, keepdims):
+        out = impl(x, axis=axis, keepdims=keepdims)
+        return np.asarray(out, dtype=out_dtype(x.dtype))
+
+    op = register(Op(name, kernel, abstract_eval, vjp, reduction=True, n_inputs=1,
+                     dtypes=allowed, doc=f"``{name}`` over ``axis`` (all axes when None)."))
+
+    def f(x, axis=None, keepdims=False):
+        if isinstance(axis, list):
+            axis = tuple(axis)
+        return apply(op, x, axis=axis, keepdims=bool(keepdims))
+    f.__name__ = name
+    f.__doc__ = f"""Reduce ``x`` by {name} over ``axis`` (int, tuple, or None for all).
+
+    Example:
+        >>> import engine as en
+        >>> en.{name}(en.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=0).shape
+        (2,)
+    """
+    return op, f
+
+
+def _expand_back(g, x, axis, keepdims):
+    """Reshape a reduced cotangent so it broadcasts against ``x``."""
+    if keepdims:
+        return g
+    axes = normalize_axes(axis, x.ndim, "reduce")
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    return ops.reshape(g, tuple(-1 if d is None else d for d in shape))
+
+
+def _sum_vjp(g, out, x, *, axis, keepdims):
+    return (ops.broadcast_to(_expand_back(g, x, axis, keepdims), x.shape),)
+
+
+def _count(x, axis):
+    axes = normalize_axes(axis, x.ndim, "mean")
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return n
+
+
+def _mean_vjp(g, out, x, *, axis, keepdims):
+    n = _count(x, axis)
+    return (ops.broadcast_to(_expand_back(g, x, axis, keepdims), x.shape) / float(max(n, 1)),)
+
+
+def _extreme_vjp(g, out, x, *, axis, keepdims):
+    # Ties share the gradient equally, like the elementwise maximum.
+    out_b = _expand_back(out, x, axis, keepdims)
+    mask = ops.cast(ops.equal(x, out_b), g.dtype)
+    count = ops.sum(mask, axis=axis, keepdims=True)
+    return (mask / count * _expand_back(g, x, axis, keepdims),)
+
+
+def _prod_vjp(g, out, x, *, axis, keepdims):
+    # d prod / dx_i = prod of the others; computed without dividing by x so
+    # zeros are handled: exclusive products from both sides via cumprod
+    # would need a scan, so use the division-free form for one zero and the
+    # quotient form otherwise.
+    gb = _expand_back(g, x, axis, keepdims)
+    outb = _expand_back(out, x, axis, keepdims)
+    nonzero = ops.not_equal(x, 0)
+    safe_x = ops.where(nonzero, x, ops.ones_like(x))
+    prod_nonzero = ops.prod(safe_x, axis=axis, keepdims=True)
+    zeros_count = ops.sum(ops.cast(ops.logical_not(nonzero), dtypes.int64), axis=axis, keepdims=True)
+    # no zeros: out / x; exactly one zero: product of the rest at that zero, 0 elsewhere.
+    grad_no_zero = outb / safe_x
+    one_zero = ops.equal(zeros_count, 1)
+    at_zero = ops.where(ops.logical_and(one_zero, ops.logical_not(nonzero)), prod_nonzero,
+                        ops.zeros_like(x))
+    grad = ops.where(ops.equal(zeros_count, 0), grad_no_zero, at_zero)
+    return (gb * grad,)
+
+
+sum_op, sum = _reduction("sum", np.sum, _sum_vjp, _sum_dtype)
+mean_op, mean = _reduction("mean", np.mean, _mean_vjp, _mean_dtype, allowed=dtypes.NUMERIC,
+                           what="numeric")
+max_op, max = _reduction("max", np.max, _extreme_vjp, lambda d: d, nonempty=True)
+min_op, min = _reduction("min", np.min, _extreme_vjp, lambda d: d, nonempty=True)
+prod_op, prod = _reduction("prod", np.prod, _prod_vjp, _sum_dtype, allowed=dtypes.NUMERIC,
+                           what="numeric")
+
+
+def _arg_reduction(name, impl):
+    def abstract_eval(x, *, axis, keepdims):
+        shape = x[0]
+        if axis is None:
+            if any(d == 0 for d in shape):
+                raise ShapeError(f"{name}: empty input {describe_inputs([x])}")
+            return ((1,) * len(shape) if keepdims else (), dtypes.int64)
+        axes = normalize_axes(axis, len(shape), name)
+        if len(axes) != 1:
+            raise ShapeError(f"{name}: axis must be a single int, got {axis!r}")
+        if shape[axes[0]] == 0:
+            raise ShapeError(f"{name}: cannot reduce over an empty axis of {describe_inputs([x])}")
+        return (reduced_shape(shape, axes, keepdims), dtypes.int64)
+
+    def kernel(x, *, axis, keepdims):
+        return np.asarray(impl(x, axis=axis, keepdims=keepdims), dtype=np.int64)
+
+    op = register(Op(name, kernel, abstract_eval, None, reduction=True, n_inputs=1,
+                     dtypes=dtypes.NUMERIC | {dtypes.bool_},
+                     doc=f"Index of the {name[3:]}imum along ``axis`` (flat index when None)."))
+
+    def f(x, axis=None, keepdims=False):
+        return apply(op, x, axis=axis, keepdims=bool(keepdims))
+    f.__name__ = name
+    f.__doc__ = op.doc
+    return op, f
+
+
+argmax_op, argmax = _arg_reduction("argmax", np.argmax)
+argmin_op, argmin = _arg_reduction("argmin", np.argmin)

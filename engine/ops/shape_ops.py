@@ -1,0 +1,181 @@
+"""Ops that rearrange without computing: reshape, transpose, broadcast_to, expand_dims, squeeze."""
+import numpy as np
+
+from .. import dtypes
+from .. import ops
+from ..errors import ShapeError, describe_inputs
+from ..modes import apply
+from ..op import Op, register
+from ..shapes import broadcast_shapes, normalize_axes, normalize_axis, size_of
+from ._define import unbroadcast
+
+
+# ---- reshape --------------------------------------------------------------
+def _reshape_eval(x, *, shape):
+    n = size_of(x[0])
+    if sum(1 for d in shape if d == -1) > 1:
+        raise ShapeError(f"reshape: at most one -1 in the new shape {shape}")
+    if any(d is not None and d < -1 for d in shape):
+        raise ShapeError(f"reshape: invalid dimension in the new shape {shape}")
+    known = size_of(tuple(d for d in shape if d != -1))
+    if -1 in shape:
+        if n is None or known is None:
+            out = tuple(None if d == -1 else d for d in shape)
+        elif known == 0 or n % known:
+            raise ShapeError(f"reshape: cannot reshape {describe_inputs([x])} into {shape}")
+        else:
+            out = tuple(n // known if d == -1 else d for d in shape)
+    else:
+        out = tuple(shape)
+        if n is not None and known is not None and n != known:
+            raise ShapeError(f"reshape: cannot reshape {describe_inputs([x])} "
+                             f"({n} elements) into {shape} ({known} elements)")
+    return (out, x[1])
+
+
+def _reshape_impl(x, *, shape):
+    return np.reshape(x, shape)
+
+
+def _reshape_vjp(g, out, x, *, shape):
+    return (reshape(g, tuple(-1 if d is None else d for d in x.shape)),)
+
+
+reshape_op = register(Op("reshape", _reshape_impl, _reshape_eval, _reshape_vjp, n_inputs=1,
+                         dtypes=dtypes.ALL, doc="Same values in a new shape; one dim may be -1."))
+
+
+def reshape(x, shape):
+    """Give ``x`` a new shape with the same number of elements (one dim may be -1).
+
+    Example:
+        >>> import engine as en
+        >>> en.reshape(en.arange(6), (2, -1)).shape
+        (2, 3)
+    """
+    if isinstance(shape, int):
+        shape = (shape,)
+    return apply(reshape_op, x, shape=tuple(int(d) for d in shape))
+
+
+# ---- transpose ------------------------------------------------------------
+def _transpose_eval(x, *, axes):
+    nd = len(x[0])
+    if axes is None:
+        axes = tuple(range(nd))[::-1]
+    if sorted(a % nd if nd else a for a in axes) != list(range(nd)) or len(axes) != nd:
+        raise ShapeError(f"transpose: axes {axes} are not a permutation for {describe_inputs([x])}")
+    return (tuple(x[0][a] for a in axes), x[1])
+
+
+def _transpose_impl(x, *, axes):
+    return np.transpose(x, axes)
+
+
+def _transpose_vjp(g, out, x, *, axes):
+    if axes is None:
+        return (transpose(g),)
+    nd = len(axes)
+    inverse = tuple(int(i) for i in np.argsort([a % nd for a in axes]))
+    return (transpose(g, inverse),)
+
+
+transpose_op = register(Op("transpose", _transpose_impl, _transpose_eval, _transpose_vjp,
+                           n_inputs=1, dtypes=dtypes.ALL,
+                           doc="Permute axes (reverse them when ``axes`` is None)."))
+
+
+def transpose(x, axes=None):
+    """Permute the axes of ``x``; reverses them by default.
+
+    Example:
+        >>> import engine as en
+        >>> en.transpose(en.zeros((2, 3, 4)), (1, 0, 2)).shape
+        (3, 2, 4)
+    """
+    if axes is not None:
+        axes = tuple(int(a) for a in axes)
+    return apply(transpose_op, x, axes=axes)
+
+
+# ---- broadcast_to ---------------------------------------------------------
+def _broadcast_to_eval(x, *, shape):
+    if len(shape) < len(x[0]):
+        raise ShapeError(f"broadcast_to: cannot broadcast {describe_inputs([x])} to {shape}")
+    out = broadcast_shapes(x[0], shape, op_name="broadcast_to")
+    if tuple(out) != tuple(shape) and None not in shape:
+        raise ShapeError(f"broadcast_to: cannot broadcast {describe_inputs([x])} to {shape}")
+    return (tuple(shape), x[1])
+
+
+def _broadcast_to_impl(x, *, shape):
+    return np.broadcast_to(x, shape)
+
+
+def _broadcast_to_vjp(g, out, x, *, shape):
+    return (unbroadcast(g, x.shape),)
+
+
+broadcast_to_op = register(Op("broadcast_to", _broadcast_to_impl, _broadcast_to_eval,
+                              _broadcast_to_vjp, n_inputs=1, dtypes=dtypes.ALL,
+                              doc="Broadcast to a larger shape (numpy rules)."))
+
+
+def broadcast_to(x, shape):
+    """Broadcast ``x`` to ``shape`` following numpy's rules."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    return apply(broadcast_to_op, x, shape=tuple(shape))
+
+
+# ---- expand_dims / squeeze -------------------------------------------------
+def _expand_dims_eval(x, *, axis):
+    nd = len(x[0]) + 1
+    a = normalize_axis(axis, nd, "expand_dims")
+    shape = list(x[0])
+    shape.insert(a, 1)
+    return (tuple(shape), x[1])
+
+
+def _expand_dims_vjp(g, out, x, *, axis):
+    return (reshape(g, tuple(-1 if d is None else d for d in x.shape)),)
+
+
+expand_dims_op = register(Op("expand_dims", lambda x, *, axis: np.expand_dims(x, axis),
+                             _expand_dims_eval, _expand_dims_vjp, n_inputs=1, dtypes=dtypes.ALL,
+                             doc="Insert a size-1 axis at ``axis``."))
+
+
+def expand_dims(x, axis):
+    """Insert a new axis of size 1 at ``axis``."""
+    return apply(expand_dims_op, x, axis=int(axis))
+
+
+def _squeeze_eval(x, *, axis):
+    shape = x[0]
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(shape) if d == 1)
+    else:
+        axes = normalize_axes(axis, len(shape), "squeeze")
+        for a in axes:
+            if shape[a] is not None and shape[a] != 1:
+                raise ShapeError(f"squeeze: axis {a} of {describe_inputs([x])} has size "
+                                 f"{shape[a]}, not 1")
+    return (tuple(d for i, d in enumerate(shape) if i not in axes), x[1])
+
+
+def _squeeze_impl(x, *, axis):
+    if axis is None:
+        return np.squeeze(x)
+    return np.squeeze(x, axis=axis)
+
+
+squeeze_op = register(Op("squeeze", _squeeze_impl, _squeeze_eval, _expand_dims_vjp,
+                         n_inputs=1, dtypes=dtypes.ALL, doc="Remove size-1 axes."))
+
+
+def squeeze(x, axis=None):
+    """Remove axes of size 1 (all of them, or those in ``axis``)."""
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    return apply(squeeze_op, x, axis=axis)

@@ -1,0 +1,220 @@
+"""The immutable :class:`Tensor` and the operator methods it shares with variables.
+
+A tensor is either *concrete* (it holds a numpy array, eager mode) or *traced*
+(it stands for a graph node while a function is being traced). Both kinds have
+``shape`` and ``dtype``; only concrete tensors have values.
+
+Example:
+    >>> import engine as en
+    >>> x = en.tensor([1.0, 2.0], dtype="float32")
+    >>> (x * 2.0).dtype
+    dtype('float32')
+"""
+import numpy as np
+
+from . import ops as _ops
+from .errors import TracingError
+from .lifting import as_array
+
+
+class TensorOps:
+    """Operators and methods shared by :class:`Tensor` and ``Variable``."""
+
+    __slots__ = ()
+    __array_priority__ = 100  # so ndarray + tensor defers to the tensor
+
+    def __add__(self, other): return _ops.add(self, other)
+    def __radd__(self, other): return _ops.add(other, self)
+    def __sub__(self, other): return _ops.sub(self, other)
+    def __rsub__(self, other): return _ops.sub(other, self)
+    def __mul__(self, other): return _ops.mul(self, other)
+    def __rmul__(self, other): return _ops.mul(other, self)
+    def __truediv__(self, other): return _ops.div(self, other)
+    def __rtruediv__(self, other): return _ops.div(other, self)
+    def __pow__(self, other): return _ops.pow(self, other)
+    def __rpow__(self, other): return _ops.pow(other, self)
+    def __matmul__(self, other): return _ops.matmul(self, other)
+    def __rmatmul__(self, other): return _ops.matmul(other, self)
+    def __neg__(self): return _ops.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return _ops.abs(self)
+    def __invert__(self): return _ops.logical_not(self)
+    def __and__(self, other): return _ops.logical_and(self, other)
+    def __or__(self, other): return _ops.logical_or(self, other)
+    def __lt__(self, other): return _ops.less(self, other)
+    def __le__(self, other): return _ops.less_equal(self, other)
+    def __gt__(self, other): return _ops.greater(self, other)
+    def __ge__(self, other): return _ops.greater_equal(self, other)
+    def __eq__(self, other): return _ops.equal(self, other)
+    def __ne__(self, other): return _ops.not_equal(self, other)
+    __hash__ = object.__hash__  # identity hash: tensors are dict keys on tapes
+
+    def __getitem__(self, index): return _ops.getitem(self, index)
+
+    @property
+    def T(self):
+        return _ops.transpose(self)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            if d is None:
+                return None
+            n *= d
+        return n
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        if self.shape[0] is None:
+            raise TracingError("len() of a tensor whose first dimension is unknown while tracing")
+        return self.shape[0]
+
+    def sum(self, axis=None, keepdims=False): return _ops.sum(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, keepdims=False): return _ops.mean(self, axis=axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False): return _ops.max(self, axis=axis, keepdims=keepdims)
+    def min(self, axis=None, keepdims=False): return _ops.min(self, axis=axis, keepdims=keepdims)
+    def prod(self, axis=None, keepdims=False): return _ops.prod(self, axis=axis, keepdims=keepdims)
+    def argmax(self, axis=None, keepdims=False): return _ops.argmax(self, axis=axis, keepdims=keepdims)
+    def argmin(self, axis=None, keepdims=False): return _ops.argmin(self, axis=axis, keepdims=keepdims)
+    def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return _ops.reshape(self, shape)
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = axes[0]
+        return _ops.transpose(self, axes or None)
+    def astype(self, dtype): return _ops.cast(self, dtype)
+    def exp(self): return _ops.exp(self)
+    def log(self): return _ops.log(self)
+    def sqrt(self): return _ops.sqrt(self)
+    def tanh(self): return _ops.tanh(self)
+    def sigmoid(self): return _ops.sigmoid(self)
+    def relu(self): return _ops.relu(self)
+    def squeeze(self, axis=None): return _ops.squeeze(self, axis)
+    def flatten(self): return _ops.reshape(self, (-1,))
+
+
+class Tensor(TensorOps):
+    """An immutable n-dimensional array. Create one with :func:`engine.tensor`.
+
+    Example:
+        >>> import engine as en
+        >>> t = en.tensor([[1, 2], [3, 4]])
+        >>> t.shape, t.dtype
+        ((2, 2), dtype('int64'))
+    """
+
+    __slots__ = ("_value", "shape", "dtype", "_node", "__weakref__")
+
+    def __init__(self, data, dtype=None):
+        value = as_array(data, dtype)
+        self._value = value
+        self.shape = value.shape
+        self.dtype = value.dtype
+        self._node = None
+
+    # -- concrete values ------------------------------------------------
+    def numpy(self):
+        """The value as a numpy array (a read-only view: tensors are immutable)."""
+        if self._value is None:
+            raise TracingError(
+                f"cannot take the value of a traced tensor {self._describe()} while tracing; "
+                "use en.py_function to run numpy code at graph run time")
+        view = self._value.view()
+        view.flags.writeable = False
+        return view
+
+    def __array__(self, dtype=None, copy=None):
+        value = self.numpy()
+        if dtype is not None and value.dtype != dtype:
+            return value.astype(dtype)
+        return value.copy() if copy else value  # read-only view unless a copy is asked for
+
+    def item(self):
+        return self.numpy().item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __float__(self): return float(self._concrete("float()"))
+    def __int__(self): return int(self._concrete("int()"))
+    def __index__(self): return int(self._concrete("an index").__index__())
+
+    def __bool__(self):
+        return bool(self._concrete("bool() (an `if` or `while` on a tensor)"))
+
+    def _concrete(self, what):
+        if self._value is None:
+            from .errors import format_location, user_frame
+            raise TracingError(
+                f"{what} needs a concrete value, but {self._describe()} is traced "
+                f"(at {format_location(user_frame())}). Python control flow on traced "
+                "tensors cannot be captured in a graph: use en.cond or en.while_loop, "
+                "en.py_function, or en.run_functions_eagerly(True) to debug")
+        return self._value
+
+    def _describe(self):
+        dims = ",".join("?" if d is None else str(d) for d in self.shape)
+        return f"{self.dtype}[{dims}]"
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        n = len(self)
+        return (self[i] for i in range(n))
+
+    def __repr__(self):
+        if self._value is None:
+            name = getattr(self._node, "name", "?")
+            return f"<traced tensor {name}: shape={self.shape}, dtype={self.dtype}>"
+        body = np.array2string(self._value, separator=", ", prefix="tensor(")
+        return f"tensor({body}, shape={self.shape}, dtype={self.dtype})"
+
+    def _repr_html_(self):
+        from html import escape
+        return f"<pre>{escape(repr(self))}</pre>"
+
+    def __reduce__(self):
+        return (Tensor, (self.numpy(),))
+
+
+def wrap(value):
+    """Fast path: a concrete tensor around an array the engine made (no checks)."""
+    t = object.__new__(Tensor)
+    t._value = value
+    t.shape = value.shape
+    t.dtype = value.dtype
+    t._node = None
+    return t
+
+
+def traced(shape, dtype, node):
+    """A traced tensor standing for ``node`` (used by the tracer)."""
+    t = object.__new__(Tensor)
+    t._value = None
+    t.shape = shape
+    t.dtype = dtype
+    t._node = node
+    return t
+
+
+def tensor(data, dtype=None):
+    """Make a tensor from nested lists, scalars, numpy arrays or tensors.
+
+    Example:
+        >>> import engine as en
+        >>> en.tensor([1.0, 2.0], dtype="float32")
+        tensor([1., 2.], shape=(2,), dtype=float32)
+    """
+    if isinstance(data, Tensor):
+        if dtype is None or np.dtype(dtype) == data.dtype:
+            return data
+        return _ops.cast(data, dtype)
+    return Tensor(data, dtype)
