@@ -31,7 +31,9 @@ tanh_op = unary("tanh", np.tanh, lambda g, out, x: (g * (1.0 - square(out)),), d
 
 def _sigmoid_impl(x):
     # 1 / (1 + exp(-x)) overflows for large -x; this form is stable and exact.
-    out = np.negative(x)
+    # An explicit output array: on a 0-d input numpy ufuncs return a scalar,
+    # which the in-place steps below could not write into.
+    out = np.negative(x, out=np.empty_like(x))
     np.exp(out, out=out)
     out += 1.0
     np.reciprocal(out, out=out)
