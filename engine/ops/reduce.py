@@ -1,4 +1,6 @@
 """Reductions over axes: sum, mean, max, min, prod, argmax, argmin."""
+import builtins
+
 import numpy as np
 
 from .. import dtypes
@@ -72,7 +74,8 @@ def _count(x, axis):
 
 def _mean_vjp(g, out, x, *, axis, keepdims):
     n = _count(x, axis)
-    return (ops.broadcast_to(_expand_back(g, x, axis, keepdims), x.shape) / float(max(n, 1)),)
+    # builtins.max: this module defines its own max (the reduction).
+    return (ops.broadcast_to(_expand_back(g, x, axis, keepdims), x.shape) / float(builtins.max(n, 1)),)
 
 
 def _extreme_vjp(g, out, x, *, axis, keepdims):
