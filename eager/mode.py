@@ -106,7 +106,7 @@ class EagerMode:
                 raise _leaked(value)
             value = value._value
         elif type(value) in WEAK_SCALAR_TYPES:
-            value = np.asarray(value, dtype=var.dtype)
+            value = weak_scalar_array(value, [var.dtype])  # 1.5 into an int variable is an error
         else:
             value = as_array(value)
         if value.shape != var.shape and kind != "assign" and value.ndim == 0:

@@ -115,6 +115,9 @@ class Tensor(TensorOps):
 
     def __init__(self, data, dtype=None):
         value = as_array(data, dtype)
+        if isinstance(data, np.ndarray) and data.flags.writeable and np.may_share_memory(value, data):
+            # The caller can still write to ``data``; a tensor must never change.
+            value = value.copy()
         self._value = value
         self.shape = value.shape
         self.dtype = value.dtype

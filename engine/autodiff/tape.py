@@ -10,7 +10,7 @@ import contextlib
 import contextvars
 
 from .. import dtypes
-from ..errors import EngineError, NotDifferentiableError
+from ..errors import EngineError, NotDifferentiableError, NumericsError
 
 _TAPES = contextvars.ContextVar("engine_tapes", default=())
 
@@ -212,7 +212,11 @@ def backward(entries, targets, seeds, sources, ops):
         if op.vjp is None:
             raise NotDifferentiableError(
                 f"op '{op.name}' has no gradient, but a gradient was requested through it")
-        in_grads = op.vjp(g, out, *inputs, **params)
+        try:
+            in_grads = op.vjp(g, out, *inputs, **params)
+        except NumericsError as err:
+            # The failing op is one inside a backward rule; say whose rule it was.
+            raise NumericsError(f"{err}\n  in the gradient of op '{op.name}'") from None
         for x, gx in zip(inputs, in_grads):
             if gx is not None and id(x) in reach:
                 _accumulate(cot, x, gx, ops)

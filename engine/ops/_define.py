@@ -35,7 +35,10 @@ def binary_rule(name, allowed, what, out_dtype=None, true_divide=False):
     def abstract_eval(x, y):
         if x[1] not in allowed or y[1] not in allowed:
             raise DTypeError(f"{name}: expected {what} inputs, got {describe_inputs([x, y])}")
-        shape = broadcast_shapes(x[0], y[0], op_name=name)
+        try:
+            shape = broadcast_shapes(x[0], y[0], op_name=name)
+        except ShapeError as err:  # name every input's shape and dtype, as other rules do
+            raise ShapeError(f"{err}; inputs {describe_inputs([x, y])}") from None
         if out_dtype is not None:
             return (shape, out_dtype)
         dt = np.result_type(x[1], y[1])

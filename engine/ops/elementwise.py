@@ -88,8 +88,9 @@ def _div_vjp(g, out, x, y):
 
 def _pow_vjp(g, out, x, y):
     gx = g * y * pow(x, y - 1.0)
-    # d/dy x**y = log(x) * x**y; defined as 0 where x == 0 (as JAX and autograd do).
-    safe_log = log(ops.where(ops.equal(x, 0), ops.ones_like(x), x))
+    # d/dy x**y = log(x) * x**y; defined as 0 where x <= 0 (as TensorFlow does), so
+    # an exponent gradient nobody asked for, as in (x - 1) ** 2, never holds NaN.
+    safe_log = log(ops.where(ops.greater(x, 0), x, ops.ones_like(x)))
     gy = g * out * safe_log
     return unbroadcast(gx, x.shape), unbroadcast(gy, y.shape)
 
