@@ -21,5 +21,9 @@ from .ops import abs, pow, sum, max, min  # noqa: F401
 import eager as _eager  # noqa: F401  (installs eager mode as the default)
 from .autodiff import GradientTape, custom_gradient, grad, value_and_grad
 from . import debug
+from . import random
+from . import optim, data  # noqa: E402
+from graph import (Function, TensorSpec, cond, function, is_tracing, print, py_function,  # noqa: E402
+                   run_functions_eagerly, scan, while_loop)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,79 @@
+"""Flattening nested tuples, lists and dicts of leaves, and rebuilding them.
+
+Used wherever structures of tensors cross an API boundary: function inputs
+and outputs, gradient sources, loop variables.
+
+Example:
+    >>> leaves, tree = flatten({"a": 1, "b": (2, 3)})
+    >>> leaves
+    [1, 2, 3]
+    >>> unflatten(tree, [4, 5, 6])
+    {'a': 4, 'b': (5, 6)}
+"""
+
+
+class TreeDef:
+    """The shape of a nested structure: its container kinds, keys and leaf count."""
+
+    __slots__ = ("kind", "keys", "children", "num_leaves")
+
+    def __init__(self, kind, keys, children):
+        self.kind = kind          # "leaf", "none", tuple, list, dict
+        self.keys = keys
+        self.children = children
+        self.num_leaves = (1 if kind == "leaf" else sum(c.num_leaves for c in children))
+
+    def _key(self):
+        return (self.kind, self.keys, tuple(c._key() for c in self.children))
+
+    def __eq__(self, other):
+        return isinstance(other, TreeDef) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"TreeDef({self._key()!r})"
+
+
+LEAF = TreeDef("leaf", None, ())
+NONE = TreeDef("none", None, ())
+
+
+def flatten(tree, is_leaf=None):
+    """Return ``(leaves, treedef)``. Tuples, lists and dicts are containers; None is empty."""
+    leaves = []
+    return leaves, _flatten(tree, leaves, is_leaf)
+
+
+def _flatten(tree, leaves, is_leaf):
+    if is_leaf is not None and is_leaf(tree):
+        leaves.append(tree)
+        return LEAF
+    if tree is None:
+        return NONE
+    t = type(tree)
+    if t is tuple or t is list:
+        return TreeDef(t, None, tuple(_flatten(c, leaves, is_leaf) for c in tree))
+    if t is dict:
+        keys = tuple(sorted(tree, key=repr))
+        return TreeDef(dict, keys, tuple(_flatten(tree[k], leaves, is_leaf) for k in keys))
+    leaves.append(tree)
+    return LEAF
+
+
+def unflatten(treedef, leaves):
+    """Rebuild the structure described by ``treedef`` from ``leaves``."""
+    it = iter(leaves)
+    out = _unflatten(treedef, it)
+    return out
+
+
+def _unflatten(td, it):
+    if td.kind == "leaf":
+        return next(it)
+    if td.kind == "none":
+        return None
+    if td.kind is dict:
+        return {k: _unflatten(c, it) for k, c in zip(td.keys, td.children)}
+    return td.kind(_unflatten(c, it) for c in td.children)

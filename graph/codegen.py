@@ -1,0 +1,129 @@
+"""Lowering a :class:`Graph` to Python source that calls the ops' kernels directly.
+
+The generated function takes the graph inputs as arguments, runs one line per
+node in topological order, drops each value after its last use (``del``), and
+returns the outputs as a tuple. Kernels, constants and non-literal params live
+in the function's namespace. Every line ends with a comment naming the user's
+source line, and a runtime failure is mapped back to its node.
+
+Lowering emits calls through one array back end (numpy today) by way of each
+op's ``impl``; nothing here names a specific op.
+"""
+import ast
+import itertools
+import linecache
+import os
+
+import numpy as np
+
+from .graph_ops import constant_op, placeholder_op
+
+_counter = itertools.count()
+
+
+def _is_literal(value):
+    """True when ``repr(value)`` evaluates back to an equal, same-typed value."""
+    if value is None or type(value) in (bool, int, str):
+        return True
+    if type(value) is float:
+        return np.isfinite(value)
+    if type(value) is tuple:
+        return all(_is_literal(v) for v in value)
+    return False
+
+
+class Lowered:
+    """Source code plus the namespace it runs in."""
+
+    def __init__(self, source, namespace, line_to_node, fn_name, filename):
+        self.source = source
+        self.namespace = namespace
+        self.line_to_node = line_to_node
+        self.fn_name = fn_name
+        self.filename = filename
+
+    def build(self):
+        code = compile(self.source, self.filename, "exec")
+        lines = self.source.splitlines(True)
+        linecache.cache[self.filename] = (len(self.source), None, lines, self.filename)
+        exec(code, self.namespace)
+        return self.namespace[self.fn_name]
+
+
+def lower(graph, kernel_for=None):
+    """Return :class:`Lowered` source for ``graph``.
+
+    ``kernel_for(node)`` may return a replacement callable for a node (used by
+    fusion); by default each node calls ``node.op.impl``.
+    """
+    order = graph.topo_order()
+    names = {}
+    namespace = {"__builtins__": __builtins__}
+    kernels = {}
+
+    def kernel_name(node):
+        fn = kernel_for(node) if kernel_for is not None else None
+        fn = fn or node.op.impl
+        key = id(fn)
+        if key not in kernels:
+            base = "k_" + node.op.name
+            name = base
+            i = 1
+            while name in namespace:
+                name = f"{base}_{i}"
+                i += 1
+            namespace[name] = fn
+            kernels[key] = name
+        return kernels[key]
+
+    for node in order:
+        names[node] = node.name
+    last_use = {}
+    for i, node in enumerate(order):
+        for inp in node.inputs:
+            last_use[inp] = i
+    outputs = set(graph.outputs)
+
+    fn_name = "run_" + "".join(c if c.isalnum() else "_" for c in graph.name)
+    args = ", ".join(names[n] for n in graph.inputs)
+    lines = [f"def {fn_name}({args}):"]
+    line_to_node = {}
+    dying = {}
+    for i, node in enumerate(order):
+        for inp in dict.fromkeys(node.inputs):  # each input once, in order
+            if last_use[inp] == i and inp not in outputs:
+                dying.setdefault(i, []).append(inp)
+    for i, node in enumerate(order):
+        if node.op is placeholder_op:
+            continue
+        target = names[node]
+        if node.op is constant_op:
+            cname = "c_" + target
+            namespace[cname] = node.params["value"]
+            line = f"    {target} = {cname}"
+        else:
+            argv = [names[inp] for inp in node.inputs]
+            for key, value in sorted(node.params.items()):
+                if _is_literal(value):
+                    argv.append(f"{key}={value!r}")
+                else:
+                    pname = f"p_{target}_{key}"
+                    namespace[pname] = value
+                    argv.append(f"{key}={pname}")
+            call = f"{kernel_name(node)}({', '.join(argv)})"
+            used = node in last_use or node in outputs
+            line = f"    {target} = {call}" if used else f"    {call}"
+        loc = node.source
+        if loc is not None:
+            line += f"  # {os.path.basename(loc[0])}:{loc[1]}"
+        lines.append(line)
+        line_to_node[len(lines)] = node
+        dead = [names[d] for d in dying.get(i, ())]
+        if dead:
+            lines.append(f"    del {', '.join(dead)}")
+    outs = ", ".join(names[o] for o in graph.outputs)
+    lines.append(f"    return ({outs}{',' if len(graph.outputs) == 1 else ''})")
+    source = "\n".join(lines) + "\n"
+    ast.parse(source)  # a lowering bug should fail here, not at call time
+    filename = f"<graph {graph.name} #{next(_counter)}>"
+    return Lowered(source, namespace, line_to_node, fn_name, filename)

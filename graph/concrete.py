@@ -1,0 +1,153 @@
+"""One traced signature of an ``en.function``: its graph, compiled code and gradient."""
+import numpy as np
+
+from engine import dtypes
+from engine.autodiff.tape import _TAPES, GradientTape, record
+from engine.errors import EngineError
+from engine.modes import use_mode
+from engine.pytree import flatten, unflatten
+from engine.tensor import Tensor
+from engine.variable import Variable
+
+from .executor import CompiledGraph, wrap_outputs
+from .ir import Graph
+from .tracer import TraceMode, output_nodes, override_variables
+
+
+def _out_leaf(x):
+    return isinstance(x, (Tensor, Variable, np.ndarray))
+
+
+class ConcreteFunction:
+    """The graph and compiled code for one input signature.
+
+    Attributes: ``graph`` (what runs), ``unoptimized_graph``, ``source`` (the
+    generated Python), ``report`` (what each optimization pass did).
+    """
+
+    def __init__(self, fn, name, key, leaves, treedef, specs=None, passes=None):
+        self.python_function = fn
+        self.name = name
+        self.key = key
+        self._leaves = leaves
+        self._treedef = treedef
+        self._specs = specs
+        self._backward = None
+        graph = self._trace(Graph(name))
+        self.unoptimized_graph = graph
+        self.graph, self.report = _optimize(graph, passes)
+        self.compiled = CompiledGraph(self.graph)
+        self.source = self.compiled.source
+        self._out_dtypes = [o.dtype for o in self.graph.outputs]
+        self._float_vars = [v for v in self.graph.variables
+                            if v.trainable and v.dtype in dtypes.FLOATS]
+
+    # -- tracing -----------------------------------------------------------------
+    def _trace(self, graph):
+        mode = TraceMode(graph)
+        tape_token = _TAPES.set(())   # eager tapes must not see traced tensors
+        try:
+            with use_mode(mode):
+                args, kwargs = self._traced_arguments(mode)
+                result = self.python_function(*args, **kwargs)
+        finally:
+            _TAPES.reset(tape_token)
+        out_leaves, out_tree = flatten(result, is_leaf=_out_leaf)
+        graph.outputs = output_nodes(mode, out_leaves)
+        graph.output_tree = out_tree
+        return graph
+
+    def _traced_arguments(self, mode, replace=None):
+        """The call's arguments with tensors replaced by placeholders (or ``replace``)."""
+        if self._specs is not None:
+            tensors = replace or [mode.placeholder(s.shape, s.dtype, name=s.name or f"x{i}")
+                                  for i, s in enumerate(self._specs)]
+            return list(tensors), {}
+        leaves = []
+        it = iter(replace) if replace is not None else None
+        i = 0
+        for leaf, part in zip(self._leaves, self.key[1]):
+            if part[0] == "T":
+                leaves.append(next(it) if it else mode.placeholder(part[1], part[2], name=f"x{i}"))
+                i += 1
+            else:
+                leaves.append(leaf)
+        args, kwargs = unflatten(self._treedef, leaves)
+        return list(args), kwargs
+
+    # -- running -------------------------------------------------------------------
+    def __call__(self, tensors):
+        arrays = []
+        for t in tensors:
+            if t._value is None:
+                raise EngineError(f"{self.name}: a traced tensor was passed to a compiled "
+                                  "function outside of tracing")
+            arrays.append(t._value)
+        outs = wrap_outputs(self.compiled.run(arrays), self._out_dtypes)
+        if _TAPES.get():
+            self._record_call(tensors, outs)
+        return unflatten(self.graph.output_tree, outs)
+
+    # -- gradients -----------------------------------------------------------------
+    def _record_call(self, tensors, outs):
+        """Record this call on active tapes as one op whose VJP is a compiled backward graph."""
+        from eager.mode import EAGER
+        reads = [EAGER.read_variable(v) for v in self._float_vars]
+        record(_CallOp(self), list(tensors) + reads, tuple(outs), {})
+
+    def backward_function(self):
+        """An ``en.function`` computing input and variable gradients from output cotangents."""
+        if self._backward is None:
+            from .function import Function
+            n_in = len([p for p in self.key[1] if p[0] == "T"]) if self._specs is None \
+                else len(self._specs)
+            variables = self._float_vars
+
+            def backward(*flat):
+                xs = list(flat[:n_in])
+                vs = list(flat[n_in:n_in + len(variables)])
+                gs = list(flat[n_in + len(variables):])
+                sources = [x for x in xs if x.dtype in dtypes.FLOATS] + vs
+                with GradientTape() as tape:
+                    tape.watch(sources)
+                    with override_variables(dict(zip(variables, vs))):
+                        args, kwargs = self._traced_arguments(None, replace=xs)
+                        result = self.python_function(*args, **kwargs)
+                out_leaves, _ = flatten(result, is_leaf=_out_leaf)
+                pairs = [(o, g) for o, g in zip(out_leaves, gs)
+                         if isinstance(o, Tensor) and o.dtype in dtypes.FLOATS]
+                grads = tape.gradient([o for o, _ in pairs], sources,
+                                      output_gradients=[g for _, g in pairs]) if pairs else \
+                    [None] * len(sources)
+                from engine import ops
+                return tuple(ops.zeros_like(s) if g is None else g for s, g in zip(sources, grads))
+
+            self._backward = Function(backward, name=f"{self.name}_backward")
+        return self._backward
+
+
+class _CallOp:
+    """Tape entry for a compiled-function call (not a registry op)."""
+
+    multiple_results = True
+
+    def __init__(self, concrete):
+        self.concrete = concrete
+        self.name = f"call[{concrete.name}]"
+
+    def vjp(self, gs, outs, *inputs):
+        n_vars = len(self.concrete._float_vars)
+        xs = inputs[:len(inputs) - n_vars]
+        vs = inputs[len(inputs) - n_vars:]
+        grads = iter(self.concrete.backward_function()(*xs, *vs, *gs))
+        return tuple(next(grads) if x.dtype in dtypes.FLOATS else None for x in xs) + \
+            tuple(next(grads) for _ in vs)
+
+
+def _optimize(graph, passes):
+    """Run the optimization pipeline (``passes=None``: the default one)."""
+    try:
+        from .passes import optimize
+    except ImportError:
+        return graph, []
+    return optimize(graph, passes)

@@ -1,0 +1,330 @@
+"""Control flow that works in both modes: :func:`cond`, :func:`while_loop`, :func:`scan`.
+
+Eagerly they are plain Python (so tapes record whatever runs). While tracing,
+each body is traced once into a :class:`SubGraph` and the whole construct
+becomes one node. ``cond`` and ``scan`` have VJPs written with ``cond`` and
+``scan`` themselves, so they differentiate to any order; ``while_loop`` in a
+graph has no gradient (its trip count is only known at run time).
+"""
+import numpy as np
+
+from engine import dtypes
+from engine.autodiff.tape import GradientTape
+from engine.errors import DTypeError, NotDifferentiableError, ShapeError, describe_inputs
+from engine.modes import apply, current_mode
+from engine.op import Op
+from engine.pytree import flatten, unflatten
+from engine.tensor import Tensor
+
+from .graph_ops import _structural
+from .interpret import interpret
+from .subgraph import SubGraph, check_same_outputs, _leaf
+from .tracer import TraceMode
+
+
+def _tracing():
+    mode = current_mode()
+    return mode if isinstance(mode, TraceMode) else None
+
+
+def _avals(tensors):
+    return [(tuple(t.shape), t.dtype) for t in tensors]
+
+
+def _is_float(t):
+    return t.dtype in dtypes.FLOATS
+
+
+def _vjp_of(run, inputs, cotangents):
+    """Run ``run(*inputs)`` under a tape and pull ``cotangents`` back to ``inputs``.
+
+    Returns one gradient per input (zeros for non-float or unconnected inputs).
+    """
+    from engine import ops
+    floats = [x for x in inputs if _is_float(x)]
+    with GradientTape() as tape:
+        tape.watch(floats)
+        outs = run(*inputs)
+    pairs = [(o, g) for o, g in zip(outs, cotangents) if _is_float(o)]
+    grads = tape.gradient([o for o, _ in pairs], floats,
+                          output_gradients=[g for _, g in pairs]) if pairs else [None] * len(floats)
+    by_id = {id(x): g for x, g in zip(floats, grads)}
+    return [ops.zeros_like(x) if by_id.get(id(x)) is None else by_id[id(x)] for x in inputs]
+
+
+# ---- cond ----------------------------------------------------------------------
+def _cond_impl(pred, *rest, true, false, n_ops):
+    ops_ = list(rest[:n_ops])
+    n_t = len(true.captures)
+    if pred:
+        return tuple(true.run(ops_ + list(rest[n_ops:n_ops + n_t])))
+    return tuple(false.run(ops_ + list(rest[n_ops + n_t:])))
+
+
+def _cond_eval(pred, *rest, true, false, n_ops):
+    if pred[1] != dtypes.bool_ or tuple(pred[0]) != ():
+        raise DTypeError(f"cond: the predicate must be a bool scalar, got {describe_inputs([pred])}")
+    return true.out_avals
+
+
+def _cond_vjp(gs, outs, pred, *rest, true, false, n_ops):
+    n_t = len(true.captures)
+    n_rest = len(rest)
+
+    def branch_vjp(sub, cap_lo, cap_hi):
+        def run_vjp(*args):
+            ins, g = list(args[:n_rest]), list(args[n_rest:])
+            mine = ins[:n_ops] + ins[cap_lo:cap_hi]
+            grads = _vjp_of(lambda *xs: interpret(sub.graph, list(xs)), mine, g)
+            from engine import ops
+            full = [ops.zeros_like(x) for x in ins]
+            for k, gk in zip(list(range(n_ops)) + list(range(cap_lo, cap_hi)), grads):
+                full[k] = gk
+            return tuple(full)
+        return run_vjp
+
+    grads = cond(pred, branch_vjp(true, n_ops, n_ops + n_t),
+                 branch_vjp(false, n_ops + n_t, n_rest), *rest, *gs)
+    return (None,) + tuple(g if _is_float(x) else None for x, g in zip(rest, grads))
+
+
+cond_op = _structural(Op("cond", _cond_impl, _cond_eval, _cond_vjp, multiple_results=True,
+                         doc="Run one of two traced branches, chosen by a bool scalar."))
+
+
+def cond(pred, true_fn, false_fn, *operands):
+    """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``, in both modes.
+
+    In a traced function both branches are traced (they must return the same
+    structure, shapes and dtypes) and the choice is made at run time.
+
+    Example:
+        >>> import engine as en
+        >>> x = en.tensor(3.0)
+        >>> float(en.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x))
+        6.0
+    """
+    mode = _tracing()
+    if mode is None:
+        return true_fn(*operands) if bool(pred) else false_fn(*operands)
+    leaves, tree = flatten(tuple(operands), is_leaf=_leaf)
+    leaves = mode.lift(leaves)
+    (pred,) = mode.lift([pred])
+    avals = _avals(leaves)
+    t = SubGraph(lambda *a: true_fn(*a), avals, tree, "cond_true", mode)
+    f = SubGraph(lambda *a: false_fn(*a), avals, tree, "cond_false", mode)
+    check_same_outputs("cond", t, f, "true_fn", "false_fn")
+    outs = apply(cond_op, pred, *leaves, *t.captures, *f.captures, true=t, false=f,
+                 n_ops=len(leaves))
+    _mark_effects(outs, t.has_side_effects or f.has_side_effects)
+    return unflatten(t.out_tree, list(outs))
+
+
+def _mark_effects(outs, effects):
+    if outs and effects:
+        node = outs[0]._node.inputs[0]
+        node.meta["side_effects"] = True
+        mode = _tracing()
+        mode._order_effect(node)
+
+
+# ---- while_loop ------------------------------------------------------------------
+def _while_impl(*rest, cond, body, n_vars):
+    vals = list(rest[:n_vars])
+    n_c = len(cond.captures)
+    cc = list(rest[n_vars:n_vars + n_c])
+    cb = list(rest[n_vars + n_c:])
+    while cond.run(vals + cc)[0]:
+        vals = list(body.run(vals + cb))
+    return tuple(vals)
+
+
+def _while_eval(*rest, cond, body, n_vars):
+    return tuple((tuple(s), d) for s, d in rest[:n_vars])
+
+
+def _while_vjp(gs, outs, *rest, cond, body, n_vars):
+    raise NotDifferentiableError(
+        "while_loop cannot be differentiated in graph mode: its number of iterations is only "
+        "known at run time. Use en.scan with a fixed number of steps (or differentiate eagerly)")
+
+
+while_op = _structural(Op("while_loop", _while_impl, _while_eval, _while_vjp,
+                          multiple_results=True,
+                          doc="Repeat a traced body while a traced condition holds."))
+
+
+def while_loop(cond_fn, body_fn, loop_vars):
+    """Repeat ``loop_vars = body_fn(*loop_vars)`` while ``cond_fn(*loop_vars)``.
+
+    ``loop_vars`` is a tuple or list; the body must keep every shape and dtype.
+
+    Example:
+        >>> import engine as en
+        >>> i, s = en.while_loop(lambda i, s: i < 5, lambda i, s: (i + 1, s + i),
+        ...                      (en.tensor(0), en.tensor(0)))
+        >>> int(s)
+        10
+    """
+    if not isinstance(loop_vars, (tuple, list)):
+        raise TypeError("while_loop: loop_vars must be a tuple or list")
+    mode = _tracing()
+    if mode is None:
+        vals = tuple(loop_vars)
+        while bool(cond_fn(*vals)):
+            vals = body_fn(*vals)
+            vals = tuple(vals) if isinstance(vals, (tuple, list)) else (vals,)
+        return type(loop_vars)(vals)
+    leaves, tree = flatten(tuple(loop_vars), is_leaf=_leaf)
+    leaves = mode.lift(leaves)
+    avals = _avals(leaves)
+    c = SubGraph(lambda *a: cond_fn(*a), avals, tree, "while_cond", mode)
+    if len(c.out_avals) != 1 or c.out_avals[0][1] != dtypes.bool_ or c.out_avals[0][0] != ():
+        raise DTypeError(f"while_loop: cond_fn must return one bool scalar, got "
+                         f"{describe_inputs(c.out_avals)}")
+    b = SubGraph(lambda *a: _as_tuple(body_fn(*a)), avals, tree, "while_body", mode)
+    if [tuple(s) for s, _ in b.out_avals] != [tuple(s) for s, _ in avals] or \
+            [d for _, d in b.out_avals] != [d for _, d in avals]:
+        raise ShapeError(f"while_loop: the body must return loop variables of the same shapes and "
+                         f"dtypes: got {describe_inputs(b.out_avals)} for "
+                         f"{describe_inputs(avals)}")
+    outs = apply(while_op, *leaves, *c.captures, *b.captures, cond=c, body=b, n_vars=len(leaves))
+    _mark_effects(outs, c.has_side_effects or b.has_side_effects)
+    return type(loop_vars)(unflatten(tree, list(outs)))
+
+
+def _as_tuple(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,)
+
+
+# ---- scan ----------------------------------------------------------------------------
+def _scan_impl(*rest, body, n_carry, n_x, length, reverse):
+    carry = list(rest[:n_carry])
+    xs = rest[n_carry:n_carry + n_x]
+    caps = list(rest[n_carry + n_x:])
+    n_y = len(body.out_avals) - n_carry
+    if length is None:  # unknown while tracing (a None dim): known now
+        length = np.shape(xs[0])[0]
+    ys = [np.empty((length,) + tuple(s), d) for s, d in body.out_avals[n_carry:]]
+    carries = [np.empty((length,) + np.shape(c), np.asarray(c).dtype) for c in carry]
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    for t in steps:
+        for k, c in enumerate(carry):
+            carries[k][t] = c
+        outs = body.run(carry + [x[t] for x in xs] + caps)
+        carry = list(outs[:n_carry])
+        for k in range(n_y):
+            ys[k][t] = outs[n_carry + k]
+    return tuple(np.asarray(c) for c in carry) + tuple(ys) + tuple(carries)
+
+
+def _scan_eval(*rest, body, n_carry, n_x, length, reverse):
+    carry = [(tuple(s), d) for s, d in rest[:n_carry]]
+    ys = [((length,) + tuple(s), d) for s, d in body.out_avals[n_carry:]]
+    stacked = [((length,) + s, d) for s, d in carry]
+    return tuple(carry + ys + stacked)
+
+
+def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse):
+    from engine import ops
+    n_y = len(body.out_avals) - n_carry
+    g_carry = list(gs[:n_carry])
+    g_ys = list(gs[n_carry:n_carry + n_y])
+    carries = list(outs[n_carry + n_y:])
+    xs = list(rest[n_carry:n_carry + n_x])
+    caps = list(rest[n_carry + n_x:])
+
+    def step(gc, sl):
+        carry_t = list(sl[:n_carry])
+        x_t = list(sl[n_carry:n_carry + n_x])
+        gy_t = list(sl[n_carry + n_x:])
+        inner_caps = current_mode().lift(caps) if caps else []
+        ins = carry_t + x_t + inner_caps
+        grads = _vjp_of(lambda *a: interpret(body.graph, list(a)), ins, list(gc) + gy_t)
+        return tuple(grads[:n_carry]), tuple(grads[n_carry:])
+
+    g_init, per_step = scan(step, tuple(g_carry), tuple(carries + xs + g_ys), length=length,
+                            reverse=not reverse)
+    g_xs = list(per_step[:n_x])
+    g_caps = [ops.sum(g, axis=0) for g in per_step[n_x:]]
+    grads = list(g_init) + g_xs + g_caps
+    return tuple(g if _is_float(x) else None for x, g in zip(rest, grads))
+
+
+scan_op = _structural(Op("scan", _scan_impl, _scan_eval, _scan_vjp, multiple_results=True,
+                         doc="Loop a traced body over the leading axis of its inputs."))
+
+
+def scan(fn, init, xs=None, length=None, reverse=False):
+    """Loop ``carry, y = fn(carry, x)`` over the leading axis of ``xs``.
+
+    Returns ``(final_carry, ys)`` with the ``y``s stacked on a new leading
+    axis. ``init`` and ``xs`` may be tensors or tuples/lists/dicts of them.
+    Differentiable in both modes.
+
+    Example:
+        >>> import engine as en
+        >>> total, partial = en.scan(lambda c, x: (c + x, c + x), en.tensor(0.0),
+        ...                          en.tensor([1.0, 2.0, 3.0]))
+        >>> partial.numpy().tolist()
+        [1.0, 3.0, 6.0]
+    """
+    from engine import ops
+    x_leaves, x_tree = flatten(xs, is_leaf=_leaf)
+    if length is None:
+        if not x_leaves:
+            raise ShapeError("scan: give xs or length")
+        length = x_leaves[0].shape[0]
+    for x in x_leaves:
+        if not x.shape or (x.shape[0] != length and None not in (x.shape[0], length)):
+            raise ShapeError(f"scan: every x must have leading dimension {length}, got "
+                             f"shape {x.shape}")
+    mode = _tracing()
+    if mode is None:
+        carry = init
+        ys = [None] * length
+        steps = range(length - 1, -1, -1) if reverse else range(length)
+        for t in steps:
+            x_t = unflatten(x_tree, [x[t] for x in x_leaves])
+            carry, ys[t] = fn(carry, x_t)
+        if length == 0:
+            raise ShapeError("scan: eager scan over zero steps cannot infer the output shapes")
+        y_leaves0, y_tree = flatten(ys[0], is_leaf=_leaf)
+        stacked = [ops.stack([flatten(y, is_leaf=_leaf)[0][k] for y in ys])
+                   for k in range(len(y_leaves0))]
+        return carry, unflatten(y_tree, stacked)
+    c_leaves, c_tree = flatten(init, is_leaf=_leaf)
+    c_leaves = mode.lift(c_leaves)
+    x_leaves = mode.lift(x_leaves)
+    c_avals = _avals(c_leaves)
+    x_avals = [(tuple(x.shape[1:]), x.dtype) for x in x_leaves]
+    n_c = len(c_leaves)
+    holder = {}
+
+    def body_fn(*flat):
+        carry = unflatten(c_tree, list(flat[:n_c]))
+        x = unflatten(x_tree, list(flat[n_c:]))
+        new_carry, y = fn(carry, x)
+        nc, nc_tree = flatten(new_carry, is_leaf=_leaf)
+        y_leaves, holder["y_tree"] = flatten(y, is_leaf=_leaf)
+        if nc_tree != c_tree:
+            raise ShapeError(f"scan: fn must return a carry with the structure of init "
+                             f"({c_tree} vs {nc_tree})")
+        return tuple(nc) + tuple(y_leaves)
+
+    from engine.pytree import TreeDef, LEAF
+    in_tree = TreeDef(tuple, None, tuple(LEAF for _ in range(n_c + len(x_leaves))))
+    body = SubGraph(body_fn, c_avals + x_avals, in_tree, "scan_body", mode)
+    got = body.out_avals[:n_c]
+    if [tuple(s) for s, _ in got] != [tuple(s) for s, _ in c_avals] or \
+            [d for _, d in got] != [d for _, d in c_avals]:
+        raise ShapeError(f"scan: fn must keep the carry's shapes and dtypes: got "
+                         f"{describe_inputs(got)} for {describe_inputs(c_avals)}")
+    outs = apply(scan_op, *c_leaves, *x_leaves, *body.captures, body=body, n_carry=n_c,
+                 n_x=len(x_leaves), length=None if length is None else int(length),
+                 reverse=bool(reverse))
+    _mark_effects(outs, body.has_side_effects)
+    n_y = len(body.out_avals) - n_c
+    carry = unflatten(c_tree, list(outs[:n_c]))
+    ys = unflatten(holder["y_tree"], list(outs[n_c:n_c + n_y]))
+    return carry, ys

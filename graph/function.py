@@ -1,0 +1,192 @@
+"""``en.function``: trace a Python function once per signature, run the compiled graph after.
+
+Example:
+    >>> import engine as en
+    >>> @en.function
+    ... def f(x):
+    ...     return en.tanh(x) * 2.0
+    >>> f(en.tensor([0.0, 1.0], dtype="float32")).dtype
+    dtype('float32')
+    >>> f.trace_count
+    1
+"""
+import contextlib
+import functools
+import logging
+import threading
+import warnings
+
+from engine.config import config
+from engine.errors import EngineError, format_location, user_frame
+from engine.modes import current_mode
+from engine.tensor import Tensor
+
+from .concrete import ConcreteFunction
+from .signature import TensorSpec, check_against_specs, describe_change, signature_of
+from .tracer import TraceMode
+
+log = logging.getLogger("engine.graph")
+
+
+class Function:
+    """A Python function compiled to a graph per input signature. See :func:`function`."""
+
+    def __init__(self, fn, input_signature=None, optimize=True, passes=None, max_traces=8,
+                 name=None):
+        functools.update_wrapper(self, fn)
+        self.python_function = fn
+        self.name = name or getattr(fn, "__name__", "function")
+        if input_signature is not None:
+            input_signature = tuple(s if isinstance(s, TensorSpec) else TensorSpec(*s)
+                                    for s in input_signature)
+        self.input_signature = input_signature
+        self.optimize = optimize
+        self.passes = passes
+        self.max_traces = max_traces
+        self._cache = {}
+        self._fast = {}
+        self._lock = threading.RLock()
+        self._last_key = None
+        self._warned = False
+        self.trace_count = 0
+
+    # -- calling ---------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if config.run_functions_eagerly or isinstance(current_mode(), TraceMode):
+            # Eagerly on request; inside another trace, inline into that graph.
+            return self.python_function(*args, **kwargs)
+        if not kwargs and self.input_signature is None:
+            key = []
+            for a in args:
+                if type(a) is not Tensor or a._value is None:
+                    break
+                key.append(a.shape)
+                key.append(a.dtype)
+            else:
+                concrete = self._fast.get(tuple(key))
+                if concrete is not None:
+                    return concrete(args)
+                concrete = self.get_concrete_function(*args)
+                self._fast[tuple(key)] = concrete
+                return concrete(args)
+        concrete, tensors = self._concrete_and_tensors(args, kwargs)
+        return concrete(tensors)
+
+    def __get__(self, instance, owner):
+        # Decorating a method: bind like a function, sharing one trace cache per instance.
+        if instance is None:
+            return self
+        return functools.partial(self, instance)
+
+    def _concrete_and_tensors(self, args, kwargs):
+        if self.input_signature is not None:
+            if kwargs:
+                raise EngineError(f"{self.name}: keyword arguments are not allowed with an "
+                                  "input_signature")
+            tensors = check_against_specs(self.name, self.input_signature, args)
+            key = ("input_signature",)
+            concrete = self._cache.get(key)
+            if concrete is None:
+                concrete = self._trace(key, tensors, None, None, specs=self.input_signature)
+            return concrete, tensors
+        key, tensors, leaves, treedef = signature_of(args, kwargs)
+        concrete = self._cache.get(key)
+        if concrete is None:
+            concrete = self._trace(key, tensors, leaves, treedef)
+        return concrete, tensors
+
+    def get_concrete_function(self, *args, **kwargs):
+        """The :class:`ConcreteFunction` (graph and compiled code) for these arguments."""
+        return self._concrete_and_tensors(args, kwargs)[0]
+
+    def _trace(self, key, tensors, leaves, treedef, specs=None):
+        with self._lock:
+            concrete = self._cache.get(key)
+            if concrete is not None:
+                return concrete
+            if self.trace_count:
+                log.info("retracing %s: %s (called from %s)", self.name,
+                         describe_change(self._last_key, key) if self._last_key else "",
+                         format_location(user_frame()))
+            if self.trace_count >= self.max_traces and not self._warned:
+                self._warned = True
+                warnings.warn(
+                    f"{self.name} has been traced {self.trace_count + 1} times (max_traces="
+                    f"{self.max_traces}); each new shape, dtype or Python value retraces. Pass "
+                    "input_signature=[en.TensorSpec(shape=(None, ...), dtype=...)] to trace once "
+                    "for every size", stacklevel=4)
+            concrete = ConcreteFunction(self.python_function, self.name, key, leaves, treedef,
+                                        specs=specs, passes=self._passes())
+            self._cache[key] = concrete
+            self._last_key = key
+            self.trace_count += 1
+            return concrete
+
+    def _passes(self):
+        if not self.optimize:
+            return []
+        if self.passes is not None:
+            return list(self.passes)
+        return None  # the default pipeline
+
+    # -- inspection --------------------------------------------------------------
+    def graph_for(self, *args, **kwargs):
+        """The (optimized) graph these arguments run."""
+        return self.get_concrete_function(*args, **kwargs).graph
+
+    def source_for(self, *args, **kwargs):
+        """The generated Python source these arguments run."""
+        return self.get_concrete_function(*args, **kwargs).source
+
+    def __repr__(self):
+        return f"<en.function {self.name} traces={self.trace_count}>"
+
+
+def function(fn=None, *, input_signature=None, optimize=True, passes=None, max_traces=8):
+    """Compile ``fn`` to a graph, traced once per input signature.
+
+    Usable as ``@en.function`` or ``en.function(fn, input_signature=[...])``.
+    The first call with a new signature runs the Python body once with traced
+    tensors; later calls run the compiled graph without running Python.
+
+    Example:
+        >>> import engine as en
+        >>> loss = en.function(lambda w, x: en.sum((x @ w) ** 2.0))
+        >>> float(loss(en.ones((3, 1)), en.ones((2, 3))))
+        18.0
+    """
+    def wrap(f):
+        return Function(f, input_signature=input_signature, optimize=optimize, passes=passes,
+                        max_traces=max_traces)
+    return wrap(fn) if fn is not None else wrap
+
+
+def run_functions_eagerly(enabled=True):
+    """Make every ``en.function`` run its Python body eagerly (for pdb and prints).
+
+    Works as a call (global switch) and as a context manager (this thread only):
+
+        >>> import engine as en
+        >>> with en.run_functions_eagerly():
+        ...     pass
+    """
+    previous = config.run_functions_eagerly_global
+    config.run_functions_eagerly_global = bool(enabled)
+    return _EagerSwitch(previous, bool(enabled))
+
+
+class _EagerSwitch(contextlib.AbstractContextManager):
+    def __init__(self, previous, enabled):
+        self._previous = previous
+        self._enabled = enabled
+        self._token = None
+
+    def __enter__(self):
+        # As a context manager the switch is per thread: undo the global change.
+        config.run_functions_eagerly_global = self._previous
+        self._token = config._run_eagerly.set(self._enabled)
+        return self
+
+    def __exit__(self, *exc):
+        config._run_eagerly.reset(self._token)
+        return False

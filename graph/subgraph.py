@@ -1,0 +1,71 @@
+"""Bodies of control-flow ops (``cond`` branches, loop bodies), traced once into graphs."""
+import numpy as np
+
+from engine.autodiff.tape import _TAPES
+from engine.errors import ShapeError, describe_inputs
+from engine.modes import use_mode
+from engine.pytree import flatten, unflatten
+from engine.tensor import Tensor
+from engine.variable import Variable
+
+from .executor import CompiledGraph
+from .graph_ops import assign_variable_op
+from .ir import Graph
+from .tracer import TraceMode, output_nodes
+
+
+def _leaf(x):
+    return isinstance(x, (Tensor, Variable, np.ndarray))
+
+
+class SubGraph:
+    """``fn`` traced on inputs of the given avals, inside the trace ``parent``.
+
+    Tensors of enclosing graphs that ``fn`` uses become extra inputs
+    (``captures``, outer tensors in the order the graph's extra inputs expect).
+    """
+
+    def __init__(self, fn, in_avals, in_tree, name, parent):
+        self.name = name
+        graph = Graph(name)
+        mode = TraceMode(graph, parent=parent)
+        token = _TAPES.set(())
+        try:
+            with use_mode(mode):
+                phs = [mode.placeholder(shape, dtype, name=f"{name}_in{i}")
+                       for i, (shape, dtype) in enumerate(in_avals)]
+                result = fn(*unflatten(in_tree, phs))
+                out_leaves, self.out_tree = flatten(result, is_leaf=_leaf)
+        finally:
+            _TAPES.reset(token)
+        graph.outputs = output_nodes(mode, out_leaves)
+        graph.output_tree = self.out_tree
+        self.graph = graph
+        self.captures = [outer for outer, _ in mode.captures]
+        self.out_avals = tuple((o.shape, o.dtype) for o in graph.outputs)
+        self.has_side_effects = any(n.op.side_effects or n.meta.get("side_effects")
+                                    for n in graph.nodes)
+        self.variables = list(graph.variables)
+        self.assigned = [n.params["var"].var for n in graph.nodes if n.op is assign_variable_op]
+        self._compiled = None
+        for var in self.variables:
+            parent._use_variable(var)
+
+    def run(self, arrays):
+        if self._compiled is None:
+            self._compiled = CompiledGraph(self.graph)
+        return self._compiled.run(arrays)
+
+    def __repr__(self):
+        return f"<subgraph {self.name}: {len(self.graph)} nodes>"
+
+
+def check_same_outputs(what, a, b, name_a, name_b):
+    """Two traced bodies must return the same structure, shapes and dtypes."""
+    if a.out_tree != b.out_tree:
+        raise ShapeError(f"{what}: {name_a} and {name_b} return different structures "
+                         f"({a.out_tree} vs {b.out_tree})")
+    for i, (x, y) in enumerate(zip(a.out_avals, b.out_avals)):
+        if tuple(x[0]) != tuple(y[0]) or x[1] != y[1]:
+            raise ShapeError(f"{what}: output {i} of {name_a} is {describe_inputs([x])} but "
+                             f"{name_b} gives {describe_inputs([y])}")

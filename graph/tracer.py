@@ -1,0 +1,233 @@
+"""Tracing mode: the same ops, through the same ``apply``, build graph nodes.
+
+While a function is traced, ``apply`` runs each op's ``abstract_eval`` (no
+numpy kernel runs) and adds a node that remembers the user's source line.
+Tapes record traced tensors exactly as they record eager ones, so gradients
+taken inside a traced function become part of the graph.
+
+Nested tracers (the bodies of ``cond``, ``while_loop`` and ``scan``) capture
+tensors of the enclosing graph as extra inputs.
+"""
+import contextlib
+import contextvars
+
+import numpy as np
+
+from engine.autodiff.tape import _TAPES, record, watch_variable_read
+from engine.errors import EngineError, TracingError, format_location, user_frame
+from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
+from engine.modes import current_mode, use_mode
+from engine.op import freeze_params
+from engine.tensor import Tensor, traced
+from engine.variable import Variable
+
+from .graph_ops import (VarRef, assign_variable_op, constant_op, placeholder_op,
+                        read_variable_op, unpack_op)
+from .ir import Graph
+
+# Variables whose reads are replaced by given tensors (used to build backward graphs).
+_VARIABLE_OVERRIDES = contextvars.ContextVar("variable_overrides", default=None)
+
+
+@contextlib.contextmanager
+def override_variables(mapping):
+    """While tracing, reading a variable in ``mapping`` gives the mapped tensor."""
+    token = _VARIABLE_OVERRIDES.set(mapping)
+    try:
+        yield
+    finally:
+        _VARIABLE_OVERRIDES.reset(token)
+
+
+def _located(err):
+    return type(err)(f"{err}\n  at {format_location(user_frame())}")
+
+
+class TraceMode:
+    """The mode that turns op calls into nodes of ``self.graph``."""
+
+    name = "trace"
+
+    def __init__(self, graph, parent=None):
+        self.graph = graph
+        self.parent = parent
+        self.captures = []          # (outer tensor, inner placeholder node)
+        self._captured = {}         # id(outer tensor) -> inner tensor
+        self._consts = {}           # id(source object) -> (source, tensor)
+        self._var_state = {}        # variable -> [last assign node, reads since]
+        self._last_effect = None
+
+    # -- inputs ---------------------------------------------------------------
+    def placeholder(self, shape, dtype, name="x"):
+        node = self.graph.add(placeholder_op, (), {}, (tuple(shape), np.dtype(dtype)), name=name,
+                              source=user_frame())
+        self.graph.inputs.append(node)
+        return traced(node.shape, node.dtype, node)
+
+    def constant(self, array, name="const", source_obj=None):
+        key = id(source_obj) if source_obj is not None else None
+        if key is not None and key in self._consts:
+            return self._consts[key][1]
+        array = np.asarray(array)
+        node = self.graph.add(constant_op, (), {"value": array}, (array.shape, array.dtype),
+                              name=name, source=user_frame())
+        t = traced(node.shape, node.dtype, node)
+        if key is not None:
+            self._consts[key] = (source_obj, t)
+        return t
+
+    def _capture(self, t):
+        """A tensor of an enclosing graph becomes an input of this one."""
+        key = id(t)
+        if key in self._captured:
+            return self._captured[key]
+        if self.parent is None:
+            raise TracingError(
+                f"a traced tensor {t._describe()} from another function's trace was used here "
+                f"(at {format_location(user_frame())}); pass it as an argument or return it instead")
+        outer = self.parent.lift([t])[0]
+        node = self.graph.add(placeholder_op, (), {}, (t.shape, t.dtype), name="capture",
+                              source=t._node.source)
+        self.graph.inputs.append(node)
+        inner = traced(node.shape, node.dtype, node)
+        self.captures.append((outer, node))
+        self._captured[key] = inner
+        return inner
+
+    def lift(self, args):
+        """Turn op arguments into tensors of this graph (constants, captures, reads)."""
+        out = []
+        weak = False
+        for a in args:
+            if isinstance(a, Tensor):
+                if a._value is None:
+                    if a._node.graph is not self.graph:
+                        a = self._capture(a)
+                else:
+                    a = self.constant(a._value, source_obj=a)
+            elif type(a) in WEAK_SCALAR_TYPES:
+                weak = True
+            elif isinstance(a, Variable):
+                a = self.read_variable(a)
+            else:
+                a = self.constant(as_array(a))
+            out.append(a)
+        if weak:
+            others = [a.dtype for a in out if type(a) not in WEAK_SCALAR_TYPES]
+            out = [self.constant(weak_scalar_array(a, others)) if type(a) in WEAK_SCALAR_TYPES
+                   else a for a in out]
+        return out
+
+    # -- ops ------------------------------------------------------------------
+    def apply(self, op, args, params):
+        tensors = self.lift(args)
+        try:
+            aval = op.abstract_eval(*[(t.shape, t.dtype) for t in tensors], **params)
+        except EngineError as err:
+            raise _located(err) from None
+        node = self.add_node(op, [t._node for t in tensors], params, aval)
+        out = self.outputs_of(node)
+        if _TAPES.get():
+            record(op, tensors, out, params)
+        return out
+
+    def add_node(self, op, inputs, params, aval, name=None):
+        """Add a node for ``op`` and order it after earlier side effects when needed."""
+        node = self.graph.add(op, inputs, params, aval, name=name, source=user_frame())
+        if op.side_effects or op.random:
+            self._order_effect(node)
+        return node
+
+    def outputs_of(self, node):
+        """Traced tensors for a node's result(s) (unpack nodes for multiple results)."""
+        if not node.op.multiple_results:
+            return traced(node.shape, node.dtype, node)
+        outs = []
+        for i, aval in enumerate(node.avals):
+            u = self.graph.add(unpack_op, [node], {"index": i}, aval,
+                               name=f"{node.name}_{i}", source=node.source)
+            outs.append(traced(u.shape, u.dtype, u))
+        return tuple(outs)
+
+    def _order_effect(self, node):
+        if self._last_effect is not None:
+            self.graph.add_control_dep(node, self._last_effect)
+        self._last_effect = node
+
+    # -- variables ------------------------------------------------------------
+    def _use_variable(self, var):
+        if not any(v is var for v in self.graph.variables):
+            self.graph.variables.append(var)
+
+    def read_variable(self, var):
+        overrides = _VARIABLE_OVERRIDES.get()
+        if overrides is not None and var in overrides:
+            return self.lift([overrides[var]])[0]
+        self._use_variable(var)
+        node = self.graph.add(read_variable_op, (), {"var": VarRef(var)}, (var.shape, var.dtype),
+                              name=_var_name(var), source=user_frame())
+        state = self._var_state.setdefault(var, [None, []])
+        if state[0] is not None:
+            self.graph.add_control_dep(node, state[0])   # see the latest assign
+        state[1].append(node)
+        t = traced(node.shape, node.dtype, node)
+        if _TAPES.get():
+            watch_variable_read(var, t)
+        return t
+
+    def assign_variable(self, var, value, kind):
+        self._use_variable(var)
+        if type(value) in WEAK_SCALAR_TYPES:
+            value = np.asarray(value, dtype=var.dtype)
+        (value,) = self.lift([value])
+        if value.dtype != var.dtype or (tuple(value.shape) != tuple(var.shape) and
+                                        not (kind != "assign" and value.shape == ())):
+            try:
+                var._check_new_value(value, kind)
+            except EngineError as err:
+                raise _located(err) from None
+        node = self.add_node(assign_variable_op, [value._node], {"var": VarRef(var), "kind": kind},
+                             (var.shape, var.dtype), name=f"assign_{_var_name(var)}")
+        state = self._var_state.setdefault(var, [None, []])
+        for read in state[1]:
+            self.graph.add_control_dep(node, read)       # earlier reads see the old value
+        if state[0] is not None:
+            self.graph.add_control_dep(node, state[0])
+        state[0], state[1] = node, []
+        return var
+
+
+def _var_name(var):
+    return "var_" + "".join(c if c.isalnum() else "_" for c in str(var.name))
+
+
+def is_tracing():
+    """True while a function is being traced in this thread."""
+    return isinstance(current_mode(), TraceMode)
+
+
+def trace_into(graph, fn, flat_inputs, parent=None):
+    """Run ``fn`` on traced stand-ins for ``flat_inputs`` (avals); return (mode, result)."""
+    mode = TraceMode(graph, parent=parent)
+    with use_mode(mode):
+        tensors = [mode.placeholder(shape, dtype, name=name) for shape, dtype, name in flat_inputs]
+        result = fn(*tensors)
+    return mode, result
+
+
+def output_nodes(mode, leaves):
+    """Nodes for a traced function's flat outputs (constants for non-traced values)."""
+    nodes = []
+    with use_mode(mode):
+        for leaf in leaves:
+            if isinstance(leaf, (Tensor, Variable, np.ndarray)) or type(leaf) in WEAK_SCALAR_TYPES:
+                (t,) = mode.lift([leaf])
+                nodes.append(t._node)
+            else:
+                raise TracingError(f"a traced function returned {type(leaf).__name__} {leaf!r}; "
+                                   "return tensors, arrays, numbers or tuples/lists/dicts of them")
+    return nodes
+
+
+def new_graph(name):
+    return Graph(name)
