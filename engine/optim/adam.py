@@ -1,0 +1,51 @@
+"""Adam (Kingma and Ba, 2015) with bias-corrected moment estimates."""
+from .. import ops
+from .base import Optimizer, as_dtype
+
+
+class Adam(Optimizer):
+    """Adam: per-coordinate steps scaled by running moments of the gradient.
+
+    With ``t`` the step number (1 on the first step)::
+
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g**2
+        w -= lr * (m / (1 - beta1**t)) / (sqrt(v / (1 - beta2**t)) + eps)
+
+    Example:
+        >>> import engine as en
+        >>> w = en.Variable([1.0, 2.0])
+        >>> _ = en.optim.Adam(lr=0.1).step(en.tensor([3.0, -4.0]), w)
+        >>> w.numpy().round(6)     # the first Adam step moves each coordinate by ~lr
+        array([0.9, 2.1])
+    """
+
+    def __init__(self, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, name="Adam"):
+        for label, b in (("beta1", beta1), ("beta2", beta2)):
+            if not 0.0 <= b < 1.0:
+                raise ValueError(f"Adam: {label} must be in [0, 1), got {b}")
+        if eps < 0:
+            raise ValueError(f"Adam: eps must be >= 0, got {eps}")
+        super().__init__(name)
+        self.lr = lr
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.eps = eps
+
+    def _create_state(self, var):
+        return {"m": self._new_slot(var, "m"), "v": self._new_slot(var, "v")}
+
+    def _update(self, grads, vars):
+        t = self.iterations + 1          # int64 tensor: this step's number
+        for g, w in zip(grads, vars):
+            if g is None:
+                continue
+            m, v = self.slot(w, "m"), self.slot(w, "v")
+            tf = ops.cast(t, w.dtype)
+            m_new = as_dtype(m * self.beta1 + g * (1.0 - self.beta1), w.dtype)
+            v_new = as_dtype(v * self.beta2 + ops.square(g) * (1.0 - self.beta2), w.dtype)
+            m.assign(m_new)
+            v.assign(v_new)
+            m_hat = m_new / (1.0 - ops.pow(self.beta1, tf))
+            v_hat = v_new / (1.0 - ops.pow(self.beta2, tf))
+            w.assign_sub(as_dtype(m_hat / (ops.sqrt(v_hat) + self.eps) * self.lr, w.dtype))
