@@ -13,4 +13,8 @@ from .reduce import sum, max, min  # noqa: F401
 from .shape_ops import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
+from .join import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403
+from .nn import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
 from ._define import unbroadcast  # noqa: F401

@@ -1,4 +1,6 @@
 """Ops that make new arrays (zeros, ones, full, arange, eye, *_like) and ``cast``."""
+import operator
+
 import numpy as np
 
 from .. import dtypes
@@ -62,6 +64,95 @@ def full(shape, value, dtype=None):
     from ..modes import apply
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(value)
     return apply(full_op, shape=_check_shape("full", shape), value=value, dtype=dt)
+
+
+# ---- arange / eye ------------------------------------------------------------
+def _arange_length(start, stop, step):
+    # numpy's rule: ceil((stop - start) / step), never negative.
+    if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int):
+        return len(range(start, stop, step))
+    return max(int(np.ceil((stop - start) / step)), 0)
+
+
+def _arange_eval(*, start, stop, step, dtype):
+    if step == 0:
+        raise ShapeError("arange: step must not be zero")
+    for v in (start, stop, step):
+        if not np.isfinite(v):
+            raise ShapeError(f"arange: bounds and step must be finite, got "
+                             f"start={start}, stop={stop}, step={step}")
+    return ((_arange_length(start, stop, step),), dtypes.as_dtype(dtype))
+
+
+def _arange_impl(*, start, stop, step, dtype):
+    # Values as numpy computes them in its natural dtype, then converted.
+    return np.arange(start, stop, step).astype(dtype, copy=False)
+
+
+arange_op = register(Op("arange", _arange_impl, _arange_eval, None, n_inputs=0,
+                        doc="Evenly spaced values in ``[start, stop)``."))
+
+
+def _number(name, value, what):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise ShapeError(f"{name}: {what} must be a number, got {value!r}")
+    return int(value) if isinstance(value, (int, np.integer)) else float(value)
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    """Evenly spaced values in ``[start, stop)`` with ``step``, like ``np.arange``.
+
+    With one argument it counts from 0. The dtype is int64 when every
+    argument is an int, else float64, unless ``dtype`` is given.
+
+    Example:
+        >>> import engine as en
+        >>> en.arange(5).numpy()
+        array([0, 1, 2, 3, 4])
+        >>> en.arange(0.0, 1.0, 0.25).numpy()
+        array([0.  , 0.25, 0.5 , 0.75])
+    """
+    from ..modes import apply
+    if stop is None:
+        start, stop = 0, start
+    start = _number("arange", start, "start")
+    stop = _number("arange", stop, "stop")
+    step = _number("arange", step, "step")
+    if dtype is None:
+        all_int = all(isinstance(v, int) for v in (start, stop, step))
+        dt = dtypes.int64 if all_int else dtypes.float64
+    else:
+        dt = dtypes.as_dtype(dtype)
+    return apply(arange_op, start=start, stop=stop, step=step, dtype=dt)
+
+
+def _eye_eval(*, n, m, k, dtype):
+    if n < 0 or m < 0:
+        raise ShapeError(f"eye: sizes must be non-negative, got n={n}, m={m}")
+    return ((n, m), dtypes.as_dtype(dtype))
+
+
+def _eye_impl(*, n, m, k, dtype):
+    return np.eye(n, m, k, dtype=dtype)
+
+
+eye_op = register(Op("eye", _eye_impl, _eye_eval, None, n_inputs=0,
+                     doc="A 2-D tensor with ones on the ``k``-th diagonal."))
+
+
+def eye(n, m=None, dtype="float64", k=0):
+    """An ``n`` x ``m`` matrix with ones on diagonal ``k`` (the main one by default).
+
+    Example:
+        >>> import engine as en
+        >>> en.eye(2).numpy()
+        array([[1., 0.],
+               [0., 1.]])
+    """
+    from ..modes import apply
+    n = operator.index(n)
+    m = n if m is None else operator.index(m)
+    return apply(eye_op, n=n, m=m, k=operator.index(k), dtype=dtypes.as_dtype(dtype))
 
 
 def _like(name, fill):

@@ -1,0 +1,329 @@
+"""Indexing: ``getitem`` (``x[index]``) and its gradient ``scatter_add``.
+
+An index is split in two: integer index arrays become tensor *inputs* of the
+op, and the params keep a hashable ``spec`` describing the index structure,
+one item per index entry:
+
+    ('int', i)  ('slice', start, stop, step)  ('newaxis',)  ('ellipsis',)  ('array', k)
+
+where ``('array', k)`` refers to the k-th index input. Boolean masks are
+turned into integer arrays with ``np.nonzero`` before the op is applied (their
+result shape depends on the data). Semantics follow numpy exactly, including
+where advanced-index dimensions are placed.
+
+Example:
+    >>> import engine as en
+    >>> x = en.reshape(en.arange(12.0), (3, 4))
+    >>> x[1:, [0, 2]].numpy()
+    array([[ 4.,  6.],
+           [ 8., 10.]])
+"""
+import operator
+
+import numpy as np
+
+from .. import dtypes
+from .. import ops
+from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
+from ..modes import apply
+from ..op import Op, register
+from ..shapes import broadcast_shapes
+from ._define import unbroadcast
+
+_INDEX_DTYPES = dtypes.INTS
+
+
+# ---- turning a Python index into (spec, index inputs) -----------------------
+def _slice_bound(value):
+    if value is None:
+        return None
+    if getattr(value, "_value", 0) is None:
+        raise TracingError("getitem: slice bounds must be concrete integers, but a traced "
+                           "tensor was given; use integer-array indexing instead")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ShapeError(f"getitem: slice bounds must be integers or None, got {value!r}") from None
+
+
+def _array_item(item):
+    """A concrete or traced index array (tensor or numpy array), or None when not array-like."""
+    from ..tensor import Tensor
+    from ..variable import Variable
+    if isinstance(item, Variable):
+        return item.read()
+    if isinstance(item, Tensor):
+        return item
+    if isinstance(item, (list, np.ndarray)):
+        arr = np.asarray(item)
+        if arr.size == 0 and arr.dtype.kind not in "biu":
+            arr = arr.astype(np.int64)  # numpy treats an empty list as an empty int index
+        return arr
+    return None
+
+
+def _consumed(item):
+    """How many dims of ``x`` an (unconverted) index item uses."""
+    if item is None or item is Ellipsis:
+        return 0
+    arr = _array_item(item)
+    if arr is not None and arr.dtype == np.bool_:
+        return arr.ndim
+    return 1
+
+
+def parse_index(x_shape, index):
+    """Split a Python index into a hashable ``spec`` and a list of index arrays.
+
+    Boolean masks are checked against the dims they index and converted to
+    integer arrays here, so they must be concrete.
+    """
+    if not isinstance(index, tuple):
+        index = (index,)
+    ndim = len(x_shape)
+    n_ellipsis = sum(1 for it in index if it is Ellipsis)
+    if n_ellipsis > 1:
+        raise ShapeError("getitem: an index can only have a single ellipsis ('...')")
+    used = sum(_consumed(it) for it in index)
+    if used > ndim:
+        raise ShapeError(f"getitem: too many indices for a tensor of shape {tuple(x_shape)}: "
+                         f"{ndim} dimension(s), but {used} were indexed")
+    spec, arrays = [], []
+    dim = 0  # the dim of x the next item indexes
+    for item in index:
+        if item is None:
+            spec.append(("newaxis",))
+        elif item is Ellipsis:
+            spec.append(("ellipsis",))
+            dim += ndim - used
+        elif isinstance(item, slice):
+            spec.append(("slice", _slice_bound(item.start), _slice_bound(item.stop),
+                         _slice_bound(item.step)))
+            if spec[-1][3] == 0:
+                raise ShapeError("getitem: slice step cannot be zero")
+            dim += 1
+        elif isinstance(item, (bool, np.bool_)):
+            raise ShapeError("getitem: a scalar boolean index is not supported; use en.where")
+        elif isinstance(item, (int, np.integer)):
+            spec.append(("int", int(item)))
+            dim += 1
+        else:
+            arr = _array_item(item)
+            if arr is None:
+                raise ShapeError(f"getitem: unsupported index item {item!r}; use ints, slices, "
+                                 "None, ..., integer arrays or boolean masks")
+            if arr.dtype == np.bool_:
+                masks = _mask_to_arrays(arr, x_shape, dim)
+                for a in masks:
+                    spec.append(("array", len(arrays)))
+                    arrays.append(a)
+                dim += arr.ndim
+            elif arr.dtype.kind in "iu":
+                spec.append(("array", len(arrays)))
+                arrays.append(arr if not isinstance(arr, np.ndarray) or arr.dtype == np.int64
+                              else arr.astype(np.int64))
+                dim += 1
+            else:
+                raise DTypeError(f"getitem: index arrays must be integer or boolean, got dtype "
+                                 f"{arr.dtype}")
+    return tuple(spec), arrays
+
+
+def _mask_to_arrays(mask, x_shape, dim):
+    if getattr(mask, "_value", 0) is None:
+        raise TracingError(
+            "getitem: a boolean mask of a traced tensor cannot be used as an index while "
+            "tracing, because the result's shape depends on the data; use "
+            "en.where(mask, x, 0) to keep the shape, or compute the mask eagerly")
+    value = np.asarray(mask)
+    if value.ndim == 0:
+        raise ShapeError("getitem: a zero-dimensional boolean mask is not supported; use en.where")
+    for i, size in enumerate(value.shape):
+        d = x_shape[dim + i]
+        if d is not None and d != size:
+            raise ShapeError(f"getitem: boolean index did not match the indexed tensor along "
+                             f"dimension {dim + i}: the dimension has size {d}, the mask {size}")
+    return [np.asarray(a, dtype=np.int64) for a in np.nonzero(value)]
+
+
+def build_index(spec, arrays):
+    """The numpy index a ``spec`` and its index arrays stand for."""
+    out = []
+    for item in spec:
+        kind = item[0]
+        if kind == "int":
+            out.append(item[1])
+        elif kind == "slice":
+            out.append(slice(item[1], item[2], item[3]))
+        elif kind == "newaxis":
+            out.append(None)
+        elif kind == "ellipsis":
+            out.append(Ellipsis)
+        else:
+            out.append(arrays[item[1]])
+    return tuple(out)
+
+
+# ---- the shape rule --------------------------------------------------------
+def index_shape(name, x, index_avals, spec):
+    """The shape of ``x[index]`` by numpy's rules; dims may be ``None``."""
+    shape = x[0]
+    for a in index_avals:
+        if a[1] not in _INDEX_DTYPES:
+            raise DTypeError(f"{name}: index arrays must be integers, got "
+                             f"{describe_inputs([x] + list(index_avals))}")
+    ndim = len(shape)
+    used = sum(1 for it in spec if it[0] in ("int", "slice", "array"))
+    if used > ndim:
+        raise ShapeError(f"{name}: too many indices for {describe_inputs([x])}: "
+                         f"{ndim} dimension(s), but {used} were indexed")
+    has_arrays = any(it[0] == "array" for it in spec)
+    advanced = [i for i, it in enumerate(spec)
+                if it[0] == "array" or (has_arrays and it[0] == "int")]
+    out = []         # the output dims of the basic part, with a marker where arrays go
+    adv_at = None    # position in ``out`` of the first advanced item
+    dim = 0
+    for it in spec:
+        kind = it[0]
+        if kind == "newaxis":
+            out.append(1)
+            continue
+        if kind == "ellipsis":
+            out.extend(shape[dim:dim + ndim - used])
+            dim += ndim - used
+            continue
+        d = shape[dim]
+        if kind == "int":
+            if d is not None and not -d <= it[1] < d:
+                raise ShapeError(f"{name}: index {it[1]} is out of range for dimension {dim} "
+                                 f"of {describe_inputs([x])} (size {d})")
+            if has_arrays and adv_at is None:
+                adv_at = len(out)
+        elif kind == "slice":
+            out.append(None if d is None else len(range(*slice(*it[1:]).indices(d))))
+        else:
+            if adv_at is None:
+                adv_at = len(out)
+        dim += 1
+    out.extend(shape[dim:])
+    if not advanced:
+        return tuple(out)
+    adv_shape = broadcast_shapes(*[index_avals[it[1]][0] for it in spec if it[0] == "array"],
+                                 op_name=name)
+    # numpy: advanced dims replace the indexed dims when the advanced items are
+    # next to each other in the index, else they go first.
+    contiguous = advanced[-1] - advanced[0] + 1 == len(advanced)
+    at = adv_at if contiguous else 0
+    return tuple(out[:at]) + tuple(adv_shape) + tuple(out[at:])
+
+
+def _range_error(name, x, index, err):
+    return ShapeError(f"{name}: {err} (indexing {describe_inputs([(x.shape, x.dtype)])} "
+                      f"with {index!r})")
+
+
+# ---- getitem ----------------------------------------------------------------
+def _getitem_eval(x, *index_avals, spec):
+    return (index_shape("getitem", x, index_avals, spec), x[1])
+
+
+def _getitem_impl(x, *arrays, spec):
+    index = build_index(spec, arrays)
+    try:
+        return x[index]
+    except IndexError as err:
+        raise _range_error("getitem", x, index, err) from None
+
+
+def _getitem_vjp(g, out, x, *arrays, spec):
+    return (scatter_add_op_apply(ops.zeros_like(x), g, arrays, spec),) + (None,) * len(arrays)
+
+
+getitem_op = register(Op("getitem", _getitem_impl, _getitem_eval, _getitem_vjp,
+                         dtypes=dtypes.ALL,
+                         doc="numpy indexing ``x[index]``; index arrays are extra inputs."))
+
+
+def getitem(x, index):
+    """``x[index]`` with numpy semantics: ints, slices, None, ``...``, integer
+    arrays (lists, numpy arrays, int tensors) and concrete boolean masks.
+
+    Example:
+        >>> import engine as en
+        >>> x = en.reshape(en.arange(6), (2, 3))
+        >>> x[:, ::-1].numpy()
+        array([[2, 1, 0],
+               [5, 4, 3]])
+        >>> x[x > 2].numpy()
+        array([3, 4, 5])
+    """
+    spec, arrays = parse_index(_shape_of(x), index)
+    return apply(getitem_op, x, *arrays, spec=spec)
+
+
+def _shape_of(x):
+    shape = getattr(x, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(x)
+
+
+# ---- scatter_add -------------------------------------------------------------
+def _scatter_add_eval(x, updates, *index_avals, spec):
+    if not np.can_cast(updates[1], x[1], "same_kind"):
+        raise DTypeError(f"scatter_add: cannot add updates of dtype {updates[1]} into "
+                         f"{describe_inputs([x])}")
+    target = index_shape("scatter_add", x, index_avals, spec)
+    try:
+        shape = broadcast_shapes(updates[0], target, op_name="scatter_add")
+    except ShapeError:
+        shape = None
+    if shape is None or len(shape) != len(target) or any(
+            a is not None and b is not None and a != b for a, b in zip(shape, target)):
+        raise ShapeError(f"scatter_add: updates {describe_inputs([updates])} do not broadcast "
+                         f"to the indexed shape {target} of {describe_inputs([x])}")
+    return x
+
+
+def _scatter_add_impl(x, updates, *arrays, spec):
+    index = build_index(spec, arrays)
+    out = np.array(x, copy=True)
+    try:
+        if arrays:
+            np.add.at(out, index, updates)   # repeated indices accumulate
+        else:
+            out[index] += updates            # a basic index never repeats a position
+    except IndexError as err:
+        raise _range_error("scatter_add", x, index, err) from None
+    return out
+
+
+def _scatter_add_vjp(g, out, x, updates, *arrays, spec):
+    gu = apply(getitem_op, g, *arrays, spec=spec)
+    return (g, unbroadcast(gu, updates.shape)) + (None,) * len(arrays)
+
+
+scatter_add_op = register(Op("scatter_add", _scatter_add_impl, _scatter_add_eval,
+                             _scatter_add_vjp, dtypes=dtypes.ALL,
+                             doc="A copy of ``x`` with ``updates`` added at ``x[index]``."))
+
+
+def scatter_add_op_apply(x, updates, arrays, spec):
+    """Apply ``scatter_add`` with an already parsed index (used by VJPs)."""
+    return apply(scatter_add_op, x, updates, *arrays, spec=spec)
+
+
+def scatter_add(x, index, updates):
+    """A copy of ``x`` with ``updates`` added at ``x[index]`` (repeated indices add up).
+
+    ``index`` takes the same forms as :func:`getitem`; ``updates`` must
+    broadcast to the shape of ``x[index]``.
+
+    Example:
+        >>> import engine as en
+        >>> en.scatter_add(en.zeros(3), [0, 0, 2], en.ones(3)).numpy()
+        array([2., 0., 1.])
+    """
+    spec, arrays = parse_index(_shape_of(x), index)
+    return apply(scatter_add_op, x, updates, *arrays, spec=spec)
+
+
+__all__ = ["getitem", "getitem_op", "scatter_add", "scatter_add_op"]

@@ -1,0 +1,152 @@
+"""Neural-network helpers built from existing ops (no registry entries of their own):
+``softmax``, ``log_softmax``, ``logsumexp``, ``mse`` and ``cross_entropy``.
+
+Being composites, they get gradients (of any order) and graph tracing from
+the ops they are made of. Each subtracts a ``stop_gradient`` of the maximum
+before exponentiating, so large inputs never overflow.
+"""
+import numpy as np
+
+from .. import dtypes
+from .. import ops
+from ..errors import DTypeError, ShapeError
+from ..shapes import normalize_axes, normalize_axis
+
+
+def _float_input(name, x):
+    from ..tensor import Tensor, tensor
+    from ..variable import Variable
+    if not isinstance(x, (Tensor, Variable)):
+        x = tensor(x)
+    if x.dtype not in dtypes.FLOATS:
+        raise DTypeError(f"{name}: expected a floating-point input, got dtype {x.dtype}")
+    return x
+
+
+def _shifted(x, axis):
+    """``x - max(x)`` along ``axis`` (kept dims), with the max a constant for autodiff.
+
+    A max of +-inf (a row of -inf, or an inf) is replaced by 0 so the
+    subtraction never makes NaN where the true result is defined.
+    """
+    m = ops.stop_gradient(ops.max(x, axis=axis, keepdims=True))
+    m = ops.where(ops.equal(ops.abs(m), np.inf), ops.zeros_like(m), m)
+    return ops.sub(x, m), m
+
+
+def softmax(x, axis=-1):
+    """``exp(x) / sum(exp(x))`` along ``axis``, computed stably.
+
+    Example:
+        >>> import engine as en
+        >>> en.softmax(en.tensor([0.0, 0.0])).numpy()
+        array([0.5, 0.5])
+    """
+    x = _float_input("softmax", x)
+    z, _ = _shifted(x, axis)
+    e = ops.exp(z)
+    return ops.div(e, ops.sum(e, axis=axis, keepdims=True))
+
+
+def log_softmax(x, axis=-1):
+    """``log(softmax(x))`` along ``axis``, computed stably.
+
+    Example:
+        >>> import engine as en
+        >>> round(float(en.log_softmax(en.tensor([0.0, 0.0]))[0]), 4)
+        -0.6931
+    """
+    x = _float_input("log_softmax", x)
+    z, _ = _shifted(x, axis)
+    return ops.sub(z, ops.log(ops.sum(ops.exp(z), axis=axis, keepdims=True)))
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    """``log(sum(exp(x)))`` over ``axis`` (all axes when None), computed stably.
+
+    Example:
+        >>> import engine as en
+        >>> round(float(en.logsumexp(en.tensor([1000.0, 1000.0]))) - 1000.0, 6)
+        0.693147
+    """
+    x = _float_input("logsumexp", x)
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    z, m = _shifted(x, axis)
+    out = ops.add(ops.log(ops.sum(ops.exp(z), axis=axis, keepdims=True)), m)
+    if keepdims:
+        return out
+    return ops.squeeze(out, axis=normalize_axes(axis, x.ndim, "logsumexp"))
+
+
+def mse(pred, target):
+    """Mean squared error ``mean((pred - target) ** 2)``, a scalar.
+
+    Example:
+        >>> import engine as en
+        >>> float(en.mse(en.tensor([1.0, 2.0]), en.tensor([1.0, 4.0])))
+        2.0
+    """
+    return ops.mean(ops.square(ops.sub(pred, target)))
+
+
+def cross_entropy(logits, labels, axis=-1):
+    """Softmax cross-entropy, averaged over the batch (every dim but ``axis``).
+
+    ``labels`` are either integer class ids shaped like ``logits`` without
+    ``axis``, or class probabilities (e.g. one-hot) shaped like ``logits``.
+
+    Example:
+        >>> import engine as en
+        >>> logits = en.tensor([[2.0, 0.0], [0.0, 2.0]])
+        >>> round(float(en.cross_entropy(logits, en.tensor([0, 1]))), 4)
+        0.1269
+    """
+    from ..tensor import Tensor, tensor
+    from ..variable import Variable
+    logits = _float_input("cross_entropy", logits)
+    if not isinstance(labels, (Tensor, Variable)):
+        labels = tensor(labels)
+    nd = logits.ndim
+    if nd == 0:
+        raise ShapeError("cross_entropy: logits must have a class axis, got a scalar")
+    ax = normalize_axis(axis, nd, "cross_entropy")
+    logp = log_softmax(logits, axis=ax)
+    if labels.dtype in dtypes.INTS:
+        expected = logits.shape[:ax] + logits.shape[ax + 1:]
+        _check_same_shape("integer labels", labels.shape, expected, logits.shape)
+        n_classes = logits.shape[ax]
+        if n_classes is None:
+            raise ShapeError("cross_entropy: the number of classes must be known for integer "
+                             "labels (the class axis of the logits is unknown)")
+        _check_label_range(labels, n_classes)
+        classes = ops.reshape(ops.arange(n_classes), (n_classes,) + (1,) * (nd - 1 - ax))
+        target = ops.cast(ops.equal(ops.expand_dims(labels, ax), classes), logp.dtype)
+    elif labels.dtype in dtypes.FLOATS:
+        _check_same_shape("probability labels", labels.shape, logits.shape, logits.shape)
+        target = labels
+    else:
+        raise DTypeError(f"cross_entropy: labels must be integer class ids or float "
+                         f"probabilities, got dtype {labels.dtype}")
+    return ops.mean(ops.neg(ops.sum(ops.mul(target, logp), axis=ax)))
+
+
+def _check_same_shape(what, got, expected, logits_shape):
+    ok = len(got) == len(expected) and all(
+        a is None or b is None or a == b for a, b in zip(got, expected))
+    if not ok:
+        raise ShapeError(f"cross_entropy: {what} must have shape {tuple(expected)} for logits "
+                         f"of shape {tuple(logits_shape)}, got {tuple(got)}")
+
+
+def _check_label_range(labels, n_classes):
+    value = getattr(labels, "_value", None)
+    if value is None or value.size == 0:
+        return  # traced labels cannot be checked; an out-of-range id gets a zero target
+    lo, hi = int(value.min()), int(value.max())
+    if lo < 0 or hi >= n_classes:
+        raise ShapeError(f"cross_entropy: label ids must be in [0, {n_classes}), "
+                         f"got values from {lo} to {hi}")
+
+
+__all__ = ["softmax", "log_softmax", "logsumexp", "mse", "cross_entropy"]

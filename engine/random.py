@@ -1,0 +1,196 @@
+"""Random numbers as pure ops on an explicit key, and a stateful :class:`Generator`.
+
+The ops ``random_normal`` and ``random_uniform`` take one input, an int64
+*key* tensor ``[seed, counter]``, and draw with
+``np.random.default_rng([seed, counter])``: the same key always gives the same
+numbers, so the ops are pure and can be traced, cached and re-run.
+
+A :class:`Generator` keeps its key in a non-trainable ``Variable`` and bumps
+the counter after every draw, so the same seed gives the same stream of
+numbers, in eager mode and in graphs alike (reads and assigns of variables are
+traced like any other op).
+
+Example:
+    >>> import engine as en
+    >>> a = en.random.normal((2,), seed=1)
+    >>> b = en.random.normal((2,), seed=1)
+    >>> bool((a.numpy() == b.numpy()).all())
+    True
+"""
+import numpy as np
+
+from . import dtypes
+from .errors import DTypeError, ShapeError, describe_inputs
+from .modes import apply
+from .op import Op, register
+from .variable import Variable
+
+_KEY_DTYPE = dtypes.int64
+
+
+def _check_shape(name, shape):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        shape = tuple(int(d) for d in shape)
+    except TypeError:
+        raise ShapeError(f"{name}: shape must be a tuple of ints, got {shape!r}") from None
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"{name}: negative dimension in shape {shape}")
+    return shape
+
+
+def _check_key(name, key):
+    shape, dt = key
+    if dt != _KEY_DTYPE or len(shape) != 1 or shape[0] not in (2, None):
+        raise DTypeError(f"{name}: the key must be an int64 tensor of shape (2,) "
+                         f"([seed, counter]), got {describe_inputs([key])}")
+
+
+def _rng(key):
+    # SeedSequence takes non-negative integers: reinterpret the int64 bits.
+    return np.random.default_rng(np.asarray(key, dtype=np.int64).view(np.uint64))
+
+
+def _random_eval(name):
+    def abstract_eval(key, *, shape, dtype, **_):
+        _check_key(name, key)
+        dt = dtypes.as_dtype(dtype)
+        if dt not in dtypes.FLOATS:
+            raise DTypeError(f"{name}: dtype must be float32 or float64, got {dt}")
+        return (_check_shape(name, shape), dt)
+    return abstract_eval
+
+
+def _normal_impl(key, *, shape, dtype, mean, stddev):
+    z = _rng(key).standard_normal(shape, dtype=dtype)
+    if stddev != 1.0:
+        z *= dtype.type(stddev)
+    if mean != 0.0:
+        z += dtype.type(mean)
+    return z
+
+
+def _uniform_impl(key, *, shape, dtype, minval, maxval):
+    u = _rng(key).random(shape, dtype=dtype)
+    if (minval, maxval) != (0.0, 1.0):
+        u *= dtype.type(maxval - minval)
+        u += dtype.type(minval)
+    return u
+
+
+random_normal_op = register(Op(
+    "random_normal", _normal_impl, _random_eval("random_normal"), None, random=True,
+    differentiable=False, n_inputs=1, dtypes=dtypes.FLOATS,
+    doc="Normal samples drawn from an int64 key [seed, counter] (same key, same numbers)."))
+random_uniform_op = register(Op(
+    "random_uniform", _uniform_impl, _random_eval("random_uniform"), None, random=True,
+    differentiable=False, n_inputs=1, dtypes=dtypes.FLOATS,
+    doc="Uniform samples in [minval, maxval) drawn from an int64 key [seed, counter]."))
+
+
+def _key_for_seed(seed):
+    return np.array([int(seed), 0], dtype=np.int64)
+
+
+def normal_from_key(key, shape, mean=0.0, stddev=1.0, dtype="float32"):
+    """Normal samples from an explicit int64 key ``[seed, counter]`` (pure)."""
+    return apply(random_normal_op, key, shape=_check_shape("normal", shape),
+                 dtype=dtypes.as_dtype(dtype), mean=float(mean), stddev=float(stddev))
+
+
+def uniform_from_key(key, shape, minval=0.0, maxval=1.0, dtype="float32"):
+    """Uniform samples in ``[minval, maxval)`` from an explicit int64 key (pure)."""
+    return apply(random_uniform_op, key, shape=_check_shape("uniform", shape),
+                 dtype=dtypes.as_dtype(dtype), minval=float(minval), maxval=float(maxval))
+
+
+class Generator:
+    """A stream of random numbers: the same ``seed`` gives the same stream.
+
+    The state is a non-trainable int64 ``Variable`` ``[seed, counter]``; each
+    draw uses the current state as the key, then adds one to the counter.
+
+    Example:
+        >>> import engine as en
+        >>> g1, g2 = en.random.Generator(7), en.random.Generator(7)
+        >>> bool((g1.normal((3,)).numpy() == g2.normal((3,)).numpy()).all())
+        True
+    """
+
+    def __init__(self, seed):
+        self.state = Variable(_key_for_seed(seed), name="rng_state", trainable=False)
+
+    def _next_key(self):
+        key = self.state.read()
+        self.state.assign_add(np.array([0, 1], dtype=np.int64))
+        return key
+
+    def normal(self, shape, mean=0.0, stddev=1.0, dtype="float32"):
+        """Normal samples of ``shape`` with ``mean`` and ``stddev``."""
+        return normal_from_key(self._next_key(), shape, mean, stddev, dtype)
+
+    def uniform(self, shape, minval=0.0, maxval=1.0, dtype="float32"):
+        """Uniform samples of ``shape`` in ``[minval, maxval)``."""
+        return uniform_from_key(self._next_key(), shape, minval, maxval, dtype)
+
+    def reset(self, seed):
+        """Restart the stream as if the generator were made with ``seed``."""
+        self.state.assign(_key_for_seed(seed))
+
+    def __repr__(self):
+        seed, counter = (int(v) for v in self.state.numpy())
+        return f"<Generator seed={seed} counter={counter}>"
+
+
+# Seeded from the OS at import; call set_seed for a reproducible default stream.
+_default = Generator(int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 1))
+
+
+def default_generator():
+    """The generator that draws when no ``seed`` is given."""
+    return _default
+
+
+def set_seed(seed):
+    """Restart the default generator from ``seed`` (makes unseeded draws reproducible).
+
+    Example:
+        >>> import engine as en
+        >>> en.random.set_seed(0); a = en.random.uniform((2,))
+        >>> en.random.set_seed(0); b = en.random.uniform((2,))
+        >>> bool((a.numpy() == b.numpy()).all())
+        True
+    """
+    _default.reset(seed)
+
+
+def normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None):
+    """Samples from a normal distribution.
+
+    With an integer ``seed`` the result is fixed (key ``[seed, 0]``); without
+    one, the default generator draws the next numbers of its stream.
+
+    Example:
+        >>> import engine as en
+        >>> en.random.normal((2, 3), seed=0).shape
+        (2, 3)
+    """
+    if seed is None:
+        return _default.normal(shape, mean, stddev, dtype)
+    return normal_from_key(_key_for_seed(seed), shape, mean, stddev, dtype)
+
+
+def uniform(shape, minval=0.0, maxval=1.0, dtype="float32", seed=None):
+    """Samples from the uniform distribution on ``[minval, maxval)``.
+
+    Seeds work as in :func:`normal`.
+
+    Example:
+        >>> import engine as en
+        >>> float(en.random.uniform((), seed=3)) < 1.0
+        True
+    """
+    if seed is None:
+        return _default.uniform(shape, minval, maxval, dtype)
+    return uniform_from_key(_key_for_seed(seed), shape, minval, maxval, dtype)
