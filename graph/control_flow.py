@@ -230,6 +230,9 @@ def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse):
     n_y = len(body.out_avals) - n_carry
     g_carry = list(gs[:n_carry])
     g_ys = list(gs[n_carry:n_carry + n_y])
+    # The stacked carries are outputs too: a gradient that itself goes through this
+    # scan's backward pass (second order) sends cotangents into them.
+    g_stacked = list(gs[n_carry + n_y:])
     carries = list(outs[n_carry + n_y:])
     xs = list(rest[n_carry:n_carry + n_x])
     caps = list(rest[n_carry + n_x:])
@@ -237,14 +240,17 @@ def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse):
     def step(gc, sl):
         carry_t = list(sl[:n_carry])
         x_t = list(sl[n_carry:n_carry + n_x])
-        gy_t = list(sl[n_carry + n_x:])
+        gy_t = list(sl[n_carry + n_x:n_carry + n_x + n_y])
+        gs_t = list(sl[n_carry + n_x + n_y:])
         inner_caps = current_mode().lift(caps) if caps else []
         ins = carry_t + x_t + inner_caps
         grads = _vjp_of(lambda *a: interpret(body.graph, list(a)), ins, list(gc) + gy_t)
-        return tuple(grads[:n_carry]), tuple(grads[n_carry:])
+        # carries[t] is the carry entering step t: its cotangent joins that step's.
+        g_in = tuple(g + s for g, s in zip(grads[:n_carry], gs_t))
+        return g_in, tuple(grads[n_carry:])
 
-    g_init, per_step = scan(step, tuple(g_carry), tuple(carries + xs + g_ys), length=length,
-                            reverse=not reverse)
+    g_init, per_step = scan(step, tuple(g_carry), tuple(carries + xs + g_ys + g_stacked),
+                            length=length, reverse=not reverse)
     g_xs = list(per_step[:n_x])
     g_caps = [ops.sum(g, axis=0) for g in per_step[n_x:]]
     grads = list(g_init) + g_xs + g_caps
