@@ -8,7 +8,9 @@ An op holds everything every mode needs to know about it:
   :class:`ShapeError` / :class:`DTypeError` on bad input,
 * ``vjp(g, out, *inputs, **params)`` -- the backward rule written in engine
   ops, returning one cotangent (or ``None``) per input,
-* flags read by passes and modes (elementwise, reduction, commutative, ...).
+* flags read by passes and modes (elementwise, reduction, commutative, ...),
+* optionally ``out_impl(*arrays, out=buf, **params)``, the kernel writing into a
+  preallocated buffer (used by fusion and memory planning).
 
 Modes never switch on op names; they read these fields.
 
@@ -28,13 +30,13 @@ class Op:
     __slots__ = (
         "name", "impl", "abstract_eval", "vjp", "elementwise", "reduction",
         "commutative", "side_effects", "differentiable", "multiple_results",
-        "random", "n_inputs", "dtypes", "doc",
+        "random", "n_inputs", "dtypes", "doc", "out_impl",
     )
 
     def __init__(self, name, impl, abstract_eval, vjp=None, *, elementwise=False,
                  reduction=False, commutative=False, side_effects=False,
                  differentiable=True, multiple_results=False, random=False,
-                 n_inputs=None, dtypes=None, doc=""):
+                 n_inputs=None, dtypes=None, doc="", out_impl=None):
         self.name = name
         self.impl = impl
         self.abstract_eval = abstract_eval
@@ -49,6 +51,10 @@ class Op:
         self.n_inputs = n_inputs  # None: variadic
         self.dtypes = dtypes      # dtypes the op accepts, for the op database
         self.doc = doc
+        # out_impl(*arrays, out=buffer, **params) writes the result into a given
+        # array. Its presence also promises that impl returns a fresh array (never
+        # a view of an input), which memory planning relies on.
+        self.out_impl = out_impl
 
     def __repr__(self):
         return f"<op {self.name}>"

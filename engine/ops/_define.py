@@ -48,20 +48,28 @@ def binary_rule(name, allowed, what, out_dtype=None, true_divide=False):
     return abstract_eval
 
 
+def _default_out_impl(impl, out_impl):
+    # A numpy ufunc takes out= itself.
+    if out_impl is None and isinstance(impl, np.ufunc):
+        return impl
+    return out_impl
+
+
 def unary(name, impl, vjp, *, allowed=dtypes.FLOATS, what="floating-point", out_dtype=None,
-          differentiable=True, doc=""):
+          differentiable=True, doc="", out_impl=None):
     """Define and register a one-input elementwise op."""
     return register(Op(name, impl, unary_rule(name, allowed, what, out_dtype), vjp,
                        elementwise=True, n_inputs=1, dtypes=allowed,
-                       differentiable=differentiable, doc=doc))
+                       differentiable=differentiable, doc=doc,
+                       out_impl=_default_out_impl(impl, out_impl)))
 
 
 def binary(name, impl, vjp, *, allowed=dtypes.NUMERIC, what="numeric", out_dtype=None,
-           commutative=False, true_divide=False, doc=""):
+           commutative=False, true_divide=False, doc="", out_impl=None):
     """Define and register a two-input broadcasting elementwise op."""
     return register(Op(name, impl, binary_rule(name, allowed, what, out_dtype, true_divide), vjp,
                        elementwise=True, commutative=commutative, n_inputs=2, dtypes=allowed,
-                       doc=doc))
+                       doc=doc, out_impl=_default_out_impl(impl, out_impl)))
 
 
 def unbroadcast(g, shape):

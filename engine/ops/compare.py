@@ -56,7 +56,17 @@ def _where_impl(cond, x, y):
     return out
 
 
+def _where_out(cond, x, y, out):
+    if np.may_share_memory(out, x):
+        # Writing y first would destroy x: only overwrite where cond is false.
+        np.copyto(out, y, where=np.logical_not(cond))
+    else:
+        np.copyto(out, y)
+        np.copyto(out, x, where=cond)
+    return out
+
+
 where_op = register(Op("where", _where_impl, _where_eval, _where_vjp, elementwise=True,
-                       n_inputs=3, dtypes=_ALL,
+                       n_inputs=3, dtypes=_ALL, out_impl=_where_out,
                        doc="``x`` where ``cond`` is true, else ``y``, with broadcasting."))
 where = call(where_op)

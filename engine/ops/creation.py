@@ -162,9 +162,14 @@ def _like(name, fill):
     def abstract_eval(x):
         return x
 
+    def out_impl(x, out):
+        out.fill(fill)
+        return out
+
     # The result does not depend on x's values, so no gradient flows to x.
     return register(Op(name, impl, abstract_eval, lambda g, out, x: (None,), n_inputs=1,
-                       elementwise=True, dtypes=dtypes.ALL, doc=f"A tensor of {fill}s shaped like ``x``."))
+                       elementwise=True, dtypes=dtypes.ALL, out_impl=out_impl,
+                       doc=f"A tensor of {fill}s shaped like ``x``."))
 
 
 zeros_like_op = _like("zeros_like", 0)
@@ -181,6 +186,11 @@ def _cast_impl(x, *, dtype):
     return x.astype(dtype)
 
 
+def _cast_out(x, *, dtype, out):
+    np.copyto(out, x, casting="unsafe")
+    return out
+
+
 def _cast_vjp(g, out, x, *, dtype):
     if not dtypes.is_float(x.dtype):
         return (None,)
@@ -188,6 +198,7 @@ def _cast_vjp(g, out, x, *, dtype):
 
 
 cast_op = register(Op("cast", _cast_impl, _cast_eval, _cast_vjp, elementwise=True, n_inputs=1,
+                      out_impl=_cast_out,
                       dtypes=dtypes.ALL, doc="Convert to another dtype."))
 
 

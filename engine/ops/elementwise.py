@@ -29,27 +29,35 @@ cos_op = unary("cos", np.cos, lambda g, out, x: (neg(g * sin(x)),), doc="Cosine.
 tanh_op = unary("tanh", np.tanh, lambda g, out, x: (g * (1.0 - square(out)),), doc="Hyperbolic tangent.")
 
 
-def _sigmoid_impl(x):
-    # 1 / (1 + exp(-x)) overflows for large -x; this form is stable and exact.
-    # An explicit output array: on a 0-d input numpy ufuncs return a scalar,
-    # which the in-place steps below could not write into.
-    out = np.negative(x, out=np.empty_like(x))
+def _sigmoid_out(x, out):
+    # 1 / (1 + exp(-x)), computed in place in ``out`` (one buffer, no temporaries).
+    np.negative(x, out=out)
     np.exp(out, out=out)
-    out += 1.0
+    np.add(out, 1, out=out)
     np.reciprocal(out, out=out)
     return out
 
 
+def _sigmoid_impl(x):
+    # An explicit output array: on a 0-d input numpy ufuncs return a scalar,
+    # which the in-place steps could not write into.
+    return _sigmoid_out(x, np.empty_like(x))
+
+
 sigmoid_op = unary("sigmoid", _sigmoid_impl, lambda g, out, x: (g * (out * (1.0 - out)),),
-                   doc="Logistic sigmoid ``1 / (1 + exp(-x))``.")
+                   doc="Logistic sigmoid ``1 / (1 + exp(-x))``.", out_impl=_sigmoid_out)
 
 
 def _relu_impl(x):
-    return np.maximum(x, 0).astype(x.dtype, copy=False)
+    return np.maximum(x, np.zeros((), x.dtype))
+
+
+def _relu_out(x, out):
+    return np.maximum(x, np.zeros((), x.dtype), out=out)
 
 
 relu_op = unary("relu", _relu_impl, lambda g, out, x: (ops.where(ops.greater(x, 0), g, ops.zeros_like(g)),),
-                allowed=NUM, what="numeric", doc="``max(x, 0)``.")
+                allowed=NUM, what="numeric", doc="``max(x, 0)``.", out_impl=_relu_out)
 
 neg = call(neg_op)
 abs = call(abs_op)
@@ -103,19 +111,11 @@ def _minmax_vjp(g, out, x, y):
     return (unbroadcast(g * xm / total, x.shape), unbroadcast(g * ym / total, y.shape))
 
 
-def _pow_impl(x, y):
-    return np.power(x, y)
-
-
-def _div_impl(x, y):
-    return np.true_divide(x, y)
-
-
 add_op = binary("add", np.add, _add_vjp, commutative=True, doc="Elementwise ``x + y`` with broadcasting.")
 sub_op = binary("sub", np.subtract, _sub_vjp, doc="Elementwise ``x - y``.")
 mul_op = binary("mul", np.multiply, _mul_vjp, commutative=True, doc="Elementwise ``x * y``.")
-div_op = binary("div", _div_impl, _div_vjp, true_divide=True, doc="Elementwise true division ``x / y``.")
-pow_op = binary("pow", _pow_impl, _pow_vjp, doc="Elementwise ``x ** y``.")
+div_op = binary("div", np.true_divide, _div_vjp, true_divide=True, doc="Elementwise true division ``x / y``.")
+pow_op = binary("pow", np.power, _pow_vjp, doc="Elementwise ``x ** y``.")
 maximum_op = binary("maximum", np.maximum, _minmax_vjp, commutative=True,
                     doc="Elementwise maximum; ties share the gradient.")
 minimum_op = binary("minimum", np.minimum, _minmax_vjp, commutative=True,

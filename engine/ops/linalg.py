@@ -51,6 +51,7 @@ def _mT(a):
 
 
 matmul_op = register(Op("matmul", np.matmul, _matmul_eval, _matmul_vjp, n_inputs=2,
+                        out_impl=np.matmul,
                         dtypes=dtypes.NUMERIC,
                         doc="Matrix product with numpy's ``@`` semantics (batched, 1-D promoted)."))
 matmul = call(matmul_op)

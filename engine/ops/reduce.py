@@ -33,8 +33,12 @@ def _reduction(name, impl, vjp, out_dtype, allowed=dtypes.ALL, what="any", nonem
         out = impl(x, axis=axis, keepdims=keepdims)
         return np.asarray(out, dtype=out_dtype(x.dtype))
 
+    def out_kernel(x, *, axis, keepdims, out):
+        return impl(x, axis=axis, keepdims=keepdims, out=out)
+
     op = register(Op(name, kernel, abstract_eval, vjp, reduction=True, n_inputs=1,
-                     dtypes=allowed, doc=f"``{name}`` over ``axis`` (all axes when None)."))
+                     dtypes=allowed, out_impl=out_kernel,
+                     doc=f"``{name}`` over ``axis`` (all axes when None)."))
 
     def f(x, axis=None, keepdims=False):
         if isinstance(axis, list):
@@ -61,7 +65,7 @@ def _expand_back(g, x, axis, keepdims):
 
 
 def _sum_vjp(g, out, x, *, axis, keepdims):
-    return (ops.broadcast_to(_expand_back(g, x, axis, keepdims), x.shape),)
+    return (ops.broadcast_to_shape_of(_expand_back(g, x, axis, keepdims), x),)
 
 
 def _count(x, axis):
@@ -73,9 +77,13 @@ def _count(x, axis):
 
 
 def _mean_vjp(g, out, x, *, axis, keepdims):
+    gb = ops.broadcast_to_shape_of(_expand_back(g, x, axis, keepdims), x)
+    axes = normalize_axes(axis, x.ndim, "mean")
+    if any(x.shape[a] is None for a in axes):   # size known only at run time
+        return (gb / ops.count(x, axes, dtype=g.dtype),)
     n = _count(x, axis)
     # builtins.max: this module defines its own max (the reduction).
-    return (ops.broadcast_to(_expand_back(g, x, axis, keepdims), x.shape) / float(builtins.max(n, 1)),)
+    return (gb / float(builtins.max(n, 1)),)
 
 
 def _extreme_vjp(g, out, x, *, axis, keepdims):
@@ -87,22 +95,23 @@ def _extreme_vjp(g, out, x, *, axis, keepdims):
 
 
 def _prod_vjp(g, out, x, *, axis, keepdims):
-    # d prod / dx_i = prod of the others; computed without dividing by x so
-    # zeros are handled: exclusive products from both sides via cumprod
-    # would need a scan, so use the division-free form for one zero and the
-    # quotient form otherwise.
+    # d prod / dx_j = product of the others. With no zero that is out / x_j.
+    # With exactly one zero (at i): the product of the non-zeros at i, and
+    # x_i * (non-zero product / x_j) elsewhere -- zero in value, but written
+    # with x_i so that the second derivative is right too. With two or more
+    # zeros every first derivative is zero.
     gb = _expand_back(g, x, axis, keepdims)
     outb = _expand_back(out, x, axis, keepdims)
     nonzero = ops.not_equal(x, 0)
+    is_zero = ops.logical_not(nonzero)
     safe_x = ops.where(nonzero, x, ops.ones_like(x))
     prod_nonzero = ops.prod(safe_x, axis=axis, keepdims=True)
-    zeros_count = ops.sum(ops.cast(ops.logical_not(nonzero), dtypes.int64), axis=axis, keepdims=True)
-    # no zeros: out / x; exactly one zero: product of the rest at that zero, 0 elsewhere.
-    grad_no_zero = outb / safe_x
-    one_zero = ops.equal(zeros_count, 1)
-    at_zero = ops.where(ops.logical_and(one_zero, ops.logical_not(nonzero)), prod_nonzero,
-                        ops.zeros_like(x))
-    grad = ops.where(ops.equal(zeros_count, 0), grad_no_zero, at_zero)
+    zeros_count = ops.sum(ops.cast(is_zero, dtypes.int64), axis=axis, keepdims=True)
+    zero_value = ops.sum(ops.where(nonzero, ops.zeros_like(x), x), axis=axis, keepdims=True)
+    one_zero = ops.where(is_zero, ops.broadcast_to(prod_nonzero, x.shape),
+                         zero_value * prod_nonzero / safe_x)
+    grad = ops.where(ops.equal(zeros_count, 0), outb / safe_x,
+                     ops.where(ops.equal(zeros_count, 1), one_zero, ops.zeros_like(x)))
     return (gb * grad,)
 
 

@@ -179,3 +179,57 @@ def squeeze(x, axis=None):
     if isinstance(axis, list):
         axis = tuple(axis)
     return apply(squeeze_op, x, axis=axis)
+
+
+# ---- shape-dependent helpers (used by VJPs when dims are unknown while tracing) -----
+def _broadcast_like_eval(x, like):
+    out = broadcast_shapes(x[0], like[0], op_name="broadcast_like")
+    if len(out) != len(like[0]) or any(a is not None and b is not None and a != b
+                                       for a, b in zip(out, like[0])):
+        raise ShapeError(f"broadcast_like: cannot broadcast {describe_inputs([x])} to the shape "
+                         f"of {describe_inputs([like])}")
+    return (tuple(like[0]), x[1])
+
+
+def _broadcast_like_impl(x, like):
+    return np.broadcast_to(x, like.shape)
+
+
+broadcast_like_op = register(Op(
+    "broadcast_like", _broadcast_like_impl, _broadcast_like_eval,
+    lambda g, out, x, like: (unbroadcast(g, x.shape), None), n_inputs=2, dtypes=dtypes.ALL,
+    doc="Broadcast ``x`` to the (run-time) shape of ``like``."))
+
+
+def broadcast_like(x, like):
+    """Broadcast ``x`` to ``like``'s shape, known only at run time while tracing."""
+    return apply(broadcast_like_op, x, like)
+
+
+def _count_eval(x, *, axes, dtype):
+    return ((), dtypes.as_dtype(dtype))
+
+
+def _count_impl(x, *, axes, dtype):
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return np.asarray(n, dtype=dtype)
+
+
+count_op = register(Op(
+    "count", _count_impl, _count_eval, lambda g, out, x, **p: (None,), n_inputs=1,
+    dtypes=dtypes.ALL, doc="Number of elements of ``x`` along ``axes`` (a 0-d tensor)."))
+
+
+def count(x, axes=None, dtype="float64"):
+    """The number of elements of ``x`` over ``axes`` (all when None), as a 0-d tensor."""
+    axes = normalize_axes(axes, x.ndim, "count")
+    return apply(count_op, x, axes=axes, dtype=dtypes.as_dtype(dtype))
+
+
+def broadcast_to_shape_of(x, like):
+    """``broadcast_to(x, like.shape)``, or ``broadcast_like`` when that shape is not static."""
+    if None in tuple(like.shape):
+        return broadcast_like(x, like)
+    return broadcast_to(x, like.shape)
