@@ -1,0 +1,131 @@
+"""Keep README.md true: run its examples and its commands' entry points."""
+import doctest
+import os
+import re
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(REPO, "README.md")
+
+
+def readme():
+    with open(README, encoding="utf-8") as f:
+        return f.read()
+
+
+def fenced_blocks(text):
+    """``(language, body)`` of every fenced code block, in order."""
+    return [(m.group(1), m.group(2))
+            for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, flags=re.S | re.M)]
+
+
+def test_readme_opens_with_the_two_setup_commands():
+    text = readme()
+    lang, body = fenced_blocks(text)[0]
+    assert lang == "bash"
+    lines = [line.split("#")[0].strip() for line in body.strip().splitlines()]
+    assert lines == ["pip install -e . && python -m bench.overhead",
+                     "pip install -e '.[test]' && python -m pytest"]
+    # Nothing but the title and one sentence come before them.
+    assert text.index("```bash") < 400
+
+
+def test_the_test_extra_exists():
+    with open(os.path.join(REPO, "pyproject.toml"), encoding="utf-8") as f:
+        pyproject = f.read()
+    assert re.search(r"^test\s*=", pyproject, flags=re.M), "no [test] extra in pyproject.toml"
+
+
+def test_pycon_examples():
+    """Every ``pycon`` block, run in order in one namespace, as a doctest."""
+    blocks = [body for lang, body in fenced_blocks(readme()) if lang == "pycon"]
+    assert len(blocks) >= 6
+    source = "\n".join(blocks)
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(source, {}, "README.md", README, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    report = []
+    with warnings.catch_warnings():  # the README changes warning filters; keep that local
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow in exp(100)
+        runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
+    assert runner.tries >= 30
+
+
+def test_error_example_script(tmp_path):
+    """The ``model.py`` script and the error it prints, as shown."""
+    blocks = fenced_blocks(readme())
+    index = next(i for i, (lang, body) in enumerate(blocks)
+                 if lang == "python" and body.startswith("# model.py"))
+    script = blocks[index][1]
+    lang, console = blocks[index + 1]
+    assert lang == "console"
+    lines = console.strip().splitlines()
+    assert lines[0] == "$ python model.py"
+    expected = [line.replace("/path/to/", str(tmp_path) + os.sep)
+                for line in lines[1:] if line != "..."]
+
+    (tmp_path / "model.py").write_text(script, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "model.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    tail = proc.stderr.rstrip().splitlines()[-len(expected):]
+    assert tail == expected, proc.stderr
+
+
+def test_overhead_benchmark_runs(capsys):
+    from bench import overhead
+
+    results = overhead.main(["--quick", "--repeats", "1", "--case", "add", "--case", "matmul 4x4"])
+    out = capsys.readouterr().out
+    assert set(results) == {"add", "matmul 4x4"}
+    for variants in results.values():
+        for v in ("numpy", "engine", "engine_tape"):
+            assert variants[v] > 0
+    assert "engine+tape" in out and "matmul 4x4" in out
+    if overhead.torch is None:
+        assert "PyTorch is not importable" in out
+    else:
+        assert "engine/torch" in out
+
+
+def test_overhead_benchmark_runs_as_a_script(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, os.path.join(REPO, "bench", "overhead.py"), "--quick",
+         "--repeats", "1", "--case", "exp"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "exp" in proc.stdout and "engine" in proc.stdout
+
+
+def test_every_case_has_the_engine_variant():
+    from bench import overhead
+
+    inputs = overhead.Inputs()
+    for name, make in overhead.CASES.items():
+        variants = make(inputs)
+        assert "engine" in variants, name
+        assert set(variants) <= set(overhead.VARIANTS), name
+        for runner in variants.values():
+            assert runner(3) >= 0.0
+
+
+@pytest.mark.parametrize("results, expected", [
+    ({"add": {"engine": 2.0, "torch": 1.0}}, "2.00"),
+    ({"add": {"engine": 3.0}}, "3.00"),
+])
+def test_overhead_table_format(results, expected):
+    from bench.overhead import format_table
+
+    table = format_table(results)
+    assert "add" in table and "engine" in table
+    if "torch" in results["add"]:
+        assert "engine/torch" in table
+    else:
+        assert "torch" not in table
+    assert expected in table
