@@ -99,7 +99,9 @@ def _prod_vjp(g, out, x, *, axis, keepdims):
     # With exactly one zero (at i): the product of the non-zeros at i, and
     # x_i * (non-zero product / x_j) elsewhere -- zero in value, but written
     # with x_i so that the second derivative is right too. With two or more
-    # zeros every first derivative is zero.
+    # zeros every first derivative is zero; with exactly two (at i and k) the
+    # one at i is written x_k * (non-zero product), again for the second
+    # derivative (x_k is "the sum of the zeros minus x_i").
     gb = _expand_back(g, x, axis, keepdims)
     outb = _expand_back(out, x, axis, keepdims)
     nonzero = ops.not_equal(x, 0)
@@ -110,8 +112,11 @@ def _prod_vjp(g, out, x, *, axis, keepdims):
     zero_value = ops.sum(ops.where(nonzero, ops.zeros_like(x), x), axis=axis, keepdims=True)
     one_zero = ops.where(is_zero, ops.broadcast_to(prod_nonzero, x.shape),
                          zero_value * prod_nonzero / safe_x)
+    two_zeros = ops.where(is_zero, (zero_value - x) * prod_nonzero, ops.zeros_like(x))
     grad = ops.where(ops.equal(zeros_count, 0), outb / safe_x,
-                     ops.where(ops.equal(zeros_count, 1), one_zero, ops.zeros_like(x)))
+                     ops.where(ops.equal(zeros_count, 1), one_zero,
+                               ops.where(ops.equal(zeros_count, 2), two_zeros,
+                                         ops.zeros_like(x))))
     return (gb * grad,)
 
 
