@@ -1,0 +1,1023 @@
+"""The op database: one :class:`OpInfo` per registered op, plus the composites.
+
+The suites in ``tests/`` loop over these entries (PyTorch's OpInfo pattern):
+``test_ops_numeric`` compares each op with its numpy reference and its shape
+rule, ``test_ops_grad`` checks gradients by finite differences, and
+``test_op_db_complete`` fails when a registered op has no entry here.
+
+A sample holds numpy arrays and Python scalars; the suites turn the arrays
+into tensors before calling the engine and hand them unchanged to the numpy
+reference. Sample values are drawn inside each op's domain (positive inputs
+for ``log``, away from the kink of ``abs``, no ties for ``maximum``...), so
+the same samples serve the numeric and the gradient suites.
+
+Example:
+    >>> info = OPS_BY_NAME["exp"]
+    >>> s = next(iter(info.sample_inputs(np.dtype("float64"), np.random.default_rng(0))))
+    >>> s.args[0].dtype
+    dtype('float64')
+"""
+import dataclasses
+from typing import Callable, Optional
+
+import numpy as np
+
+import engine as en
+
+F32, F64 = np.dtype("float32"), np.dtype("float64")
+I32, I64 = np.dtype("int32"), np.dtype("int64")
+BOOL = np.dtype("bool")
+FLOATS = (F32, F64)
+INTS = (I32, I64)
+NUMERIC = FLOATS + INTS
+ALL = NUMERIC + (BOOL,)
+
+
+@dataclasses.dataclass
+class Sample:
+    """One call: ``op(*args, **kwargs)``; numpy arrays in ``args`` become tensors."""
+    args: tuple
+    kwargs: dict = dataclasses.field(default_factory=dict)
+    desc: str = ""
+
+    def __repr__(self):
+        parts = [f"{a.dtype}{list(a.shape)}" if isinstance(a, np.ndarray) else repr(a)
+                 for a in self.args]
+        parts += [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"Sample({', '.join(parts)}{'; ' + self.desc if self.desc else ''})"
+
+
+@dataclasses.dataclass
+class ErrorInput:
+    """A call that must raise ``error``; the message must contain ``match``
+    (the op's name when ``match`` is None)."""
+    sample: Sample
+    error: type
+    match: Optional[str] = None
+
+
+def _no_errors():
+    return ()
+
+
+@dataclasses.dataclass
+class OpInfo:
+    """Everything the suites need to test one op.
+
+    * ``op``: the public engine function, called as ``op(*args, **kwargs)``;
+    * ``ref``: the numpy reference, called the same way on numpy values;
+    * ``sample_inputs(dtype, rng)``: the samples for one dtype;
+    * ``dtypes``: the dtypes the op claims (for a registered op, its ``Op.dtypes``);
+    * ``error_inputs()``: calls that must fail (dtypes outside ``dtypes`` are
+      added automatically by the numeric suite);
+    * ``supports_grad``: checked by finite differences, with ``grad_samples(rng)``
+      (float64 samples in the op's smooth domain; defaults to the float64
+      ``sample_inputs``); ``grad_skip`` says why a differentiable op is not.
+    """
+    name: str
+    op: Callable
+    ref: Callable
+    sample_inputs: Callable
+    dtypes: tuple
+    error_inputs: Callable = _no_errors
+    supports_grad: bool = True
+    grad_samples: Optional[Callable] = None
+    grad_skip: str = ""
+    composite: bool = False
+    random: bool = False  # draws from a key: also checked for determinism and moments
+
+    def samples_for_grad(self, rng):
+        if self.grad_samples is not None:
+            return list(self.grad_samples(rng))
+        return list(self.sample_inputs(F64, rng))
+
+
+# ---- value makers ------------------------------------------------------------
+def make(rng, shape, dtype, low=-3.0, high=3.0):
+    """Random values of ``dtype`` in ``[low, high]`` (ints: whole numbers in that range)."""
+    dtype = np.dtype(dtype)
+    if dtype == BOOL:
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        return rng.integers(int(np.ceil(low)), int(np.floor(high)) + 1, size=shape).astype(dtype)
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def make_nonzero(rng, shape, dtype, low=0.5, high=3.0):
+    """Values with magnitude in ``[low, high]`` and a random sign (away from 0 kinks)."""
+    dtype = np.dtype(dtype)
+    if dtype == BOOL:
+        return np.ones(shape, dtype=bool)
+    mag = make(rng, shape, dtype, max(low, 1) if dtype.kind in "iu" else low, high)
+    sign = np.where(rng.random(shape) < 0.5, -1, 1).astype(dtype)
+    return np.asarray(mag * sign, dtype=dtype)
+
+
+def make_positive(rng, shape, dtype, low=0.5, high=3.0):
+    dtype = np.dtype(dtype)
+    if dtype == BOOL:
+        return np.ones(shape, dtype=bool)
+    return make(rng, shape, dtype, max(low, 1) if dtype.kind in "iu" else low, high)
+
+
+def make_distinct(rng, shape, dtype, offset=0.0):
+    """Float values on a grid of step 0.5 (plus ``offset`` and a little noise), all
+    different within the array and at least 0.05 away from values made with an
+    offset of 0.25: no ties for max/min and their gradients."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    if dtype == BOOL or dtype.kind in "iu":
+        return make(rng, shape, dtype)
+    grid = (rng.permutation(max(n, 1))[:n] - n // 2) * 0.5
+    noise = rng.uniform(-0.1, 0.1, size=n)
+    return (grid + offset + noise).reshape(shape).astype(dtype)
+
+
+def scalar_of(dtype):
+    """A Python scalar of the same kind as ``dtype`` (weakly typed by the engine)."""
+    dtype = np.dtype(dtype)
+    return True if dtype == BOOL else (2 if dtype.kind in "iu" else 1.5)
+
+
+# ---- sample generators -----------------------------------------------------------
+UNARY_SHAPES = [(), (5,), (2, 3), (2, 1, 3), (0,), (2, 0, 3)]
+BINARY_SHAPES = [((), ()), ((4,), (4,)), ((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)),
+                 ((3, 1, 2), (4, 1)), ((), (2, 3)), ((0, 3), (1, 3)), ((2, 0), (2, 1))]
+
+
+def unary_samples(maker=make):
+    def gen(dtype, rng):
+        for shape in UNARY_SHAPES:
+            yield Sample((maker(rng, shape, dtype),))
+        # Non-contiguous input (a transposed view).
+        yield Sample((np.ascontiguousarray(maker(rng, (3, 4), dtype)).T,), desc="transposed")
+    return gen
+
+
+def binary_samples(make_x=make, make_y=make, scalars=True, mixed=True):
+    def gen(dtype, rng):
+        for sx, sy in BINARY_SHAPES:
+            yield Sample((make_x(rng, sx, dtype), make_y(rng, sy, dtype)))
+        if scalars:
+            s = scalar_of(dtype)
+            yield Sample((make_x(rng, (2, 3), dtype), s), desc="python scalar")
+            yield Sample((s, make_y(rng, (3,), dtype)), desc="python scalar first")
+        if mixed and dtype in NUMERIC:
+            other = {F32: I32, F64: F32, I32: I64, I64: I32}[dtype]
+            yield Sample((make_x(rng, (2, 3), dtype), make_y(rng, (3,), other)),
+                         desc=f"promotion with {other}")
+    return gen
+
+
+def binary_errors():
+    return [ErrorInput(Sample((np.ones((2, 3)), np.ones((4,)))), en.ShapeError),
+            ErrorInput(Sample((np.ones((2, 3)), np.ones((3, 2)))), en.ShapeError)]
+
+
+REDUCE_CASES = [((), None, False), ((), None, True), ((5,), None, False), ((5,), 0, True),
+                ((5,), -1, False), ((2, 3, 4), None, False), ((2, 3, 4), None, True),
+                ((2, 3, 4), 1, False), ((2, 3, 4), -1, True), ((2, 3, 4), (0, 2), False),
+                ((2, 3, 4), (-1, 0), True), ((2, 3, 4), (), False), ((2, 3), [1], False)]
+EMPTY_OK = [((0, 3), 0, False), ((2, 0), None, True), ((0, 3), 1, False)]  # reduce over empty
+EMPTY_KEPT = [((0, 3), 1, False), ((2, 0, 3), (0, 2), True)]                # empty axis kept
+
+
+def reduce_samples(maker=make, empty_reduce=True):
+    def gen(dtype, rng):
+        cases = REDUCE_CASES + (EMPTY_OK if empty_reduce else EMPTY_KEPT)
+        for shape, axis, keepdims in cases:
+            yield Sample((maker(rng, shape, dtype),), dict(axis=axis, keepdims=keepdims))
+    return gen
+
+
+def np_reduce(fn):
+    """numpy reduction taking ``axis`` as the engine does (a list means a tuple)."""
+    def ref(x, axis=None, keepdims=False):
+        return fn(x, axis=tuple(axis) if isinstance(axis, list) else axis, keepdims=keepdims)
+    return ref
+
+
+def reduce_errors(empty_reduce=True):
+    errs = [ErrorInput(Sample((np.ones((2, 3)),), dict(axis=2)), en.ShapeError),
+            ErrorInput(Sample((np.ones((2, 3)),), dict(axis=-3)), en.ShapeError),
+            ErrorInput(Sample((np.ones((2, 3)),), dict(axis=(0, 0))), en.ShapeError),
+            ErrorInput(Sample((np.ones((2, 3)),), dict(axis=(1, -1))), en.ShapeError),
+            ErrorInput(Sample((np.float64(1.0),), dict(axis=0)), en.ShapeError)]
+    if not empty_reduce:
+        errs.append(ErrorInput(Sample((np.ones((0, 3)),), dict(axis=0)), en.ShapeError))
+        errs.append(ErrorInput(Sample((np.ones((2, 0)),), dict(axis=None)), en.ShapeError))
+    return lambda: errs
+
+
+# ---- the registered ops -------------------------------------------------------------
+OP_DB = []
+
+
+def add(info):
+    OP_DB.append(info)
+    return info
+
+
+def _op_dtypes(name):
+    return tuple(d for d in ALL if d in (en.REGISTRY[name].dtypes or ALL))
+
+
+def unary(name, ref, maker=make, **kw):
+    return add(OpInfo(name, getattr(en, name), ref, unary_samples(maker), _op_dtypes(name), **kw))
+
+
+def binary(name, ref, make_x=make, make_y=make, **kw):
+    return add(OpInfo(name, getattr(en, name), ref, binary_samples(make_x, make_y),
+                      _op_dtypes(name), error_inputs=binary_errors, **kw))
+
+
+# Unary math: values inside each function's domain and away from kinks.
+unary("neg", np.negative)
+unary("abs", np.abs, make_nonzero)
+unary("sign", np.sign, make_nonzero)
+unary("exp", np.exp)
+unary("log", np.log, make_positive)
+unary("log1p", np.log1p, lambda rng, s, d: make(rng, s, d, -0.5, 3.0))
+unary("expm1", np.expm1)
+unary("sqrt", np.sqrt, make_positive)
+unary("square", np.square)
+unary("reciprocal", np.reciprocal, make_nonzero)
+unary("sin", np.sin)
+unary("cos", np.cos)
+unary("tanh", np.tanh)
+unary("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), lambda rng, s, d: make(rng, s, d, -6, 6))
+unary("relu", lambda x: np.maximum(x, 0), make_nonzero)
+
+# Binary arithmetic, with broadcasting, Python scalars and dtype promotion.
+binary("add", np.add)
+binary("sub", np.subtract)
+binary("mul", np.multiply)
+binary("div", np.true_divide, make, make_nonzero)
+binary("pow", np.power, make_positive, lambda rng, s, d: make(rng, s, d, 0 if d in INTS else -2, 2))
+binary("maximum", np.maximum, make_distinct, lambda rng, s, d: make_distinct(rng, s, d, 0.25))
+binary("minimum", np.minimum, make_distinct, lambda rng, s, d: make_distinct(rng, s, d, 0.25))
+
+# Comparisons and logic: integer-valued inputs so that equal values occur.
+_coarse = lambda rng, s, d: make(rng, s, d, -2, 2).round().astype(d)  # noqa: E731
+for _name, _ref in [("equal", np.equal), ("not_equal", np.not_equal), ("less", np.less),
+                    ("less_equal", np.less_equal), ("greater", np.greater),
+                    ("greater_equal", np.greater_equal), ("logical_and", np.logical_and),
+                    ("logical_or", np.logical_or)]:
+    binary(_name, _ref, _coarse, _coarse, supports_grad=False)
+unary("logical_not", np.logical_not, _coarse, supports_grad=False)
+
+
+def _where_samples(dtype, rng):
+    cases = [((), (), ()), ((2, 3), (2, 3), (2, 3)), ((2, 3), (3,), ()), ((3, 1), (1, 4), (3, 4)),
+             ((), (2, 3), (2, 1)), ((0, 3), (3,), (1, 3))]
+    for sc, sx, sy in cases:
+        yield Sample((make(rng, sc, BOOL), make(rng, sx, dtype), make(rng, sy, dtype)))
+    s = scalar_of(dtype)
+    yield Sample((make(rng, (2, 3), BOOL), make(rng, (2, 3), dtype), s), desc="python scalar")
+
+
+add(OpInfo("where", en.where, np.where, _where_samples, _op_dtypes("where"),
+           error_inputs=lambda: [
+               ErrorInput(Sample((np.ones(3), np.ones(3), np.ones(3))), en.DTypeError),
+               ErrorInput(Sample((np.ones(3, bool), np.ones(2), np.ones(3))), en.ShapeError)]))
+
+
+# Creation ops take no tensor inputs: the sample's dtype is the dtype asked for.
+CREATION_SHAPES = [(), (3,), (2, 3), (0,), (2, 0, 4)]
+
+
+def _creation_samples(dtype, rng):
+    for shape in CREATION_SHAPES:
+        yield Sample((), dict(shape=shape, dtype=dtype))
+    yield Sample((), dict(shape=4, dtype=dtype), desc="int shape")
+
+
+def _full_samples(dtype, rng):
+    for sample in _creation_samples(dtype, rng):
+        sample.kwargs["value"] = scalar_of(dtype) if dtype != BOOL else False
+        yield sample
+    yield Sample((), dict(shape=(2,), value=3), desc="dtype from an int value")
+    yield Sample((), dict(shape=(2,), value=0.5), desc="dtype from a float value")
+
+
+def _creation_errors(**extra):
+    return lambda: [ErrorInput(Sample((), dict(shape=(2, -1), dtype=F64, **extra)), en.ShapeError),
+                    ErrorInput(Sample((), dict(shape=(2, 3), dtype="float16", **extra)),
+                               en.DTypeError, "float16")]
+
+
+add(OpInfo("zeros", en.zeros, np.zeros, _creation_samples, ALL, supports_grad=False,
+           error_inputs=_creation_errors()))
+add(OpInfo("ones", en.ones, np.ones, _creation_samples, ALL, supports_grad=False,
+           error_inputs=_creation_errors()))
+add(OpInfo("full", en.full, lambda shape, value, dtype=None: np.full(shape, value, dtype=dtype),
+           _full_samples, ALL, supports_grad=False, error_inputs=_creation_errors(value=1)))
+
+
+def _arange_samples(dtype, rng):
+    if dtype in INTS:
+        cases = [dict(start=5), dict(start=2, stop=9), dict(start=9, stop=2, step=-2),
+                 dict(start=3, stop=3), dict(start=5, stop=0)]
+    else:
+        cases = [dict(start=0.0, stop=1.0, step=0.25), dict(start=-1.5, stop=2.0, step=0.5),
+                 dict(start=2.0, stop=-1.0, step=-0.75), dict(start=4.0), dict(start=1, stop=2.5)]
+    for kwargs in cases:
+        yield Sample((), dict(kwargs, dtype=dtype))
+    yield Sample((), dict(start=1, stop=7, step=2), desc="int64 from int arguments")
+    yield Sample((), dict(start=0, stop=1.0, step=0.5), desc="float64 from a float argument")
+
+
+def _arange_ref(start, stop=None, step=1, dtype=None):
+    return np.arange(start, stop, step, dtype=dtype)
+
+
+def _eye_samples(dtype, rng):
+    for kwargs in [dict(n=3), dict(n=2, m=4), dict(n=4, m=2, k=1), dict(n=3, k=-1),
+                   dict(n=0), dict(n=2, m=0), dict(n=3, k=5)]:
+        yield Sample((), dict(kwargs, dtype=dtype))
+
+
+add(OpInfo("arange", en.arange, _arange_ref, _arange_samples, NUMERIC, supports_grad=False,
+           error_inputs=lambda: [
+               ErrorInput(Sample((), dict(start=0, stop=5, step=0)), en.ShapeError),
+               ErrorInput(Sample((), dict(start=0.0, stop=float("inf"))), en.ShapeError),
+               ErrorInput(Sample((), dict(start="a")), en.ShapeError),
+               ErrorInput(Sample((), dict(start=3, dtype="float16")), en.DTypeError, "float16")]))
+add(OpInfo("eye", en.eye, lambda n, m=None, k=0, dtype=F64: np.eye(n, m, k, dtype=dtype),
+           _eye_samples, ALL, supports_grad=False,
+           error_inputs=lambda: [
+               ErrorInput(Sample((), dict(n=-1)), en.ShapeError),
+               ErrorInput(Sample((), dict(n=2, m=-3)), en.ShapeError),
+               ErrorInput(Sample((), dict(n=2, dtype="float16")), en.DTypeError, "float16")]))
+unary("zeros_like", np.zeros_like)
+unary("ones_like", np.ones_like)
+
+
+def _cast_samples(dtype, rng):
+    for target in ALL:
+        yield Sample((make(rng, (2, 3), dtype),), dict(dtype=target))
+    yield Sample((make(rng, (), dtype),), dict(dtype=F64))
+    yield Sample((make(rng, (0, 2), dtype),), dict(dtype=I32))
+    yield Sample((make(rng, (3,), dtype),), dict(dtype="float32"), desc="dtype by name")
+
+
+def _cast_grad_samples(rng):
+    # A float32 result would round away the finite differences; int results have
+    # no gradient to check.
+    yield Sample((make(rng, (2, 3), F64),), dict(dtype=F64))
+    yield Sample((make(rng, (), F64),), dict(dtype=F64))
+
+
+add(OpInfo("cast", en.cast, lambda x, dtype: np.asarray(x).astype(dtype), _cast_samples,
+           _op_dtypes("cast"), grad_samples=_cast_grad_samples,
+           error_inputs=lambda: [ErrorInput(Sample((np.ones(2),), dict(dtype="float16")),
+                                            en.DTypeError, "float16")]))
+
+
+
+# Reductions.
+def _prod_grad_samples(rng):
+    yield from reduce_samples(lambda rng, s, d: make_nonzero(rng, s, d, 0.5, 1.5))(F64, rng)
+    # prod is multilinear, so it is smooth at zeros too: one zero, two zeros.
+    x = make_nonzero(rng, (3, 4), F64, 0.5, 1.5)
+    x[1, 2] = 0.0
+    y = x.copy()
+    y[1, 0] = 0.0
+    cases = [(x, None, False, "one zero"), (x, 1, False, "one zero in a row"),
+             (y, 1, True, "two zeros in a row"), (y, None, False, "two zeros")]
+    for z, axis, keepdims, desc in cases:
+        yield Sample((z,), dict(axis=axis, keepdims=keepdims), desc=desc)
+
+
+_small = lambda rng, s, d: make(rng, s, d, -1.5, 1.5)  # noqa: E731  (products stay small)
+add(OpInfo("sum", en.sum, np_reduce(np.sum), reduce_samples(), _op_dtypes("sum"),
+           error_inputs=reduce_errors()))
+add(OpInfo("mean", en.mean, np_reduce(np.mean), reduce_samples(empty_reduce=False),
+           _op_dtypes("mean"), error_inputs=reduce_errors()))
+add(OpInfo("prod", en.prod, np_reduce(np.prod), reduce_samples(_small), _op_dtypes("prod"),
+           error_inputs=reduce_errors(), grad_samples=_prod_grad_samples))
+add(OpInfo("max", en.max, np_reduce(np.max), reduce_samples(make_distinct, empty_reduce=False),
+           _op_dtypes("max"), error_inputs=reduce_errors(empty_reduce=False)))
+add(OpInfo("min", en.min, np_reduce(np.min), reduce_samples(make_distinct, empty_reduce=False),
+           _op_dtypes("min"), error_inputs=reduce_errors(empty_reduce=False)))
+
+
+def _arg_samples(dtype, rng):
+    cases = [((5,), None, False), ((5,), 0, True), ((2, 3, 4), None, False),
+             ((2, 3, 4), None, True), ((2, 3, 4), 1, False), ((2, 3, 4), -1, True),
+             ((0, 3), 1, False), ((), None, False)]
+    for shape, axis, keepdims in cases:
+        # Coarse values: ties occur, and the first index must win as in numpy.
+        yield Sample((make(rng, shape, dtype, -2, 2).round().astype(dtype),),
+                     dict(axis=axis, keepdims=keepdims))
+
+
+def _arg_errors():
+    one = lambda **kw: Sample((np.ones((2, 3)),), kw)  # noqa: E731
+    return [ErrorInput(one(axis=(0, 1), keepdims=False), en.ShapeError),
+            ErrorInput(one(axis=2, keepdims=False), en.ShapeError),
+            ErrorInput(Sample((np.ones((0, 3)),), dict(axis=0)), en.ShapeError),
+            ErrorInput(Sample((np.ones((0, 3)),), dict(axis=None)), en.ShapeError)]
+
+
+for _name in ("argmax", "argmin"):
+    add(OpInfo(_name, getattr(en, _name), getattr(np, _name), _arg_samples, _op_dtypes(_name),
+               supports_grad=False, error_inputs=_arg_errors))
+
+
+# Shape ops.
+def _with(cases, maker=make):
+    """Samples ``op(x, **params)`` for ``(shape_of_x, params)`` cases."""
+    def gen(dtype, rng):
+        for shape, params in cases:
+            yield Sample((maker(rng, shape, dtype),), dict(params))
+    return gen
+
+
+def _errors(cases):
+    return lambda: [ErrorInput(Sample((np.ones(shape),), dict(params)), error)
+                    for shape, params, error in cases]
+
+
+add(OpInfo("reshape", en.reshape, np.reshape, _with([
+    ((6,), dict(shape=(2, 3))), ((2, 3), dict(shape=(3, -1))), ((2, 3, 4), dict(shape=(-1,))),
+    ((1,), dict(shape=())), ((), dict(shape=(1, 1))), ((0, 3), dict(shape=(3, 0))),
+    ((0, 3), dict(shape=(-1, 3))), ((2, 3), dict(shape=(3, 2)))]), _op_dtypes("reshape"),
+    error_inputs=_errors([((6,), dict(shape=(4,)), en.ShapeError),
+                          ((6,), dict(shape=(-1, -1)), en.ShapeError),
+                          ((6,), dict(shape=(4, -1)), en.ShapeError),
+                          ((6,), dict(shape=(-2, -3)), en.ShapeError)])))
+add(OpInfo("transpose", en.transpose, np.transpose, _with([
+    ((2, 3), dict(axes=None)), ((2, 3, 4), dict(axes=None)), ((2, 3, 4), dict(axes=(1, 0, 2))),
+    ((2, 3, 4), dict(axes=(-1, 0, 1))), ((), dict(axes=None)), ((0, 3), dict(axes=(1, 0))),
+    ((5,), dict(axes=(0,)))]), _op_dtypes("transpose"),
+    error_inputs=_errors([((2, 3), dict(axes=(0, 0)), en.ShapeError),
+                          ((2, 3), dict(axes=(0,)), en.ShapeError),
+                          ((2, 3), dict(axes=(0, 1, 2)), en.ShapeError)])))
+add(OpInfo("broadcast_to", en.broadcast_to, np.broadcast_to, _with([
+    ((3,), dict(shape=(2, 3))), ((), dict(shape=(2, 2))), ((2, 1), dict(shape=(2, 3))),
+    ((2, 1), dict(shape=(4, 2, 5))), ((0,), dict(shape=(2, 0))), ((1,), dict(shape=(0,))),
+    ((2, 3), dict(shape=(2, 3)))]), _op_dtypes("broadcast_to"),
+    error_inputs=_errors([((3,), dict(shape=(4,)), en.ShapeError),
+                          ((2, 3), dict(shape=(3,)), en.ShapeError),
+                          ((2, 3), dict(shape=(3, 3)), en.ShapeError)])))
+add(OpInfo("expand_dims", en.expand_dims, np.expand_dims, _with([
+    ((3,), dict(axis=0)), ((3,), dict(axis=1)), ((3,), dict(axis=-1)), ((2, 3), dict(axis=-2)),
+    ((), dict(axis=0)), ((0, 2), dict(axis=1))]), _op_dtypes("expand_dims"),
+    error_inputs=_errors([((3,), dict(axis=2), en.ShapeError),
+                          ((3,), dict(axis=-3), en.ShapeError)])))
+add(OpInfo("squeeze", en.squeeze, np.squeeze, _with([
+    ((1, 3, 1), dict(axis=None)), ((1, 3, 1), dict(axis=0)), ((1, 3, 1), dict(axis=-1)),
+    ((1, 3, 1), dict(axis=(0, 2))), ((1,), dict(axis=None)), ((3,), dict(axis=None)),
+    ((1, 0), dict(axis=0)), ((), dict(axis=None))]), _op_dtypes("squeeze"),
+    error_inputs=_errors([((1, 3), dict(axis=1), en.ShapeError),
+                          ((1, 3), dict(axis=2), en.ShapeError)])))
+
+
+
+# Shape helpers the VJPs use when dims are only known at run time.
+def _broadcast_like_samples(dtype, rng):
+    for sx, sl in [((3,), (2, 3)), ((), (2, 2)), ((2, 1), (2, 3)), ((1,), (0,)), ((2, 3), (2, 3))]:
+        yield Sample((make(rng, sx, dtype), make(rng, sl, dtype)))
+    yield Sample((make(rng, (2, 1), dtype), make(rng, (2, 4), BOOL)), desc="like of another dtype")
+
+
+def _count_ref(x, axes=None, dtype=F64):
+    axes = range(x.ndim) if axes is None else [axes] if isinstance(axes, int) else axes
+    return np.asarray(int(np.prod([x.shape[a] for a in axes])), dtype=dtype)
+
+
+def _count_samples(dtype, rng):
+    for shape, axes, out in [((2, 3, 4), None, F64), ((2, 3, 4), (0, 2), F32), ((2, 3), -1, I64),
+                             ((0, 3), 1, F64), ((), None, I32)]:
+        yield Sample((make(rng, shape, dtype),), dict(axes=axes, dtype=out))
+
+
+add(OpInfo("broadcast_like", en.broadcast_like, lambda x, like: np.broadcast_to(x, like.shape),
+           _broadcast_like_samples, _op_dtypes("broadcast_like"), error_inputs=lambda: [
+               ErrorInput(Sample((np.ones(3), np.ones((2, 4)))), en.ShapeError),
+               ErrorInput(Sample((np.ones((2, 3)), np.ones(3))), en.ShapeError)]))
+add(OpInfo("count", en.count, _count_ref, _count_samples, _op_dtypes("count"),
+           error_inputs=_errors([((2, 3), dict(axes=2), en.ShapeError),
+                                 ((2, 3), dict(axes=(0, 0)), en.ShapeError)])))
+
+
+# Matrix product.
+def _matmul_samples(dtype, rng):
+    pairs = [((2, 3), (3, 4)), ((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)),
+             ((2, 2, 3), (3, 4)), ((2, 1, 2, 3), (3, 3, 2)), ((4,), (2, 4, 3)),
+             ((2, 3, 4), (4,)), ((2, 0), (0, 3)), ((0, 3), (3, 2)), ((1, 1), (1, 1))]
+    for sx, sy in pairs:
+        yield Sample((make(rng, sx, dtype), make(rng, sy, dtype)))
+
+
+add(OpInfo("matmul", en.matmul, np.matmul, _matmul_samples, _op_dtypes("matmul"),
+           error_inputs=lambda: [
+               ErrorInput(Sample((np.ones((2, 3)), np.ones((4, 2)))), en.ShapeError),
+               ErrorInput(Sample((np.ones(3), np.ones(4))), en.ShapeError),
+               ErrorInput(Sample((np.float64(1.0), np.ones(3))), en.ShapeError),
+               ErrorInput(Sample((np.ones((2, 2, 3)), np.ones((3, 3, 2)))), en.ShapeError)]))
+
+# Identity-like ops. stop_gradient's gradient is zero by definition, which
+# finite differences cannot see; test_ops_grad checks it directly.
+unary("identity", lambda x: x)
+unary("stop_gradient", lambda x: x, supports_grad=False,
+      grad_skip="the gradient is zero by definition; checked in test_ops_grad")
+
+
+# Joining and splitting: inputs come as a list, split returns a tuple.
+def _concat_samples(dtype, rng):
+    cases = [([(2, 3), (1, 3)], 0), ([(2, 3), (2, 1), (2, 2)], 1), ([(2, 3), (2, 3)], -1),
+             ([(4,)], 0), ([(0, 3), (2, 3)], 0), ([(2, 0), (2, 0)], 1)]
+    for shapes, axis in cases:
+        yield Sample(([make(rng, s, dtype) for s in shapes],), dict(axis=axis))
+    if dtype in NUMERIC:
+        other = I32 if dtype != I32 else I64
+        yield Sample(([make(rng, (2,), dtype), make(rng, (3,), other)],), dict(axis=0),
+                     desc=f"promotion with {other}")
+
+
+def _stack_samples(dtype, rng):
+    for shapes, axis in [([(2, 3), (2, 3)], 0), ([(2, 3)] * 3, 1), ([(2, 3)] * 2, -1),
+                         ([(), ()], 0), ([(0, 2), (0, 2)], 1)]:
+        yield Sample(([make(rng, s, dtype) for s in shapes],), dict(axis=axis))
+
+
+def _split_samples(dtype, rng):
+    for shape, spec, axis in [((6,), 3, 0), ((4, 6), 2, 1), ((5, 2), [2, 3], 0),
+                              ((5, 2), [1, -1, 2], 0), ((3, 4), [0, 4], -1), ((3, 4), 1, 0),
+                              ((0, 4), 2, 1)]:
+        yield Sample((make(rng, shape, dtype),), dict(num_or_sizes=spec, axis=axis))
+
+
+def _split_ref(x, num_or_sizes, axis=0):
+    if isinstance(num_or_sizes, int):
+        return np.split(x, num_or_sizes, axis=axis)
+    sizes = list(num_or_sizes)
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = x.shape[axis] - (sum(sizes) + 1)
+    return np.split(x, np.cumsum(sizes)[:-1], axis=axis)
+
+
+add(OpInfo("concat", en.concat, lambda tensors, axis=0: np.concatenate(tensors, axis=axis),
+           _concat_samples, _op_dtypes("concat"), error_inputs=lambda: [
+               ErrorInput(Sample(([np.ones((2, 3)), np.ones((2, 4))],), dict(axis=0)),
+                          en.ShapeError),
+               ErrorInput(Sample(([np.ones((2, 3)), np.ones(3)],), dict(axis=0)), en.ShapeError),
+               ErrorInput(Sample(([np.ones(2), np.ones(2)],), dict(axis=1)), en.ShapeError),
+               ErrorInput(Sample(([np.float64(1), np.float64(2)],)), en.ShapeError),
+               ErrorInput(Sample(([],)), en.ShapeError)]))
+add(OpInfo("stack", en.stack, lambda tensors, axis=0: np.stack(tensors, axis=axis),
+           _stack_samples, _op_dtypes("stack"), error_inputs=lambda: [
+               ErrorInput(Sample(([np.ones((2, 3)), np.ones((3, 2))],)), en.ShapeError),
+               ErrorInput(Sample(([np.ones(2), np.ones(2)],), dict(axis=2)), en.ShapeError),
+               ErrorInput(Sample(([],)), en.ShapeError)]))
+add(OpInfo("split", en.split, _split_ref, _split_samples, _op_dtypes("split"),
+           error_inputs=_errors([((5,), dict(num_or_sizes=2), en.ShapeError),
+                                 ((5,), dict(num_or_sizes=[2, 2]), en.ShapeError),
+                                 ((5,), dict(num_or_sizes=[-1, -1]), en.ShapeError),
+                                 ((5,), dict(num_or_sizes=[4, -1, 3]), en.ShapeError),
+                                 ((5,), dict(num_or_sizes=0), en.ShapeError),
+                                 ((), dict(num_or_sizes=1), en.ShapeError),
+                                 ((4,), dict(num_or_sizes=2, axis=1), en.ShapeError)])))
+
+
+# Indexing. Index arrays given as numpy arrays reach the engine as int tensors
+# (index inputs of the op); lists stay lists; boolean masks are converted by the engine.
+def _tensor_index(index):
+    items = index if isinstance(index, tuple) else (index,)
+    items = tuple(en.tensor(i) if isinstance(i, np.ndarray) else i for i in items)
+    return items if isinstance(index, tuple) else items[0]
+
+
+def _getitem_samples(dtype, rng):
+    x = make(rng, (4, 3, 5), dtype)
+    mask = np.array([True, False, True, True])
+    for index in [1, -1, (slice(None), 2), (slice(1, 3), slice(None, None, -2)),
+                  (Ellipsis, 0), (None, 2, Ellipsis, None), (slice(3, 1),),
+                  ([0, 3, 3],), (np.array([[0, 1], [2, 3]]),), (slice(None), [2, 0], [1, 4]),
+                  ([0, 1], slice(None), [4, 4]), (1, slice(None), np.array([0, 2])),
+                  (mask,), (mask, slice(None), 2), (np.array([], dtype=np.int64),),
+                  (slice(None), np.array(-1))]:
+        yield Sample((x,), dict(index=index))
+    yield Sample((make(rng, (), dtype),), dict(index=(None, Ellipsis)), desc="0-d input")
+    yield Sample((make(rng, (0, 3), dtype),), dict(index=(slice(None), 1)), desc="0-size input")
+
+
+def _scatter_add_samples(dtype, rng):
+    x = make(rng, (4, 3), dtype)
+    for index, ushape in [((1,), (3,)), ((slice(1, 3),), (2, 3)), ([0, 2, 0], (3, 3)),
+                          ((np.array([1, 1, 3]), np.array([0, 0, 2])), (3,)),
+                          ((slice(None), 1), ()), ((Ellipsis, [2, 2]), (4, 1)),
+                          (np.array([], dtype=np.int64), (0, 3))]:
+        yield Sample((x, make(rng, ushape, dtype)), dict(index=index))
+
+
+def _scatter_add_ref(x, updates, index):
+    out = np.array(x, copy=True)
+    np.add.at(out, index, updates)
+    return out
+
+
+add(OpInfo("getitem", lambda x, index: en.getitem(x, _tensor_index(index)),
+           lambda x, index: x[index], _getitem_samples, _op_dtypes("getitem"),
+           error_inputs=_errors([((4, 3), dict(index=(4,)), en.ShapeError),
+                                 ((4, 3), dict(index=(0, 0, 0)), en.ShapeError),
+                                 ((4, 3), dict(index=(np.array([0, 4]),)), en.ShapeError),
+                                 ((4, 3), dict(index=(np.array([0.5]),)), en.DTypeError),
+                                 ((4, 3), dict(index=(np.array([True, False]),)), en.ShapeError),
+                                 ((4, 3), dict(index=([0, 1], [0, 1, 2])), en.ShapeError)])))
+add(OpInfo("scatter_add",
+           lambda x, updates, index: en.scatter_add(x, _tensor_index(index), updates),
+           _scatter_add_ref, _scatter_add_samples, _op_dtypes("scatter_add"),
+           error_inputs=lambda: [
+               ErrorInput(Sample((np.zeros((4, 3)), np.ones(2)), dict(index=(1,))), en.ShapeError),
+               ErrorInput(Sample((np.zeros((4, 3)), np.ones(3)), dict(index=(5,))), en.ShapeError),
+               ErrorInput(Sample((np.zeros((4, 3)), np.ones(3)), dict(index=(np.array([7]),))),
+                          en.ShapeError),
+               ErrorInput(Sample((np.zeros((4, 3), np.int64), np.ones(3)), dict(index=(1,))),
+                          en.DTypeError)]))
+
+
+# Random ops: pure functions of an int64 key [seed, counter]; the reference
+# draws from the same numpy generator.
+def _key_rng(key):
+    return np.random.default_rng(np.asarray(key, dtype=np.int64).view(np.uint64))
+
+
+def _normal_ref(key, shape, mean=0.0, stddev=1.0, dtype=F32):
+    dtype = np.dtype(dtype)
+    z = _key_rng(key).standard_normal(shape, dtype=dtype)
+    return (z * dtype.type(stddev) + dtype.type(mean)).astype(dtype)
+
+
+def _uniform_ref(key, shape, minval=0.0, maxval=1.0, dtype=F32):
+    dtype = np.dtype(dtype)
+    u = _key_rng(key).random(shape, dtype=dtype)
+    return (u * dtype.type(maxval - minval) + dtype.type(minval)).astype(dtype)
+
+
+def _random_samples(low_kw, high_kw):
+    def gen(dtype, rng):
+        for key, shape, params in [([0, 0], (3, 4), {}), ([7, 3], (), {}), ([1, 2], (0, 5), {}),
+                                   ([-5, 9], (5,), {low_kw: -2.0, high_kw: 3.0}),
+                                   ([2**40, 1], 6, {low_kw: 1.5})]:
+            yield Sample((np.array(key, dtype=np.int64),), dict(shape=shape, dtype=dtype, **params))
+    return gen
+
+
+def _random_errors(public):
+    return lambda: [
+        ErrorInput(Sample((np.array([0.0, 1.0]),), dict(shape=(2,))), en.DTypeError),
+        ErrorInput(Sample((np.array([0, 1, 2]),), dict(shape=(2,))), en.DTypeError),
+        ErrorInput(Sample((np.array([0, 1]),), dict(shape=(2, -1))), en.ShapeError, f"{public}:")]
+
+
+add(OpInfo("random_normal", en.random.normal_from_key, _normal_ref,
+           _random_samples("mean", "stddev"), _op_dtypes("random_normal"), supports_grad=False,
+           random=True, error_inputs=_random_errors("normal")))
+add(OpInfo("random_uniform", en.random.uniform_from_key, _uniform_ref,
+           _random_samples("minval", "maxval"), _op_dtypes("random_uniform"), supports_grad=False,
+           random=True, error_inputs=_random_errors("uniform")))
+
+
+# Convolution and pooling (NHWC), against direct loops over the output positions.
+def _tf_pads(size, k, s, padding):
+    if padding == "valid":
+        return (size - k) // s + 1, 0
+    out = -(-size // s)
+    return out, max((out - 1) * s + k - size, 0) // 2
+
+
+def _conv_geometry(hw, khw, strides, padding):
+    (oh, pt), (ow, pl) = (_tf_pads(hw[i], khw[i], strides[i], padding) for i in range(2))
+    return oh, ow, pt, pl
+
+
+def _padded(x, hw, khw, strides, oh, ow, pt, pl, fill=0.0):
+    hp = max((oh - 1) * strides[0] + khw[0], hw[0] + pt)
+    wp = max((ow - 1) * strides[1] + khw[1], hw[1] + pl)
+    xp = np.full((x.shape[0], hp, wp, x.shape[3]), fill, dtype=np.result_type(x, fill))
+    xp[:, pt:pt + hw[0], pl:pl + hw[1]] = x
+    return xp
+
+
+def _windows_ref(oh, ow, khw, strides):
+    for i in range(oh):
+        for j in range(ow):
+            yield i, j, (slice(None), slice(i * strides[0], i * strides[0] + khw[0]),
+                         slice(j * strides[1], j * strides[1] + khw[1]))
+
+
+def _pairs(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def _conv2d_ref(x, w, stride=1, padding="valid"):
+    strides, khw = _pairs(stride), w.shape[:2]
+    oh, ow, pt, pl = _conv_geometry(x.shape[1:3], khw, strides, padding)
+    xp = _padded(x, x.shape[1:3], khw, strides, oh, ow, pt, pl)
+    out = np.zeros((x.shape[0], oh, ow, w.shape[3]), np.result_type(x, w))
+    for i, j, win in _windows_ref(oh, ow, khw, strides):
+        out[:, i, j] = np.einsum("nhwc,hwco->no", xp[win], w)
+    return out
+
+
+def _conv2d_bp_input_ref(g, w, input_hw, stride=1, padding="valid"):
+    strides, khw = _pairs(stride), w.shape[:2]
+    oh, ow, pt, pl = _conv_geometry(input_hw, khw, strides, padding)
+    dxp = _padded(np.zeros((g.shape[0],) + tuple(input_hw) + (w.shape[2],), np.result_type(g, w)),
+                  input_hw, khw, strides, oh, ow, pt, pl)
+    for i, j, win in _windows_ref(oh, ow, khw, strides):
+        dxp[win] += np.einsum("no,hwco->nhwc", g[:, i, j], w)
+    return dxp[:, pt:pt + input_hw[0], pl:pl + input_hw[1]]
+
+
+def _conv2d_bp_filter_ref(x, g, kernel_hw, stride=1, padding="valid"):
+    strides, khw = _pairs(stride), _pairs(kernel_hw)
+    oh, ow, pt, pl = _conv_geometry(x.shape[1:3], khw, strides, padding)
+    xp = _padded(x, x.shape[1:3], khw, strides, oh, ow, pt, pl)
+    dw = np.zeros(khw + (x.shape[3], g.shape[3]), np.result_type(x, g))
+    for i, j, win in _windows_ref(oh, ow, khw, strides):
+        dw += np.einsum("nhwc,no->hwco", xp[win], g[:, i, j])
+    return dw
+
+
+# (input shape, filter/pool size, stride, padding): odd sizes, strides and "same"
+# padding with an uneven split, a 1x1 window, and an empty batch.
+CONV_CASES = [((1, 5, 5, 2), (3, 3), 1, "valid"), ((2, 5, 4, 1), (2, 3), (2, 1), "same"),
+              ((1, 4, 6, 2), (3, 2), 2, "same"), ((1, 3, 3, 1), (1, 1), 1, "valid"),
+              ((0, 4, 4, 2), (2, 2), 2, "valid")]
+
+
+def _conv_samples(which):
+    def gen(dtype, rng):
+        for xs, khw, stride, padding in CONV_CASES:
+            o = 3
+            w = make(rng, khw + (xs[3], o), dtype, -1, 1)
+            oh, ow, _, _ = _conv_geometry(xs[1:3], khw, _pairs(stride), padding)
+            g = make(rng, (xs[0], oh, ow, o), dtype, -1, 1)
+            x = make(rng, xs, dtype, -1, 1)
+            params = dict(stride=stride, padding=padding)
+            if which == "conv2d":
+                yield Sample((x, w), params)
+            elif which == "input":
+                yield Sample((g, w), dict(params, input_hw=xs[1:3]))
+            else:
+                yield Sample((x, g), dict(params, kernel_hw=khw))
+    return gen
+
+
+def _pool_kwargs(khw, stride, padding):
+    return dict(pool_size=khw, strides=_pairs(stride), padding=padding)
+
+
+def _pool_argmax(x, pool_size, strides, padding):
+    """For every window: (out index, flat position in the padded input of its first max)."""
+    oh, ow, pt, pl = _conv_geometry(x.shape[1:3], pool_size, strides, padding)
+    xp = _padded(x, x.shape[1:3], pool_size, strides, oh, ow, pt, pl, -np.inf)
+    for i, j, win in _windows_ref(oh, ow, pool_size, strides):
+        block = xp[win]                                      # (N, KH, KW, C)
+        for n in range(x.shape[0]):
+            for c in range(x.shape[3]):
+                a, b = np.unravel_index(np.argmax(block[n, :, :, c]), pool_size)
+                yield (n, i, j, c), (n, i * strides[0] + a - pt, j * strides[1] + b - pl, c)
+
+
+def _max_pool_ref(x, pool_size=2, strides=None, padding="valid"):
+    pool_size = _pairs(pool_size)
+    strides = pool_size if strides is None else _pairs(strides)
+    oh, ow, pt, pl = _conv_geometry(x.shape[1:3], pool_size, strides, padding)
+    xp = _padded(x, x.shape[1:3], pool_size, strides, oh, ow, pt, pl, -np.inf)
+    out = np.zeros((x.shape[0], oh, ow, x.shape[3]), x.dtype)
+    for i, j, win in _windows_ref(oh, ow, pool_size, strides):
+        out[:, i, j] = xp[win].max(axis=(1, 2))
+    return out
+
+
+def _pool_grad_ref(x, g, pool_size, strides, padding):
+    dx = np.zeros(x.shape, np.result_type(x, g))
+    for out_at, in_at in _pool_argmax(x, pool_size, strides, padding):
+        dx[in_at] += g[out_at]
+    return dx
+
+
+def _pool_gather_ref(x, u, pool_size, strides, padding):
+    oh, ow, _, _ = _conv_geometry(x.shape[1:3], pool_size, strides, padding)
+    out = np.zeros((x.shape[0], oh, ow, x.shape[3]), np.result_type(x, u))
+    for out_at, in_at in _pool_argmax(x, pool_size, strides, padding):
+        out[out_at] = u[in_at]
+    return out
+
+
+def _pool_samples(which):
+    def gen(dtype, rng):
+        for xs, khw, stride, padding in CONV_CASES + [((1, 4, 4, 1), (2, 2), None, "valid")]:
+            x = make_distinct(rng, xs, dtype)
+            if which == "pool":
+                yield Sample((x,), dict(pool_size=khw, strides=stride, padding=padding))
+                continue
+            kw = _pool_kwargs(khw, khw if stride is None else stride, padding)
+            oh, ow, _, _ = _conv_geometry(xs[1:3], khw, kw["strides"], padding)
+            other = make(rng, (xs[0], oh, ow, xs[3]) if which == "grad" else xs, dtype)
+            yield Sample((x, other), kw)
+    return gen
+
+
+def _conv_errors(shapes, mismatched, params):
+    """Rank 3 instead of 4, bad padding, zero stride, and a second input whose
+    channels do not match the first's (shape ``mismatched``)."""
+    def errors():
+        a, b = (np.ones(s) for s in shapes)
+        return [ErrorInput(Sample((np.ones((5, 5, 2)), b), params), en.ShapeError),
+                ErrorInput(Sample((a, b), dict(params, padding="full")), en.ShapeError),
+                ErrorInput(Sample((a, b), dict(params, stride=0)), en.ShapeError),
+                ErrorInput(Sample((a, np.ones(mismatched)), params), en.ShapeError)]
+    return errors
+
+
+def _pool_grad_op(name):
+    """A public-style function for a pooling gradient op (they have none of their own)."""
+    return lambda x, other, **kw: en.apply(en.REGISTRY[name], x, other, **kw)
+
+
+add(OpInfo("conv2d", en.conv2d, _conv2d_ref, _conv_samples("conv2d"), _op_dtypes("conv2d"),
+           error_inputs=lambda: _conv_errors([(1, 5, 5, 2), (3, 3, 2, 4)], (3, 3, 3, 4), {})() + [
+               ErrorInput(Sample((np.ones((1, 2, 2, 1)), np.ones((3, 3, 1, 1)))), en.ShapeError)]))
+add(OpInfo("conv2d_backprop_input", en.conv2d_backprop_input, _conv2d_bp_input_ref,
+           _conv_samples("input"), _op_dtypes("conv2d_backprop_input"),
+           error_inputs=_conv_errors([(1, 3, 3, 4), (3, 3, 2, 4)], (3, 3, 2, 5),
+                                     dict(input_hw=(5, 5)))))
+add(OpInfo("conv2d_backprop_filter", en.conv2d_backprop_filter, _conv2d_bp_filter_ref,
+           _conv_samples("filter"), _op_dtypes("conv2d_backprop_filter"),
+           error_inputs=lambda: [
+               ErrorInput(Sample((np.ones((1, 5, 5, 2)), np.ones((1, 2, 2, 4))),
+                                 dict(kernel_hw=(3, 3))), en.ShapeError),
+               ErrorInput(Sample((np.ones((2, 5, 5, 2)), np.ones((1, 3, 3, 4))),
+                                 dict(kernel_hw=(3, 3))), en.ShapeError),
+               ErrorInput(Sample((np.ones((5, 5, 2)), np.ones((1, 3, 3, 4))),
+                                 dict(kernel_hw=(3, 3))), en.ShapeError)]))
+add(OpInfo("max_pool2d", en.max_pool2d, _max_pool_ref, _pool_samples("pool"),
+           _op_dtypes("max_pool2d"), error_inputs=lambda: [
+               ErrorInput(Sample((np.ones((4, 4, 1)),)), en.ShapeError),
+               ErrorInput(Sample((np.ones((1, 1, 4, 1)),), dict(pool_size=2)), en.ShapeError),
+               ErrorInput(Sample((np.ones((1, 4, 4, 1)),), dict(padding="full")), en.ShapeError),
+               ErrorInput(Sample((np.ones((1, 4, 4, 1)),), dict(pool_size=0)), en.ShapeError)]))
+add(OpInfo("max_pool2d_grad", _pool_grad_op("max_pool2d_grad"), _pool_grad_ref,
+           _pool_samples("grad"), _op_dtypes("max_pool2d_grad"), error_inputs=lambda: [
+               ErrorInput(Sample((np.ones((1, 4, 4, 1)), np.ones((1, 3, 3, 1))),
+                                 _pool_kwargs((2, 2), 2, "valid")), en.ShapeError)]))
+add(OpInfo("max_pool2d_gather", _pool_grad_op("max_pool2d_gather"), _pool_gather_ref,
+           _pool_samples("gather"), _op_dtypes("max_pool2d_gather"), error_inputs=lambda: [
+               ErrorInput(Sample((np.ones((1, 4, 4, 1)), np.ones((1, 2, 2, 1))),
+                                 _pool_kwargs((2, 2), 2, "valid")), en.ShapeError)]))
+
+
+# ---- composites: public functions made of registered ops ------------------------------
+COMPOSITES = []
+
+
+def composite(info):
+    info.composite = True
+    COMPOSITES.append(info)
+    return info
+
+
+def _dot_samples(dtype, rng):
+    for sx, sy in [((3,), (3,)), ((0,), (0,)), ((2, 3), (2, 3)), ((2, 3), (3,)), ((), ())]:
+        yield Sample((make(rng, sx, dtype), make(rng, sy, dtype)))
+
+
+def _dot_ref(x, y):
+    if np.ndim(x) == 1 and np.ndim(y) == 1:
+        return np.dot(x, y)
+    return np.sum(np.multiply(x, y))
+
+
+def _outer_samples(dtype, rng):
+    for sx, sy in [((3,), (4,)), ((0,), (2,)), ((2, 2), (3,)), ((), (2,))]:
+        yield Sample((make(rng, sx, dtype), make(rng, sy, dtype)))
+
+
+composite(OpInfo("dot", en.dot, _dot_ref, _dot_samples, NUMERIC,
+                 error_inputs=lambda: [ErrorInput(Sample((np.ones(3), np.ones(4))), en.ShapeError,
+                                                  "matmul")]))
+composite(OpInfo("outer", en.outer, lambda x, y: np.outer(x, y), _outer_samples, NUMERIC))
+
+
+# Neural-network helpers. References are the textbook formulas in float64
+# (cast back), on inputs small enough not to overflow; a large-input sample
+# checks the engine's stable forms against shifted references.
+def _in_float64(fn):
+    """Run a reference in float64 and give the result the first input's dtype."""
+    def ref(x, *args, **kwargs):
+        args = [a.astype(F64) if isinstance(a, np.ndarray) and a.dtype in FLOATS else a
+                for a in args]
+        return np.asarray(fn(np.asarray(x, dtype=F64), *args, **kwargs)).astype(x.dtype)
+    return ref
+
+
+def _np_logsumexp(x, axis=None, keepdims=False):
+    axis = tuple(axis) if isinstance(axis, list) else axis
+    m = np.max(x, axis=axis, keepdims=True)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def _np_softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _np_log_softmax(x, axis=-1):
+    return x - _np_logsumexp(x, axis=axis, keepdims=True)
+
+
+def _np_cross_entropy(logits, labels, axis=-1):
+    logp = _np_log_softmax(logits, axis=axis)
+    if labels.dtype.kind in "iu":
+        onehot = np.moveaxis(np.eye(logits.shape[axis], dtype=logits.dtype)[labels], -1, axis)
+        labels = onehot
+    return np.mean(-np.sum(labels * logp, axis=axis))
+
+
+def _axis_samples(cases):
+    def gen(dtype, rng):
+        for shape, kwargs in cases:
+            yield Sample((make(rng, shape, dtype),), dict(kwargs))
+        yield Sample((make(rng, (2, 3), dtype) + dtype.type(500),), dict(cases[0][1]),
+                     desc="large inputs")
+    return gen
+
+
+def _mse_samples(dtype, rng):
+    for sx, sy in [((4,), (4,)), ((2, 3), (2, 3)), ((2, 3), (3,)), ((), ())]:
+        yield Sample((make(rng, sx, dtype), make(rng, sy, dtype)))
+
+
+def _cross_entropy_samples(dtype, rng):
+    yield Sample((make(rng, (4, 3), dtype), np.array([0, 2, 1, 2])), desc="int labels")
+    yield Sample((make(rng, (2, 3, 5), dtype), rng.integers(0, 3, size=(2, 5))), dict(axis=1))
+    probs = rng.dirichlet(np.ones(3), size=4).astype(dtype)
+    yield Sample((make(rng, (4, 3), dtype), probs), desc="probability labels")
+    yield Sample((make(rng, (3,), dtype), np.array(1)), desc="one example")
+
+
+_float_only = lambda name, x: [ErrorInput(Sample((x,)), en.DTypeError, name)]  # noqa: E731
+
+composite(OpInfo("softmax", en.softmax, _in_float64(_np_softmax), _axis_samples(
+    [((2, 3), dict(axis=-1)), ((4,), {}), ((2, 3, 2), dict(axis=1)), ((0, 3), dict(axis=1))]),
+    FLOATS, error_inputs=lambda: _float_only("softmax", np.ones(3, np.int64)) + [
+        ErrorInput(Sample((np.ones((2, 3)),), dict(axis=2)), en.ShapeError, "max")]))
+composite(OpInfo("log_softmax", en.log_softmax, _in_float64(_np_log_softmax), _axis_samples(
+    [((2, 3), dict(axis=0)), ((4,), {}), ((2, 3, 2), dict(axis=-1)), ((0, 3), {})]),
+    FLOATS, error_inputs=lambda: _float_only("log_softmax", np.ones(3, np.int32))))
+composite(OpInfo("logsumexp", en.logsumexp, _in_float64(_np_logsumexp), _axis_samples(
+    [((2, 3), dict(axis=None)), ((2, 3), dict(axis=1, keepdims=True)), ((4,), dict(axis=0)),
+     ((2, 3, 2), dict(axis=(0, 2))), ((2, 3, 2), dict(axis=[-1], keepdims=False)), ((), {})]),
+    FLOATS, error_inputs=lambda: _float_only("logsumexp", np.array([True]))))
+composite(OpInfo("mse", en.mse, lambda p, t: np.mean(np.square(p - t)), _mse_samples, FLOATS,
+                 error_inputs=lambda: [ErrorInput(Sample((np.ones(3), np.ones(4))), en.ShapeError,
+                                                  "sub")]))
+composite(OpInfo("cross_entropy", en.cross_entropy, _in_float64(_np_cross_entropy),
+                 _cross_entropy_samples, FLOATS, error_inputs=lambda: [
+                     ErrorInput(Sample((np.ones((2, 3)), np.array([0, 3]))), en.ShapeError,
+                                "cross_entropy"),
+                     ErrorInput(Sample((np.ones((2, 3)), np.array([0, 1, 2]))), en.ShapeError,
+                                "cross_entropy"),
+                     ErrorInput(Sample((np.ones((2, 3)), np.ones((2, 2)))), en.ShapeError,
+                                "cross_entropy"),
+                     ErrorInput(Sample((np.float64(1.0), np.array(0))), en.ShapeError,
+                                "cross_entropy"),
+                     ErrorInput(Sample((np.ones((2, 3)), np.ones(2, bool))), en.DTypeError,
+                                "cross_entropy"),
+                     ErrorInput(Sample((np.ones((2, 3), np.int64), np.array([0, 1]))),
+                                en.DTypeError, "cross_entropy")]))
+
+
+# ---- finishing -------------------------------------------------------------------------
+OPS_BY_NAME = {info.name: info for info in OP_DB}
+ALL_ENTRIES = OP_DB + COMPOSITES
+
+
+def to_engine(value):
+    """Turn a sample's numpy arrays (also inside lists and tuples) into tensors."""
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        return en.tensor(np.asarray(value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_engine(v) for v in value)
+    return value
+
+
+def call_engine(info, sample):
+    return info.op(*[to_engine(a) for a in sample.args], **sample.kwargs)
+
+
+def call_ref(info, sample):
+    return info.ref(*sample.args, **sample.kwargs)
+
+
+def seeded_rng(*parts):
+    """A generator seeded from a name (stable across runs and Python hash seeds)."""
+    return np.random.default_rng([sum(ord(c) * (i + 1) for i, c in enumerate(str(p)))
+                                  for p in parts])
