@@ -30,13 +30,13 @@ class Op:
     __slots__ = (
         "name", "impl", "abstract_eval", "vjp", "elementwise", "reduction",
         "commutative", "side_effects", "differentiable", "multiple_results",
-        "random", "n_inputs", "dtypes", "doc", "out_impl",
+        "random", "n_inputs", "dtypes", "doc", "out_impl", "vjp_needs",
     )
 
     def __init__(self, name, impl, abstract_eval, vjp=None, *, elementwise=False,
                  reduction=False, commutative=False, side_effects=False,
                  differentiable=True, multiple_results=False, random=False,
-                 n_inputs=None, dtypes=None, doc="", out_impl=None):
+                 n_inputs=None, dtypes=None, doc="", out_impl=None, vjp_needs=False):
         self.name = name
         self.impl = impl
         self.abstract_eval = abstract_eval
@@ -55,6 +55,10 @@ class Op:
         # array. Its presence also promises that impl returns a fresh array (never
         # a view of an input), which memory planning relies on.
         self.out_impl = out_impl
+        # vjp_needs: the vjp takes ``needs=(bool per input)`` and returns None
+        # for inputs that need no gradient, skipping their work (like PyTorch's
+        # ctx.needs_input_grad). Called without it, every gradient is computed.
+        self.vjp_needs = vjp_needs
 
     def __repr__(self):
         return f"<op {self.name}>"

@@ -61,12 +61,12 @@ def lower(graph, kernel_for=None):
     namespace = {"__builtins__": __builtins__}
     kernels = {}
 
-    def kernel_name(node):
+    def kernel_name(node, buffered=False):
         fn = kernel_for(node) if kernel_for is not None else None
-        fn = fn or node.op.impl
+        fn = fn or (node.op.out_impl if buffered else node.op.impl)
         key = id(fn)
         if key not in kernels:
-            base = "k_" + node.op.name
+            base = "k_" + node.op.name + ("_out" if buffered else "")
             name = base
             i = 1
             while name in namespace:
@@ -85,8 +85,12 @@ def lower(graph, kernel_for=None):
     outputs = set(graph.outputs)
 
     fn_name = "run_" + "".join(c if c.isalnum() else "_" for c in graph.name)
-    args = ", ".join(names[n] for n in graph.inputs)
+    plan = getattr(graph, "memory_plan", None)
+    n_buffers = len(plan.slots) if plan is not None else 0
+    args = ", ".join([names[n] for n in graph.inputs] + (["_buffers"] if n_buffers else []))
     lines = [f"def {fn_name}({args}):"]
+    if n_buffers:
+        lines.append(f"    {', '.join(f'_b{k}' for k in range(n_buffers))}, = _buffers")
     line_to_node = {}
     dying = {}
     for i, node in enumerate(order):
@@ -103,6 +107,9 @@ def lower(graph, kernel_for=None):
             line = f"    {target} = {cname}"
         else:
             argv = [names[inp] for inp in node.inputs]
+            buffer = node.meta.get("buffer") if n_buffers else None
+            if buffer is not None:
+                argv.append(f"out=_b{buffer}")
             for key, value in sorted(node.params.items()):
                 if _is_literal(value):
                     argv.append(f"{key}={value!r}")
@@ -110,7 +117,7 @@ def lower(graph, kernel_for=None):
                     pname = f"p_{target}_{key}"
                     namespace[pname] = value
                     argv.append(f"{key}={pname}")
-            call = f"{kernel_name(node)}({', '.join(argv)})"
+            call = f"{kernel_name(node, buffer is not None)}({', '.join(argv)})"
             used = node in last_use or node in outputs
             line = f"    {target} = {call}" if used else f"    {call}"
         loc = node.source

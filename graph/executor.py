@@ -21,24 +21,43 @@ class CompiledGraph:
         self.lowered = lower(graph, kernel_for)
         self.fn = self.lowered.build()
         self.source = self.lowered.source
+        plan = getattr(graph, "memory_plan", None)
+        self._slots = list(plan.slots) if plan is not None else []
+        self._buffer_sets = []   # free sets; a call takes one, so threads never share
+
+    def _take_buffers(self):
+        try:
+            return self._buffer_sets.pop()
+        except IndexError:
+            return [np.empty(shape, dtype) for shape, dtype in self._slots]
 
     def run(self, arrays):
         """Run on input arrays; return the output arrays (a tuple)."""
-        try:
-            return self.fn(*arrays)
-        except Exception as err:
-            node = self._failing_node(err)
-            if node is None:
-                raise
-            msg = (f"{type(err).__name__} in graph {self.graph.name!r} at node {node.name} "
-                   f"(op '{node.op.name}'), created at {format_location(node.source)}: {err}")
+        if not self._slots:
             try:
-                new = type(err)(msg)
-            except Exception:
-                new = GraphRuntimeError(msg)
-            if isinstance(err, EngineError) or not isinstance(new, type(err)):
-                new = GraphRuntimeError(msg) if not isinstance(err, EngineError) else new
-            raise new.with_traceback(None) from err
+                return self.fn(*arrays)
+            except Exception as err:
+                self._reraise(err)
+        buffers = self._take_buffers()
+        try:
+            return self.fn(*arrays, buffers)
+        except Exception as err:
+            self._reraise(err)
+        finally:
+            self._buffer_sets.append(buffers)
+
+    def _reraise(self, err):
+        """Raise ``err`` again, of the same class where possible, naming the failing node."""
+        node = self._failing_node(err)
+        if node is None:
+            raise err
+        msg = (f"{type(err).__name__} in graph {self.graph.name!r} at node {node.name} "
+               f"(op '{node.op.name}'), created at {format_location(node.source)}: {err}")
+        try:
+            new = type(err)(msg)
+        except Exception:
+            new = GraphRuntimeError(msg)
+        raise new.with_traceback(None) from err
 
     def _failing_node(self, err):
         tb = err.__traceback__

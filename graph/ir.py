@@ -76,6 +76,7 @@ class Graph:
         self.output_tree = None  # pytree TreeDef of the outputs
         self.variables = []     # captured variables, in first-use order
         self.names = set()
+        self.notes = []         # what passes did, read by the optimization report
 
     # -- building ---------------------------------------------------------
     def add(self, op, inputs, params, aval, name=None, source=None):
@@ -156,6 +157,16 @@ class Graph:
             self._check_member(inp)
             self._g.add_edge(inp, node)
 
+    def drop_control_users(self, node):
+        """Remove ``node`` from its users' control deps, keeping the order it carried:
+        each such user now runs after ``node``'s own control deps."""
+        for user in list(self._g.successors(node)):
+            if node in user.control_deps and not any(i is node for i in user.inputs):
+                user.control_deps = [d for d in user.control_deps if d is not node]
+                self._g.remove_edge(node, user)
+                for dep in node.control_deps:
+                    self.add_control_dep(user, dep)
+
     def erase(self, node):
         """Remove a node that nothing uses any more."""
         if any(True for _ in self._g.successors(node)) or node in self.outputs:
@@ -164,6 +175,28 @@ class Graph:
             raise EngineError(f"cannot erase the graph input {node.name}")
         self._g.remove_node(node)
         self.names.discard(node.name)
+
+    def copy(self, name=None):
+        """A structurally identical graph with new nodes (params and meta copied shallowly)."""
+        new = Graph(name or self.name)
+        mapping = {}
+        for node in self.topo_order():
+            aval = node.avals if node.avals is not None else (node.shape, node.dtype)
+            n = new.add(node.op, [mapping[i] for i in node.inputs], node.params, aval,
+                        name=node.name, source=node.source)
+            n.meta = dict(node.meta)
+            for dep in node.control_deps:
+                new.add_control_dep(n, mapping[dep])
+            mapping[node] = n
+        new.inputs = [mapping[n] for n in self.inputs]
+        new.outputs = [mapping[n] for n in self.outputs]
+        new.output_tree = self.output_tree
+        new.variables = list(self.variables)
+        return new
+
+    def node_count(self):
+        """Number of nodes, not counting inputs."""
+        return len(self) - len(self.inputs)
 
     # -- checking -----------------------------------------------------------
     def lint(self):

@@ -213,7 +213,12 @@ def backward(entries, targets, seeds, sources, ops):
             raise NotDifferentiableError(
                 f"op '{op.name}' has no gradient, but a gradient was requested through it")
         try:
-            in_grads = op.vjp(g, out, *inputs, **params)
+            if getattr(op, "vjp_needs", False):
+                # The rule skips the work for inputs that need no gradient.
+                needs = tuple(id(x) in reach for x in inputs)
+                in_grads = op.vjp(g, out, *inputs, needs=needs, **params)
+            else:
+                in_grads = op.vjp(g, out, *inputs, **params)
         except NumericsError as err:
             # The failing op is one inside a backward rule; say whose rule it was.
             raise NumericsError(f"{err}\n  in the gradient of op '{op.name}'") from None

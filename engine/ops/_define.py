@@ -65,11 +65,12 @@ def unary(name, impl, vjp, *, allowed=dtypes.FLOATS, what="floating-point", out_
 
 
 def binary(name, impl, vjp, *, allowed=dtypes.NUMERIC, what="numeric", out_dtype=None,
-           commutative=False, true_divide=False, doc="", out_impl=None):
+           commutative=False, true_divide=False, doc="", out_impl=None, vjp_needs=False):
     """Define and register a two-input broadcasting elementwise op."""
     return register(Op(name, impl, binary_rule(name, allowed, what, out_dtype, true_divide), vjp,
                        elementwise=True, commutative=commutative, n_inputs=2, dtypes=allowed,
-                       doc=doc, out_impl=_default_out_impl(impl, out_impl)))
+                       doc=doc, out_impl=_default_out_impl(impl, out_impl),
+                       vjp_needs=vjp_needs))
 
 
 def unbroadcast(g, shape):

@@ -77,48 +77,59 @@ relu = call(relu_op)
 
 
 # ---- binary --------------------------------------------------------------
-def _add_vjp(g, out, x, y):
-    return unbroadcast(g, x.shape), unbroadcast(g, y.shape)
+_BOTH = (True, True)
 
 
-def _sub_vjp(g, out, x, y):
-    return unbroadcast(g, x.shape), unbroadcast(neg(g), y.shape)
+def _add_vjp(g, out, x, y, needs=_BOTH):
+    return (unbroadcast(g, x.shape) if needs[0] else None,
+            unbroadcast(g, y.shape) if needs[1] else None)
 
 
-def _mul_vjp(g, out, x, y):
-    return unbroadcast(g * y, x.shape), unbroadcast(g * x, y.shape)
+def _sub_vjp(g, out, x, y, needs=_BOTH):
+    return (unbroadcast(g, x.shape) if needs[0] else None,
+            unbroadcast(neg(g), y.shape) if needs[1] else None)
 
 
-def _div_vjp(g, out, x, y):
+def _mul_vjp(g, out, x, y, needs=_BOTH):
+    return (unbroadcast(g * y, x.shape) if needs[0] else None,
+            unbroadcast(g * x, y.shape) if needs[1] else None)
+
+
+def _div_vjp(g, out, x, y, needs=_BOTH):
     gx = g / y
-    return unbroadcast(gx, x.shape), unbroadcast(neg(gx * out), y.shape)
+    return (unbroadcast(gx, x.shape) if needs[0] else None,
+            unbroadcast(neg(gx * out), y.shape) if needs[1] else None)
 
 
-def _pow_vjp(g, out, x, y):
-    gx = g * y * pow(x, y - 1.0)
-    # d/dy x**y = log(x) * x**y; defined as 0 where x <= 0 (as TensorFlow does), so
-    # an exponent gradient nobody asked for, as in (x - 1) ** 2, never holds NaN.
-    safe_log = log(ops.where(ops.greater(x, 0), x, ops.ones_like(x)))
-    gy = g * out * safe_log
-    return unbroadcast(gx, x.shape), unbroadcast(gy, y.shape)
+def _pow_vjp(g, out, x, y, needs=_BOTH):
+    gx = gy = None
+    if needs[0]:
+        gx = unbroadcast(g * y * pow(x, y - 1.0), x.shape)
+    if needs[1]:
+        # d/dy x**y = log(x) * x**y; defined as 0 where x <= 0 (as TensorFlow does), so
+        # an exponent gradient nobody asked for, as in (x - 1) ** 2, never holds NaN.
+        safe_log = log(ops.where(ops.greater(x, 0), x, ops.ones_like(x)))
+        gy = unbroadcast(g * out * safe_log, y.shape)
+    return gx, gy
 
 
-def _minmax_vjp(g, out, x, y):
+def _minmax_vjp(g, out, x, y, needs=_BOTH):
     # Ties split the gradient evenly, so the rule is symmetric.
     xm = ops.cast(ops.equal(x, out), g.dtype)
     ym = ops.cast(ops.equal(y, out), g.dtype)
     total = xm + ym
-    return (unbroadcast(g * xm / total, x.shape), unbroadcast(g * ym / total, y.shape))
+    return (unbroadcast(g * xm / total, x.shape) if needs[0] else None,
+            unbroadcast(g * ym / total, y.shape) if needs[1] else None)
 
 
-add_op = binary("add", np.add, _add_vjp, commutative=True, doc="Elementwise ``x + y`` with broadcasting.")
-sub_op = binary("sub", np.subtract, _sub_vjp, doc="Elementwise ``x - y``.")
-mul_op = binary("mul", np.multiply, _mul_vjp, commutative=True, doc="Elementwise ``x * y``.")
-div_op = binary("div", np.true_divide, _div_vjp, true_divide=True, doc="Elementwise true division ``x / y``.")
-pow_op = binary("pow", np.power, _pow_vjp, doc="Elementwise ``x ** y``.")
-maximum_op = binary("maximum", np.maximum, _minmax_vjp, commutative=True,
+add_op = binary("add", np.add, _add_vjp, vjp_needs=True, commutative=True, doc="Elementwise ``x + y`` with broadcasting.")
+sub_op = binary("sub", np.subtract, _sub_vjp, vjp_needs=True, doc="Elementwise ``x - y``.")
+mul_op = binary("mul", np.multiply, _mul_vjp, vjp_needs=True, commutative=True, doc="Elementwise ``x * y``.")
+div_op = binary("div", np.true_divide, _div_vjp, vjp_needs=True, true_divide=True, doc="Elementwise true division ``x / y``.")
+pow_op = binary("pow", np.power, _pow_vjp, vjp_needs=True, doc="Elementwise ``x ** y``.")
+maximum_op = binary("maximum", np.maximum, _minmax_vjp, vjp_needs=True, commutative=True,
                     doc="Elementwise maximum; ties share the gradient.")
-minimum_op = binary("minimum", np.minimum, _minmax_vjp, commutative=True,
+minimum_op = binary("minimum", np.minimum, _minmax_vjp, vjp_needs=True, commutative=True,
                     doc="Elementwise minimum; ties share the gradient.")
 
 add = call(add_op)

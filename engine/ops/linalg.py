@@ -26,7 +26,7 @@ def _matmul_eval(x, y):
     return (shape, np.result_type(x[1], y[1]))
 
 
-def _matmul_vjp(g, out, x, y):
+def _matmul_vjp(g, out, x, y, needs=(True, True)):
     xs, ys = x.shape, y.shape
     if len(xs) == 1 and len(ys) == 1:            # inner product -> scalar
         return g * y, g * x
@@ -40,9 +40,9 @@ def _matmul_vjp(g, out, x, y):
         gy = ops.matmul(_mT(x), ops.expand_dims(g, -1))       # (..., k, 1)
         gy = ops.sum(ops.reshape(gy, (-1, ys[0])), axis=0)
         return unbroadcast(gx, xs), gy
-    gx = ops.matmul(g, _mT(y))
-    gy = ops.matmul(_mT(x), g)
-    return unbroadcast(gx, xs), unbroadcast(gy, ys)
+    gx = unbroadcast(ops.matmul(g, _mT(y)), xs) if needs[0] else None
+    gy = unbroadcast(ops.matmul(_mT(x), g), ys) if needs[1] else None
+    return gx, gy
 
 
 def _mT(a):
@@ -51,7 +51,7 @@ def _mT(a):
 
 
 matmul_op = register(Op("matmul", np.matmul, _matmul_eval, _matmul_vjp, n_inputs=2,
-                        out_impl=np.matmul,
+                        out_impl=np.matmul, vjp_needs=True,
                         dtypes=dtypes.NUMERIC,
                         doc="Matrix product with numpy's ``@`` semantics (batched, 1-D promoted)."))
 matmul = call(matmul_op)

@@ -1,0 +1,73 @@
+"""The optimization passes and the pipeline that runs them.
+
+Each pass is a plain function ``(graph) -> changed`` in its own module. The
+default pipeline, in order:
+
+1. ``simplify``, ``constant_folding``, ``cse``, ``dce`` -- repeated until none
+   changes the graph (each can expose work for the others);
+2. ``fusion`` -- elementwise regions into single kernels, then ``dce``;
+3. ``memory_planning`` -- buffers for the compiled schedule (annotates only).
+
+``en.function(optimize=False)`` runs none; ``en.function(passes=[...])`` runs
+the given ones (names or functions) in the given order; ``en.config.default_passes``
+overrides the default list.
+"""
+import time
+
+from engine.config import config
+
+from .constant_folding import constant_folding
+from .cse import cse
+from .dce import dce
+from .fusion import fusion
+from .memory_planning import memory_planning
+from .report import OptimizationReport, PassRecord
+from .simplify import simplify
+
+PASSES = {f.__name__: f for f in (simplify, constant_folding, cse, dce, fusion, memory_planning)}
+CLEANUP = ("simplify", "constant_folding", "cse", "dce")
+DEFAULT_PIPELINE = ("cleanup", "fusion", "dce", "memory_planning")
+MAX_ROUNDS = 10
+
+# Tests set this to run graph.lint() after every pass.
+LINT_AFTER_EACH_PASS = [False]
+
+
+def _resolve(p):
+    if callable(p):
+        return p.__name__, p
+    if p not in PASSES:
+        raise ValueError(f"unknown pass {p!r}; known: {', '.join(PASSES)}")
+    return p, PASSES[p]
+
+
+def _run_one(graph, name, fn, report):
+    before = graph.node_count()
+    start = time.perf_counter()
+    graph.notes = []
+    changed = fn(graph)
+    seconds = time.perf_counter() - start
+    if LINT_AFTER_EACH_PASS[0]:
+        graph.lint()
+    report.add(PassRecord(name, before, graph.node_count(), "; ".join(graph.notes), seconds))
+    return changed
+
+
+def optimize(graph, passes=None):
+    """Optimize a copy of ``graph``; return ``(optimized graph, OptimizationReport)``."""
+    graph = graph.copy()
+    report = OptimizationReport()
+    if passes is None:
+        passes = config.default_passes or DEFAULT_PIPELINE
+    for p in passes:
+        if p == "cleanup":
+            for _ in range(MAX_ROUNDS):
+                changed = False
+                for name in CLEANUP:
+                    changed |= bool(_run_one(graph, name, PASSES[name], report))
+                if not changed:
+                    break
+        else:
+            name, fn = _resolve(p)
+            _run_one(graph, name, fn, report)
+    return graph, report

@@ -1,0 +1,46 @@
+"""Small queries shared by the passes."""
+import numpy as np
+
+from ..graph_ops import constant_op, placeholder_op, read_variable_op
+
+
+def has_side_effects(node):
+    """The node changes state or talks to the outside world: never removed or merged."""
+    return node.op.side_effects or bool(node.meta.get("side_effects"))
+
+
+def is_constant(node):
+    return node.op is constant_op
+
+
+def constant_value(node):
+    return node.params["value"]
+
+
+def is_structural(node):
+    return node.op in (placeholder_op, constant_op, read_variable_op)
+
+
+def static_shape(shape):
+    return shape is not None and None not in shape
+
+
+def nbytes(shape, dtype):
+    n = 1
+    for d in shape:
+        n *= d
+    return n * np.dtype(dtype).itemsize
+
+
+def all_equal_to(node, value):
+    """True when ``node`` is a constant whose every element equals ``value``."""
+    if not is_constant(node):
+        return False
+    v = constant_value(node)
+    return v.size > 0 and bool(np.all(v == value))
+
+
+def remove_node(graph, node):
+    """Erase a node that has no data users left (dropping control edges it carried)."""
+    graph.drop_control_users(node)
+    graph.erase(node)

@@ -1,0 +1,54 @@
+"""Constant folding: compute, at compile time, nodes whose inputs are all constants.
+
+Uses the registry's ``impl``. A folded constant may not exceed
+``en.config.fold_size_limit_bytes``; random and side-effecting ops never fold.
+Ops whose result depends only on an input's shape (the per-op table
+``SHAPE_ONLY``) fold as soon as that shape is static.
+"""
+import numpy as np
+
+from engine.config import config
+from engine.ops import ones_like_op, zeros_like_op, count_op
+
+from ..graph_ops import constant_op, read_variable_op, placeholder_op
+from .common import has_side_effects, is_constant, nbytes, remove_node, static_shape
+
+SHAPE_ONLY = frozenset([zeros_like_op, ones_like_op, count_op])
+
+
+def _foldable(node):
+    op = node.op
+    if op in (constant_op, placeholder_op, read_variable_op) or op.multiple_results:
+        return False
+    if has_side_effects(node) or op.random or op.impl is None:
+        return False
+    if not static_shape(node.shape) or nbytes(node.shape, node.dtype) > config.fold_size_limit_bytes:
+        return False
+    if op in SHAPE_ONLY:
+        return all(static_shape(i.shape) for i in node.inputs)
+    return all(is_constant(i) for i in node.inputs)
+
+
+def _input_value(node):
+    if is_constant(node):
+        return node.params["value"]
+    # Shape-only ops read nothing but shape and dtype: a zero-stride stand-in.
+    return np.broadcast_to(np.zeros((), node.dtype), node.shape)
+
+
+def constant_folding(graph):
+    """Replace foldable nodes by constants. Returns True if any were folded."""
+    folded = 0
+    for node in graph.topo_order():
+        if not _foldable(node):
+            continue
+        value = node.op.impl(*[_input_value(i) for i in node.inputs], **node.params)
+        value = np.array(value, dtype=node.dtype, copy=True)   # own its memory
+        const = graph.add(constant_op, (), {"value": value}, (value.shape, value.dtype),
+                          name=f"{node.name}_c", source=node.source)
+        graph.replace_all_uses_with(node, const)
+        remove_node(graph, node)
+        folded += 1
+    if folded:
+        graph.notes.append(f"folded {folded} nodes into constants")
+    return bool(folded)

@@ -1,0 +1,27 @@
+"""Dead code elimination: drop nodes whose values nobody needs.
+
+Outputs, graph inputs and side effects (assign, print, py_function, loops
+that assign) are roots; everything they need through data inputs stays.
+Side effects keep their order through control edges.
+"""
+from .common import has_side_effects, remove_node
+
+
+def dce(graph):
+    """Remove nodes that no output or side effect depends on. Returns True if any were."""
+    live = set()
+    stack = [n for n in graph.nodes if has_side_effects(n)] + list(graph.outputs)
+    while stack:
+        node = stack.pop()
+        if node in live:
+            continue
+        live.add(node)
+        stack.extend(node.inputs)
+        stack.extend(d for d in node.control_deps if has_side_effects(d))
+    live.update(graph.inputs)
+    dead = [n for n in reversed(graph.topo_order()) if n not in live]
+    for node in dead:
+        remove_node(graph, node)
+    if dead:
+        graph.notes.append(f"removed {len(dead)} dead nodes")
+    return bool(dead)

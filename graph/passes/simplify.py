@@ -1,0 +1,150 @@
+"""Algebraic simplification: only rewrites that are exact for floats as numpy computes them.
+
+* ``x * 1``, ``1 * x``, ``x / 1``, ``x + 0``, ``0 + x``, ``x - 0`` -> ``x`` when the
+  result keeps x's shape and dtype;
+* ``-(-x)`` -> ``x``; ``identity`` / ``stop_gradient`` -> their input (at run
+  time they only matter to autodiff, which is done by the time a graph runs);
+* transpose of transpose -> one transpose (or nothing); reshape chains -> one
+  reshape (or nothing); casts and broadcasts to what the value already is -> nothing;
+* a ``broadcast_to`` feeding an elementwise op whose own broadcasting gives the
+  same result shape -> the op reads the unbroadcast value.
+
+Matmul with a transposed operand needs no rewrite here: ``transpose`` lowers
+to a numpy view and ``np.matmul`` hands the strides to BLAS as a transpose
+flag, without a copy.
+"""
+import numpy as np
+
+from engine import ops
+from engine.shapes import broadcast_shapes
+
+from .common import all_equal_to, remove_node
+
+
+def _same_type(node, x):
+    return tuple(x.shape) == tuple(node.shape) and x.dtype == node.dtype
+
+
+def _replace(graph, node, by):
+    graph.replace_all_uses_with(node, by)
+    remove_node(graph, node)
+    return True
+
+
+def _identity_element(value, left=True, right=True):
+    def rule(graph, node):
+        x, y = node.inputs
+        if right and all_equal_to(y, value) and _same_type(node, x):
+            return _replace(graph, node, x)
+        if left and all_equal_to(x, value) and _same_type(node, y):
+            return _replace(graph, node, y)
+        return False
+    return rule
+
+
+def _double_negation(graph, node):
+    (x,) = node.inputs
+    if x.op is ops.neg_op:
+        return _replace(graph, node, x.inputs[0])
+    return False
+
+
+def _passthrough(graph, node):
+    return _replace(graph, node, node.inputs[0])
+
+
+def _perm(axes, ndim):
+    return tuple(range(ndim))[::-1] if axes is None else tuple(a % ndim for a in axes)
+
+
+def _transpose_chain(graph, node):
+    (x,) = node.inputs
+    nd = len(node.shape)
+    outer = _perm(node.params["axes"], nd)
+    if outer == tuple(range(nd)):
+        return _replace(graph, node, x)
+    if x.op is ops.transpose_op:
+        inner = _perm(x.params["axes"], nd)
+        composed = tuple(inner[a] for a in outer)
+        if composed == tuple(range(nd)):
+            return _replace(graph, node, x.inputs[0])
+        graph.set_inputs(node, [x.inputs[0]])
+        node.params = {"axes": composed}
+        return True
+    return False
+
+
+def _reshape_chain(graph, node):
+    (x,) = node.inputs
+    if None not in node.shape and tuple(x.shape) == tuple(node.shape):
+        return _replace(graph, node, x)
+    if x.op is ops.reshape_op:
+        graph.set_inputs(node, [x.inputs[0]])
+        return True
+    return False
+
+
+def _cast_noop(graph, node):
+    (x,) = node.inputs
+    if x.dtype == node.dtype:
+        return _replace(graph, node, x)
+    return False
+
+
+def _broadcast_noop(graph, node):
+    x = node.inputs[0]
+    if None not in node.shape and tuple(x.shape) == tuple(node.shape):
+        return _replace(graph, node, x)
+    return False
+
+
+def _fold_broadcast_into_consumer(graph, node):
+    """An elementwise op can broadcast an input itself when that keeps its shape."""
+    changed = False
+    for k, inp in enumerate(node.inputs):
+        if inp.op is not ops.broadcast_to_op:
+            continue
+        src = inp.inputs[0]
+        shapes = [tuple(i.shape) for j, i in enumerate(node.inputs) if j != k] + [tuple(src.shape)]
+        try:
+            shape = broadcast_shapes(*shapes)
+        except Exception:
+            continue
+        if shape == tuple(node.shape) and None not in shape:
+            new_inputs = list(node.inputs)
+            new_inputs[k] = src
+            graph.set_inputs(node, new_inputs)
+            changed = True
+    return changed
+
+
+RULES = {
+    ops.mul_op: _identity_element(1),
+    ops.div_op: _identity_element(1, left=False),
+    ops.add_op: _identity_element(0),
+    ops.sub_op: _identity_element(0, left=False),
+    ops.neg_op: _double_negation,
+    ops.identity_op: _passthrough,
+    ops.stop_gradient_op: _passthrough,
+    ops.transpose_op: _transpose_chain,
+    ops.reshape_op: _reshape_chain,
+    ops.cast_op: _cast_noop,
+    ops.broadcast_to_op: _broadcast_noop,
+}
+
+
+def simplify(graph):
+    """Apply the rewrite rules until none applies. Returns True if the graph changed."""
+    count = 0
+    for node in graph.topo_order():
+        if node not in graph:
+            continue
+        rule = RULES.get(node.op)
+        if rule is not None and rule(graph, node):
+            count += 1
+            continue
+        if node.op.elementwise and node.op.out_impl is not None and _fold_broadcast_into_consumer(graph, node):
+            count += 1
+    if count:
+        graph.notes.append(f"applied {count} rewrites")
+    return bool(count)
