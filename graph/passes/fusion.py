@@ -97,7 +97,7 @@ def _kernel_source(name, members, inputs, member_index):
             slot = f"scratch_{dt}_{len(slots)}"
             slots.append((slot, dt))
         slot_of[m] = slot
-        for i in m.inputs:
+        for i in dict.fromkeys(m.inputs):   # a value used twice is freed once
             if i in member_index and last_use.get(i) == k and i in slot_of:
                 free[np.dtype(i.dtype).name].append(slot_of[i])
     for slot, dt in slots:
