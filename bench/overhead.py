@@ -45,17 +45,22 @@ except ImportError:  # pragma: no cover - depends on the machine
     torch = None
 
 # Column order of the table; a case may provide any subset of these.
-VARIANTS = ("numpy", "engine", "engine_tape", "torch", "torch_grad")
+VARIANTS = ("numpy", "engine", "engine_tape", "engine_traced", "engine_traced_noopt", "torch",
+            "torch_grad")
 LABELS = {
     "numpy": "numpy",
     "engine": "engine",
     "engine_tape": "engine+tape",
+    "engine_traced": "traced",
+    "engine_traced_noopt": "traced -O0",
     "torch": "torch",
     "torch_grad": "torch+grad",
 }
 # (numerator, denominator, header) ratios shown after the timings.
 RATIOS = (("engine", "torch", "engine/torch"),
-          ("engine_tape", "torch_grad", "tape/torch+grad"))
+          ("engine_tape", "torch_grad", "tape/torch+grad"),
+          ("engine", "engine_traced", "eager/traced"),
+          ("engine", "engine_traced_noopt", "eager/-O0"))
 
 CASES = {}
 
@@ -148,8 +153,43 @@ def _matmul(inputs):
     return _op_variants(inputs, ("a", "b"), np.matmul, en.matmul, torch and torch.matmul)
 
 
-# A later case, e.g. "30-op function, eager vs traced", registers here with @case
-# and returns {"engine": ..., "engine_traced": ...} (add "engine_traced" to VARIANTS).
+FUNCTION_OPS = 30  # ops in the function of the case below (3 per layer)
+
+
+def thirty_op_function(x, y, h):
+    """Ten tiny layers ``h = tanh(h * x + y)``: 30 ops, each on 8 elements."""
+    for _ in range(FUNCTION_OPS // 3):
+        h = en.tanh(h * x + y)
+    return h
+
+
+def _thirty_op_numpy(x, y, h):
+    for _ in range(FUNCTION_OPS // 3):
+        h = np.tanh(h * x + y)
+    return h
+
+
+@case("30-op function (per call)")
+def _function_30(inputs):
+    """One call of a 30-op function: eager (30 dispatches) vs one compiled graph.
+
+    The times are per call of the whole function, not per op; "eager/traced"
+    is how many times faster the traced function (default optimizer) runs than
+    the same Python run eagerly, the aim being at least 5x; "-O0" is the traced
+    function with ``optimize=False``.
+    """
+    arrays = [inputs.x, inputs.y, inputs.x]
+    tensors = [inputs.engine("x"), inputs.engine("y"), inputs.engine("x")]
+    traced = en.function(thirty_op_function)
+    plain = en.function(thirty_op_function, optimize=False)
+    traced(*tensors)  # trace and compile outside the timed loop
+    plain(*tensors)
+    return {
+        "numpy": loop(lambda: _thirty_op_numpy(*arrays)),
+        "engine": loop(lambda: thirty_op_function(*tensors)),
+        "engine_traced": loop(lambda: traced(*tensors)),
+        "engine_traced_noopt": loop(lambda: plain(*tensors)),
+    }
 
 
 def _calibrate(runner, target_s=0.02):
