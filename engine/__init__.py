@@ -23,7 +23,11 @@ from .autodiff import GradientTape, custom_gradient, grad, value_and_grad
 from . import debug
 from . import random
 from . import optim, data  # noqa: E402
-from graph import (Function, TensorSpec, cond, function, is_tracing, print, py_function,  # noqa: E402
-                   run_functions_eagerly, scan, while_loop)
+# Graph mode, imported module by module so that ``import graph`` first works too.
+from graph.function import Function, function, run_functions_eagerly  # noqa: E402
+from graph.signature import TensorSpec  # noqa: E402
+from graph.tracer import is_tracing  # noqa: E402
+from graph.control_flow import cond, scan, while_loop  # noqa: E402
+from graph.effects import print, py_function  # noqa: E402
 
 __all__ = [name for name in dir() if not name.startswith("_")]

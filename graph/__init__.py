@@ -1,4 +1,5 @@
 """Graph mode: the tracer, the IR, lowering to Python source, and the executor."""
+import engine  # noqa: F401  (load the core first: graph builds on it)
 from .ir import Graph, Node  # noqa: F401
 from .signature import TensorSpec  # noqa: F401
 from .function import Function, function, run_functions_eagerly  # noqa: F401

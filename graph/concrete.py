@@ -11,7 +11,9 @@ from engine.variable import Variable
 
 from .executor import CompiledGraph, wrap_outputs
 from .ir import Graph
-from .tracer import TraceMode, output_nodes, override_variables
+from .graph_ops import assign_variable_op, read_variable_op
+from .interpret import interpret, replay_nodes
+from .tracer import TraceMode, output_nodes
 
 
 def _out_leaf(x):
@@ -33,6 +35,9 @@ class ConcreteFunction:
         self._treedef = treedef
         self._specs = specs
         self._backward = None
+        self._forward = None
+        self._replay = None
+        self._passes = passes
         graph = self._trace(Graph(name))
         self.unoptimized_graph = graph
         self.graph, self.report = _optimize(graph, passes)
@@ -83,39 +88,66 @@ class ConcreteFunction:
                 raise EngineError(f"{self.name}: a traced tensor was passed to a compiled "
                                   "function outside of tracing")
             arrays.append(t._value)
-        outs = wrap_outputs(self.compiled.run(arrays), self._out_dtypes)
         if _TAPES.get():
-            self._record_call(tensors, outs)
+            return self._call_recorded(tensors, arrays)
+        outs = wrap_outputs(self.compiled.run(arrays), self._out_dtypes)
         return unflatten(self.graph.output_tree, outs)
 
     # -- gradients -----------------------------------------------------------------
-    def _record_call(self, tensors, outs):
-        """Record this call on active tapes as one op whose VJP is a compiled backward graph."""
+    def _forward_with_residuals(self):
+        """The graph again, also returning the values a backward re-run cannot
+        reproduce (variable reads, random draws, effect results)."""
+        if self._forward is None:
+            mapping = {}
+            graph = self.unoptimized_graph.copy(name=f"{self.name}_forward", mapping=mapping)
+            self._replay = replay_nodes(self.unoptimized_graph)
+            graph.outputs = graph.outputs + [mapping[n] for n in self._replay]
+            graph, _ = _optimize(graph, self._passes)
+            self._forward = (CompiledGraph(graph), [o.dtype for o in graph.outputs])
+        return self._forward
+
+    def _call_recorded(self, tensors, arrays):
+        """Run under active tapes and record the call as one op whose VJP is a compiled
+        backward graph fed by this call's residuals (nothing runs twice)."""
         from eager.mode import EAGER
+        compiled, dtypes_ = self._forward_with_residuals()
+        results = wrap_outputs(compiled.run(arrays), dtypes_)
+        n = len(self.graph.outputs)
+        outs, residuals = results[:n], results[n:]
         reads = [EAGER.read_variable(v) for v in self._float_vars]
-        record(_CallOp(self), list(tensors) + reads, tuple(outs), {})
+        record(_CallOp(self, residuals), list(tensors) + reads, tuple(outs), {})
+        return unflatten(self.graph.output_tree, outs)
 
     def backward_function(self):
-        """An ``en.function`` computing input and variable gradients from output cotangents."""
+        """An ``en.function`` from (inputs, variable values, residuals, output cotangents)
+        to the gradients of the float inputs and the trainable float variables."""
         if self._backward is None:
             from .function import Function
-            n_in = len([p for p in self.key[1] if p[0] == "T"]) if self._specs is None \
-                else len(self._specs)
+            self._forward_with_residuals()
+            graph = self.unoptimized_graph
+            n_in = len(graph.inputs)
             variables = self._float_vars
+            assigned = {id(n.params["var"].var) for n in graph.nodes
+                        if n.op is assign_variable_op}
+            replay_nodes_ = self._replay
 
             def backward(*flat):
                 xs = list(flat[:n_in])
                 vs = list(flat[n_in:n_in + len(variables)])
-                gs = list(flat[n_in + len(variables):])
+                rest = flat[n_in + len(variables):]
+                residuals, gs = list(rest[:len(replay_nodes_)]), list(rest[len(replay_nodes_):])
+                value_of = {id(v): t for v, t in zip(variables, vs)}
+                replay = {}
+                for node, r in zip(replay_nodes_, residuals):
+                    var = node.params["var"].var if node.op is read_variable_op else None
+                    if var is not None and id(var) in value_of and id(var) not in assigned:
+                        r = value_of[id(var)]   # so gradients reach the variable
+                    replay[node] = r
                 sources = [x for x in xs if x.dtype in dtypes.FLOATS] + vs
                 with GradientTape() as tape:
                     tape.watch(sources)
-                    with override_variables(dict(zip(variables, vs))):
-                        args, kwargs = self._traced_arguments(None, replace=xs)
-                        result = self.python_function(*args, **kwargs)
-                out_leaves, _ = flatten(result, is_leaf=_out_leaf)
-                pairs = [(o, g) for o, g in zip(out_leaves, gs)
-                         if isinstance(o, Tensor) and o.dtype in dtypes.FLOATS]
+                    outs = interpret(graph, xs, replay)
+                pairs = [(o, g) for o, g in zip(outs, gs) if o.dtype in dtypes.FLOATS]
                 grads = tape.gradient([o for o, _ in pairs], sources,
                                       output_gradients=[g for _, g in pairs]) if pairs else \
                     [None] * len(sources)
@@ -127,19 +159,20 @@ class ConcreteFunction:
 
 
 class _CallOp:
-    """Tape entry for a compiled-function call (not a registry op)."""
+    """Tape entry for one compiled-function call (not a registry op)."""
 
     multiple_results = True
 
-    def __init__(self, concrete):
+    def __init__(self, concrete, residuals):
         self.concrete = concrete
+        self.residuals = residuals
         self.name = f"call[{concrete.name}]"
 
     def vjp(self, gs, outs, *inputs):
         n_vars = len(self.concrete._float_vars)
         xs = inputs[:len(inputs) - n_vars]
         vs = inputs[len(inputs) - n_vars:]
-        grads = iter(self.concrete.backward_function()(*xs, *vs, *gs))
+        grads = iter(self.concrete.backward_function()(*xs, *vs, *self.residuals, *gs))
         return tuple(next(grads) if x.dtype in dtypes.FLOATS else None for x in xs) + \
             tuple(next(grads) for _ in vs)
 

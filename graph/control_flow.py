@@ -17,7 +17,7 @@ from engine.pytree import flatten, unflatten
 from engine.tensor import Tensor
 
 from .graph_ops import _structural
-from .interpret import interpret
+from .interpret import interpret, replay_nodes
 from .subgraph import SubGraph, check_same_outputs, _leaf
 from .tracer import TraceMode
 
@@ -75,7 +75,8 @@ def _cond_vjp(gs, outs, pred, *rest, true, false, n_ops):
         def run_vjp(*args):
             ins, g = list(args[:n_rest]), list(args[n_rest:])
             mine = ins[:n_ops] + ins[cap_lo:cap_hi]
-            grads = _vjp_of(lambda *xs: interpret(sub.graph, list(xs)), mine, g)
+            # replay={}: the branch's side effects ran in the forward pass already.
+            grads = _vjp_of(lambda *xs: interpret(sub.graph, list(xs), replay={}), mine, g)
             from engine import ops
             full = [ops.zeros_like(x) for x in ins]
             for k, gk in zip(list(range(n_ops)) + list(range(cap_lo, cap_hi)), grads):
@@ -207,6 +208,8 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse):
         length = np.shape(xs[0])[0]
     ys = [np.empty((length,) + tuple(s), d) for s, d in body.out_avals[n_carry:]]
     carries = [np.empty((length,) + np.shape(c), np.asarray(c).dtype) for c in carry]
+    n_real = len(body.out_avals)
+    residuals = [np.empty((length,) + tuple(n.shape), n.dtype) for n in body.replay]
     steps = range(length - 1, -1, -1) if reverse else range(length)
     for t in steps:
         for k, c in enumerate(carry):
@@ -215,41 +218,52 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse):
         carry = list(outs[:n_carry])
         for k in range(n_y):
             ys[k][t] = outs[n_carry + k]
-    return tuple(np.asarray(c) for c in carry) + tuple(ys) + tuple(carries)
+        for k, r in enumerate(residuals):
+            r[t] = outs[n_real + k]
+    return tuple(np.asarray(c) for c in carry) + tuple(ys) + tuple(carries) + tuple(residuals)
 
 
 def _scan_eval(*rest, body, n_carry, n_x, length, reverse):
     carry = [(tuple(s), d) for s, d in rest[:n_carry]]
     ys = [((length,) + tuple(s), d) for s, d in body.out_avals[n_carry:]]
     stacked = [((length,) + s, d) for s, d in carry]
-    return tuple(carry + ys + stacked)
+    residuals = [((length,) + tuple(n.shape), n.dtype) for n in body.replay]
+    return tuple(carry + ys + stacked + residuals)
 
 
 def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse):
     from engine import ops
-    n_y = len(body.out_avals) - n_carry
+    n_real = len(body.out_avals)
+    n_y = n_real - n_carry
+    n_res = len(body.replay)
     g_carry = list(gs[:n_carry])
     g_ys = list(gs[n_carry:n_carry + n_y])
     # The stacked carries are outputs too: a gradient that itself goes through this
     # scan's backward pass (second order) sends cotangents into them.
-    g_stacked = list(gs[n_carry + n_y:])
-    carries = list(outs[n_carry + n_y:])
+    g_stacked = list(gs[n_carry + n_y:2 * n_carry + n_y])
+    carries = list(outs[n_carry + n_y:2 * n_carry + n_y])
+    residuals = list(outs[2 * n_carry + n_y:])
     xs = list(rest[n_carry:n_carry + n_x])
     caps = list(rest[n_carry + n_x:])
 
     def step(gc, sl):
-        carry_t = list(sl[:n_carry])
-        x_t = list(sl[n_carry:n_carry + n_x])
-        gy_t = list(sl[n_carry + n_x:n_carry + n_x + n_y])
-        gs_t = list(sl[n_carry + n_x + n_y:])
+        sl = list(sl)
+        carry_t = sl[:n_carry]
+        x_t = sl[n_carry:n_carry + n_x]
+        gy_t = sl[n_carry + n_x:n_carry + n_x + n_y]
+        gs_t = sl[n_carry + n_x + n_y:2 * n_carry + n_x + n_y]
+        # Random draws and effects of this step come from the forward pass.
+        replay = dict(zip(body.replay, sl[2 * n_carry + n_x + n_y:]))
         inner_caps = current_mode().lift(caps) if caps else []
         ins = carry_t + x_t + inner_caps
-        grads = _vjp_of(lambda *a: interpret(body.graph, list(a)), ins, list(gc) + gy_t)
+        grads = _vjp_of(lambda *a: interpret(body.graph, list(a), replay)[:n_real], ins,
+                        list(gc) + gy_t)
         # carries[t] is the carry entering step t: its cotangent joins that step's.
         g_in = tuple(g + s for g, s in zip(grads[:n_carry], gs_t))
         return g_in, tuple(grads[n_carry:])
 
-    g_init, per_step = scan(step, tuple(g_carry), tuple(carries + xs + g_ys + g_stacked),
+    g_init, per_step = scan(step, tuple(g_carry),
+                            tuple(carries + xs + g_ys + g_stacked + residuals[:n_res]),
                             length=length, reverse=not reverse)
     g_xs = list(per_step[:n_x])
     g_caps = [ops.sum(g, axis=0) for g in per_step[n_x:]]
@@ -321,6 +335,9 @@ def scan(fn, init, xs=None, length=None, reverse=False):
     from engine.pytree import TreeDef, LEAF
     in_tree = TreeDef(tuple, None, tuple(LEAF for _ in range(n_c + len(x_leaves))))
     body = SubGraph(body_fn, c_avals + x_avals, in_tree, "scan_body", mode)
+    # Values a backward re-run could not reproduce are also returned, stacked per step.
+    body.replay = replay_nodes(body.graph, variables=body.assigned)
+    body.graph.outputs = body.graph.outputs + body.replay
     got = body.out_avals[:n_c]
     if [tuple(s) for s, _ in got] != [tuple(s) for s, _ in c_avals] or \
             [d for _, d in got] != [d for _, d in c_avals]:

@@ -10,19 +10,52 @@ from .graph_ops import (assign_variable_op, constant_op, placeholder_op, read_va
                         unpack_op)
 
 
-def interpret(graph, inputs):
+def _effectful(node):
+    return node.op.side_effects or bool(node.meta.get("side_effects"))
+
+
+def replay_nodes(graph, variables=None):
+    """Nodes whose values a re-run could not reproduce, in schedule order.
+
+    Random draws, values produced by side effects, and reads of variables
+    (all of them, or only those in ``variables``). A backward pass that
+    re-evaluates a graph feeds these from the forward pass instead (see
+    ``interpret(..., replay=...)``), so it draws no new numbers and repeats
+    no effects.
+    """
+    out = []
+    for node in graph.topo_order():
+        if node.op is read_variable_op:
+            if variables is None or any(v is node.params["var"].var for v in variables):
+                out.append(node)
+        elif node.op.random:
+            out.append(node)
+        elif node.op is unpack_op and _effectful(node.inputs[0]):
+            out.append(node)
+        elif _effectful(node) and not node.op.multiple_results and graph.data_users(node):
+            out.append(node)
+    return out
+
+
+def interpret(graph, inputs, replay=None):
     """Evaluate ``graph`` on ``inputs`` (tensors, one per graph input) op by op.
 
-    Returns the flat list of outputs.
+    With ``replay`` (a dict ``{node: tensor}``) the graph is re-evaluated for a
+    backward pass: those nodes take the given values and side effects are not
+    run again. Returns the flat list of outputs.
     """
     if len(inputs) != len(graph.inputs):
         raise ValueError(f"interpret: graph {graph.name} takes {len(graph.inputs)} inputs, "
                          f"got {len(inputs)}")
     env = dict(zip(graph.inputs, inputs))
+    if replay:
+        env.update(replay)
     mode = current_mode()
     for node in graph.topo_order():
         if node in env:
             continue
+        if replay is not None and _effectful(node):
+            continue      # it ran in the forward pass; its values come from ``replay``
         op = node.op
         if op is constant_op:
             env[node] = wrap(node.params["value"])

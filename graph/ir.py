@@ -176,10 +176,12 @@ class Graph:
         self._g.remove_node(node)
         self.names.discard(node.name)
 
-    def copy(self, name=None):
-        """A structurally identical graph with new nodes (params and meta copied shallowly)."""
+    def copy(self, name=None, mapping=None):
+        """A structurally identical graph with new nodes (params and meta copied shallowly).
+
+        ``mapping``, if given, is filled with ``{old node: new node}``."""
         new = Graph(name or self.name)
-        mapping = {}
+        mapping = {} if mapping is None else mapping
         for node in self.topo_order():
             aval = node.avals if node.avals is not None else (node.shape, node.dtype)
             n = new.add(node.op, [mapping[i] for i in node.inputs], node.params, aval,

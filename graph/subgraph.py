@@ -47,6 +47,7 @@ class SubGraph:
                                     for n in graph.nodes)
         self.variables = list(graph.variables)
         self.assigned = [n.params["var"].var for n in graph.nodes if n.op is assign_variable_op]
+        self.replay = []    # nodes whose forward values a backward re-run reuses (scan)
         self._compiled = None
         for var in self.variables:
             parent._use_variable(var)

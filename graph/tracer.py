@@ -8,9 +8,6 @@ taken inside a traced function become part of the graph.
 Nested tracers (the bodies of ``cond``, ``while_loop`` and ``scan``) capture
 tensors of the enclosing graph as extra inputs.
 """
-import contextlib
-import contextvars
-
 import numpy as np
 
 from engine.autodiff.tape import _TAPES, record, watch_variable_read
@@ -24,20 +21,6 @@ from engine.variable import Variable
 from .graph_ops import (VarRef, assign_variable_op, constant_op, placeholder_op,
                         read_variable_op, unpack_op)
 from .ir import Graph
-
-# Variables whose reads are replaced by given tensors (used to build backward graphs).
-_VARIABLE_OVERRIDES = contextvars.ContextVar("variable_overrides", default=None)
-
-
-@contextlib.contextmanager
-def override_variables(mapping):
-    """While tracing, reading a variable in ``mapping`` gives the mapped tensor."""
-    token = _VARIABLE_OVERRIDES.set(mapping)
-    try:
-        yield
-    finally:
-        _VARIABLE_OVERRIDES.reset(token)
-
 
 def _located(err):
     return type(err)(f"{err}\n  at {format_location(user_frame())}")
@@ -160,9 +143,6 @@ class TraceMode:
             self.graph.variables.append(var)
 
     def read_variable(self, var):
-        overrides = _VARIABLE_OVERRIDES.get()
-        if overrides is not None and var in overrides:
-            return self.lift([overrides[var]])[0]
         self._use_variable(var)
         node = self.graph.add(read_variable_op, (), {"var": VarRef(var)}, (var.shape, var.dtype),
                               name=_var_name(var), source=user_frame())
