@@ -80,6 +80,20 @@ class ConcreteFunction:
         args, kwargs = unflatten(self._treedef, leaves)
         return list(args), kwargs
 
+    def memory_report(self):
+        """A dict: buffers, buffer_bytes (the planned peak of intermediates), bytes_reused,
+        planned_nodes, in_place, and unplanned_peak_bytes for comparison."""
+        plan = getattr(self.graph, "memory_plan", None)
+        if plan is None:
+            from .passes.memory_planning import MemoryPlan, memory_planning
+            probe = self.graph.copy()
+            memory_planning(probe)
+            data = probe.memory_plan.as_dict()
+            data.update(buffers=0, buffer_bytes=0, planned_nodes=0, bytes_reused=0, in_place=0,
+                        note="memory planning is off for this function")
+            return data
+        return plan.as_dict()
+
     # -- running -------------------------------------------------------------------
     def __call__(self, tensors):
         arrays = []

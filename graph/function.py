@@ -138,6 +138,16 @@ class Function:
         """The generated Python source these arguments run."""
         return self.get_concrete_function(*args, **kwargs).source
 
+    def optimization_report(self, *args, **kwargs):
+        """What each optimization pass did for these arguments: nodes before and after,
+        what changed and the time taken. Prints as a table; ``.as_data()`` gives dicts."""
+        return self.get_concrete_function(*args, **kwargs).report
+
+    def memory_report(self, *args, **kwargs):
+        """The memory plan for these arguments: planned peak bytes (the reused buffers),
+        bytes reused, values computed in place, versus the unplanned peak."""
+        return self.get_concrete_function(*args, **kwargs).memory_report()
+
     def __repr__(self):
         return f"<en.function {self.name} traces={self.trace_count}>"
 

@@ -177,5 +177,5 @@ def fusion(graph):
             graph.erase(m)
         fused_ops += len(members)
     if regions:
-        graph.notes.append(f"fused {fused_ops} ops into {len(regions)} kernels")
+        graph.notes.append(f"fused {fused_ops} ops into {len(regions)} kernel{"s" if len(regions) != 1 else ""}")
     return bool(regions)
