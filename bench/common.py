@@ -1,0 +1,352 @@
+"""Shared helpers for the benchmark workloads and the runner (``python -m bench``).
+
+What a workload needs:
+
+- :func:`result` builds the one record every workload returns per mode:
+  ``{"workload", "config", "mode", "median_ms", "min_ms", "n", "times", ...}``.
+- :func:`time_modes` times several modes side by side, one repetition of each
+  mode per round (round-robin), so drift in the machine's speed hits them alike.
+- :func:`torch_or_none` / :func:`jax_or_none` import the optional frameworks,
+  returning ``None`` when they are missing; :func:`skip_reason` says why.
+
+What the runner uses: :func:`machine_facts`, :class:`Progress` (a text bar on
+stderr), :func:`format_table`, :func:`write_json`.
+
+Example:
+    >>> import time
+    >>> times = time_modes({"a": lambda: None, "b": lambda: time.sleep(0)}, repeats=3)
+    >>> r = result("demo", {"size": 1}, "a", times["a"])
+    >>> sorted(r)[:4], r["n"]
+    (['config', 'median_ms', 'min_ms', 'mode'], 3)
+"""
+import importlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+# ----------------------------------------------------------------------------
+# result records
+
+def result(workload, config, mode, times_s, extra=None, skipped=None):
+    """One result record: a mode's timings (seconds) on one configuration.
+
+    ``times_s`` are the timed repetitions (warm-up excluded), in seconds;
+    ``extra`` is merged in (e.g. ``{"loss": [...], "final_gap": 1e-6}``);
+    ``skipped`` is a reason string when the mode did not run (missing
+    framework, ...): the timings are then ``None``.
+
+        >>> result("lbfgs", {"batch": 100}, "torch", [], skipped="torch not installed")["skipped"]
+        'torch not installed'
+    """
+    times = [float(t) for t in (times_s or [])]
+    rec = {
+        "workload": workload,
+        "config": dict(config),
+        "mode": mode,
+        "median_ms": statistics.median(times) * 1e3 if times and not skipped else None,
+        "min_ms": min(times) * 1e3 if times and not skipped else None,
+        "n": len(times) if not skipped else 0,
+        "times": times if not skipped else [],
+        "skipped": skipped,
+    }
+    if extra:
+        rec.update(extra)
+    return rec
+
+
+def config_label(config):
+    """A short text form of a configuration dict: ``batch=100 history=5``."""
+    return " ".join(f"{k}={v}" for k, v in config.items())
+
+
+# ----------------------------------------------------------------------------
+# timing
+
+def _noop():
+    pass
+
+
+def time_modes(fns, repeats, tick=None, warmup=1):
+    """Time each ``mode -> callable`` ``repeats`` times, interleaved round-robin.
+
+    Every callable is first run ``warmup`` times (untimed: tracing, caches),
+    then each round runs every mode once, in order. Returns
+    ``{mode: [seconds, ...]}``; calls ``tick()`` after each timed call.
+    A callable may return a number of seconds itself (e.g. when it must
+    exclude set-up from the measurement); otherwise its wall time is used.
+    """
+    tick = tick or _noop
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times = {mode: [] for mode in fns}
+    for _ in range(repeats):
+        for mode, fn in fns.items():
+            start = time.perf_counter()
+            ret = fn()
+            elapsed = time.perf_counter() - start
+            if isinstance(ret, float) and not isinstance(ret, bool):
+                elapsed = ret
+            times[mode].append(elapsed)
+            tick()
+    return times
+
+
+def time_once(fn):
+    """``(seconds, return value)`` of one call of ``fn``."""
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+# ----------------------------------------------------------------------------
+# optional frameworks
+
+_SKIP = {}
+
+
+def _optional(name):
+    if name in _SKIP:
+        return None
+    try:
+        return importlib.import_module(name)
+    except Exception as err:  # ImportError, or a broken install
+        _SKIP[name] = f"{name} not installed ({type(err).__name__}: {err})".strip()
+        return None
+
+
+def torch_or_none():
+    """The ``torch`` module, or ``None`` when it is not importable."""
+    return _optional("torch")
+
+
+def jax_or_none():
+    """The ``jax`` module (with 64-bit off, CPU), or ``None`` when missing."""
+    return _optional("jax")
+
+
+def skip_reason(name):
+    """Why framework ``name`` was skipped (after ``torch_or_none``/``jax_or_none``)."""
+    return _SKIP.get(name, f"{name} not installed")
+
+
+# ----------------------------------------------------------------------------
+# machine facts
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _blas():
+    """BLAS facts: numpy's build config, and threadpoolctl's view when installed."""
+    info = {}
+    try:
+        deps = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        info["numpy_blas"] = f"{deps.get('name', '?')} {deps.get('version', '')}".strip()
+    except Exception:  # older numpy: no dict mode
+        info["numpy_blas"] = "unknown"
+    try:
+        import threadpoolctl
+        pools = threadpoolctl.threadpool_info()
+        info["threadpools"] = [
+            {k: p.get(k) for k in ("internal_api", "version", "num_threads", "threading_layer")}
+            for p in pools]
+    except Exception:
+        pass
+    return info
+
+
+def _version(name):
+    mod = sys.modules.get(name)
+    if mod is None:
+        try:
+            from importlib.metadata import version
+            return version(name)
+        except Exception:
+            return None
+    return getattr(mod, "__version__", None)
+
+
+def machine_facts():
+    """Facts about the machine and libraries, recorded with every result file."""
+    facts = {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": _version("torch"),
+        "jax": _version("jax"),
+        "matplotlib": _version("matplotlib"),
+    }
+    facts.update(_blas())
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        facts["torch_threads"] = torch.get_num_threads()
+    return facts
+
+
+def facts_line(facts):
+    """One line of the machine facts for the head of the report."""
+    parts = [f"CPU: {facts['cpu']}, {facts['cores']} cores",
+             f"Python {facts['python']}",
+             f"numpy {facts['numpy']} ({facts.get('numpy_blas', '?')})"]
+    for name in ("torch", "jax"):
+        parts.append(f"{name} {facts[name]}" if facts.get(name) else f"{name}: not installed")
+    return "; ".join(parts)
+
+
+# ----------------------------------------------------------------------------
+# progress bar
+
+class Progress:
+    """A plain text progress bar on stderr: ``[#####.....] 12/40 lbfgs batch=100``.
+
+    ``tick()`` advances one step; ``total`` may grow with ``add(n)``. Writes
+    nothing when ``enabled`` is false (e.g. stderr is not wanted).
+    """
+
+    def __init__(self, total=0, width=30, stream=None, enabled=True):
+        self.total = total
+        self.done = 0
+        self.width = width
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.label = ""
+        self._last = 0.0
+        self._start = time.perf_counter()
+
+    def add(self, n):
+        self.total += n
+        self._draw(force=True)
+
+    def set_label(self, label):
+        self.label = label
+        self._draw(force=True)
+
+    def tick(self, n=1):
+        self.done += n
+        self._draw()
+
+    def _draw(self, force=False):
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if not force and now - self._last < 0.1:
+            return
+        self._last = now
+        total = max(self.total, self.done, 1)
+        filled = int(self.width * self.done / total)
+        bar = "#" * filled + "." * (self.width - filled)
+        text = f"\r[{bar}] {self.done}/{total} {now - self._start:5.0f}s {self.label}"
+        self.stream.write(text[:119].ljust(119))
+        self.stream.flush()
+
+    def close(self):
+        if self.enabled:
+            self._draw(force=True)
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+# ----------------------------------------------------------------------------
+# tables and files
+
+def _fmt_ms(ms):
+    if ms is None:
+        return "-"
+    if ms >= 100:
+        return f"{ms:.0f}"
+    if ms >= 1:
+        return f"{ms:.2f}"
+    return f"{ms:.3f}"
+
+
+def _fmt_ratio(a, b):
+    if a is None or b is None or b <= 0:
+        return "-"
+    return f"{a / b:.2f}x"
+
+
+def format_table(results, baseline="eager", reference="torch"):
+    """A text table of result records: one row per (workload, config, mode).
+
+    Columns: the median and minimum ms, the ratio of the median to the
+    ``baseline`` mode's (eager) and to the ``reference`` mode's (PyTorch) on the
+    same configuration, and a note (the skip reason, when skipped).
+    """
+    by_key = {}
+    for r in results:
+        key = (r["workload"], config_label(r["config"]))
+        by_key.setdefault(key, {})[r["mode"]] = r
+    headers = ["workload", "config", "mode", "median ms", "min ms", f"/{baseline}",
+               f"/{reference}", "note"]
+    rows = []
+    for (wl, cfg), modes in by_key.items():
+        base = modes.get(baseline, {}).get("median_ms")
+        ref = modes.get(reference, {}).get("median_ms")
+        for mode, r in modes.items():
+            med = r.get("median_ms")
+            note = f"skipped: {r['skipped']}" if r.get("skipped") else r.get("note", "") or ""
+            rows.append([wl, cfg, mode, _fmt_ms(med), _fmt_ms(r.get("min_ms")),
+                         _fmt_ratio(med, base), _fmt_ratio(med, ref), note])
+    if not rows:
+        return "(no results)"
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    widths[-1] = len(headers[-1])  # the note runs free at the end of the line
+    right = {3, 4, 5, 6}
+
+    def fmt(cells):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    lines = [fmt(headers), fmt(["-" * w for w in widths])]
+    prev = None
+    for row in rows:
+        key = (row[0], row[1])
+        shown = list(row)
+        if key == prev:
+            shown[0] = shown[1] = ""
+        prev = key
+        lines.append(fmt(shown))
+    return "\n".join(lines)
+
+
+def _json_default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return str(obj)
+
+
+def write_json(path, payload):
+    """Write ``payload`` as indented JSON (numpy scalars and arrays converted)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=1, default=_json_default)
+    return path
+
+
+def pyplot_or_none():
+    """``matplotlib.pyplot`` with a file-only back end, or ``None`` when missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except Exception:
+        return None
