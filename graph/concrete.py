@@ -193,8 +193,5 @@ class _CallOp:
 
 def _optimize(graph, passes):
     """Run the optimization pipeline (``passes=None``: the default one)."""
-    try:
-        from .passes import optimize
-    except ImportError:
-        return graph, []
+    from .passes import optimize
     return optimize(graph, passes)

@@ -71,6 +71,17 @@ def _kernel_source(name, members, inputs, member_index):
     n_in = len(inputs)
     args = [f"x{i}" for i in range(n_in)]
     lines = [f"def {name}({', '.join(args + ['out'])}):"]
+    # Small arrays: one pass, plain kernels (blocking would only add overhead).
+    lines.append(f"    if out.size <= {BLOCK_ELEMENTS}:")
+    small = {node: f"x{i}" for i, node in enumerate(inputs)}
+    for k, m in enumerate(members):
+        argv = [small[i] for i in m.inputs]
+        params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
+        if k == len(members) - 1:
+            lines.append(f"        return k{k}({', '.join(argv)}, out=out{params})  # {m.op.name}")
+        else:
+            lines.append(f"        u{k} = i{k}({', '.join(argv)}{params})  # {m.op.name}")
+        small[m] = f"u{k}"
     lines.append("    n = out.shape[0] if out.ndim else 1")
     lines.append("    row = out.size // n if n else 0")
     lines.append(f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n")
@@ -129,6 +140,7 @@ class FusedKernel:
         namespace = {"np": np}
         for k, m in enumerate(members):
             namespace[f"k{k}"] = m.op.out_impl
+            namespace[f"i{k}"] = m.op.impl
             for key, value in m.params.items():
                 namespace[f"p{k}_{key}"] = value
         exec(compile(self.source, f"<fused kernel {name}>", "exec"), namespace)
@@ -177,5 +189,5 @@ def fusion(graph):
             graph.erase(m)
         fused_ops += len(members)
     if regions:
-        graph.notes.append(f"fused {fused_ops} ops into {len(regions)} kernel{"s" if len(regions) != 1 else ""}")
+        graph.notes.append(f"fused {fused_ops} ops into {len(regions)} kernel{'s' if len(regions) != 1 else ''}")
     return bool(regions)
