@@ -17,6 +17,8 @@ from engine.variable import Variable
 
 from .numerics import check_outputs
 
+_CHECK_NUMERICS = config._check_numerics
+
 _AVAL_CACHE = {}
 _CACHE_LIMIT = 100_000
 
@@ -62,35 +64,62 @@ class EagerMode:
         return out
 
     def apply(self, op, args, params):
-        tensors = self.lift(args)
-        pkey = freeze_params(params) if params else ()
-        key = [op, pkey]
-        for t in tensors:
-            key.append(t.shape)
-            key.append(t.dtype)
-        key = tuple(key)
+        # The hot path of eager mode: keep it short. Arguments that are all
+        # concrete tensors (the common case) skip lifting.
+        tensors = args
+        for a in args:
+            if type(a) is not Tensor or a._value is None:
+                tensors = self.lift(args)
+                break
+        n = len(tensors)
+        if params:
+            key = (op, freeze_params(params), *[(t.shape, t.dtype) for t in tensors])
+        elif n == 2:
+            a, b = tensors
+            key = (op, a.shape, a.dtype, b.shape, b.dtype)
+        elif n == 1:
+            a = tensors[0]
+            key = (op, a.shape, a.dtype)
+        else:
+            key = (op, *[(t.shape, t.dtype) for t in tensors])
         try:
             aval = _AVAL_CACHE.get(key)
         except TypeError:  # unhashable params: validate without the cache
-            aval = None
-            key = None
+            aval = key = None
         if aval is None:
-            try:
-                aval = op.abstract_eval(*[(t.shape, t.dtype) for t in tensors], **params)
-            except EngineError as err:
-                raise located(err) from None
-            if key is not None and len(_AVAL_CACHE) < _CACHE_LIMIT:
-                _AVAL_CACHE[key] = aval
-        result = op.impl(*[t._value for t in tensors], **params)
+            aval = self._validate(op, tensors, params, key)
+        if n == 2:
+            result = op.impl(tensors[0]._value, tensors[1]._value, **params)
+        elif n == 1:
+            result = op.impl(tensors[0]._value, **params)
+        else:
+            result = op.impl(*[t._value for t in tensors], **params)
         if op.multiple_results:
             out = tuple(_as_output(r, a[1]) for r, a in zip(result, aval))
         else:
-            out = _as_output(result, aval[1])
-        if config.check_numerics:
+            if type(result) is not np.ndarray or result.dtype != aval[1]:
+                result = _as_array(result, aval[1])
+            out = object.__new__(Tensor)   # wrap(), inlined: this runs for every op
+            out._value = result
+            out.shape = result.shape
+            out.dtype = result.dtype
+            out._node = None
+        if _CHECK_NUMERICS.get():
             check_outputs(op, out, tensors)
         if _TAPES.get():
             record(op, tensors, out, params)
         return out
+
+    @staticmethod
+    def _validate(op, tensors, params, key):
+        """Run the op's shape rule (first call for this signature) and cache the result."""
+        try:
+            aval = op.abstract_eval(*[(t.shape, t.dtype) for t in tensors], **params)
+        except EngineError as err:
+            raise located(err) from None
+        if key is not None and len(_AVAL_CACHE) < _CACHE_LIMIT:
+            _AVAL_CACHE[key] = aval
+        return aval
 
     def read_variable(self, var):
         t = wrap(var._value)
@@ -125,12 +154,17 @@ class EagerMode:
         return var
 
 
-def _as_output(result, dtype):
+def _as_array(result, dtype):
+    """numpy returns scalars for 0-d results; make arrays of the promised dtype."""
     if type(result) is not np.ndarray:
         result = np.asarray(result)
     if result.dtype != dtype:
         result = result.astype(dtype)
-    return wrap(result)
+    return result
+
+
+def _as_output(result, dtype):
+    return wrap(_as_array(result, dtype))
 
 
 EAGER = EagerMode()

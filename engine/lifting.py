@@ -17,11 +17,19 @@ def weak_scalar_array(value, others):
         >>> weak_scalar_array(2.0, [np.dtype("float32")]).dtype
         dtype('float32')
     """
-    if others:
+    if not others:
+        return np.asarray(value, dtype=dtypes.scalar_dtype(value))
+    key = (type(value), *others)
+    dtype = _WEAK_DTYPES.get(key)
+    if dtype is None:
+        # The promoted dtype depends on the scalar's kind, not its value (numpy 2),
+        # except for ints too large for an int dtype, which np.asarray then rejects.
         dtype = np.result_type(*others, value)
-    else:
-        dtype = dtypes.scalar_dtype(value)
+        _WEAK_DTYPES[key] = dtype
     return np.asarray(value, dtype=dtype)
+
+
+_WEAK_DTYPES = {}
 
 
 def lift_scalars(args):

@@ -71,25 +71,6 @@ def _kernel_source(name, members, inputs, member_index):
     n_in = len(inputs)
     args = [f"x{i}" for i in range(n_in)]
     lines = [f"def {name}({', '.join(args + ['out'])}):"]
-    # Small arrays: one pass, plain kernels (blocking would only add overhead).
-    lines.append(f"    if out.size <= {BLOCK_ELEMENTS}:")
-    small = {node: f"x{i}" for i, node in enumerate(inputs)}
-    for k, m in enumerate(members):
-        argv = [small[i] for i in m.inputs]
-        params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
-        if k == len(members) - 1:
-            lines.append(f"        return k{k}({', '.join(argv)}, out=out{params})  # {m.op.name}")
-        else:
-            lines.append(f"        u{k} = i{k}({', '.join(argv)}{params})  # {m.op.name}")
-        small[m] = f"u{k}"
-    lines.append("    n = out.shape[0] if out.ndim else 1")
-    lines.append("    row = out.size // n if n else 0")
-    lines.append(f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n")
-    lines.append("    nd = out.ndim")
-    lines.append("    if nd == 0 or rows >= n:")
-    lines.append("        rows = n")
-    for i in range(n_in):
-        lines.append(f"    sl{i} = out.ndim > 0 and x{i}.ndim == out.ndim and x{i}.shape[0] == n and n > 1")
     # Scratch slots: reuse a buffer once its value is dead (per dtype).
     last_use = {}
     for k, m in enumerate(members):
@@ -111,6 +92,36 @@ def _kernel_source(name, members, inputs, member_index):
         for i in dict.fromkeys(m.inputs):   # a value used twice is freed once
             if i in member_index and last_use.get(i) == k and i in slot_of:
                 free[np.dtype(i.dtype).name].append(slot_of[i])
+    # Small arrays of the traced shape: one pass over whole arrays, with scratch
+    # buffers kept between calls (a free list, so concurrent calls never share).
+    slot_names = [slot for slot, _ in slots]
+    lines.append(f"    if out.size <= {BLOCK_ELEMENTS} and out.shape == static_shape:")
+    if slots:
+        lines.append("        try:")
+        lines.append("            scratch = small_scratch.pop()")
+        lines.append("        except IndexError:")
+        lines.append("            scratch = new_small_scratch()")
+        lines.append(f"        {', '.join(slot_names)}, = scratch")
+    small = {node: f"x{i}" for i, node in enumerate(inputs)}
+    for k, m in enumerate(members):
+        argv = [small[i] for i in m.inputs]
+        params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
+        target = "out" if k == len(members) - 1 else slot_of[m]
+        # numpy ufuncs take out positionally, which skips keyword parsing.
+        out_arg = target if isinstance(m.op.out_impl, np.ufunc) and not params else f"out={target}"
+        lines.append(f"        u{k} = k{k}({', '.join(argv)}, {out_arg}{params})  # {m.op.name}")
+        small[m] = f"u{k}"
+    if slots:
+        lines.append("        small_scratch.append(scratch)")
+    lines.append(f"        return out")
+    lines.append("    n = out.shape[0] if out.ndim else 1")
+    lines.append("    row = out.size // n if n else 0")
+    lines.append(f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n")
+    lines.append("    nd = out.ndim")
+    lines.append("    if nd == 0 or rows >= n:")
+    lines.append("        rows = n")
+    for i in range(n_in):
+        lines.append(f"    sl{i} = out.ndim > 0 and x{i}.ndim == out.ndim and x{i}.shape[0] == n and n > 1")
     for slot, dt in slots:
         lines.append(f"    {slot} = np.empty((rows,) + out.shape[1:] if nd else (), np.{dt})")
     lines.append("    for s in range(0, n, rows):")
@@ -127,7 +138,7 @@ def _kernel_source(name, members, inputs, member_index):
         lines.append(f"        t{k} = k{k}({', '.join(argv)}, out={target}{params})  # {m.op.name}")
         names[m] = f"t{k}"
     lines.append("    return out")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", [dt for _, dt in slots]
 
 
 class FusedKernel:
@@ -136,13 +147,19 @@ class FusedKernel:
     def __init__(self, name, members, inputs):
         self.name = name
         member_index = {m: k for k, m in enumerate(members)}
-        self.source = _kernel_source(name, members, inputs, member_index)
+        self.source, self.scratch_dtypes = _kernel_source(name, members, inputs, member_index)
         namespace = {"np": np}
         for k, m in enumerate(members):
             namespace[f"k{k}"] = m.op.out_impl
             namespace[f"i{k}"] = m.op.impl
             for key, value in m.params.items():
                 namespace[f"p{k}_{key}"] = value
+        shape = members[-1].shape
+        static = None if None in shape else tuple(shape)
+        small_dtypes = [np.dtype(d) for d in self.scratch_dtypes]
+        namespace["static_shape"] = static
+        namespace["small_scratch"] = []
+        namespace["new_small_scratch"] = lambda: [np.empty(static, d) for d in small_dtypes]
         exec(compile(self.source, f"<fused kernel {name}>", "exec"), namespace)
         self.out_impl = namespace[name]
         self.shape = members[-1].shape
