@@ -45,14 +45,15 @@ except ImportError:  # pragma: no cover - depends on the machine
     torch = None
 
 # Column order of the table; a case may provide any subset of these.
-VARIANTS = ("numpy", "engine", "engine_tape", "engine_traced", "engine_traced_noopt", "torch",
-            "torch_grad")
+VARIANTS = ("numpy", "engine", "engine_tape", "engine_traced", "engine_traced_noopt",
+            "engine_traced_numba", "torch", "torch_grad")
 LABELS = {
     "numpy": "numpy",
     "engine": "engine",
     "engine_tape": "engine+tape",
     "engine_traced": "traced",
     "engine_traced_noopt": "traced -O0",
+    "engine_traced_numba": "traced numba",
     "torch": "torch",
     "torch_grad": "torch+grad",
 }
@@ -60,7 +61,8 @@ LABELS = {
 RATIOS = (("engine", "torch", "engine/torch"),
           ("engine_tape", "torch_grad", "tape/torch+grad"),
           ("engine", "engine_traced", "eager/traced"),
-          ("engine", "engine_traced_noopt", "eager/-O0"))
+          ("engine", "engine_traced_noopt", "eager/-O0"),
+          ("engine", "engine_traced_numba", "eager/numba"))
 
 CASES = {}
 
@@ -184,12 +186,23 @@ def _function_30(inputs):
     plain = en.function(thirty_op_function, optimize=False)
     traced(*tensors)  # trace and compile outside the timed loop
     plain(*tensors)
-    return {
+    variants = {
         "numpy": loop(lambda: _thirty_op_numpy(*arrays)),
         "engine": loop(lambda: thirty_op_function(*tensors)),
         "engine_traced": loop(lambda: traced(*tensors)),
         "engine_traced_noopt": loop(lambda: plain(*tensors)),
     }
+    from graph.passes import fusion_numba
+    if fusion_numba.available():   # the optional JIT lowering of fused kernels
+        previous = en.config.fusion_backend
+        en.config.fusion_backend = "numba"
+        try:
+            jitted = en.function(thirty_op_function)
+            jitted(*tensors)
+        finally:
+            en.config.fusion_backend = previous
+        variants["engine_traced_numba"] = loop(lambda: jitted(*tensors))
+    return variants
 
 
 def _calibrate(runner, target_s=0.02):

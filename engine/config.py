@@ -17,6 +17,9 @@ class _Config:
         self.run_functions_eagerly_global = False
         # Default optimization passes for en.function (filled in by graph.passes).
         self.default_passes = None
+        # How fused elementwise kernels are lowered: "numpy" (the default, always
+        # available) or "numba" (optional JIT: one pass, one call; needs numba).
+        self.fusion_backend = "numpy"
         # Constant folding never creates a constant bigger than this.
         self.fold_size_limit_bytes = 1 << 20
 

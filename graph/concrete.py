@@ -5,7 +5,7 @@ from engine import dtypes
 from engine.autodiff.tape import _TAPES, GradientTape, record
 from engine.errors import EngineError
 from engine.modes import use_mode
-from engine.pytree import flatten, unflatten
+from engine.pytree import LEAF, flatten, unflatten
 from engine.tensor import Tensor
 from engine.variable import Variable
 
@@ -44,6 +44,7 @@ class ConcreteFunction:
         self.compiled = CompiledGraph(self.graph)
         self.source = self.compiled.source
         self._out_dtypes = [o.dtype for o in self.graph.outputs]
+        self._single_output = self.graph.output_tree == LEAF
         self._float_vars = [v for v in self.graph.variables
                             if v.trainable and v.dtype in dtypes.FLOATS]
 
@@ -102,9 +103,15 @@ class ConcreteFunction:
                 raise EngineError(f"{self.name}: a traced tensor was passed to a compiled "
                                   "function outside of tracing")
             arrays.append(t._value)
+        return self.call_arrays(tensors, arrays)
+
+    def call_arrays(self, tensors, arrays):
+        """Run on ``tensors`` whose arrays are ``arrays`` (checked concrete by the caller)."""
         if _TAPES.get():
             return self._call_recorded(tensors, arrays)
         outs = wrap_outputs(self.compiled.run(arrays), self._out_dtypes)
+        if self._single_output:
+            return outs[0]
         return unflatten(self.graph.output_tree, outs)
 
     # -- gradients -----------------------------------------------------------------

@@ -18,7 +18,7 @@ import warnings
 
 from engine.config import config
 from engine.errors import EngineError, format_location, user_frame
-from engine.modes import current_mode
+from engine.modes import _DEFAULT_MODE, _MODE
 from engine.tensor import Tensor
 
 from .concrete import ConcreteFunction
@@ -52,23 +52,26 @@ class Function:
 
     # -- calling ---------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if config.run_functions_eagerly or isinstance(current_mode(), TraceMode):
-            # Eagerly on request; inside another trace, inline into that graph.
+        if type(_MODE.get(_DEFAULT_MODE[0])) is TraceMode or config.run_functions_eagerly:
+            # Inside another trace, inline into that graph; eagerly on request.
             return self.python_function(*args, **kwargs)
         if not kwargs and self.input_signature is None:
+            # Fast path: all arguments are concrete tensors, keyed by shapes and dtypes.
             key = []
+            arrays = []
             for a in args:
                 if type(a) is not Tensor or a._value is None:
                     break
                 key.append(a.shape)
                 key.append(a.dtype)
+                arrays.append(a._value)
             else:
-                concrete = self._fast.get(tuple(key))
-                if concrete is not None:
-                    return concrete(args)
-                concrete = self.get_concrete_function(*args)
-                self._fast[tuple(key)] = concrete
-                return concrete(args)
+                key = tuple(key)
+                concrete = self._fast.get(key)
+                if concrete is None:
+                    concrete = self.get_concrete_function(*args)
+                    self._fast[key] = concrete
+                return concrete.call_arrays(args, arrays)
         concrete, tensors = self._concrete_and_tensors(args, kwargs)
         return concrete(tensors)
 

@@ -22,9 +22,10 @@ import itertools
 
 import numpy as np
 
-from engine.errors import describe_aval
+from engine.config import config
 from engine.op import Op
 
+from . import fusion_numba
 from .common import has_side_effects
 
 # Elements per block: a few block-sized float32 scratch buffers fit in L2.
@@ -64,6 +65,11 @@ def find_regions(graph):
         if node in region_of:
             regions.setdefault(region_of[node], []).append(node)
     return {r: nodes for r, nodes in regions.items() if len(nodes) > 1}
+
+
+def _positional_out(kernel):
+    # numpy deprecates a positional out only for maximum and minimum.
+    return isinstance(kernel, np.ufunc) and kernel.__name__ not in ("maximum", "minimum")
 
 
 def _kernel_source(name, members, inputs, member_index):
@@ -108,7 +114,7 @@ def _kernel_source(name, members, inputs, member_index):
         params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
         target = "out" if k == len(members) - 1 else slot_of[m]
         # numpy ufuncs take out positionally, which skips keyword parsing.
-        out_arg = target if isinstance(m.op.out_impl, np.ufunc) and not params else f"out={target}"
+        out_arg = target if _positional_out(m.op.out_impl) and not params else f"out={target}"
         lines.append(f"        u{k} = k{k}({', '.join(argv)}, {out_arg}{params})  # {m.op.name}")
         small[m] = f"u{k}"
     if slots:
@@ -162,6 +168,13 @@ class FusedKernel:
         namespace["new_small_scratch"] = lambda: [np.empty(static, d) for d in small_dtypes]
         exec(compile(self.source, f"<fused kernel {name}>", "exec"), namespace)
         self.out_impl = namespace[name]
+        self.backend = "numpy"
+        if config.fusion_backend == "numba":
+            ufunc = fusion_numba.build(name, members, inputs)
+            if ufunc is not None:
+                self.backend = "numba"
+                self.source = ufunc.source
+                self.out_impl = lambda *args: ufunc(*args[:-1], out=args[-1])
         self.shape = members[-1].shape
         self.dtype = members[-1].dtype
         self.ops = tuple(m.op.name for m in members)
@@ -200,6 +213,7 @@ def fusion(graph):
                          source=root.source)
         node.meta["kernel_source"] = kernel.source
         node.meta["fused_ops"] = kernel.ops
+        node.meta["backend"] = kernel.backend
         graph.replace_all_uses_with(root, node)
         for m in reversed(members):
             graph.drop_control_users(m)

@@ -1,7 +1,8 @@
 """Algebraic simplification: only rewrites that are exact for floats as numpy computes them.
 
 * ``x * 1``, ``1 * x``, ``x / 1``, ``x + 0``, ``0 + x``, ``x - 0`` -> ``x`` when the
-  result keeps x's shape and dtype;
+  result keeps x's shape and dtype; on floats the zero must have the right sign
+  (``-0.0 + 0.0`` is ``+0.0``, so only ``x + (-0.0)`` and ``x - (+0.0)`` are ``x``);
 * ``-(-x)`` -> ``x``; ``identity`` / ``stop_gradient`` -> their input (at run
   time they only matter to autodiff, which is done by the time a graph runs);
 * transpose of transpose -> one transpose (or nothing); reshape chains -> one
@@ -18,7 +19,7 @@ import numpy as np
 from engine import ops
 from engine.shapes import broadcast_shapes
 
-from .common import all_equal_to, remove_node
+from .common import all_equal_to, constant_value, remove_node
 
 
 def _same_type(node, x):
@@ -31,12 +32,23 @@ def _replace(graph, node, by):
     return True
 
 
-def _identity_element(value, left=True, right=True):
+def _identity_element(value, left=True, right=True, zero_sign=None):
+    """``x op value`` (and ``value op x`` when ``left``) is ``x``. For floats, ``zero_sign``
+    says which signed zero is the identity (True: -0.0 for add; False: +0.0 for sub)."""
+    def is_identity(node, result):
+        if not all_equal_to(node, value):
+            return False
+        if zero_sign is None or np.dtype(result.dtype).kind not in "fc":
+            return True
+        v = constant_value(node)
+        # An integer zero becomes +0.0 when it meets a float.
+        return bool(np.all(np.signbit(v) == zero_sign)) if v.dtype.kind == "f" else not zero_sign
+
     def rule(graph, node):
         x, y = node.inputs
-        if right and all_equal_to(y, value) and _same_type(node, x):
+        if right and _same_type(node, x) and is_identity(y, node):
             return _replace(graph, node, x)
-        if left and all_equal_to(x, value) and _same_type(node, y):
+        if left and _same_type(node, y) and is_identity(x, node):
             return _replace(graph, node, y)
         return False
     return rule
@@ -80,6 +92,7 @@ def _reshape_chain(graph, node):
         return _replace(graph, node, x)
     if x.op is ops.reshape_op:
         graph.set_inputs(node, [x.inputs[0]])
+        _reshape_chain(graph, node)   # the shorter chain may now be a no-op
         return True
     return False
 
@@ -121,8 +134,8 @@ def _fold_broadcast_into_consumer(graph, node):
 RULES = {
     ops.mul_op: _identity_element(1),
     ops.div_op: _identity_element(1, left=False),
-    ops.add_op: _identity_element(0),
-    ops.sub_op: _identity_element(0, left=False),
+    ops.add_op: _identity_element(0, zero_sign=True),
+    ops.sub_op: _identity_element(0, left=False, zero_sign=False),
     ops.neg_op: _double_negation,
     ops.identity_op: _passthrough,
     ops.stop_gradient_op: _passthrough,
