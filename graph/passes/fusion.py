@@ -125,7 +125,7 @@ def _kernel_source(name, members, inputs, member_index):
     lines.append(f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n")
     lines.append("    nd = out.ndim")
     lines.append("    if nd == 0 or rows >= n:")
-    lines.append("        rows = n")
+    lines.append("        rows = max(n, 1)   # n == 0: an empty loop, not range(0, 0, 0)")
     for i in range(n_in):
         lines.append(f"    sl{i} = out.ndim > 0 and x{i}.ndim == out.ndim and x{i}.shape[0] == n and n > 1")
     for slot, dt in slots:
