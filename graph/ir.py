@@ -17,7 +17,7 @@ import itertools
 import networkx as nx
 import numpy as np
 
-from engine.errors import EngineError, describe_inputs, format_location
+from engine.errors import EngineError, describe_inputs
 
 
 class Node:
@@ -244,8 +244,3 @@ def _norm(aval):
     if len(aval) == 2 and isinstance(aval[1], np.dtype):
         return (tuple(aval[0]), aval[1])
     return tuple(_norm(a) for a in aval)
-
-
-def node_location(node):
-    """``file:line in function`` where the node was created."""
-    return format_location(node.source)

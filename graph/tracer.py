@@ -20,7 +20,6 @@ from engine.variable import Variable
 
 from .graph_ops import (VarRef, assign_variable_op, constant_op, placeholder_op,
                         read_variable_op, unpack_op)
-from .ir import Graph
 
 def _located(err):
     return type(err)(f"{err}\n  at {format_location(user_frame())}")
@@ -186,15 +185,6 @@ def is_tracing():
     return isinstance(current_mode(), TraceMode)
 
 
-def trace_into(graph, fn, flat_inputs, parent=None):
-    """Run ``fn`` on traced stand-ins for ``flat_inputs`` (avals); return (mode, result)."""
-    mode = TraceMode(graph, parent=parent)
-    with use_mode(mode):
-        tensors = [mode.placeholder(shape, dtype, name=name) for shape, dtype, name in flat_inputs]
-        result = fn(*tensors)
-    return mode, result
-
-
 def output_nodes(mode, leaves):
     """Nodes for a traced function's flat outputs (constants for non-traced values)."""
     nodes = []
@@ -207,7 +197,3 @@ def output_nodes(mode, leaves):
                 raise TracingError(f"a traced function returned {type(leaf).__name__} {leaf!r}; "
                                    "return tensors, arrays, numbers or tuples/lists/dicts of them")
     return nodes
-
-
-def new_graph(name):
-    return Graph(name)

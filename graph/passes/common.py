@@ -1,7 +1,7 @@
 """Small queries shared by the passes."""
 import numpy as np
 
-from ..graph_ops import constant_op, placeholder_op, read_variable_op
+from ..graph_ops import constant_op
 
 
 def has_side_effects(node):
@@ -15,10 +15,6 @@ def is_constant(node):
 
 def constant_value(node):
     return node.params["value"]
-
-
-def is_structural(node):
-    return node.op in (placeholder_op, constant_op, read_variable_op)
 
 
 def static_shape(shape):
