@@ -20,6 +20,9 @@ def active_tapes():
     return _TAPES.get()
 
 
+_FLOATS = dtypes.FLOATS
+
+
 def _is_float(t):
     return t.dtype in dtypes.FLOATS
 
@@ -39,8 +42,12 @@ def record(op, inputs, out, params):
                 break
         else:
             continue
-        outs = out if op.multiple_results else (out,)
-        floats = [o for o in outs if _is_float(o)]
+        if not op.multiple_results:
+            if out.dtype in _FLOATS:        # the common case, kept cheap
+                tape._entries.append((op, inputs, out, params))
+                watched[id(out)] = out
+            continue
+        floats = [o for o in out if _is_float(o)]
         if not floats:
             continue
         tape._entries.append((op, inputs, out, params))
