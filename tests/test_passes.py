@@ -1,0 +1,957 @@
+"""Unit tests for each optimization pass and for the pipeline that runs them.
+
+Each test builds a small function with ``en.function``, looks at its
+``unoptimized_graph``, its optimized ``graph`` and its ``report``, or calls a
+pass directly on ``graph.copy()``; and checks that the optimized function
+computes what the unoptimized one computes: bit for bit for the rewrites that
+claim to be exact, within ``rtol=1e-6`` (float64) for fused kernels.
+``tests/conftest.py`` makes ``graph.lint()`` run after every pass.
+"""
+import io
+import threading
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import engine as en
+from graph.passes import CLEANUP, PASSES, optimize
+from graph.passes.constant_folding import constant_folding
+from graph.passes.cse import cse
+from graph.passes.dce import dce
+from graph.passes.fusion import BLOCK_ELEMENTS
+from graph.passes.simplify import simplify
+
+F64 = np.dtype("float64")
+S64 = en.TensorSpec((), "float64")
+# Values that catch inexact rewrites: signed zeros, infinities, NaN.
+SPECIAL = np.array([-0.0, 0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e-300])
+
+
+# ---- helpers ---------------------------------------------------------------------------
+def flat(value):
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in flat(v)]
+    return [value]
+
+
+def _arrays(value):
+    return [np.asarray(t.numpy() if hasattr(t, "numpy") else t) for t in flat(value)]
+
+
+def assert_same_bits(got, want, what):
+    """Same number of outputs, dtypes, shapes and bytes (NaNs and signed zeros included)."""
+    got, want = _arrays(got), _arrays(want)
+    assert len(got) == len(want), f"{what}: {len(got)} outputs, unoptimized gives {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype, f"{what}: output {k} dtype {g.dtype}, unoptimized {w.dtype}"
+        assert g.shape == w.shape, f"{what}: output {k} shape {g.shape}, unoptimized {w.shape}"
+        assert np.ascontiguousarray(g).tobytes() == np.ascontiguousarray(w).tobytes(), (
+            f"{what}: output {k} differs from the unoptimized graph\n"
+            f"optimized:   {g!r}\nunoptimized: {w!r}")
+
+
+def assert_matches(got, want, what, rtol=1e-6):
+    """Optimized vs unoptimized: same dtypes and shapes; floats within ``rtol``, the rest exact."""
+    got, want = _arrays(got), _arrays(want)
+    assert len(got) == len(want), f"{what}: {len(got)} outputs, unoptimized gives {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype, f"{what}: output {k} dtype {g.dtype}, unoptimized {w.dtype}"
+        assert g.shape == w.shape, f"{what}: output {k} shape {g.shape}, unoptimized {w.shape}"
+        if w.dtype.kind in "fc":
+            finite = np.abs(w[np.isfinite(w)])
+            atol = 1e-12 * (1.0 + (finite.max() if finite.size else 0.0))
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True,
+                                       err_msg=f"{what}: output {k} (optimized vs unoptimized)")
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=f"{what}: output {k} (exact dtype)")
+
+
+def op_names(graph):
+    """Op names in run order, graph inputs left out."""
+    return [n.op.name for n in graph.topo_order() if n.op.name != "placeholder"]
+
+
+def count(graph, name):
+    return sum(n.op.name == name for n in graph.nodes)
+
+
+def fused_nodes(graph):
+    return [n for n in graph.nodes if n.op.name.startswith("fused")]
+
+
+def concrete(fn, *args, **options):
+    """``(en.function, its ConcreteFunction for args)``."""
+    f = en.function(fn, **options)
+    return f, f.get_concrete_function(*args)
+
+
+def run_pass(pass_fn, graph):
+    """Run one pass on a copy of ``graph``; return ``(copy, changed)``; the copy must lint."""
+    g = graph.copy()
+    g.notes = []
+    changed = pass_fn(g)
+    g.lint()
+    return g, changed
+
+
+def both(fn, args, **options):
+    """Results of ``fn`` traced with the given optimizer options and with ``optimize=False``."""
+    return en.function(fn, **options)(*args), en.function(fn, optimize=False)(*args)
+
+
+def tensors(*shapes, seed=0, low=-2.0, high=2.0):
+    rng = np.random.default_rng(seed)
+    return [en.tensor(rng.uniform(low, high, size=s)) for s in shapes]
+
+
+# ---- constant folding ----------------------------------------------------------------------
+def test_constant_subgraph_folds_into_one_constant():
+    f, c = concrete(lambda: en.ones((3,)) * 2.0 + 1.0)
+    assert op_names(c.unoptimized_graph) == ["ones", "constant", "mul", "constant", "add"]
+    assert op_names(c.graph) == ["constant"], str(c.graph)
+    (node,) = c.graph.outputs
+    np.testing.assert_array_equal(node.params["value"], [3.0, 3.0, 3.0])
+    assert_same_bits(f(), en.function(lambda: en.ones((3,)) * 2.0 + 1.0, optimize=False)(),
+                     "folded constant")
+    g, changed = run_pass(constant_folding, c.unoptimized_graph)
+    assert changed and count(g, "ones") == count(g, "mul") == count(g, "add") == 0
+    assert "folded 3 nodes" in " ".join(g.notes)
+
+
+def test_constant_subgraph_feeding_an_input_op_folds():
+    fn = lambda x: x * (en.ones((3,)) * 2.0 + 1.0) - en.full((3,), 0.5)   # noqa: E731
+    (x,) = tensors((3,))
+    f, c = concrete(fn, x)
+    assert count(c.graph, "constant") == 2 and count(c.graph, "ones") == 0
+    assert count(c.graph, "full") == 0
+    assert_same_bits(f(x), en.function(fn, optimize=False)(x), "partly constant")
+
+
+def test_size_cap_keeps_a_big_constant_an_op():
+    limit = en.config.fold_size_limit_bytes
+    assert 1000 * 1000 * 8 > limit
+    f, c = concrete(lambda: en.zeros((1000, 1000)) + 1.0)
+    assert count(c.graph, "zeros") == 1, str(c.graph)
+    for n in c.graph.nodes:
+        if n.op.name == "constant":
+            assert n.params["value"].nbytes <= limit, f"{n.name} is a {n.params['value'].nbytes} B constant"
+    out = f().numpy()
+    assert out.shape == (1000, 1000) and np.all(out == 1.0)
+
+
+def test_size_cap_is_read_from_config(monkeypatch):
+    fn = lambda x: x + en.ones((4,)) * 3.0   # noqa: E731
+    (x,) = tensors((4,))
+    monkeypatch.setattr(en.config, "fold_size_limit_bytes", 16)   # 4 float64 = 32 bytes
+    _, c = concrete(fn, x)
+    assert count(c.graph, "ones") == 1, "a 32-byte constant is over a 16-byte cap"
+    monkeypatch.setattr(en.config, "fold_size_limit_bytes", 32)
+    f, c = concrete(fn, x)
+    assert count(c.graph, "ones") == 0 and count(c.graph, "constant") == 1
+    assert_same_bits(f(x), en.function(fn, optimize=False)(x), "folded at the cap")
+
+
+def test_random_ops_never_fold():
+    fn = lambda: en.random.normal((3,), seed=1, dtype="float64") * 2.0   # noqa: E731
+    f, c = concrete(fn)
+    assert count(c.graph, "random_normal") == 1, str(c.graph)
+    g, _ = run_pass(constant_folding, c.unoptimized_graph)
+    assert count(g, "random_normal") == 1
+    first = f().numpy().copy()
+    assert_same_bits(f(), first, "seeded draw, second call")
+    assert_same_bits(f(), en.function(fn, optimize=False)(), "seeded draw")
+    # Without a seed the default generator moves on: two calls draw different numbers.
+    h = en.function(lambda: en.random.normal((4,), dtype="float64") + 0.0)
+    assert not np.array_equal(h().numpy(), h().numpy())
+
+
+def test_assign_never_folds():
+    v = en.Variable(np.zeros(3), name="acc")
+
+    def fn():
+        v.assign_add(en.ones((3,)) * 2.0)
+        return v.read()
+
+    f, c = concrete(fn)
+    assert count(c.graph, "assign_variable") == 1
+    g, _ = run_pass(constant_folding, c.unoptimized_graph)
+    assert count(g, "assign_variable") == 1
+    np.testing.assert_array_equal(f().numpy(), [2.0] * 3)
+    np.testing.assert_array_equal(f().numpy(), [4.0] * 3)
+    np.testing.assert_array_equal(v.numpy(), [4.0] * 3)
+
+
+def test_print_never_folds():
+    buf = io.StringIO()
+    f, c = concrete(lambda: en.print("value", en.ones((2,)) * 3.0, file=buf))
+    assert count(c.graph, "print") == 1
+    g, _ = run_pass(constant_folding, c.unoptimized_graph)
+    assert count(g, "print") == 1
+    f()
+    f()
+    assert buf.getvalue() == "value [3. 3.]\n" * 2
+
+
+def test_py_function_never_folds():
+    calls = []
+
+    def double(t):
+        calls.append(1)
+        return t * 2.0
+
+    f, c = concrete(lambda: en.py_function(double, [en.ones((3,))], en.TensorSpec((3,), "float64")))
+    assert count(c.graph, "py_function") == 1
+    g, _ = run_pass(constant_folding, c.unoptimized_graph)
+    assert count(g, "py_function") == 1
+    np.testing.assert_array_equal(f().numpy(), [2.0] * 3)
+    f()
+    assert len(calls) == 2, "the Python function runs at every call, not once at compile time"
+
+
+# ---- common subexpression elimination ---------------------------------------------------------
+def test_cse_merges_duplicate_subexpressions():
+    def fn(x, y):
+        return en.tanh(en.exp(x) * y) + en.tanh(en.exp(x) * y)
+
+    x, y = tensors((2, 3), (2, 3))
+    f, c = concrete(fn, x, y, passes=["cse", "dce"])
+    assert [count(c.unoptimized_graph, k) for k in ("exp", "mul", "tanh")] == [2, 2, 2]
+    assert [count(c.graph, k) for k in ("exp", "mul", "tanh", "add")] == [1, 1, 1, 1]
+    add = next(n for n in c.graph.nodes if n.op.name == "add")
+    assert add.inputs[0] is add.inputs[1]
+    assert_same_bits(f(x, y), en.function(fn, optimize=False)(x, y), "cse")
+    g, changed = run_pass(cse, c.unoptimized_graph)
+    assert changed and "merged 3 duplicate nodes" in " ".join(g.notes)
+
+
+def test_cse_merges_constants_with_equal_values():
+    def fn(x):
+        a = np.array([1.0, 2.0, 3.0])
+        return x * 2.0 + x * 2.0 - x * a * np.array([1.0, 2.0, 3.0])
+
+    (x,) = tensors((3,))
+    _, c = concrete(fn, x)
+    values = [n.params["value"] for n in c.unoptimized_graph.nodes if n.op.name == "constant"]
+    assert len(values) == 4
+    g, changed = run_pass(cse, c.unoptimized_graph)
+    assert changed and count(g, "constant") == 2
+    assert count(g, "mul") == 3, "the two x * 2.0 merge once their constants have"
+    # Equal numbers of different dtypes or shapes stay apart.
+    _, c = concrete(lambda x: (x * 2.0, en.cast(x, "int64") * 2, x * np.array([2.0, 2.0, 2.0])), x)
+    g, _ = run_pass(cse, c.unoptimized_graph)
+    assert count(g, "constant") == 3
+
+
+def test_cse_keeps_ops_with_different_params():
+    def fn(x):
+        return (en.sum(x, axis=0) + en.sum(x, axis=1), en.reshape(x, (9,)),
+                en.reshape(x, (1, 9)), en.transpose(x), en.transpose(x, (0, 1)))
+
+    (x,) = tensors((3, 3))
+    _, c = concrete(fn, x)
+    g, _ = run_pass(cse, c.unoptimized_graph)
+    assert count(g, "sum") == 2 and count(g, "reshape") == 2 and count(g, "transpose") == 2
+
+
+def test_cse_never_merges_variable_reads_separated_by_an_assign():
+    v = en.Variable(np.array([1.0, 2.0]), name="state")
+
+    def fn(x):
+        a, b = v.read() * 1.5, v.read() * 1.5       # same value: may merge
+        v.assign(x)
+        c = v.read() * 1.5                          # the new value: must not merge
+        return a + b, c
+
+    x = en.tensor([10.0, 20.0])
+    f, c = concrete(fn, x)
+    assert count(c.unoptimized_graph, "read_variable") == 3
+    g, _ = run_pass(cse, c.unoptimized_graph)
+    assert count(g, "read_variable") == 2
+    assert count(c.graph, "read_variable") == 2
+    first, second = f(x)
+    np.testing.assert_array_equal(first.numpy(), [3.0, 6.0])
+    np.testing.assert_array_equal(second.numpy(), [15.0, 30.0])
+    v.assign([1.0, 2.0])
+    got = f(x)
+    v.assign([1.0, 2.0])
+    assert_same_bits(got, en.function(fn, optimize=False)(x), "reads around an assign")
+
+
+def test_cse_never_merges_side_effects():
+    buf = io.StringIO()
+    calls = []
+    v = en.Variable(0.0, name="counter")
+
+    def bump(t):
+        calls.append(float(t))
+        return t
+
+    def fn(x):
+        en.print("x", x, file=buf)
+        en.print("x", x, file=buf)
+        en.py_function(bump, [x], S64)
+        en.py_function(bump, [x], S64)
+        v.assign_add(1.0)
+        v.assign_add(1.0)
+        return x + 1.0
+
+    x = en.tensor(5.0)
+    f, c = concrete(fn, x)
+    g, _ = run_pass(cse, c.unoptimized_graph)
+    for graph_ in (g, c.graph):
+        assert count(graph_, "print") == 2 and count(graph_, "py_function") == 2
+        assert count(graph_, "assign_variable") == 2
+    f(x)
+    assert buf.getvalue() == "x 5.0\n" * 2 and calls == [5.0, 5.0] and float(v.numpy()) == 2.0
+
+
+# ---- dead code elimination -----------------------------------------------------------------
+def test_dce_removes_unused_nodes():
+    def fn(x, w):
+        unused = en.tanh(x @ w)            # noqa: F841
+        also_unused = en.sum(en.exp(x))   # noqa: F841
+        return x + 1.0
+
+    x, w = tensors((2, 3), (3, 3))
+    f, c = concrete(fn, x, w, passes=["dce"])
+    assert op_names(c.graph) == ["constant", "add"]
+    g, changed = run_pass(dce, c.unoptimized_graph)
+    assert changed and op_names(g) == ["constant", "add"]
+    assert len(g.inputs) == 2, "unused graph inputs stay: they are the call signature"
+    assert_same_bits(f(x, w), en.function(fn, optimize=False)(x, w), "dce")
+    _, changed = run_pass(dce, g)
+    assert not changed
+
+
+class _Sink:
+    """A file-like object that logs what ``en.print`` writes into the shared event list."""
+
+    def __init__(self, events):
+        self.events = events
+
+    def write(self, s):
+        if s:
+            self.events.append(("print", s))
+
+    def flush(self):
+        pass
+
+
+def _effects_program(events):
+    v = en.Variable(0.0, name="effect_var")
+
+    def tap(tag):
+        def record(t):
+            events.append((tag, float(t)))
+            return t
+        record.__name__ = f"tap_{tag}"
+        return record
+
+    def fn(x):
+        unused = en.exp(x) * 3.0                          # noqa: F841  dead: must go
+        en.py_function(tap("a"), [x], S64)                # result unused: must stay
+        v.assign(x * 2.0)
+        en.py_function(tap("b"), [v.read()], S64)         # sees the assign above
+        en.print("mid", x + 1.0, file=_Sink(events))
+        en.py_function(tap("c"), [x + 1.0], S64)
+        v.assign_add(1.0)
+        en.py_function(tap("d"), [v.read()], S64)         # sees both assigns
+        return x * 3.0
+
+    return v, fn
+
+
+def _printed(events):
+    """Merge the pieces of each print into one event."""
+    out = []
+    for kind, value in events:
+        if kind == "print" and out and out[-1][0] == "print" and not out[-1][1].endswith("\n"):
+            out[-1] = ("print", out[-1][1] + value)
+        else:
+            out.append((kind, value))
+    return out
+
+
+@pytest.mark.parametrize("options", [dict(), dict(passes=["dce"]), dict(optimize=False)],
+                         ids=["default", "dce only", "unoptimized"])
+def test_dce_keeps_effects_in_program_order(options):
+    events = []
+    v, fn = _effects_program(events)
+    x = en.tensor(2.0)
+    f, c = concrete(fn, x, **options)
+    for name, n in [("py_function", 4), ("assign_variable", 2), ("print", 1)]:
+        assert count(c.graph, name) == n, f"{name}: {str(c.graph)}"
+    if options.get("optimize", True):
+        assert count(c.graph, "exp") == 0, "the unused exp is dead"
+    want = [("a", 2.0), ("b", 4.0), ("print", "mid 3.0\n"), ("c", 3.0), ("d", 5.0)]
+    for call in range(2):
+        events.clear()
+        assert float(f(x)) == 6.0
+        assert _printed(events) == want, f"call {call}: effects ran as {_printed(events)}"
+    assert float(v.numpy()) == 5.0
+
+
+def test_dce_pass_alone_keeps_every_effect_node():
+    events = []
+    _, fn = _effects_program(events)
+    _, c = concrete(fn, en.tensor(1.0), optimize=False)
+    g, changed = run_pass(dce, c.unoptimized_graph)
+    assert changed
+    for name in ("py_function", "assign_variable", "print"):
+        assert count(g, name) == count(c.unoptimized_graph, name), name
+    assert count(g, "exp") == 0
+
+
+# ---- algebraic simplification ------------------------------------------------------------------
+def _check_simplified(fn, args, want_ops, what):
+    """Simplify + DCE give exactly ``want_ops``, and the values are bit-equal to unoptimized."""
+    f, c = concrete(fn, *args, passes=["simplify", "dce"])
+    assert op_names(c.graph) == want_ops, f"{what}: {op_names(c.graph)}\n{c.graph}"
+    assert_same_bits(f(*args), en.function(fn, optimize=False)(*args), what)
+    # The whole default pipeline computes the same bits for these one-op leftovers too.
+    assert_same_bits(en.function(fn)(*args), en.function(fn, optimize=False)(*args),
+                     f"{what} (default pipeline)")
+    return c
+
+
+SPECIAL_X = en.tensor(SPECIAL)
+INT_X = en.tensor(np.array([-3, 0, 7], dtype=np.int64))
+
+
+@pytest.mark.parametrize("fn, x, what", [
+    (lambda x: x * 1.0, SPECIAL_X, "x*1"),
+    (lambda x: 1.0 * x, SPECIAL_X, "1*x"),
+    (lambda x: x / 1.0, SPECIAL_X, "x/1"),
+    (lambda x: x - 0.0, SPECIAL_X, "x-0"),
+    (lambda x: x + (-0.0), SPECIAL_X, "x+(-0.0)"),
+    (lambda x: (-0.0) + x, SPECIAL_X, "(-0.0)+x"),
+    (lambda x: -(-x), SPECIAL_X, "-(-x)"),
+    (lambda x: x + 0, INT_X, "int x+0"),
+    (lambda x: 0 + x, INT_X, "int 0+x"),
+    (lambda x: x - 0, INT_X, "int x-0"),
+    (lambda x: x * 1, INT_X, "int x*1"),
+    (lambda x: en.cast(x, "float64"), SPECIAL_X, "cast to own dtype"),
+    (lambda x: en.broadcast_to(x, (8,)), SPECIAL_X, "broadcast to own shape"),
+    (lambda x: en.reshape(x, (8,)), SPECIAL_X, "reshape to own shape"),
+    (lambda x: en.stop_gradient(x), SPECIAL_X, "stop_gradient"),
+    (lambda x: x * np.ones(8), SPECIAL_X, "x*ones"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_simplify_removes_identities_exactly(fn, x, what):
+    c = _check_simplified(fn, (x,), [], what)
+    assert c.graph.outputs[0] is c.graph.inputs[0]
+
+
+@pytest.mark.parametrize("fn, op", [(lambda x: x + 0.0, "add"), (lambda x: 0.0 + x, "add"),
+                                   (lambda x: x - (-0.0), "sub")], ids=["x+0", "0+x", "x-(-0)"])
+def test_simplify_keeps_x_plus_positive_zero_on_floats(fn, op):
+    """-0.0 + 0.0 is +0.0: ``x + 0.0`` is not the identity on floats, so it must stay."""
+    _check_simplified(fn, (SPECIAL_X,), ["constant", op], "x + (+0.0)")
+
+
+def test_simplify_transpose_of_transpose():
+    (x,) = tensors((2, 3, 4))
+    _check_simplified(lambda x: en.transpose(en.transpose(x)), (x,), [], "T(T(x))")
+    _check_simplified(lambda x: en.transpose(en.transpose(x, (1, 2, 0)), (2, 0, 1)), (x,), [],
+                      "inverse permutations")
+    _check_simplified(lambda x: en.transpose(x, (0, 1, 2)), (x,), [], "identity permutation")
+    c = _check_simplified(lambda x: en.transpose(en.transpose(x, (1, 0, 2)), (0, 2, 1)), (x,),
+                          ["transpose"], "composed permutation")
+    (t,) = [n for n in c.graph.nodes if n.op.name == "transpose"]
+    assert t.inputs[0] is c.graph.inputs[0] and tuple(t.params["axes"]) == (1, 2, 0)
+    assert t.shape == (3, 4, 2)
+    # An inner transpose that is used elsewhere stays for that use only.
+    c = _check_simplified(lambda x: (en.transpose(en.transpose(x)), en.transpose(x) * 2.0), (x,),
+                          ["transpose", "constant", "mul"], "shared inner transpose")
+
+
+def test_simplify_reshape_chains():
+    (x,) = tensors((2, 3, 4))
+    c = _check_simplified(lambda x: en.reshape(en.reshape(en.reshape(x, (6, 4)), (4, 6)), (24,)),
+                          (x,), ["reshape"], "reshape chain")
+    (r,) = [n for n in c.graph.nodes if n.op.name == "reshape"]
+    assert r.inputs[0] is c.graph.inputs[0] and r.shape == (24,)
+    _check_simplified(lambda x: en.reshape(en.reshape(x, (6, 4)), (2, 3, 4)), (x,), [],
+                      "reshape back")
+
+
+def test_simplify_folds_broadcast_into_an_elementwise_consumer():
+    x, y = tensors((4,), (3, 4))
+    c = _check_simplified(lambda x, y: en.broadcast_to(x, (3, 4)) + y, (x, y), ["add"],
+                          "broadcast into add")
+    (add,) = [n for n in c.graph.nodes if n.op.name == "add"]
+    assert add.inputs[0] is c.graph.inputs[0]
+
+
+@pytest.mark.parametrize("fn, args, what", [
+    (lambda x: x + en.zeros((3, 4)), (tensors((4,))[0],), "x + zeros((3,4)) broadcasts x"),
+    (lambda x: x * en.ones((2, 4)), (tensors((4,))[0],), "x * ones((2,4)) broadcasts x"),
+    (lambda x: en.zeros((3, 4)) + x, (tensors((1, 4))[0],), "zeros + x broadcasts x"),
+    (lambda x: x * 1.0, (INT_X,), "int x * 1.0 promotes to float"),
+    (lambda x: x + 0.0, (en.tensor(np.array([1, -2], np.int32)),), "int32 x + 0.0 promotes"),
+    (lambda x: x * np.ones(3, np.float64), (en.tensor(np.ones(3, np.float32)),),
+     "float32 x * float64 ones promotes"),
+    (lambda x: x / 1, (INT_X,), "int x / 1 is a float"),
+    (lambda x: en.cast(x, "float32"), (SPECIAL_X,), "a real cast"),
+    (lambda x: en.broadcast_to(x, (2, 8)), (SPECIAL_X,), "a real broadcast"),
+    (lambda x: en.broadcast_to(x, (2, 8)) + 1.0, (SPECIAL_X,), "broadcast sets the shape"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_simplify_never_changes_shape_or_dtype(fn, args, what):
+    f, c = concrete(fn, *args, passes=["simplify", "dce"])
+    want = en.function(fn, optimize=False)(*args)
+    got = f(*args)
+    assert_same_bits(got, want, what)
+    out, = c.graph.outputs
+    ref, = c.unoptimized_graph.outputs
+    assert (tuple(out.shape), out.dtype) == (tuple(ref.shape), ref.dtype), what
+    assert out is not c.graph.inputs[0], f"{what}: the op was removed\n{c.graph}"
+    assert_same_bits(en.function(fn)(*args), want, f"{what} (default pipeline)")
+
+
+def test_simplify_pass_reports_and_converges():
+    (x,) = tensors((2, 3))
+    fn = lambda x: en.transpose(en.transpose(-(-(x * 1.0)))) + (-0.0)   # noqa: E731
+    _, c = concrete(fn, x, optimize=False)
+    g, changed = run_pass(simplify, c.unoptimized_graph)
+    assert changed and "rewrites" in " ".join(g.notes)
+    g, _ = run_pass(dce, g)
+    assert op_names(g) == []
+    _, changed = run_pass(simplify, g)
+    assert not changed
+
+
+# ---- fusion ----------------------------------------------------------------------------------
+def test_fusion_makes_one_node_of_an_elementwise_chain():
+    def fn(x, y):
+        return en.tanh(en.exp(x) * 2.0 + y) - en.sigmoid(x)
+
+    x, y = tensors((4, 5), (4, 5))
+    f, c = concrete(fn, x, y)
+    (node,) = fused_nodes(c.graph)
+    assert node.op.name.startswith("fused")
+    assert sorted(node.meta["fused_ops"]) == sorted(["exp", "mul", "add", "tanh", "sigmoid", "sub"])
+    assert "def " in node.meta["kernel_source"]
+    for name in ("exp", "mul", "add", "tanh", "sigmoid", "sub"):
+        assert count(c.graph, name) == 0, name
+    assert c.graph.outputs == [node]
+    assert_matches(f(x, y), en.function(fn, optimize=False)(x, y), "fused chain")
+    assert "fused" in " ".join(r.note for r in c.report if r.name == "fusion")
+
+
+def test_fusion_leaves_values_used_outside_the_region():
+    def fn(x):
+        a = en.exp(x)                      # also read by sum: must stay a value of its own
+        b = en.tanh(a * 2.0 + 1.0)
+        return b, en.sum(a)
+
+    (x,) = tensors((4, 5))
+    f, c = concrete(fn, x)
+    assert count(c.graph, "exp") == 1
+    (node,) = fused_nodes(c.graph)
+    assert "exp" not in node.meta["fused_ops"]
+    assert_matches(f(x), en.function(fn, optimize=False)(x), "shared value")
+
+    def returns_it(x):
+        a = en.exp(x)                      # an output: must stay a value of its own
+        return a, en.tanh(a * 2.0 + 1.0)
+
+    f, c = concrete(returns_it, x)
+    assert count(c.graph, "exp") == 1
+    assert all("exp" not in n.meta["fused_ops"] for n in fused_nodes(c.graph))
+    assert_matches(f(x), en.function(returns_it, optimize=False)(x), "output value")
+
+
+def test_fusion_stops_at_non_elementwise_ops():
+    def fn(x, w):
+        h = en.tanh(x * 2.0 + 1.0)
+        return en.exp(h @ w) * 3.0 - 1.0
+
+    x, w = tensors((4, 5), (5, 6))
+    f, c = concrete(fn, x, w)
+    assert count(c.graph, "matmul") == 1 and len(fused_nodes(c.graph)) == 2
+    assert_matches(f(x, w), en.function(fn, optimize=False)(x, w), "two regions")
+
+
+def _fusion_case(x, r, c, s):
+    """Every intermediate has x's shape; r, c and s broadcast against it."""
+    t = en.tanh(x * r + c)
+    return en.maximum(t * s - x, en.sigmoid(x) * c) / (1.0 + t * t)
+
+
+def _broadcast_args(n, m, seed=0):
+    rng = np.random.default_rng(seed)
+    return [en.tensor(rng.uniform(-2.0, 2.0, size=shape)) for shape in [(n, m), (m,), (n, 1), ()]]
+
+
+@pytest.mark.parametrize("n, m", [(300, 700), (300, 7), (1, 5000), (3, 1), (1, 1), (0, 5),
+                                  (5, 0), (BLOCK_ELEMENTS // 7 + 1, 7)])
+def test_fusion_matches_unoptimized_with_broadcast_inputs(n, m):
+    args = _broadcast_args(n, m)
+    f, c = concrete(_fusion_case, *args)
+    (node,) = fused_nodes(c.graph)
+    assert len(node.meta["fused_ops"]) >= 8
+    if n * m > BLOCK_ELEMENTS:
+        assert n * m // BLOCK_ELEMENTS >= 1, "several blocks are used"
+    assert_matches(f(*args), en.function(_fusion_case, optimize=False)(*args),
+                   f"fused kernel {n}x{m}")
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1), (0,), (2, 0, 3), (7,), (300, 700),
+                                   (2, 150, 700)])
+def test_fusion_matches_unoptimized_for_any_shape(shape):
+    def fn(x):
+        return en.tanh(en.exp(x) * 2.0 + x) - x * x
+
+    (x,) = tensors(shape)
+    f, c = concrete(fn, x)
+    assert len(fused_nodes(c.graph)) == 1
+    assert_matches(f(x), en.function(fn, optimize=False)(x), f"shape {shape}")
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 300])
+def test_fusion_with_unknown_dimensions(n):
+    """With an input_signature the fused kernel learns the shape at run time."""
+    spec = [en.TensorSpec((None, 700), "float64"), en.TensorSpec((700,), "float64"),
+            en.TensorSpec((None, 1), "float64"), en.TensorSpec((), "float64")]
+    args = _broadcast_args(n, 700, seed=n)
+    f = en.function(_fusion_case, input_signature=spec)
+    assert len(fused_nodes(f.graph_for(*args))) == 1
+    u = en.function(_fusion_case, input_signature=spec, optimize=False)
+    assert_matches(f(*args), u(*args), f"unknown leading dimension, {n} rows")
+
+
+def test_fused_kernel_in_float32_and_mixed_dtypes():
+    rng = np.random.default_rng(3)
+    x = en.tensor(rng.uniform(-1, 1, (300, 700)).astype(np.float32))
+    k = en.tensor(rng.integers(-3, 3, (700,)))
+
+    def fn(x, k):
+        return en.tanh(x * 2.0 + 1.0) * en.cast(k, "float32") - x
+
+    f, c = concrete(fn, x, k)
+    assert len(fused_nodes(c.graph)) == 1
+    got, want = f(x, k), en.function(fn, optimize=False)(x, k)
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---- memory planning ----------------------------------------------------------------------------
+W64 = tensors((64, 64), seed=11)[0] / 8.0
+
+
+def _chain(x):
+    a = x @ W64
+    b = en.tanh(a) @ W64
+    c = en.relu(b) @ W64
+    d = en.sigmoid(c) * 2.0 + 1.0
+    return en.sum(d @ W64, axis=0)
+
+
+def test_memory_report_plans_and_reuses_buffers():
+    (x,) = tensors((64, 64))
+    f = en.function(_chain)
+    report = f.memory_report(x)
+    assert set(report) >= {"buffers", "buffer_bytes", "planned_nodes", "bytes_reused", "in_place",
+                           "unplanned_peak_bytes"}
+    assert report["planned_nodes"] >= 4 and report["buffers"] >= 1
+    assert report["buffer_bytes"] <= report["unplanned_peak_bytes"]
+    assert report["bytes_reused"] > 0
+    assert report["in_place"] >= 1
+    assert report["buffer_bytes"] == sum(np.prod(s) * np.dtype(d).itemsize
+                                         for s, d in f.graph_for(x).memory_plan.slots)
+    assert_matches(f(x), en.function(_chain, optimize=False)(x), "planned chain")
+
+
+def test_memory_report_without_planning():
+    (x,) = tensors((64, 64))
+    report = en.function(_chain, passes=["cleanup", "fusion"]).memory_report(x)
+    assert report["buffers"] == 0 and report["bytes_reused"] == 0
+    assert report["unplanned_peak_bytes"] > 0 and "off" in report["note"]
+
+
+def _check_results_survive_later_calls(fn, make_args, what, calls=3):
+    """Results of earlier calls keep their values and share no memory with later results."""
+    f = en.function(fn)
+    u = en.function(fn, optimize=False)
+    kept = []
+    for k in range(calls):
+        args = make_args(k)
+        out = f(*args)
+        assert_matches(out, u(*args), f"{what}, call {k}")
+        kept.append((_arrays(out), [a.copy() for a in _arrays(out)]))
+    for k, (arrays, copies) in enumerate(kept):
+        for j, (a, saved) in enumerate(zip(arrays, copies)):
+            assert np.array_equal(a, saved, equal_nan=True), (
+                f"{what}: output {j} of call {k} changed after later calls: a buffer of the "
+                f"memory plan was handed to the caller")
+    for k in range(calls):
+        for k2 in range(k + 1, calls):
+            for j, a in enumerate(kept[k][0]):
+                for j2, b in enumerate(kept[k2][0]):
+                    if a.size and b.size:
+                        assert not np.shares_memory(a, b), (
+                            f"{what}: output {j} of call {k} shares memory with output {j2} "
+                            f"of call {k2}")
+
+
+def _x64(k):
+    return tensors((64, 64), seed=100 + k)
+
+
+def test_results_are_never_aliased_by_a_later_call_chain():
+    _check_results_survive_later_calls(_chain, _x64, "matmul chain")
+
+
+def test_results_that_are_views_of_intermediates_are_not_aliased():
+    def views(x):
+        a = en.tanh(x @ W64)
+        b = a @ W64
+        return en.reshape(b, (32, 128)), en.transpose(en.exp(b) @ W64), en.reshape(a, (4096,))
+
+    _check_results_survive_later_calls(views, _x64, "reshape/transpose views")
+
+
+def test_returned_intermediate_also_used_inside_is_not_aliased():
+    def shared(x):
+        a = x @ W64               # returned and used again
+        b = en.tanh(a) @ W64
+        c = en.relu(b) * a
+        return a, en.sum(c @ W64), c
+
+    _check_results_survive_later_calls(shared, _x64, "returned intermediate")
+
+
+def test_elementwise_outputs_and_in_place_chains_are_not_aliased():
+    def elementwise(x):
+        a = x @ W64
+        b = en.tanh(a)                # may be computed in place over a
+        c = b @ W64
+        return en.exp(c), en.transpose(b)
+
+    _check_results_survive_later_calls(elementwise, _x64, "in-place chain")
+
+
+def test_results_under_a_gradient_tape_are_not_aliased():
+    f = en.function(_chain)
+    kept = []
+    for k in range(3):
+        (x,) = _x64(k)
+        with en.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+            loss = en.sum(y * y)
+        g = tape.gradient(loss, x)
+        kept.append([(a, a.copy()) for a in _arrays((y, g))])
+    for k, pairs in enumerate(kept):
+        for a, saved in pairs:
+            assert np.array_equal(a, saved), f"a result of call {k} changed after later calls"
+    assert not np.shares_memory(kept[0][0][0], kept[1][0][0])
+
+
+def test_in_place_updates_never_touch_the_callers_arrays():
+    rng = np.random.default_rng(5)
+    raw = rng.standard_normal((64, 64))
+    saved = raw.copy()
+    frozen = rng.standard_normal((64, 64))
+    frozen.flags.writeable = False            # a tensor wraps read-only arrays without a copy
+    frozen_saved = frozen.copy()
+
+    def fn(x, y):
+        a = en.tanh(x)                        # elementwise on an input
+        b = en.exp(y) + a                     # and on the other
+        c = (b @ W64) * 2.0
+        return en.sum(c, axis=1), en.relu(x) - y
+
+    f = en.function(fn)
+    x, y = en.tensor(raw), en.tensor(frozen)
+    for _ in range(2):
+        assert_matches(f(x, y), en.function(fn, optimize=False)(x, y), "inputs")
+    assert np.array_equal(raw, saved) and np.array_equal(x.numpy(), saved)
+    assert np.array_equal(frozen, frozen_saved) and np.array_equal(y.numpy(), frozen_saved)
+
+
+def test_concurrent_calls_use_their_own_buffers():
+    f = en.function(_chain)
+    u = en.function(_chain, optimize=False)
+    inputs = [_x64(k)[0] for k in range(4)]
+    want = [u(x).numpy() for x in inputs]
+    errors = []
+
+    def worker(k):
+        for _ in range(25):
+            got = f(inputs[k]).numpy()
+            if not np.allclose(got, want[k], rtol=1e-6, atol=1e-9):
+                errors.append(k)
+                return
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, f"threads {errors} saw another call's buffers"
+
+
+# ---- the pipeline -----------------------------------------------------------------------------
+def _pipeline_fn(x):
+    a = en.exp(x * 1.0) + en.exp(x * 1.0)
+    unused = en.sin(x)   # noqa: F841
+    return en.tanh(a + en.ones(x.shape) * 2.0)
+
+
+def test_optimize_false_runs_no_pass():
+    (x,) = tensors((3, 4))
+    f, c = concrete(_pipeline_fn, x, optimize=False)
+    assert len(c.report) == 0 and c.report.as_data() == []
+    assert op_names(c.graph) == op_names(c.unoptimized_graph)
+    assert count(c.graph, "sin") == 1
+    assert f.memory_report(x)["buffers"] == 0
+
+
+def test_passes_option_runs_exactly_those_in_order():
+    (x,) = tensors((3, 4))
+    f, c = concrete(_pipeline_fn, x, passes=["cse", "dce"])
+    assert [r.name for r in c.report] == ["cse", "dce"]
+    assert count(c.graph, "exp") == 1 and count(c.graph, "sin") == 0
+    assert count(c.graph, "ones") == 1 and count(c.graph, "mul") >= 1, "no folding or simplify"
+    assert_same_bits(f(x), en.function(_pipeline_fn, optimize=False)(x), "cse+dce")
+    f, c = concrete(_pipeline_fn, x, passes=["dce", dce, "cse"])
+    assert [r.name for r in c.report] == ["dce", "dce", "cse"]
+
+
+def test_config_default_passes_changes_the_default(monkeypatch):
+    (x,) = tensors((3, 4))
+    monkeypatch.setattr(en.config, "default_passes", ["simplify", "dce"])
+    _, c = concrete(_pipeline_fn, x)
+    assert [r.name for r in c.report] == ["simplify", "dce"]
+    assert count(c.graph, "exp") == 2, "no cse in this default"
+    # An explicit passes= wins over the default.
+    _, c = concrete(_pipeline_fn, x, passes=["cse"])
+    assert [r.name for r in c.report] == ["cse"]
+    monkeypatch.setattr(en.config, "default_passes", None)
+    _, c = concrete(_pipeline_fn, x)
+    names = [r.name for r in c.report]
+    assert names[:4] == list(CLEANUP) and names[-1] == "memory_planning" and "fusion" in names
+
+
+def test_unknown_pass_name_is_a_clear_error(monkeypatch):
+    (x,) = tensors((3,))
+    with pytest.raises(ValueError, match=r"unknown pass 'fuse_everything'.*known:.*cse"):
+        en.function(_pipeline_fn, passes=["fuse_everything"])(x)
+    monkeypatch.setattr(en.config, "default_passes", ["dce", "nope"])
+    with pytest.raises(ValueError, match="unknown pass 'nope'"):
+        en.function(_pipeline_fn)(x)
+
+
+def test_optimization_report_table_and_data():
+    (x,) = tensors((3, 4))
+    f = en.function(_pipeline_fn)
+    report = f.optimization_report(x)
+    assert report is f.get_concrete_function(x).report
+    data = report.as_data()
+    assert data and all(set(d) == {"name", "nodes_before", "nodes_after", "note", "seconds"}
+                        for d in data)
+    for d in data:
+        assert d["name"] in PASSES and isinstance(d["note"], str)
+        assert isinstance(d["nodes_before"], int) and isinstance(d["nodes_after"], int)
+        assert d["seconds"] >= 0.0
+    for before, after in zip(data, data[1:]):
+        assert after["nodes_before"] == before["nodes_after"], "each pass starts where the last ended"
+    unopt = f.get_concrete_function(x).unoptimized_graph
+    assert data[0]["nodes_before"] == unopt.node_count()
+    assert data[-1]["nodes_after"] == f.graph_for(x).node_count()
+    assert any("merged" in d["note"] for d in data) and any("fused" in d["note"] for d in data)
+    text = str(report)
+    lines = text.splitlines()
+    assert lines[0].split()[:2] == ["pass", "nodes"]
+    assert len(lines) == len(data) + 1
+    for line, d in zip(lines[1:], data):
+        assert line.split()[0] == d["name"] and str(d["nodes_after"]) in line
+    assert "ms" in text
+
+
+# ---- idempotence ------------------------------------------------------------------------------
+def _label(graph, node):
+    """What must match between isomorphic graphs: op (fused: its member ops), shape, dtype,
+    input position and output positions."""
+    op = ("fused",) + tuple(node.meta["fused_ops"]) if node.op.name.startswith("fused") \
+        else node.op.name
+    shape = None if node.shape is None else tuple(node.shape)
+    return (op, shape, None if node.dtype is None else str(node.dtype),
+            graph.inputs.index(node) if node in graph.inputs else None,
+            tuple(k for k, o in enumerate(graph.outputs) if o is node))
+
+
+def as_networkx(graph):
+    g = nx.MultiDiGraph()
+    for node in graph.nodes:
+        g.add_node(node.id, label=_label(graph, node))
+    for node in graph.nodes:
+        for k, inp in enumerate(node.inputs):
+            g.add_edge(inp.id, node.id, kind=f"arg{k}")
+        for dep in node.control_deps:
+            g.add_edge(dep.id, node.id, kind="control")
+    return g
+
+
+def _edge_kinds(edges):
+    return sorted(d["kind"] for d in edges.values())
+
+
+def isomorphic(a, b):
+    return nx.is_isomorphic(as_networkx(a), as_networkx(b),
+                            node_match=lambda p, q: p["label"] == q["label"],
+                            edge_match=lambda p, q: _edge_kinds(p) == _edge_kinds(q))
+
+
+def _idempotence_programs():
+    v = en.Variable(np.ones(4), name="idem")
+
+    def mlp(x, w, b):
+        h = en.tanh(x @ w + b)
+        return en.sum(en.maximum(h, 0.0) ** 2.0, axis=1) * 1.0
+
+    def effects(x, w, b):
+        v.assign_add(en.sum(x, axis=0) * 0.0)
+        en.print("s", en.sum(x), file=io.StringIO())
+        return en.transpose(en.transpose(x @ w)) + b + v.read()[0]
+
+    def grad_mlp(x, w, b):
+        return en.grad(lambda w_, b_: en.sum(mlp(x, w_, b_)), argnums=(0, 1))(w, b)
+
+    return [mlp, effects, grad_mlp, _pipeline_fn_3, _fusion_case_3]
+
+
+def _pipeline_fn_3(x, w, b):
+    return _pipeline_fn(x) @ w + b
+
+
+def _fusion_case_3(x, w, b):
+    return _fusion_case(x @ w, b, en.sum(x, axis=1, keepdims=True), en.sum(b))
+
+
+IDEM_ARGS = tensors((3, 4), (4, 4), (4,), seed=9)
+
+
+@pytest.mark.parametrize("fn", _idempotence_programs(), ids=lambda f: f.__name__)
+def test_optimizing_twice_gives_isomorphic_graphs(fn):
+    _, c = concrete(fn, *IDEM_ARGS)
+    first, _ = optimize(c.unoptimized_graph)
+    second, _ = optimize(c.unoptimized_graph)
+    assert sorted(map(str, (_label(first, n)[0] for n in first.nodes))) == \
+        sorted(map(str, (_label(second, n)[0] for n in second.nodes)))
+    assert isomorphic(first, second), f"\n{first}\n---\n{second}"
+    _, c2 = concrete(fn, *IDEM_ARGS)   # a fresh trace optimizes to the same graph
+    assert isomorphic(c.graph, c2.graph), f"\n{c.graph}\n---\n{c2.graph}"
+
+
+@pytest.mark.parametrize("fn", _idempotence_programs(), ids=lambda f: f.__name__)
+def test_cleanup_passes_change_nothing_on_an_optimized_graph(fn):
+    _, c = concrete(fn, *IDEM_ARGS)
+    for name in CLEANUP:
+        g, changed = run_pass(PASSES[name], c.graph)
+        assert not changed, f"{name} changed an optimized graph: {g.notes}\n{c.graph}\n---\n{g}"
+        assert isomorphic(g, c.graph), name
+    again, report = optimize(c.graph, passes=["cleanup"])
+    assert isomorphic(again, c.graph)
+    assert all(r.nodes_before == r.nodes_after and not r.note for r in report)
