@@ -117,16 +117,21 @@ def cond(pred, true_fn, false_fn, *operands):
     check_same_outputs("cond", t, f, "true_fn", "false_fn")
     outs = apply(cond_op, pred, *leaves, *t.captures, *f.captures, true=t, false=f,
                  n_ops=len(leaves))
-    _mark_effects(outs, t.has_side_effects or f.has_side_effects)
+    _mark_effects(outs, t.has_side_effects or f.has_side_effects, (t, f))
     return unflatten(t.out_tree, list(outs))
 
 
-def _mark_effects(outs, effects):
-    if outs and effects:
-        node = outs[0]._node.inputs[0]
+def _mark_effects(outs, effects, bodies):
+    if not outs:
+        return
+    node = outs[0]._node.inputs[0]
+    mode = _tracing()
+    if effects:
         node.meta["side_effects"] = True
-        mode = _tracing()
         mode._order_effect(node)
+    # The bodies read and assign variables when the node runs: order it after
+    # earlier assigns, and later reads after it, as for a read or an assign.
+    mode.order_body_variables(node, bodies)
 
 
 # ---- while_loop ------------------------------------------------------------------
@@ -190,7 +195,7 @@ def while_loop(cond_fn, body_fn, loop_vars):
                          f"dtypes: got {describe_inputs(b.out_avals)} for "
                          f"{describe_inputs(avals)}")
     outs = apply(while_op, *leaves, *c.captures, *b.captures, cond=c, body=b, n_vars=len(leaves))
-    _mark_effects(outs, c.has_side_effects or b.has_side_effects)
+    _mark_effects(outs, c.has_side_effects or b.has_side_effects, (c, b))
     return type(loop_vars)(unflatten(tree, list(outs)))
 
 
@@ -346,7 +351,7 @@ def scan(fn, init, xs=None, length=None, reverse=False):
     outs = apply(scan_op, *c_leaves, *x_leaves, *body.captures, body=body, n_carry=n_c,
                  n_x=len(x_leaves), length=None if length is None else int(length),
                  reverse=bool(reverse))
-    _mark_effects(outs, body.has_side_effects)
+    _mark_effects(outs, body.has_side_effects, (body,))
     n_y = len(body.out_avals) - n_c
     carry = unflatten(c_tree, list(outs[:n_c]))
     ys = unflatten(holder["y_tree"], list(outs[n_c:n_c + n_y]))

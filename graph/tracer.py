@@ -175,6 +175,46 @@ class TraceMode:
         state[0], state[1] = node, []
         return var
 
+    def order_body_variables(self, node, bodies):
+        """Order a control-flow ``node`` by the variables its ``bodies`` read and assign.
+
+        A body's reads see the latest assign made before ``node``; a body's
+        assigns are seen by reads made after it (the same ordering a direct
+        read or assign gets), with nested bodies included.
+        """
+        reads, writes = _body_variables([b.graph for b in bodies])
+        for var in reads:
+            state = self._var_state.setdefault(var, [None, []])
+            if state[0] is not None and state[0] is not node:
+                self.graph.add_control_dep(node, state[0])
+            state[1].append(node)
+        for var in writes:
+            state = self._var_state.setdefault(var, [None, []])
+            for read in state[1]:
+                if read is not node:
+                    self.graph.add_control_dep(node, read)
+            if state[0] is not None and state[0] is not node:
+                self.graph.add_control_dep(node, state[0])
+            state[0], state[1] = node, []
+
+
+def _body_variables(graphs):
+    """The variables read and assigned in ``graphs`` and their nested bodies (by identity)."""
+    reads, writes = {}, {}
+    todo = list(graphs)
+    while todo:
+        graph = todo.pop()
+        for n in graph.nodes:
+            if n.op is read_variable_op:
+                reads[id(n.params["var"].var)] = n.params["var"].var
+            elif n.op is assign_variable_op:
+                writes[id(n.params["var"].var)] = n.params["var"].var
+            for p in n.params.values():
+                sub = getattr(p, "graph", None)
+                if sub is not None and hasattr(sub, "nodes"):
+                    todo.append(sub)
+    return list(reads.values()), list(writes.values())
+
 
 def _var_name(var):
     return "var_" + "".join(c if c.isalnum() else "_" for c in str(var.name))
