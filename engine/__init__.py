@@ -29,5 +29,8 @@ from graph.signature import TensorSpec  # noqa: E402
 from graph.tracer import is_tracing  # noqa: E402
 from graph.control_flow import cond, scan, while_loop  # noqa: E402
 from graph.effects import print, py_function  # noqa: E402
+from graph.export import save  # noqa: E402
+from graph.load import load  # noqa: E402
+from graph.onnx_export import export_onnx  # noqa: E402
 
 __all__ = [name for name in dir() if not name.startswith("_")]

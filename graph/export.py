@@ -40,6 +40,7 @@ Example:
     >>> g(en.tensor([0.5, 1.0])).numpy().round(4).tolist()
     [0.9242, 1.5232]
 """
+import inspect
 import io
 import json
 import keyword
@@ -51,7 +52,7 @@ import zipfile
 import numpy as np
 
 from engine import dtypes
-from engine.errors import EngineError, format_location
+from engine.errors import EngineError, LoadError, describe_aval, format_location
 from engine.pytree import TreeDef
 from engine.tensor import Tensor
 
@@ -72,6 +73,15 @@ STRUCTURAL_OPS = ("placeholder", "constant", "read_variable", "assign_variable",
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 LABEL_RE = re.compile(r"[A-Za-z0-9_:.\- ]{0,256}\Z")
 INT_LIMIT = 1 << 63
+# Limits a file must keep to (checked by graph.load before anything is allocated).
+MAX_JSON_BYTES = 64 << 20
+MAX_ARRAY_BYTES = 1 << 31
+MAX_TOTAL_BYTES = 1 << 31
+MAX_NODES = 200_000
+MAX_RANK = 32
+MAX_DEPTH = 16            # nesting of control-flow bodies
+MAX_ITEMS = 4096          # entries in one param list, results of one node
+MAX_DIM = 1 << 62
 
 
 def paths_for(path):
@@ -137,7 +147,7 @@ def concrete_function_for(fn, example_args, what):
                             f"{type(fn).__name__}")
         from .function import function
         fn = function(fn)
-    if example_args:
+    if example_args or (fn.input_signature is None and _takes_no_arguments(fn)):
         return fn.get_concrete_function(*example_args)
     if fn.input_signature is None:
         raise EngineError(f"{what}: give example arguments (as for a call) or create the "
@@ -146,6 +156,14 @@ def concrete_function_for(fn, example_args, what):
     dummies = [Tensor(np.zeros(tuple(1 if d is None else d for d in s.shape), s.dtype))
                for s in fn.input_signature]
     return fn.get_concrete_function(*dummies)
+
+
+def _takes_no_arguments(fn):
+    try:
+        inspect.signature(fn.python_function).bind()
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 def describe(concrete):
@@ -165,9 +183,25 @@ def describe(concrete):
 
 
 def json_bytes(doc):
-    """The JSON document as bytes, keys sorted (deterministic)."""
-    return (json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=True, allow_nan=False)
-            + "\n").encode("ascii")
+    """The JSON document as bytes: keys sorted, one line per value that fits in
+    ``LINE`` characters (so a node is usually one line), the same bytes every time."""
+    return (_pretty(doc, 0) + "\n").encode("ascii")
+
+
+LINE = 120
+
+
+def _pretty(value, indent):
+    flat = json.dumps(value, sort_keys=True, ensure_ascii=True, allow_nan=False,
+                      separators=(", ", ": "))
+    if indent + len(flat) <= LINE or not isinstance(value, (dict, list)) or not value:
+        return flat
+    pad = " " * (indent + 1)
+    if isinstance(value, dict):
+        items = [f"{pad}{json.dumps(k)}: {_pretty(value[k], indent + 1)}" for k in sorted(value)]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    items = [pad + _pretty(v, indent + 1) for v in value]
+    return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
 
 
 def npz_bytes(arrays):
@@ -176,7 +210,7 @@ def npz_bytes(arrays):
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
         for i, a in enumerate(arrays):
             member = io.BytesIO()
-            np.lib.format.write_array(member, np.ascontiguousarray(a), version=(1, 0),
+            np.lib.format.write_array(member, np.asarray(a, order="C"), version=(1, 0),
                                       allow_pickle=False)
             info = zipfile.ZipInfo(f"a{i}.npy", date_time=ZIP_DATE)
             info.compress_type = zipfile.ZIP_STORED
@@ -346,10 +380,10 @@ def tree_from_json(doc, depth=0):
     if doc is None:
         return NONE
     if type(doc) is not dict or len(doc) != 1:
-        raise ValueError(f"bad output structure {_short(doc)}")
+        raise ValueError(f"bad output structure {short(doc)}")
     (kind, body), = doc.items()
     if type(body) is not list:
-        raise ValueError(f"bad output structure {_short(doc)}")
+        raise ValueError(f"bad output structure {short(doc)}")
     if kind in ("tuple", "list"):
         return TreeDef(tuple if kind == "tuple" else list, None,
                        tuple(tree_from_json(c, depth + 1) for c in body))
@@ -358,7 +392,7 @@ def tree_from_json(doc, depth=0):
         for item in body:
             if type(item) is not list or len(item) != 2 or not (
                     item[0] is None or type(item[0]) in (bool, int, float, str)):
-                raise ValueError(f"bad dict entry {_short(item)} in the output structure")
+                raise ValueError(f"bad dict entry {short(item)} in the output structure")
             keys.append(item[0])
             children.append(tree_from_json(item[1], depth + 1))
         if len(set(map(repr, keys))) != len(keys):
@@ -367,8 +401,159 @@ def tree_from_json(doc, depth=0):
     raise ValueError(f"unknown output structure kind {kind!r}")
 
 
-def _short(value):
+# ---- reading fields back: the rules every value in a saved file must follow (graph.load) ----
+def short(value):
     text = repr(value)
-    return text if len(text) < 60 else text[:57] + "..."
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
+def check_object(value, where, required=(), optional=()):
+    """A JSON object with exactly the ``required`` keys (plus any of ``optional``;
+    ``optional=None`` allows any string key)."""
+    if type(value) is not dict:
+        raise LoadError(f"{where} must be an object, got {short(value)}")
+    if optional is None:
+        return value
+    missing = [k for k in required if k not in value]
+    unknown = [k for k in value if k not in required and k not in optional]
+    if missing or unknown:
+        raise LoadError(f"{where}: missing fields {missing}, unknown fields {unknown}")
+    return value
+
+
+def check_list(value, where):
+    if type(value) is not list:
+        raise LoadError(f"{where} must be a list, got {short(value)}")
+    return value
+
+
+def check_name(value, where):
+    if type(value) is not str or not NAME_RE.match(value) or keyword.iskeyword(value):
+        raise LoadError(f"{where}: {short(value)} is not a plain name (an identifier of at "
+                        "most 128 letters, digits and _; no paths)")
+    return value
+
+
+def check_count(value, where):
+    if type(value) is not int or not 0 <= value <= MAX_DIM:
+        raise LoadError(f"{where} must be a non-negative integer, got {short(value)}")
+    return value
+
+
+def check_index(value, n, where):
+    if type(value) is not int or not 0 <= value < n:
+        raise LoadError(f"{where}: {short(value)} is not an index below {n}")
+    return value
+
+
+def check_earlier(value, n, where):
+    if type(value) is not int:
+        raise LoadError(f"{where}: {short(value)} is not a node index")
+    if not 0 <= value < n:
+        raise LoadError(f"{where}: node {value} is not defined before this one (inputs refer "
+                        "to earlier nodes only, so a graph has no cycles)")
+    return value
+
+
+def check_dtype(value, where):
+    if type(value) is not str or value not in DTYPES:
+        raise LoadError(f"{where}: {short(value)} is not a supported dtype "
+                        f"({', '.join(DTYPES)})")
+    return DTYPES[value]
+
+
+def check_shape(value, where, known=False):
+    value = check_list(value, where)
+    if len(value) > MAX_RANK:
+        raise LoadError(f"{where}: rank {len(value)} is more than {MAX_RANK}")
+    for d in value:
+        if d is None and not known:
+            continue
+        if type(d) is not int or not 0 <= d <= MAX_DIM:
+            raise LoadError(f"{where}: {short(d)} is not a valid dimension")
+    return tuple(value)
+
+
+def check_aval(value, where):
+    if type(value) is not list or len(value) != 2:
+        raise LoadError(f"{where} must be [shape, dtype], got {short(value)}")
+    return (check_shape(value[0], f"{where} shape"), check_dtype(value[1], f"{where} dtype"))
+
+
+def check_size(aval, where):
+    """Bytes of an array of this type (unknown dims count as 1); at most MAX_ARRAY_BYTES."""
+    shape, dtype = aval
+    n = dtype.itemsize
+    for d in shape:
+        n *= 1 if d is None else d
+        if n > MAX_ARRAY_BYTES:
+            raise LoadError(f"{where}: {describe_aval(aval)} is larger than {MAX_ARRAY_BYTES} "
+                            "bytes")
+    return n
+
+
+def decode_param(value, where, depth):
+    """A JSON param value as the engine holds it (lists become tuples)."""
+    t = type(value)
+    if value is None or t is bool or t is str:
+        if t is str and len(value) > MAX_ITEMS:
+            raise LoadError(f"{where}: a string of {len(value)} characters is too long")
+        return value
+    if t is int:
+        if not -INT_LIMIT <= value < INT_LIMIT:
+            raise LoadError(f"{where}: {short(value)} is out of the int64 range")
+        return value
+    if t is float:
+        return value
+    if t is list:
+        if depth >= 8 or len(value) > MAX_ITEMS:
+            raise LoadError(f"{where}: a list nested too deeply or too long")
+        return tuple(decode_param(v, where, depth + 1) for v in value)
+    if t is dict and len(value) == 1:
+        (tag, body), = value.items()
+        if tag == "$dtype":
+            return check_dtype(body, where)
+        if tag == "$float":
+            if body not in ("nan", "inf", "-inf"):
+                raise LoadError(f"{where}: {short(body)} is not nan, inf or -inf")
+            return float(body)
+        if tag == "$const":
+            return decode_inline_array(body, where)
+    raise LoadError(f"{where}: {short(value)} is not a param value")
+
+
+def decode_inline_array(body, where):
+    body = check_object(body, where, ("dtype", "shape", "data"))
+    dtype = check_dtype(body["dtype"], f"{where} dtype")
+    shape = check_shape(body["shape"], f"{where} shape", known=True)
+    data = check_list(body["data"], f"{where} data")
+    size = 1
+    for d in shape:
+        size *= d
+        if size > MAX_ITEMS:
+            raise LoadError(f"{where}: an inline array of more than {MAX_ITEMS} elements")
+    if len(data) != size:
+        raise LoadError(f"{where}: {len(data)} values for shape {list(shape)}")
+    values = [decode_param(v, where, 8) for v in data]
+    kind = {"b": (bool,), "i": (int,), "f": (int, float)}[dtype.kind]
+    if any(type(v) not in kind for v in values):
+        raise LoadError(f"{where}: the values do not fit dtype {dtype.name}")
+    try:
+        with np.errstate(all="ignore"):
+            array = np.array(values, dtype=dtype).reshape(shape)
+    except (OverflowError, ValueError) as err:
+        raise LoadError(f"{where}: {err}") from None
+    array.flags.writeable = False
+    return array
+
+
+def norm_aval(aval):
+    if len(aval) == 2 and isinstance(aval[1], np.dtype):
+        return (tuple(aval[0]), aval[1])
+    return tuple(norm_aval(a) for a in aval)
+
+
+def describe_avals(aval):
+    if len(aval) == 2 and isinstance(aval[1], np.dtype):
+        return describe_aval(aval)
+    return "(" + ", ".join(describe_avals(a) for a in aval) + ")"

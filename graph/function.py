@@ -151,6 +151,14 @@ class Function:
         bytes reused, values computed in place, versus the unplanned peak."""
         return self.get_concrete_function(*args, **kwargs).memory_report()
 
+    def explain(self, *args, **kwargs):
+        """Everything about the compiled function for these arguments, in one place: the
+        trace signature, what each pass changed, node counts before and after, the memory
+        plan and the generated source (with fused kernels). Prints as text; renders as
+        HTML in notebooks."""
+        from .notebook import explain
+        return explain(self, *args, **kwargs)
+
     def __repr__(self):
         return f"<en.function {self.name} traces={self.trace_count}>"
 

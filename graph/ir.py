@@ -234,9 +234,15 @@ class Graph:
         from .printing import graph_to_dot
         return graph_to_dot(self)
 
+    def _repr_svg_(self):
+        """The graph drawn by Graphviz's ``dot`` (None when it is not installed)."""
+        from .notebook import graph_svg
+        return graph_svg(self)
+
     def _repr_html_(self):
-        from .printing import graph_to_html
-        return graph_to_html(self)
+        """The drawing when ``dot`` is installed, else a table of the nodes."""
+        from .notebook import graph_html
+        return graph_html(self)
 
 
 def _norm(aval):

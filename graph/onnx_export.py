@@ -1,0 +1,387 @@
+"""Export a traced function to ONNX (opset 17) for runtimes such as onnxruntime.
+
+``en.export_onnx(fn, path, *example_args)`` traces ``fn`` (or uses its
+``input_signature``), simplifies the graph (constant folding, CSE, dead code;
+no fusion, so only registry ops remain) and writes one ONNX node, or a short
+composition, per engine op. Variables become initializers holding their
+current values; unknown dims become symbolic dims. Ops without an ONNX
+equivalent (control flow, random draws, variable assignment, convolution...)
+raise :class:`OnnxExportError` naming the op and the line that created it.
+
+Needs the optional ``onnx`` package (``pip install 'dualmode-engine[onnx]'``,
+which also brings onnxruntime to run the model).
+
+Example:
+    >>> import engine as en, tempfile, os
+    >>> f = en.function(lambda x: en.tanh(x) * 2.0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "f.onnx")
+    >>> model = en.export_onnx(f, path, en.ones((2, 3), dtype="float32"))  # doctest: +SKIP
+    >>> [n.op_type for n in model.graph.node]                              # doctest: +SKIP
+    ['Tanh', 'Mul', 'Identity']
+"""
+import numpy as np
+
+from engine import dtypes
+from engine.errors import EngineError, format_location
+
+from .export import concrete_function_for, safe_name
+from .graph_ops import constant_op, placeholder_op, read_variable_op, unpack_op
+
+OPSET = 17
+INT64_MAX = np.iinfo(np.int64).max
+INT64_MIN = np.iinfo(np.int64).min
+
+
+class OnnxExportError(EngineError):
+    """The graph holds an op with no ONNX equivalent (or onnx is not installed)."""
+
+
+def _onnx():
+    try:
+        import onnx
+        from onnx import helper, numpy_helper
+    except ImportError:
+        raise OnnxExportError("en.export_onnx needs the onnx package: "
+                              "pip install 'dualmode-engine[onnx]' (or pip install onnx)") from None
+    return onnx, helper, numpy_helper
+
+
+def export_onnx(fn, path, *example_args, opset=OPSET):
+    """Write ``fn``'s graph for ``example_args`` as an ONNX model to ``path``; return the
+    ``onnx.ModelProto`` (checked with ``onnx.checker``).
+
+    Inputs keep the traced names (``x0``, ``x1``... or the input_signature's
+    names); outputs are ``output0``, ``output1``... in flattened order.
+    """
+    onnx, _, _ = _onnx()
+    concrete = concrete_function_for(fn, example_args, "en.export_onnx")
+    model = to_onnx(concrete.unoptimized_graph, concrete.name, opset)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+    return model
+
+
+def to_onnx(graph, name="graph", opset=OPSET):
+    """An ``onnx.ModelProto`` for an (unoptimized) engine graph."""
+    onnx, helper, _ = _onnx()
+    from .passes import optimize
+    graph, _ = optimize(graph, ["cleanup"])
+    b = _Builder(graph)
+    for node in graph.topo_order():
+        b.convert(node)
+    outputs = []
+    for i, out in enumerate(graph.outputs):
+        oname = f"output{i}"
+        b.emit("Identity", [b.value(out)], [oname])
+        outputs.append(b.value_info(oname, out.shape, out.dtype))
+    inputs = [b.value_info(b.names[n], n.shape, n.dtype) for n in graph.inputs]
+    g = helper.make_graph(b.nodes, safe_name(name), inputs, outputs, initializer=b.initializers)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="dualmode-engine")
+    model.ir_version = min(model.ir_version, 8)   # readable by onnxruntime releases of opset 17
+    return model
+
+
+_ONNX_TYPES = {"float32": 1, "float64": 11, "int32": 6, "int64": 7, "bool": 9}
+
+
+class _Builder:
+    """Collects ONNX nodes and initializers while walking the engine graph."""
+
+    def __init__(self, graph):
+        _, self.helper, self.numpy_helper = _onnx()
+        self.graph = graph
+        self.nodes = []
+        self.initializers = []
+        self.names = {}          # engine node -> ONNX value name(s)
+        self.used = set()
+        self._consts = {}        # id(array) or variable id -> initializer name
+        self._keep = []          # arrays whose ids key _consts
+        for n in graph.inputs:
+            self.names[n] = self.fresh(n.name)
+
+    # -- names and values ------------------------------------------------------------
+    def fresh(self, base):
+        base = safe_name(base)
+        name, i = base, 1
+        while name in self.used:
+            name, i = f"{base}_{i}", i + 1
+        self.used.add(name)
+        return name
+
+    def value(self, node):
+        return self.names[node]
+
+    def value_info(self, name, shape, dtype):
+        dims = [f"d{i}_{name}" if d is None else int(d) for i, d in enumerate(shape)]
+        return self.helper.make_tensor_value_info(name, _ONNX_TYPES[np.dtype(dtype).name], dims)
+
+    def const(self, array, base="const", key=None):
+        """An initializer for ``array`` (shared when the same array or variable repeats)."""
+        key = id(array) if key is None else key
+        if key in self._consts:
+            return self._consts[key]
+        name = self.fresh(base)
+        self.initializers.append(self.numpy_helper.from_array(np.asarray(array), name))
+        self._consts[key] = name
+        self._keep.append(array)
+        return name
+
+    def ints(self, values, base="ints"):
+        return self.const(np.asarray(values, dtype=np.int64), base)
+
+    def emit(self, op_type, inputs, outputs=None, n_outputs=1, **attrs):
+        """Add one ONNX node; return its output name (or names when ``n_outputs > 1``)."""
+        if outputs is None:
+            outputs = [self.fresh(op_type.lower()) for _ in range(n_outputs)]
+        self.nodes.append(self.helper.make_node(op_type, list(inputs), list(outputs), **attrs))
+        return outputs[0] if len(outputs) == 1 and n_outputs == 1 else list(outputs)
+
+    def cast(self, name, from_dtype, to_dtype):
+        if np.dtype(from_dtype) == np.dtype(to_dtype):
+            return name
+        return self.emit("Cast", [name], to=_ONNX_TYPES[np.dtype(to_dtype).name])
+
+    def inputs_as(self, node, dtype):
+        return [self.cast(self.value(i), i.dtype, dtype) for i in node.inputs]
+
+    # -- nodes -------------------------------------------------------------------------------
+    def convert(self, node):
+        op = node.op
+        if op is placeholder_op:
+            return
+        if op is constant_op:
+            self.names[node] = self.const(node.params["value"], "c_" + node.name)
+            return
+        if op is read_variable_op:
+            var = node.params["var"].var
+            self.names[node] = self.const(var.numpy(), var.name, key=("var", id(var)))
+            return
+        if op is unpack_op:
+            self.names[node] = self.value(node.inputs[0])[node.params["index"]]
+            return
+        rule = RULES.get(op.name)
+        if rule is None and not node.inputs and not op.random and not op.side_effects \
+                and op.impl is not None and None not in node.shape:
+            # A creation op (zeros, arange, eye...): its value is known now.
+            self.names[node] = self.const(np.asarray(op.impl(**node.params), node.dtype),
+                                          node.name)
+            return
+        if rule is None:
+            raise OnnxExportError(
+                f"en.export_onnx: op {op.name!r} (node {node.name}, created at "
+                f"{format_location(node.source)}) has no ONNX equivalent here; supported: "
+                f"{', '.join(sorted(RULES))}")
+        self.names[node] = rule(self, node)
+
+
+# ---- rules: engine op name -> function(builder, node) -> ONNX value name(s) -------------------------
+def _unary(op_type):
+    def rule(b, node):
+        return b.emit(op_type, b.inputs_as(node, node.dtype))
+    return rule
+
+
+def _binary(op_type):
+    def rule(b, node):
+        return b.emit(op_type, b.inputs_as(node, node.dtype))
+    return rule
+
+
+def _compare(op_type, negate=False):
+    def rule(b, node):
+        dt = np.result_type(*[i.dtype for i in node.inputs])
+        out = b.emit(op_type, b.inputs_as(node, dt))
+        return b.emit("Not", [out]) if negate else out
+    return rule
+
+
+def _logical(op_type):
+    def rule(b, node):
+        return b.emit(op_type, b.inputs_as(node, dtypes.bool_))
+    return rule
+
+
+def _scalar(b, value, dtype):
+    return b.const(np.asarray(value, dtype=dtype), f"k{value}")
+
+
+def _square(b, node):
+    (x,) = b.inputs_as(node, node.dtype)
+    return b.emit("Mul", [x, x])
+
+
+def _log1p(b, node):
+    (x,) = b.inputs_as(node, node.dtype)
+    return b.emit("Log", [b.emit("Add", [x, _scalar(b, 1, node.dtype)])])
+
+
+def _expm1(b, node):
+    (x,) = b.inputs_as(node, node.dtype)
+    return b.emit("Sub", [b.emit("Exp", [x]), _scalar(b, 1, node.dtype)])
+
+
+def _where(b, node):
+    cond, x, y = node.inputs
+    return b.emit("Where", [b.cast(b.value(cond), cond.dtype, dtypes.bool_),
+                            b.cast(b.value(x), x.dtype, node.dtype),
+                            b.cast(b.value(y), y.dtype, node.dtype)])
+
+
+def _cast(b, node):
+    (x,) = node.inputs
+    return b.emit("Cast", [b.value(x)], to=_ONNX_TYPES[node.dtype.name])
+
+
+def _transpose(b, node):
+    (x,) = node.inputs
+    nd = len(x.shape)
+    axes = node.params["axes"]
+    perm = list(range(nd))[::-1] if axes is None else [a % nd for a in axes]
+    return b.emit("Transpose", [b.value(x)], perm=perm)
+
+
+def _reshape(b, node):
+    (x,) = node.inputs
+    shape = [int(d) for d in node.params["shape"]]
+    if None not in node.shape:
+        shape = list(node.shape)     # static: no -1 to resolve
+    extra = {"allowzero": 1} if 0 in shape and -1 not in shape else {}
+    return b.emit("Reshape", [b.value(x), b.ints(shape, "shape")], **extra)
+
+
+def _expand_dims(b, node):
+    (x,) = node.inputs
+    return b.emit("Unsqueeze", [b.value(x), b.ints([node.params["axis"]], "axes")])
+
+
+def _squeeze(b, node):
+    (x,) = node.inputs
+    axis = node.params["axis"]
+    if axis is None:
+        return b.emit("Squeeze", [b.value(x)])
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    return b.emit("Squeeze", [b.value(x), b.ints(axes, "axes")])
+
+
+def _broadcast_to(b, node):
+    (x,) = node.inputs
+    return b.emit("Expand", [b.value(x), b.ints(node.params["shape"], "shape")])
+
+
+def _broadcast_like(b, node):
+    x, like = node.inputs
+    shape = b.emit("Shape", [b.value(like)])
+    return b.emit("Expand", [b.cast(b.value(x), x.dtype, node.dtype), shape])
+
+
+def _like(fill):
+    def rule(b, node):
+        (x,) = node.inputs
+        value = b.numpy_helper.from_array(np.asarray([fill], dtype=node.dtype), "value")
+        return b.emit("ConstantOfShape", [b.emit("Shape", [b.value(x)])], value=value)
+    return rule
+
+
+def _reduce(op_type, axes_as_input):
+    def rule(b, node):
+        (x,) = node.inputs
+        axis = node.params.get("axis")
+        keepdims = int(bool(node.params.get("keepdims", False)))
+        xin = b.cast(b.value(x), x.dtype, node.dtype)
+        if axis is None:
+            return b.emit(op_type, [xin], keepdims=keepdims)
+        axes = [axis] if isinstance(axis, int) else list(axis)
+        if axes_as_input:
+            return b.emit(op_type, [xin, b.ints(axes, "axes")], keepdims=keepdims)
+        return b.emit(op_type, [xin], axes=axes, keepdims=keepdims)
+    return rule
+
+
+def _concat(b, node):
+    return b.emit("Concat", b.inputs_as(node, node.dtype), axis=node.params["axis"])
+
+
+def _stack(b, node):
+    axis = node.params["axis"]
+    axes = b.ints([axis], "axes")
+    parts = [b.emit("Unsqueeze", [v, axes]) for v in b.inputs_as(node, node.dtype)]
+    return b.emit("Concat", parts, axis=axis)
+
+
+def _split(b, node):
+    (x,) = node.inputs
+    sizes = [s[node.params["axis"]] for s, _ in node.avals]
+    if None in sizes:
+        raise OnnxExportError(f"en.export_onnx: split of node {node.name} has parts of unknown "
+                              "size")
+    return b.emit("Split", [b.value(x), b.ints(sizes, "split")], n_outputs=len(sizes),
+                  axis=node.params["axis"])
+
+
+def _getitem(b, node):
+    x = node.inputs[0]
+    spec = node.params["spec"]
+    if any(item[0] == "array" for item in spec):
+        raise OnnxExportError(f"en.export_onnx: node {node.name} indexes with arrays "
+                              "(gather), which is not exported; use basic slices")
+    nd = len(x.shape)
+    used = sum(1 for item in spec if item[0] in ("int", "slice"))
+    items = []
+    for item in spec:
+        items.extend([("slice", None, None, None)] * (nd - used) if item[0] == "ellipsis"
+                     else [item])
+    starts, ends, axes, steps, squeeze, unsqueeze = [], [], [], [], [], []
+    axis = out = 0
+    for item in items:
+        if item[0] == "newaxis":
+            unsqueeze.append(out)
+            out += 1
+            continue
+        if item[0] == "int":
+            i = item[1]
+            starts.append(i), ends.append(INT64_MAX if i == -1 else i + 1), steps.append(1)
+            squeeze.append(axis)
+        else:
+            _, start, stop, step = item
+            step = 1 if step is None else step
+            starts.append(start if start is not None else (0 if step > 0 else INT64_MAX))
+            ends.append(stop if stop is not None else (INT64_MAX if step > 0 else INT64_MIN))
+            steps.append(step)
+            out += 1
+        axes.append(axis)
+        axis += 1
+    value = b.value(x)
+    if axes:
+        value = b.emit("Slice", [value, b.ints(starts, "starts"), b.ints(ends, "ends"),
+                                 b.ints(axes, "axes"), b.ints(steps, "steps")])
+    if squeeze:
+        value = b.emit("Squeeze", [value, b.ints(squeeze, "axes")])
+    if unsqueeze:
+        value = b.emit("Unsqueeze", [value, b.ints(unsqueeze, "axes")])
+    return value if value != b.value(x) else b.emit("Identity", [value])
+
+
+RULES = {
+    "neg": _unary("Neg"), "abs": _unary("Abs"), "sign": _unary("Sign"), "exp": _unary("Exp"),
+    "log": _unary("Log"), "sqrt": _unary("Sqrt"), "reciprocal": _unary("Reciprocal"),
+    "sin": _unary("Sin"), "cos": _unary("Cos"), "tanh": _unary("Tanh"),
+    "sigmoid": _unary("Sigmoid"), "relu": _unary("Relu"), "identity": _unary("Identity"),
+    "stop_gradient": _unary("Identity"), "logical_not": _logical("Not"),
+    "square": _square, "log1p": _log1p, "expm1": _expm1,
+    "add": _binary("Add"), "sub": _binary("Sub"), "mul": _binary("Mul"), "div": _binary("Div"),
+    "pow": _binary("Pow"), "maximum": _binary("Max"), "minimum": _binary("Min"),
+    "matmul": _binary("MatMul"),
+    "equal": _compare("Equal"), "not_equal": _compare("Equal", negate=True),
+    "greater": _compare("Greater"), "greater_equal": _compare("GreaterOrEqual"),
+    "less": _compare("Less"), "less_equal": _compare("LessOrEqual"),
+    "logical_and": _logical("And"), "logical_or": _logical("Or"),
+    "where": _where, "cast": _cast, "transpose": _transpose, "reshape": _reshape,
+    "expand_dims": _expand_dims, "squeeze": _squeeze, "broadcast_to": _broadcast_to,
+    "broadcast_like": _broadcast_like, "zeros_like": _like(0), "ones_like": _like(1),
+    # Opset 17: ReduceSum takes its axes as an input, the others as an attribute.
+    "sum": _reduce("ReduceSum", True), "mean": _reduce("ReduceMean", False),
+    "max": _reduce("ReduceMax", False), "min": _reduce("ReduceMin", False),
+    "prod": _reduce("ReduceProd", False),
+    "concat": _concat, "stack": _stack, "split": _split, "getitem": _getitem,
+}
