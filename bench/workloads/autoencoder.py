@@ -1,0 +1,349 @@
+"""Loss and gradient of a tied-weight autoencoder on MNIST-shaped data, in every mode.
+
+The model is 784 -> 196 -> 784 with one weight matrix used twice::
+
+    H = sigmoid(X @ W + b1)
+    Y = sigmoid(H @ W.T + b2)
+    loss = mean((Y - X) ** 2)
+
+and each timed call computes the loss and its gradient with respect to
+``W``, ``b1`` and ``b2`` (float32) on one batch of synthetic MNIST
+(``en.data.synthetic_mnist``). The modes:
+
+``eager``           ``en.value_and_grad`` run op by op
+``graph_nopass``    the same traced by ``en.function(..., optimize=False)``
+``graph``           traced with every optimization pass
+``numpy``           the forward and backward written by hand, allocating freely
+``numpy_prealloc``  by hand again, into buffers allocated once (``out=``), as a
+                    careful programmer would write it
+``torch``           PyTorch eager autograd, when installed
+
+Before timing, every mode's loss and gradients are compared with the same
+hand-written computation in float64; the largest relative error (scaled by
+each array's largest entry) is recorded as ``max_rel_err`` and must stay below
+``RTOL`` for ``agree`` to be true. The graph mode's record also carries the
+memory plan (``fn.memory_report``) under ``memory_report``.
+
+Thread pools: numpy (OpenBLAS), PyTorch (OpenMP) and JAX each keep worker
+threads that spin for a while after a parallel call. On a small machine the
+spinning workers of one library steal cores from the next library's call, so
+a timed call that follows a call of another library waits ``SETTLE_S`` first
+(outside the timed region; see :func:`settled`).
+
+Run alone with ``python -m bench.workloads.autoencoder [--quick] [--batch N]``.
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+NAME = "autoencoder"
+DESCRIPTION = "tied-weight autoencoder 784-196-784: loss + gradient, batch 100..60000"
+MODES = ["eager", "graph_nopass", "graph", "numpy", "numpy_prealloc", "torch"]
+
+BATCHES = (100, 1000, 10000, 60000)
+QUICK_BATCHES = (100, 1000)
+HIDDEN = 196
+FEATURES = 784
+RTOL = 1e-4
+# Timed repetitions per batch size (per mode): enough for a stable median
+# while the largest batch stays around a minute for all modes together.
+_REPEATS = {100: 30, 1000: 20, 10000: 10, 60000: 5}
+_QUICK_REPEATS = 5
+
+
+# ----------------------------------------------------------------------------
+# interface
+
+def add_arguments(parser):
+    parser.add_argument("--batch", type=int, action="append", default=None,
+                        help="autoencoder/gc batch size (may be repeated; default: "
+                             "100 1000 10000 60000, --quick: 100 1000)")
+
+
+def configs(args):
+    quick = getattr(args, "quick", False)
+    batches = getattr(args, "batch", None) or (QUICK_BATCHES if quick else BATCHES)
+    repeats = getattr(args, "repeats", None)
+    return [{"batch": int(b),
+             "repeats": int(repeats or (_QUICK_REPEATS if quick else _REPEATS.get(int(b), 5)))}
+            for b in batches]
+
+
+def run(config, modes, args, tick):
+    from bench.common import result, time_modes
+
+    batch = config["batch"]
+    problem = Problem(batch)
+    reference = numpy_loss_and_grad(*problem.arrays(np.float64))
+    fns, skipped, extras = {}, {}, {}
+    for mode in modes:
+        made = make_mode(mode, problem)
+        if isinstance(made, str):
+            skipped[mode] = made
+            continue
+        step, to_numpy = made
+        got = to_numpy(step())                 # the check run doubles as a warm-up
+        extras[mode] = agreement(reference, got)
+        fns[mode] = settled(step, "torch" if mode == "torch" else "numpy")
+    if "graph" in fns:
+        extras["graph"]["memory_report"] = problem.graph_fn.memory_report(*problem.tensors())
+    times = time_modes(fns, config["repeats"], tick, warmup=1)
+    out = []
+    for mode in modes:
+        if mode in skipped:
+            out.append(result(NAME, config, mode, [], skipped=skipped[mode]))
+        else:
+            out.append(result(NAME, config, mode, times[mode], extra=extras[mode]))
+    return out
+
+
+def plot(results, out_dir):
+    """Median time against batch size, one line per mode, on log-log axes."""
+    from bench.common import pyplot_or_none
+
+    plt = pyplot_or_none()
+    rows = [r for r in results if r["workload"] == NAME and r.get("median_ms") is not None]
+    if plt is None or not rows:
+        return []
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for mode in MODES:
+        pts = sorted((r["config"]["batch"], r["median_ms"]) for r in rows if r["mode"] == mode)
+        if pts:
+            ax.plot(*zip(*pts), marker="o", label=mode)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("median ms per loss + gradient")
+    ax.set_title("tied-weight autoencoder 784-196-784, float32")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "autoencoder.png")
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return [path]
+
+
+# ----------------------------------------------------------------------------
+# the problem and its modes
+
+class Problem:
+    """One batch of synthetic MNIST and initial parameters (float32), shared by all modes."""
+
+    def __init__(self, batch, seed=0):
+        import engine as en
+
+        self.batch = batch
+        self.x, _ = en.data.synthetic_mnist(batch, seed=seed)
+        rng = np.random.default_rng(seed + 1)
+        limit = np.sqrt(6.0 / (FEATURES + HIDDEN))           # Glorot uniform
+        self.w = rng.uniform(-limit, limit, (FEATURES, HIDDEN)).astype(np.float32)
+        self.b1 = rng.uniform(-0.1, 0.1, HIDDEN).astype(np.float32)
+        self.b2 = rng.uniform(-0.1, 0.1, FEATURES).astype(np.float32)
+        self._tensors = None
+        self.graph_fn = None
+
+    def arrays(self, dtype=np.float32):
+        """``(W, b1, b2, X)`` as numpy arrays of ``dtype``."""
+        return tuple(a.astype(dtype) for a in (self.w, self.b1, self.b2, self.x))
+
+    def tensors(self):
+        """``(W, b1, b2, X)`` as engine tensors (made once)."""
+        if self._tensors is None:
+            import engine as en
+            self._tensors = tuple(en.tensor(a) for a in self.arrays())
+        return self._tensors
+
+
+def engine_loss(w, b1, b2, x):
+    """The loss written with engine ops, as a user would write it."""
+    import engine as en
+
+    h = en.sigmoid(x @ w + b1)
+    y = en.sigmoid(h @ en.transpose(w) + b2)
+    return en.mean((y - x) ** 2.0)
+
+
+def make_mode(mode, problem):
+    """``(step, to_numpy)`` for ``mode``: ``step()`` runs one loss + gradient and
+    ``to_numpy(step())`` gives ``(loss, dW, db1, db2)`` as numpy; or a skip reason."""
+    if mode in ("eager", "graph", "graph_nopass"):
+        import engine as en
+
+        vg = en.value_and_grad(engine_loss, argnums=(0, 1, 2))
+        if mode == "graph":
+            vg = problem.graph_fn = en.function(vg)
+        elif mode == "graph_nopass":
+            vg = en.function(vg, optimize=False)
+        args = problem.tensors()
+        return (lambda: vg(*args)), _engine_to_numpy
+    if mode == "numpy":
+        args = problem.arrays()
+        return (lambda: numpy_loss_and_grad(*args)), _identity
+    if mode == "numpy_prealloc":
+        stepper = PreallocatedNumpy(*problem.arrays())
+        return stepper.step, _identity
+    if mode == "torch":
+        from bench.common import skip_reason, torch_or_none
+
+        torch = torch_or_none()
+        if torch is None:
+            return skip_reason("torch")
+        return _torch_step(torch, problem), _torch_to_numpy
+    raise ValueError(f"{NAME}: unknown mode {mode!r}")
+
+
+def _identity(out):
+    return out
+
+
+def _engine_to_numpy(out):
+    value, grads = out
+    return (np.asarray(value),) + tuple(np.asarray(g) for g in grads)
+
+
+def _torch_to_numpy(out):
+    return tuple(t.detach().numpy() for t in out)
+
+
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def numpy_loss_and_grad(w, b1, b2, x):
+    """Loss and ``(dW, db1, db2)`` by hand in numpy, allocating as it goes."""
+    h = _sigmoid(x @ w + b1)
+    y = _sigmoid(h @ w.T + b2)
+    r = y - x
+    loss = np.mean(r * r)
+    dz2 = (2.0 / r.size) * r * y * (1.0 - y)          # d loss / d (H W^T + b2)
+    dz1 = (dz2 @ w) * h * (1.0 - h)                   # d loss / d (X W + b1)
+    dw = x.T @ dz1 + dz2.T @ h                        # W is used twice
+    return loss, dw, dz1.sum(axis=0), dz2.sum(axis=0)
+
+
+def _sigmoid_(a):
+    """Sigmoid in place."""
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    a += 1.0
+    np.reciprocal(a, out=a)
+    return a
+
+
+class PreallocatedNumpy:
+    """The hand-written loss and gradient again, with every buffer allocated once.
+
+    Two (batch, 784) and one (batch, 196) work arrays are reused by every
+    call; the outputs are overwritten in place too (copy them to keep them).
+    """
+
+    def __init__(self, w, b1, b2, x):
+        self.w, self.b1, self.b2, self.x = w, b1, b2, x
+        n = x.shape[0]
+        dt = x.dtype
+        self.h = np.empty((n, HIDDEN), dt)          # H, then 1 - H
+        self.dh = np.empty((n, HIDDEN), dt)         # dH, then dZ1
+        self.y = np.empty((n, FEATURES), dt)        # Y, then 1 - Y
+        self.r = np.empty((n, FEATURES), dt)        # Y - X, then dZ2
+        self.dw = np.empty_like(w)
+        self.dw_tmp = np.empty_like(w)
+        self.db1 = np.empty_like(b1)
+        self.db2 = np.empty_like(b2)
+        self.scale = dt.type(2.0 / (n * FEATURES))
+
+    def step(self):
+        w, x, h, dh, y, r = self.w, self.x, self.h, self.dh, self.y, self.r
+        np.matmul(x, w, out=h)
+        h += self.b1
+        _sigmoid_(h)
+        np.matmul(h, w.T, out=y)
+        y += self.b2
+        _sigmoid_(y)
+        np.subtract(y, x, out=r)
+        loss = np.einsum("ij,ij->", r, r) / r.size     # no (batch, 784) temporary
+        # dZ2 = scale * r * y * (1 - y), written into r
+        r *= y
+        np.subtract(1.0, y, out=y)
+        r *= y
+        r *= self.scale
+        np.sum(r, axis=0, out=self.db2)
+        np.matmul(r.T, h, out=self.dw)                 # dZ2^T H
+        np.matmul(r, w, out=dh)                        # dH
+        dh *= h
+        np.subtract(1.0, h, out=h)
+        dh *= h                                        # dZ1
+        np.sum(dh, axis=0, out=self.db1)
+        np.matmul(x.T, dh, out=self.dw_tmp)            # X^T dZ1
+        self.dw += self.dw_tmp
+        return loss, self.dw, self.db1, self.db2
+
+
+def _torch_step(torch, problem):
+    w, b1, b2 = (torch.tensor(a, requires_grad=True) for a in problem.arrays()[:3])
+    x = torch.from_numpy(problem.x)
+
+    def step():
+        h = torch.sigmoid(x @ w + b1)
+        y = torch.sigmoid(h @ w.t() + b2)
+        loss = ((y - x) ** 2).mean()
+        dw, db1, db2 = torch.autograd.grad(loss, (w, b1, b2))
+        return loss, dw, db1, db2
+    return step
+
+
+# ----------------------------------------------------------------------------
+# fair timing and agreement (shared by the other workloads)
+
+SETTLE_S = 0.15       # longer than OpenBLAS's default spin (2**28 cycles, ~0.1 s)
+_last_pool = [None]
+
+
+def settled(step, pool, settle_s=SETTLE_S):
+    """Wrap ``step`` for ``bench.common.time_modes``: time it alone, after a pause.
+
+    ``pool`` names the thread pool ``step`` runs on ("numpy", "torch", "jax").
+    When the previous call wrapped here ran on another pool, sleep
+    ``settle_s`` first so that pool's workers stop spinning, then return
+    the seconds ``step()`` took (time_modes uses a returned float as the time).
+    """
+    def timed():
+        if _last_pool[0] not in (None, pool):
+            time.sleep(settle_s)
+        _last_pool[0] = pool
+        start = time.perf_counter()
+        step()
+        return time.perf_counter() - start
+    return timed
+
+
+def agreement(reference, got, rtol=RTOL):
+    """Compare ``got`` with ``reference`` (tuples of arrays): ``{"max_rel_err", "agree"}``.
+
+    Each array's error is its largest absolute difference divided by the
+    reference's largest magnitude, so entries near zero do not dominate.
+    """
+    worst = 0.0
+    for ref, val in zip(reference, got):
+        ref = np.asarray(ref, dtype=np.float64)
+        val = np.asarray(val, dtype=np.float64)
+        if ref.shape != val.shape:
+            return {"max_rel_err": float("inf"), "agree": False,
+                    "note": f"shape {val.shape} != reference {ref.shape}"}
+        scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+        err = float(np.max(np.abs(val - ref))) if ref.size else 0.0
+        worst = max(worst, err / scale if scale > 0 else err)
+    ok = bool(worst <= rtol)
+    out = {"max_rel_err": worst, "agree": ok}
+    if not ok:
+        out["note"] = f"DISAGREES with the reference: max rel err {worst:.2e} > {rtol:g}"
+    return out
+
+
+if __name__ == "__main__":
+    import runpy
+
+    sys.argv = ["python -m bench", NAME] + sys.argv[1:]
+    runpy.run_module("bench", run_name="__main__", alter_sys=True)

@@ -1,0 +1,326 @@
+"""A custom GRU cell over a sequence: forward and backward, in every mode.
+
+The cell (hidden 64, input 64, float32, batch 32) is written out by hand::
+
+    z = sigmoid(x Wz + h Uz + bz)              update gate
+    r = sigmoid(x Wr + h Ur + br)              reset gate
+    c = tanh(x Wh + (r * h) Uh + bh)           candidate
+    h' = (1 - z) * h + z * c
+
+and runs for 50 steps from h = 0. The loss is the mean squared difference
+between all 50 outputs and a target sequence; each timed call computes the
+loss and its gradient with respect to the nine weights. The modes:
+
+``eager``                the cell, the loop and the tape all eager
+``graph_cell``           the cell is an ``en.function``, the Python loop and the
+                         tape stay eager: each cell call is recorded as one op
+                         whose gradient is a compiled backward graph
+``graph``                one ``en.function`` computing the loss and gradients
+                         of the whole sequence, looping with ``en.scan``
+``graph_unrolled``       the same with the Python loop unrolled into the trace
+``torch``                PyTorch eager autograd
+``torch_cell_compiled``  the cell as ``torch.jit.script``, the loop eager
+                         (skipped when scripting fails)
+``jax``                  ``jax.jit(jax.value_and_grad(...))`` over ``lax.scan``
+
+Every mode's loss and gradients are checked first against a float64
+hand-written numpy forward and backward (``max_rel_err``, ``agree``; see
+``bench.workloads.autoencoder.agreement``).
+
+Run alone with ``python -m bench.workloads.rnn [--quick]``.
+"""
+import sys
+import warnings
+
+import numpy as np
+
+from .autoencoder import agreement, settled
+
+NAME = "rnn"
+DESCRIPTION = "custom GRU cell, 50 steps, batch 32, hidden 64: loss + gradient"
+MODES = ["eager", "graph_cell", "graph", "graph_unrolled", "torch", "torch_cell_compiled", "jax"]
+
+PARAM_NAMES = ("Wz", "Uz", "bz", "Wr", "Ur", "br", "Wh", "Uh", "bh")
+_POOLS = {"torch": "torch", "torch_cell_compiled": "torch", "jax": "jax"}   # else numpy's
+
+
+def configs(args):
+    quick = getattr(args, "quick", False)
+    repeats = getattr(args, "repeats", None)
+    return [{"steps": 50, "batch": 32, "hidden": 64, "features": 64,
+             "repeats": int(repeats or (5 if quick else 30))}]
+
+
+def run(config, modes, args, tick):
+    from bench.common import result, time_modes
+
+    problem = Problem(config)
+    reference = numpy_loss_and_grad(*problem.arrays(np.float64))
+    fns, skipped, extras = {}, {}, {}
+    for mode in modes:
+        try:
+            made = make_mode(mode, problem)
+        except Exception as err:            # e.g. torch.jit.script refusing the cell
+            if mode != "torch_cell_compiled":
+                raise
+            made = f"torch.jit.script failed: {type(err).__name__}: {err}"
+        if isinstance(made, str):
+            skipped[mode] = made
+            continue
+        step, to_numpy = made
+        extras[mode] = agreement(reference, to_numpy(step()))
+        fns[mode] = settled(step, _POOLS.get(mode, "numpy"))
+    times = time_modes(fns, config["repeats"], tick, warmup=1)
+    out = []
+    for mode in modes:
+        if mode in skipped:
+            out.append(result(NAME, config, mode, [], skipped=skipped[mode]))
+        else:
+            out.append(result(NAME, config, mode, times[mode], extra=extras[mode]))
+    return out
+
+
+# ----------------------------------------------------------------------------
+# problem
+
+class Problem:
+    """Weights, an input sequence and a target sequence (float32 numpy)."""
+
+    def __init__(self, config, seed=0):
+        rng = np.random.default_rng(seed)
+        t, n, hid, f = config["steps"], config["batch"], config["hidden"], config["features"]
+        self.steps, self.batch, self.hidden = t, n, hid
+        shapes = {"W": (f, hid), "U": (hid, hid), "b": (hid,)}
+        self.params = []
+        for name in PARAM_NAMES:
+            shape = shapes[name[0]]
+            scale = 1.0 / np.sqrt(shape[0]) if name[0] != "b" else 0.1
+            self.params.append((rng.standard_normal(shape) * scale).astype(np.float32))
+        self.xs = rng.standard_normal((t, n, f)).astype(np.float32)
+        self.targets = (rng.standard_normal((t, n, hid)) * 0.5).astype(np.float32)
+
+    def arrays(self, dtype=np.float32):
+        """``(params, xs, targets)`` as numpy arrays of ``dtype``."""
+        return ([p.astype(dtype) for p in self.params], self.xs.astype(dtype),
+                self.targets.astype(dtype))
+
+
+def make_mode(mode, problem):
+    """``(step, to_numpy)`` where ``to_numpy(step())`` is ``(loss, *grads)``; or a skip reason."""
+    if mode in ("eager", "graph_cell", "graph", "graph_unrolled"):
+        return _engine_mode(mode, problem)
+    if mode in ("torch", "torch_cell_compiled"):
+        return _torch_mode(mode, problem)
+    if mode == "jax":
+        return _jax_mode(problem)
+    raise ValueError(f"{NAME}: unknown mode {mode!r}")
+
+
+# ----------------------------------------------------------------------------
+# engine
+
+def gru_cell(h, x, p):
+    """One GRU step with engine ops; ``p`` is the tuple of weights in PARAM_NAMES order."""
+    import engine as en
+
+    wz, uz, bz, wr, ur, br, wh, uh, bh = p
+    z = en.sigmoid(x @ wz + h @ uz + bz)
+    r = en.sigmoid(x @ wr + h @ ur + br)
+    c = en.tanh(x @ wh + (r * h) @ uh + bh)
+    return (1.0 - z) * h + z * c
+
+
+def _loop_loss(cell, p, xs, targets, h0):
+    import engine as en
+
+    h = h0
+    outs = []
+    for x in xs:
+        h = cell(h, x, p)
+        outs.append(h)
+    return en.mean((en.stack(outs) - targets) ** 2.0)
+
+
+def _scan_loss(p, xs, targets, h0):
+    import engine as en
+
+    def step(h, x):
+        h = gru_cell(h, x, p)
+        return h, h
+    _, hs = en.scan(step, h0, xs)
+    return en.mean((hs - targets) ** 2.0)
+
+
+def _engine_mode(mode, problem):
+    import engine as en
+
+    params, xs, targets = problem.arrays()
+    p = tuple(en.tensor(a) for a in params)
+    targets = en.tensor(targets)
+    h0 = en.zeros((problem.batch, problem.hidden), dtype="float32")
+
+    if mode in ("eager", "graph_cell"):
+        cell = en.function(gru_cell) if mode == "graph_cell" else gru_cell
+        x_list = [en.tensor(x) for x in xs]       # the Python loop walks a list
+
+        def step():
+            with en.GradientTape() as tape:
+                tape.watch(list(p))
+                loss = _loop_loss(cell, p, x_list, targets, h0)
+            return loss, tape.gradient(loss, list(p))
+    else:
+        def loss_and_grads(p, xs, targets, h0):
+            with en.GradientTape() as tape:
+                tape.watch(list(p))
+                if mode == "graph":
+                    loss = _scan_loss(p, xs, targets, h0)
+                else:
+                    loss = _loop_loss(gru_cell, p, [xs[t] for t in range(xs.shape[0])],
+                                      targets, h0)
+            return loss, tape.gradient(loss, list(p))
+        fn = en.function(loss_and_grads)
+        xs_t = en.tensor(xs)
+
+        def step():
+            return fn(p, xs_t, targets, h0)
+
+    def to_numpy(out):
+        loss, grads = out
+        return (np.asarray(loss),) + tuple(np.asarray(g) for g in grads)
+    return step, to_numpy
+
+
+# ----------------------------------------------------------------------------
+# numpy reference (forward and backward by hand)
+
+def _sigmoid(a):
+    return 1.0 / (1.0 + np.exp(-a))
+
+
+def numpy_loss_and_grad(params, xs, targets):
+    """``(loss, dWz, dUz, dbz, dWr, dUr, dbr, dWh, dUh, dbh)`` by backpropagation through time."""
+    wz, uz, bz, wr, ur, br, wh, uh, bh = params
+    t_len, n, _ = xs.shape
+    h = np.zeros((n, uz.shape[0]), dtype=xs.dtype)
+    saved = []
+    hs = []
+    for x in xs:
+        z = _sigmoid(x @ wz + h @ uz + bz)
+        r = _sigmoid(x @ wr + h @ ur + br)
+        c = np.tanh(x @ wh + (r * h) @ uh + bh)
+        saved.append((x, h, z, r, c))
+        h = (1.0 - z) * h + z * c
+        hs.append(h)
+    diff = np.stack(hs) - targets
+    loss = np.mean(diff ** 2)
+    dout = 2.0 * diff / diff.size
+    grads = [np.zeros_like(a) for a in params]
+    gwz, guz, gbz, gwr, gur, gbr, gwh, guh, gbh = grads
+    dh = np.zeros_like(h)
+    for t in range(t_len - 1, -1, -1):
+        x, h, z, r, c = saved[t]
+        dh = dh + dout[t]
+        dz = dh * (c - h)
+        dc = dh * z
+        dh_prev = dh * (1.0 - z)
+        dac = dc * (1.0 - c * c)
+        gwh += x.T @ dac
+        guh += (r * h).T @ dac
+        gbh += dac.sum(axis=0)
+        drh = dac @ uh.T
+        dr = drh * h
+        dh_prev += drh * r
+        daz = dz * z * (1.0 - z)
+        gwz += x.T @ daz
+        guz += h.T @ daz
+        gbz += daz.sum(axis=0)
+        dh_prev += daz @ uz.T
+        dar = dr * r * (1.0 - r)
+        gwr += x.T @ dar
+        gur += h.T @ dar
+        gbr += dar.sum(axis=0)
+        dh_prev += dar @ ur.T
+        dh = dh_prev
+    return (loss,) + tuple(grads)
+
+
+# ----------------------------------------------------------------------------
+# torch
+
+def _torch_mode(mode, problem):
+    from bench.common import skip_reason, torch_or_none
+
+    torch = torch_or_none()
+    if torch is None:
+        return skip_reason("torch")
+    params, xs, targets = problem.arrays()
+    p = [torch.tensor(a, requires_grad=True) for a in params]
+    xs = torch.from_numpy(xs)
+    targets = torch.from_numpy(targets)
+    h0 = torch.zeros((problem.batch, problem.hidden))
+
+    def torch_gru_cell(h, x, wz, uz, bz, wr, ur, br, wh, uh, bh):
+        z = torch.sigmoid(x @ wz + h @ uz + bz)
+        r = torch.sigmoid(x @ wr + h @ ur + br)
+        c = torch.tanh(x @ wh + (r * h) @ uh + bh)
+        return (1.0 - z) * h + z * c
+
+    cell = torch_gru_cell
+    if mode == "torch_cell_compiled":
+        with warnings.catch_warnings():     # "torch.jit.script is deprecated" in torch 2.10+
+            warnings.simplefilter("ignore", DeprecationWarning)
+            cell = torch.jit.script(torch_gru_cell)
+
+    def step():
+        h = h0
+        outs = []
+        for x in xs:
+            h = cell(h, x, *p)
+            outs.append(h)
+        loss = ((torch.stack(outs) - targets) ** 2).mean()
+        return (loss,) + tuple(torch.autograd.grad(loss, p))
+    return step, lambda out: tuple(t.detach().numpy() for t in out)
+
+
+# ----------------------------------------------------------------------------
+# jax
+
+def _jax_mode(problem):
+    from bench.common import jax_or_none, skip_reason
+
+    jax = jax_or_none()
+    if jax is None:
+        return skip_reason("jax")
+    import jax.numpy as jnp
+
+    def cell(h, x, p):
+        wz, uz, bz, wr, ur, br, wh, uh, bh = p
+        z = jax.nn.sigmoid(x @ wz + h @ uz + bz)
+        r = jax.nn.sigmoid(x @ wr + h @ ur + br)
+        c = jnp.tanh(x @ wh + (r * h) @ uh + bh)
+        return (1.0 - z) * h + z * c
+
+    def loss(p, xs, targets):
+        h0 = jnp.zeros((xs.shape[1], p[1].shape[0]), xs.dtype)
+        _, hs = jax.lax.scan(lambda h, x: (cell(h, x, p),) * 2, h0, xs)
+        return jnp.mean((hs - targets) ** 2)
+
+    fn = jax.jit(jax.value_and_grad(loss))
+    params, xs, targets = problem.arrays()
+    p = tuple(jax.device_put(a) for a in params)
+    xs, targets = jax.device_put(xs), jax.device_put(targets)
+
+    def step():
+        return jax.block_until_ready(fn(p, xs, targets))
+
+    def to_numpy(out):
+        value, grads = out
+        return (np.asarray(value),) + tuple(np.asarray(g) for g in grads)
+    return step, to_numpy
+
+
+if __name__ == "__main__":
+    import runpy
+
+    sys.argv = ["python -m bench", NAME] + sys.argv[1:]
+    runpy.run_module("bench", run_name="__main__", alter_sys=True)
