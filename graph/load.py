@@ -690,12 +690,16 @@ def _python_body(graph, name):
 
 def _inline_effects(mode, node, outs):
     """What tracing a control-flow construct does beyond adding its node: the enclosing
-    graph learns the bodies' variables, and effects inside keep their order."""
+    graph learns the bodies' variables, effects inside keep their order, and the node
+    is ordered by the variables its bodies read and assign."""
     subs = [p for p in node.params.values() if isinstance(p, SubGraph)]
     for sub in subs:
         for var in sub.variables:
             mode._use_variable(var)
-    if len(outs) and node.meta.get("side_effects"):
-        new = outs[0]._node.inputs[0]
+    if not len(outs):
+        return
+    new = outs[0]._node.inputs[0]
+    if node.meta.get("side_effects"):
         new.meta["side_effects"] = True
         mode._order_effect(new)
+    mode.order_body_variables(new, subs)
