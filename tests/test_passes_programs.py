@@ -7,7 +7,8 @@ and shapes, floats within ``rtol=1e-6`` and everything else exactly, for the
 values and for gradients taken inside the traced function. The comparison
 is graph against graph (not against eager), so it isolates the passes.
 Larger random programs (200x300 arrays) make fusion use several blocks and
-give memory planning buffers to reuse.
+give memory planning buffers to reuse; other pass lists check each pass on its
+own; and random programs also check that optimizing is idempotent.
 """
 import numpy as np
 import pytest
@@ -15,11 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine as en
+from graph.passes import CLEANUP, PASSES, optimize
+from graph.passes.fusion import BLOCK_ELEMENTS
 from op_db import ALL_ENTRIES, F32, F64, seeded_rng, to_engine
 from test_graph_mode import (BINARY, REDUCE, UNARY, _broadcastable, _matmul_shape, program_case,
                              programs, run_program)
-from graph.passes.fusion import BLOCK_ELEMENTS
-from test_passes import assert_matches, flat, fused_nodes
+from test_passes import assert_matches, flat, fused_nodes, isomorphic
 
 
 def _pair(fn, passes=None):
@@ -207,3 +209,21 @@ def test_big_random_programs_optimized_equal_unoptimized():
 
     check()
     assert seen["fused_big"] >= 10 and seen["reused"] >= 5, seen
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(programs())
+def test_random_programs_optimize_idempotently(prog):
+    """Optimizing from scratch twice gives isomorphic graphs, and the cleanup passes find
+    nothing left to do on an optimized graph (forward and gradient graphs)."""
+    inputs, grad_fn = program_case(prog)
+    for fn in (lambda *xs: run_program(prog, *xs), grad_fn):
+        concrete = en.function(fn).get_concrete_function(*inputs)
+        first, _ = optimize(concrete.unoptimized_graph)
+        second, _ = optimize(concrete.unoptimized_graph)
+        assert isomorphic(first, second), f"program {prog}:\n{first}\n---\n{second}"
+        for name in CLEANUP:
+            g = concrete.graph.copy()
+            g.notes = []
+            assert not PASSES[name](g), f"program {prog}: {name} changed an optimized graph " \
+                                        f"({g.notes})\n{concrete.graph}"
