@@ -86,7 +86,7 @@ def lower(graph, kernel_for=None):
 
     fn_name = "run_" + "".join(c if c.isalnum() else "_" for c in graph.name)
     plan = getattr(graph, "memory_plan", None)
-    n_buffers = len(plan.slots) if plan is not None else 0
+    n_buffers = len(plan.views) if plan is not None else 0
     args = ", ".join([names[n] for n in graph.inputs] + (["_buffers"] if n_buffers else []))
     lines = [f"def {fn_name}({args}):"]
     if n_buffers:

@@ -22,18 +22,19 @@ class CompiledGraph:
         self.fn = self.lowered.build()
         self.source = self.lowered.source
         plan = getattr(graph, "memory_plan", None)
-        self._slots = list(plan.slots) if plan is not None else []
+        self._plan = plan if plan is not None and plan.views else None
+        self._planned = bool(self._plan)
         self._buffer_sets = []   # free sets; a call takes one, so threads never share
 
     def _take_buffers(self):
         try:
             return self._buffer_sets.pop()
         except IndexError:
-            return [np.empty(shape, dtype) for shape, dtype in self._slots]
+            return self._plan.allocate()
 
     def run(self, arrays):
         """Run on input arrays; return the output arrays (a tuple)."""
-        if not self._slots:
+        if not self._planned:
             try:
                 return self.fn(*arrays)
             except Exception as err:

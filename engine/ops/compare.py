@@ -57,6 +57,8 @@ def _where_impl(cond, x, y):
 
 
 def _where_out(cond, x, y, out):
+    if np.may_share_memory(out, cond):
+        cond = cond.copy()          # out overwrites the condition we still read
     if np.may_share_memory(out, x):
         # Writing y first would destroy x: only overwrite where cond is false.
         np.copyto(out, y, where=np.logical_not(cond))

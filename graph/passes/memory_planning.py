@@ -12,22 +12,32 @@ An elementwise node whose input dies at that node writes over it (in place).
 
 The plan lives in ``graph.memory_plan``; the lowering reads ``node.meta["buffer"]``.
 """
+import numpy as np
+
 from .common import has_side_effects, nbytes, static_shape
 
 
 class MemoryPlan:
-    """Buffer slots and the figures ``memory_report`` shows."""
+    """Byte buffers, the typed views the planned values live in, and the figures
+    ``memory_report`` shows."""
 
-    def __init__(self, slots, planned, unplanned_peak, planned_bytes, inplace):
-        self.slots = slots                  # [(shape, dtype)] one per buffer
-        self.planned = planned              # number of nodes writing into buffers
+    def __init__(self, slots, views, unplanned_peak, planned_bytes, inplace):
+        self.slots = slots                  # [bytes] one per buffer
+        self.views = views                  # [(slot, shape, dtype)] one per planned value
+        self.planned = len(views)           # number of nodes writing into buffers
         self.unplanned_peak = unplanned_peak
         self.planned_bytes = planned_bytes  # bytes the planned nodes would allocate unplanned
         self.inplace = inplace
 
     @property
     def buffer_bytes(self):
-        return sum(nbytes(s, d) for s, d in self.slots)
+        return sum(self.slots)
+
+    def allocate(self):
+        """One set of buffers: a typed array per planned value (views into shared bytes)."""
+        raw = [np.empty(n, np.uint8) for n in self.slots]
+        return [raw[s][:nbytes(shape, dtype)].view(dtype).reshape(shape)
+                for s, shape, dtype in self.views]
 
     @property
     def bytes_reused(self):
@@ -68,6 +78,19 @@ def _unplanned_peak(order, last_use, outputs):
     return peak
 
 
+def _pick_slot(free, slot_bytes, need):
+    """A free buffer for ``need`` bytes: the smallest that fits, else the largest
+    (grown), else a new one. Any dtype can live in any buffer: values are views."""
+    if free:
+        fits = [s for s in free if slot_bytes[s] >= need]
+        slot = min(fits, key=lambda s: slot_bytes[s]) if fits else \
+            max(free, key=lambda s: slot_bytes[s])
+        free.remove(slot)
+        return slot
+    slot_bytes.append(0)
+    return len(slot_bytes) - 1
+
+
 def memory_planning(graph):
     """Assign buffers (``node.meta['buffer']``) and store ``graph.memory_plan``. Returns False:
     the graph's structure does not change."""
@@ -94,8 +117,9 @@ def memory_planning(graph):
     dying = {}
     for r, i in last_use.items():
         dying.setdefault(i, []).append(r)
-    free = {}
-    slots = []
+    slot_bytes = []     # size of each byte buffer (the largest value it ever holds)
+    free = []           # slots holding no live value
+    views = []          # per planned value: (slot, shape, dtype)
     slot_of = {}
     released = set()
     inplace = 0
@@ -105,7 +129,8 @@ def memory_planning(graph):
     for i, node in enumerate(order):
         if plannable(node):
             key = (tuple(node.shape), node.dtype)
-            pool = free.setdefault(key, [])
+            need = nbytes(*key)
+            slot = None
             if node.op.elementwise:
                 # In place: a planned input that dies here, with our shape and dtype.
                 for inp in node.inputs:
@@ -113,26 +138,26 @@ def memory_planning(graph):
                             and (tuple(inp.shape), inp.dtype) == key and \
                             all(o is inp or inp not in roots[o] for o in node.inputs):
                         released.add(inp)
-                        pool.append(slot_of[inp])
+                        slot = slot_of[inp]
                         inplace += 1
                         break
-            if pool:
-                slot = pool.pop()
-            else:
-                slot = len(slots)
-                slots.append(key)
+            if slot is None:
+                slot = _pick_slot(free, slot_bytes, need)
+            slot_bytes[slot] = max(slot_bytes[slot], need)
             slot_of[node] = slot
-            node.meta["buffer"] = slot
-            planned_bytes += nbytes(*key)
+            node.meta["buffer"] = len(views)
+            views.append((slot, key[0], key[1]))
+            planned_bytes += need
             if node not in last_use:     # nobody reads it: free at once
                 released.add(node)
-                pool.append(slot)
+                free.append(slot)
         for r in dying.get(i, ()):
             if r in slot_of and r not in released:
                 released.add(r)
-                free[(tuple(r.shape), r.dtype)].append(slot_of[r])
-    graph.memory_plan = MemoryPlan(slots, len(slot_of), _unplanned_peak(order, last_use,
-                                                                       set(graph.outputs)),
+                free.append(slot_of[r])
+    slots = slot_bytes
+    graph.memory_plan = MemoryPlan(slots, views, _unplanned_peak(order, last_use,
+                                                                 set(graph.outputs)),
                                    planned_bytes, inplace)
     graph.notes.append(f"{len(slot_of)} values in {len(slots)} reused buffers "
                        f"({inplace} in place)")
