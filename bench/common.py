@@ -216,7 +216,9 @@ class Progress:
     """A plain text progress bar on stderr: ``[#####.....] 12/40 lbfgs batch=100``.
 
     ``tick()`` advances one step; ``total`` may grow with ``add(n)``. Writes
-    nothing when ``enabled`` is false (e.g. stderr is not wanted).
+    nothing when ``enabled`` is false. On a terminal the bar is redrawn in
+    place (at most ten times a second); otherwise (a log file, a pipe) one
+    line is written per new label, so logs stay short.
     """
 
     def __init__(self, total=0, width=30, stream=None, enabled=True):
@@ -226,16 +228,26 @@ class Progress:
         self.stream = stream or sys.stderr
         self.enabled = enabled
         self.label = ""
+        self.detail = ""
         self._last = 0.0
         self._start = time.perf_counter()
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._last_label = None
 
     def add(self, n):
         self.total += n
         self._draw(force=True)
 
     def set_label(self, label):
+        """What is running now; a new label starts a new line when not on a terminal."""
         self.label = label
+        self.detail = ""
         self._draw(force=True)
+
+    def set_detail(self, detail):
+        """A detail after the label (e.g. repetitions done), shown on terminals only."""
+        self.detail = detail
+        self._draw()
 
     def tick(self, n=1):
         self.done += n
@@ -245,18 +257,30 @@ class Progress:
         if not self.enabled:
             return
         now = time.perf_counter()
-        if not force and now - self._last < 0.1:
+        if not force and (not self._tty or now - self._last < 0.1):
             return
         self._last = now
         total = max(self.total, self.done, 1)
         filled = int(self.width * self.done / total)
         bar = "#" * filled + "." * (self.width - filled)
-        text = f"\r[{bar}] {self.done}/{total} {now - self._start:5.0f}s {self.label}"
-        self.stream.write(text[:119].ljust(119))
+        text = f"[{bar}] {self.done}/{total} {now - self._start:5.0f}s {self.label}"
+        if self._tty:
+            self.stream.write("\r" + f"{text} {self.detail}"[:119].ljust(119))
+        elif self.label == self._last_label or not self.label:
+            return
+        else:
+            self.stream.write(text + "\n")
+        self._last_label = self.label
         self.stream.flush()
 
+    def newline(self):
+        """End the bar's line (before printing a message on a terminal)."""
+        if self.enabled and self._tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
     def close(self):
-        if self.enabled:
+        if self.enabled and self._tty:
             self._draw(force=True)
             self.stream.write("\n")
             self.stream.flush()

@@ -1,0 +1,240 @@
+"""The mode-comparison runner: ``python -m bench [WORKLOAD ...] [options]``.
+
+Runs the workloads of :mod:`bench.workloads` (all of them by default, each
+with its default configurations), every mode side by side, and prints a
+table of each mode's time with its ratio to eager and to PyTorch. The
+results (with facts about the machine) go to ``OUT/results.json`` and the
+plots to ``OUT/*.png`` (``--out``, default ``bench_results/``).
+
+Examples:
+    python -m bench                       # the whole suite, a few minutes
+    python -m bench --quick               # a smoke run, under a minute
+    python -m bench --list                # workloads and their modes
+    python -m bench lbfgs --batch 10000 --history 100 --modes eager,graph,torch
+
+Optional frameworks (PyTorch, JAX, matplotlib) that are missing are reported
+as skipped, never as errors. The exit status is 1 when a workload failed
+(for example when a mode's loss left the reference's), else 0.
+"""
+import argparse
+import os
+import sys
+import time
+import traceback
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import common, workloads  # noqa: E402
+
+
+class _SharedOptions:
+    """Lets each workload add its options to one parser: an option that two
+    workloads both define (say ``--batch``) is added by the first and shared."""
+
+    def __init__(self, target, parser=None):
+        self._target = target                 # the parser or an argument group
+        self._parser = parser or target       # the parser that knows every option
+
+    def add_argument(self, *names, **kwargs):
+        if any(n in self._parser._option_string_actions for n in names if n.startswith("-")):
+            return None
+        return self._target.add_argument(*names, **kwargs)
+
+    def add_argument_group(self, *args, **kwargs):
+        return _SharedOptions(self._parser.add_argument_group(*args, **kwargs), self._parser)
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+
+def build_parser(found):
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Compare the engine's modes (eager, graph, ...) with numpy, PyTorch and JAX "
+                    "on the benchmark workloads.",
+        epilog="Workload options apply to the workloads that define them.")
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                        help=f"workloads to run (default: all): {', '.join(found) or 'none found'}")
+    parser.add_argument("--quick", action="store_true",
+                        help="a short smoke run of every workload (under a minute in all)")
+    parser.add_argument("--list", action="store_true", help="list the workloads and their modes")
+    parser.add_argument("--modes", default=None,
+                        help="comma-separated modes to run (default: each workload's own)")
+    parser.add_argument("--out", default="bench_results",
+                        help="folder for results.json and the plots (default bench_results/)")
+    parser.add_argument("--no-plots", action="store_true", help="write no PNG files")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    shared = _SharedOptions(parser)
+    for name, mod in found.items():
+        add = getattr(mod, "add_arguments", None)
+        if add is not None:
+            try:
+                add(shared)
+            except Exception as err:  # one workload's bad option must not stop the others
+                print(f"bench: {name}.add_arguments failed: {err}", file=sys.stderr)
+    return parser
+
+
+def list_workloads(found):
+    lines = ["workloads (python -m bench NAME ...):"]
+    width = max((len(n) for n in found), default=4)
+    for name, mod in found.items():
+        lines.append(f"  {name.ljust(width)}  {getattr(mod, 'DESCRIPTION', '')}")
+        lines.append(f"  {''.ljust(width)}  modes: {', '.join(getattr(mod, 'MODES', []))}")
+    avail = []
+    for fw, get in (("torch", common.torch_or_none), ("jax", common.jax_or_none)):
+        avail.append(f"{fw}: {'available' if get() is not None else 'not installed (skipped)'}")
+    plt = "available" if common.pyplot_or_none() is not None else "not installed (plots skipped)"
+    lines.append("optional: " + "; ".join(avail + [f"matplotlib: {plt}"]))
+    return "\n".join(lines)
+
+
+def select_modes(mod, requested):
+    own = list(getattr(mod, "MODES", []))
+    if requested is None:
+        return own
+    return [m for m in own if m in requested]
+
+
+def run_suite(found, names, args, progress):
+    """Run the workloads ``names``; returns ``(results, errors)``."""
+    requested = None if args.modes is None else [m.strip() for m in args.modes.split(",")
+                                                 if m.strip()]
+    plan = []
+    for name in names:
+        mod = found[name]
+        modes = select_modes(mod, requested)
+        if not modes:
+            print(f"bench: {name}: none of the modes {requested} (it has "
+                  f"{', '.join(getattr(mod, 'MODES', []))}); skipped", file=sys.stderr)
+            continue
+        try:
+            cfgs = list(mod.configs(args))
+        except Exception as err:
+            plan.append((name, mod, modes, None, err))
+            continue
+        for cfg in cfgs:
+            plan.append((name, mod, modes, cfg, None))
+    progress.add(len(plan))
+    results, errors = [], []
+    for name, mod, modes, cfg, err in plan:
+        if err is not None:
+            errors.append({"workload": name, "config": None, "error": f"configs: {err}"})
+            progress.tick()
+            continue
+        label = f"{name} {common.config_label(cfg)}"
+        reps = [0]
+
+        def tick(label=label, reps=reps):
+            reps[0] += 1
+            progress.set_detail(f"({reps[0]} reps)")
+
+        progress.set_label(label)
+        start = time.perf_counter()
+        try:
+            out = mod.run(cfg, modes, args, tick)
+        except Exception as err:
+            out = list(getattr(err, "results", []) or [])
+            msg = f"{type(err).__name__}: {err}"
+            errors.append({"workload": name, "config": cfg, "error": msg,
+                           "traceback": traceback.format_exc()})
+            progress.newline()
+            print(f"bench: {label} FAILED: {msg}", file=sys.stderr)
+        for r in out:
+            r.setdefault("wall_s", time.perf_counter() - start)
+        results.extend(out)
+        progress.tick()
+    return results, errors
+
+
+def write_plots(found, results, out_dir):
+    """Each workload's own plots. Returns (paths, message or None)."""
+    if common.pyplot_or_none() is None:
+        return [], "plots skipped: matplotlib is not installed (pip install matplotlib, or '.[bench]')"
+    paths, problems = [], []
+    for name, mod in found.items():
+        plot = getattr(mod, "plot", None)
+        mine = [r for r in results if r.get("workload") == name]
+        if plot is None or not mine:
+            continue
+        try:
+            paths.extend(plot(mine, out_dir) or [])
+        except Exception as err:
+            problems.append(f"{name}: {type(err).__name__}: {err}")
+    return paths, ("plot failures: " + "; ".join(problems)) if problems else None
+
+
+def main(argv=None):
+    found = workloads.load()
+    parser = build_parser(found)
+    args = parser.parse_args(argv)
+    if args.list:
+        print(list_workloads(found))
+        return 0
+    unknown = [n for n in args.workloads if n not in found]
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; available: {', '.join(found)}")
+    names = args.workloads or list(found)
+
+    facts = common.machine_facts()
+    print(common.facts_line(facts))
+    for fw, get in (("torch", common.torch_or_none), ("jax", common.jax_or_none)):
+        if get() is None:
+            print(f"{fw}: skipped ({common.skip_reason(fw)})")
+    facts = common.machine_facts()   # again, now that the frameworks are imported
+    print(f"running {', '.join(names)}{' (quick)' if args.quick else ''}; "
+          f"results go to {args.out}/", flush=True)
+
+    progress = common.Progress(enabled=not args.no_progress)
+    start = time.perf_counter()
+    results, errors = run_suite(found, names, args, progress)
+    progress.close()
+    elapsed = time.perf_counter() - start
+
+    print()
+    print(common.format_table(results))
+    for name in names:
+        summary = getattr(found[name], "summary", None)
+        if summary is not None:
+            try:
+                text = summary([r for r in results if r.get("workload") == name], args)
+            except Exception as err:
+                text = f"{name}: summary failed: {type(err).__name__}: {err}"
+            if text:
+                print(text)
+    skipped = sorted({(r["mode"], r["skipped"]) for r in results if r.get("skipped")})
+    for mode, why in skipped:
+        print(f"skipped {mode}: {why}")
+
+    os.makedirs(args.out, exist_ok=True)
+    plots, plot_msg = ([], "plots skipped (--no-plots)") if args.no_plots else \
+        write_plots(found, results, args.out)
+    payload = {
+        "facts": facts,
+        "argv": sys.argv[1:] if argv is None else list(argv),
+        "quick": args.quick,
+        "workloads": names,
+        "elapsed_s": elapsed,
+        "results": results,
+        "errors": errors,
+        "plots": plots,
+    }
+    path = common.write_json(os.path.join(args.out, "results.json"), payload)
+    print(f"results: {path}")
+    if plots:
+        print("plots: " + ", ".join(plots))
+    if plot_msg:
+        print(plot_msg)
+    print(f"done in {elapsed:.1f} s")
+    if errors:
+        print(f"{len(errors)} failure(s):", file=sys.stderr)
+        for e in errors:
+            cfg = common.config_label(e["config"]) if e.get("config") else ""
+            print(f"  {e['workload']} {cfg}: {e['error']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
