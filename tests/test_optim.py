@@ -294,7 +294,6 @@ def test_lbfgs_reset_forgets_history():
     assert not np.any(opt.slot(x, "s").numpy())
 
 
-@pytest.mark.skipif(not hasattr(en, "function"), reason="en.function is not available")
 @pytest.mark.parametrize("make", [lambda: en.optim.SGD(0.01, momentum=0.9, nesterov=True),
                                   lambda: en.optim.Adam(0.05),
                                   lambda: en.optim.LBFGS(history=3),

@@ -184,11 +184,6 @@ def test_bool_of_a_vector_is_ambiguous_like_numpy():
         bool(en.tensor([1.0, 2.0]))
 
 
-needs_getitem = pytest.mark.skipif(
-    not hasattr(en.ops, "getitem"), reason="indexing (en.ops.getitem) is not implemented yet")
-
-
-@needs_getitem
 def test_iteration_gives_rows():
     ref = np.arange(6.0).reshape(3, 2)
     rows = list(en.tensor(ref))
@@ -301,7 +296,6 @@ def test_shape_methods():
     assert_same(t.astype("int32"), ref.astype(np.int32))
 
 
-@needs_getitem
 def test_indexing_like_numpy():
     ref = np.arange(12.0).reshape(3, 4)
     t = en.tensor(ref)
