@@ -85,6 +85,36 @@ def run(config, modes, args, tick):
     return out
 
 
+def summary(results, args=None):
+    """One line per case: the spread between the fastest and slowest mode."""
+    lines = []
+    seen = set()
+    for r in results:
+        if r["workload"] != NAME or r.get("spread") is None:
+            continue
+        key = tuple(sorted(r["config"].items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        case = [x for x in results if x["workload"] == NAME and x["config"] == r["config"]
+                and x.get("median_ms") is not None]
+        fast = min(case, key=lambda x: x["median_ms"])
+        slow = max(case, key=lambda x: x["median_ms"])
+        verdict = "within" if r["within_10pct"] else "NOT within"
+        lines.append(f"big_ops {r['config']['op']}: spread {r['spread']:.2f}x ({verdict} 10%): "
+                     f"fastest {fast['mode']} {fast['median_ms']:.1f} ms "
+                     f"({fast['gflops']:.0f} GFLOP/s), slowest {slow['mode']} "
+                     f"{slow['median_ms']:.1f} ms; engine eager/graph vs numpy: " + ", ".join(
+                         f"{m} {_ratio(case, m, 'numpy')}" for m in ("eager", "graph")))
+    return "\n".join(lines)
+
+
+def _ratio(case, a, b):
+    ma = next((x["median_ms"] for x in case if x["mode"] == a), None)
+    mb = next((x["median_ms"] for x in case if x["mode"] == b), None)
+    return f"{ma / mb:.2f}x" if ma and mb else "-"
+
+
 def flops(config):
     """Floating-point operations of one call (multiply-adds count two)."""
     if config["op"] == "matmul":

@@ -38,7 +38,8 @@ HICCUP = 5.0          # an iteration over HICCUP x the median is a hiccup
 def configs(args):
     quick = getattr(args, "quick", False)
     iterations = getattr(args, "repeats", None) or (QUICK_ITERATIONS if quick else ITERATIONS)
-    return [{"batch": QUICK_BATCH if quick else BATCH, "iterations": int(iterations)}]
+    batch = (autoencoder.batches_from(args) or [QUICK_BATCH if quick else BATCH])[0]
+    return [{"batch": int(batch), "iterations": int(iterations)}]
 
 
 def run(config, modes, args, tick):
@@ -53,11 +54,39 @@ def run(config, modes, args, tick):
             continue
         step, _ = made
         step()                                  # trace / warm up
-        time.sleep(autoencoder.SETTLE_S)        # the last mode's worker threads go idle
+        time.sleep(max(autoencoder.SETTLE_S.values()))   # the last mode's workers go idle
         times, extra = time_iterations(step, config["iterations"], tick)
         out.append(result(NAME, config, mode, times, extra=extra))
         del step, made
     return out
+
+
+def summary(results, args=None):
+    """A table of the distributions and collector time, and the hiccup verdict."""
+    mine = [r for r in results if r["workload"] == NAME and not r.get("skipped")]
+    if not mine:
+        return ""
+    head = (f"{'gc mode':<8} {'median':>8} {'p99':>8} {'max':>8} {'max/med':>8} {'>2x':>4} "
+            f"{'>' + format(HICCUP, 'g') + 'x':>4} {'gc ms':>7} {'gc max':>7} {'in slowest':>10}"
+            f"  collections gen0/1/2")
+    lines = [head]
+    for r in mine:
+        lines.append(
+            f"{r['mode']:<8} {r['median_ms']:8.1f} {r['p99_ms']:8.1f} {r['max_ms']:8.1f} "
+            f"{r['max_over_median']:8.2f} {r['over_2x']:4d} {r[f'over_{HICCUP:g}x']:4d} "
+            f"{r['gc_ms']:7.2f} {r['gc_max_pause_ms']:7.2f} {r['gc_in_slowest_ms']:10.2f}"
+            f"  {'/'.join(map(str, r['gc_counts']))}")
+    hic = [r["mode"] for r in mine if r["hiccups"]]
+    gc_made = [r["mode"] for r in mine if r["hiccups"] and r["gc_in_slowest_ms"] > 0.5 * (
+        r["max_ms"] - r["median_ms"])]
+    verdict = (f"hiccups over {HICCUP:g}x the median in: {', '.join(hic)}" if hic
+               else f"no iteration over {HICCUP:g}x its mode's median")
+    if hic:
+        verdict += ("; the collector explains the slowest in: " + ", ".join(gc_made)) if gc_made \
+            else "; not the collector (little or no GC time inside the slowest iterations)"
+    lines.append(f"gc (ms, batch={mine[0]['config']['batch']}, "
+                 f"{mine[0]['config']['iterations']} iterations per mode): {verdict}")
+    return "\n".join(lines)
 
 
 class GCWatch:

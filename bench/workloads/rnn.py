@@ -80,6 +80,34 @@ def run(config, modes, args, tick):
     return out
 
 
+# (faster mode, slower mode, text)
+TARGETS = [
+    ("graph_cell", "eager", "graph_cell faster than eager"),
+    ("graph", "torch", "graph (en.scan) faster than torch eager"),
+    ("graph_unrolled", "torch", "graph_unrolled faster than torch eager"),
+]
+REFERENCE_MS = {"torch": 10.0, "torch_cell_compiled": 12.0, "jax": 4.8}   # measured elsewhere
+
+
+def summary(results, args=None):
+    """Agreement and the targets, with the reference figures for comparison."""
+    mine = [r for r in results if r["workload"] == NAME]
+    if not mine:
+        return ""
+    med = {r["mode"]: r["median_ms"] for r in mine if r.get("median_ms") is not None}
+    bad = [r["mode"] for r in mine if r.get("agree") is False]
+    lines = ["rnn: gradients " + (f"DISAGREE in {', '.join(bad)}" if bad else
+                                  "agree with the float64 numpy BPTT in every mode")]
+    for fast, slow, text in TARGETS:
+        if fast in med and slow in med:
+            ok = med[fast] < med[slow]
+            lines.append(f"rnn target {'met' if ok else 'MISSED'}: {text} "
+                         f"({med[fast]:.2f} vs {med[slow]:.2f} ms, {med[slow] / med[fast]:.2f}x)")
+    ref = ", ".join(f"{m} {v:g} ms" for m, v in REFERENCE_MS.items())
+    lines.append(f"rnn reference figures measured elsewhere: {ref}")
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------
 # problem
 
