@@ -1,27 +1,51 @@
 """Limited-memory BFGS, written so that one step can be traced into a graph.
 
 The parameters are treated as one flat vector: the flattened variables laid
-end to end. The history is kept per variable as blocks of that vector (``S``
-and ``Y`` of shape ``(history, n_i)`` for a variable of ``n_i`` elements), so
-no concatenation or splitting is needed: every inner product of flat vectors
-is the sum of the per-block products, and every ``(history, n) @ (n,)``
-product is one matmul per block.
+end to end (one ``concat`` of the gradients per step when there are several
+variables). The history of the last ``m`` pairs ``s = x_new - x_old`` and
+``y = g_new - g_old`` is a ring buffer of slots, grouped ``k`` slots to a
+chunk variable of shape ``(2k, n)`` (``s`` rows, then ``y`` rows) holding a
+few MB at most. Storing a pair rewrites one chunk, never the whole history
+(a variable's value is an immutable array, so rewriting an ``(m, n)`` buffer
+would copy and page in all of it every step), while the products with the
+history and the final sum still take one matrix product per chunk.
 
-Traceability. The history is a ring buffer: a new pair ``(s, y)`` is written
-into slot ``slot`` with ``en.where`` (no indexing). The two-loop recursion
-needs the pairs newest-to-oldest, an order that depends on ``slot``; instead
-of reordering the big buffers, it works on small products of them (the Gram
-matrices ``S Yᵀ`` and ``Y Yᵀ`` and the vectors ``S g`` and ``Y g``), which
-are reordered with an ``(m, m)`` permutation matrix built from ``slot`` with
-elementwise ops. The recursion then runs on ``(m,)`` vectors in a fixed,
-unrolled order over the ``m`` history positions, with slots not yet filled
-masked out (their ``rho`` is 0), and the direction is put together at the
-end with two matmuls per block. There is no Python ``if`` on a tensor value.
+The direction uses the compact form of the two-loop recursion (Byrd, Nocedal
+and Schnabel 1994). With ``R`` the upper triangle (oldest to newest) of
+``s_i·y_j``, ``D`` its diagonal and ``gamma = s·y / y·y`` of the newest pair,
+the two loops of Nocedal and Wright's Alg. 7.4 compute exactly
 
-Cost per step, with ``n`` parameters and history ``m``: about ``2 m² n``
-for the Gram matrices plus ``8 m n`` for the rest, and O(m) small ops.
+    alpha = R⁻¹ (S g)
+    c     = R⁻ᵀ (D alpha - gamma (Y g - Y Yᵀ alpha))
+    H g   = gamma g - gamma Yᵀ alpha + Sᵀ c
 
-Reference: Nocedal and Wright, *Numerical Optimization*, 2nd ed., Alg. 7.4–7.5.
+so a step needs the products of every stored vector with ``g`` and the new
+``y`` (one pass over the history), small ``(m, m)`` algebra, and the sum
+``Yᵀ a + Sᵀ c`` (a second pass): the same two passes as the loops, but
+``O(1)`` ops for the small part instead of ``O(m)`` sequential ones. The
+small state (``R⁻¹``, ``Y Yᵀ``, ``D``) is kept in float64 variables in slot
+order and updated by one row and column per stored pair: dropping the oldest
+pair from an upper-triangular ``R`` leaves the inverse of the rest as the
+rest of the inverse, and appending the newest column ``[c; d]`` gives the new
+inverse column ``[-R⁻¹ c / d; 1 / d]``. No reordering by age is needed,
+since only matrix products with ``R⁻¹`` are taken.
+
+Traceability. There is no Python ``if`` on a tensor value in a trace: the
+pair is written into its chunk under :func:`en.cond` (a binary tree over the
+slot index, so only the chosen chunk is rewritten at run time), the small
+state is updated with ``where``, slots not yet filled have zero rows and
+columns in ``R⁻¹`` (so they contribute nothing), and chunks with no stored
+pair are skipped under ``cond``. Eagerly the slot and the number of stored
+pairs are known, so the same choices are plain Python.
+
+Conventions follow ``torch.optim.LBFGS`` (with ``line_search_fn=None``):
+``s`` is the step actually taken (``t d``), ``gamma = s·y / y·y`` of the
+newest stored pair, and the very first step is ``-g`` scaled by
+``min(1, 1 / sum|g|) lr``. One difference: a pair is stored when
+``s·y > curvature_eps * y·y`` (scale-free), where PyTorch asks ``s·y > 1e-10``.
+
+Reference: Nocedal and Wright, *Numerical Optimization*, 2nd ed., Alg. 7.4–7.5
+and §7.2 (compact representation).
 """
 import numpy as np
 
@@ -30,6 +54,9 @@ from ..errors import EngineError
 from ..tensor import Tensor, tensor
 from ..variable import Variable
 from .base import Optimizer, _as_grad_list, _as_var_list, as_dtype
+
+_F8 = np.float64   # the small (m, m) algebra runs in float64 whatever the parameters' dtype
+_CHUNK_BYTES = 8 << 20   # the most history one chunk variable holds (beyond one pair)
 
 
 class LBFGS(Optimizer):
@@ -49,12 +76,15 @@ class LBFGS(Optimizer):
         c1: the Armijo constant.
         max_backtracks: how many step lengths the line search may try.
         curvature_eps: a pair is stored only when ``s·y > curvature_eps * y·y``
-            (keeps the inverse Hessian estimate positive definite).
+            (keeps the inverse Hessian estimate positive definite). PyTorch
+            tests ``s·y > 1e-10`` instead, an absolute threshold that stops
+            storing pairs near a minimum in float64; the two agree whenever
+            ``y·y`` is near 1 or the curvature is far from the threshold.
 
     The line search is traceable: candidates are chosen with ``en.where``.
     Eagerly it stops at the first accepted step length; while tracing, the
     ``max_backtracks`` loss evaluations are all unrolled into the graph (the
-    result is the same). The very first step, with no history, is scaled by
+    result is the same). The very first step is scaled by
     ``min(1, 1 / sum|g|)`` as in PyTorch's L-BFGS, so a unit step does not
     jump far on a steep start.
 
@@ -103,35 +133,51 @@ class LBFGS(Optimizer):
                                   "floating-point variables can be optimized")
         self._dtype = dt = np.result_type(*[v.dtype for v in var_list])
         m = self.history
-        super().build(var_list)          # per-variable blocks, via _create_state
-        self._vars = var_list
+        self._sizes = [int(np.prod(v.shape, dtype=np.int64)) for v in var_list]
+        n = sum(self._sizes)
+        # Pairs are stored k to a chunk variable of shape (2k, n): rows 0..k-1 hold
+        # s, rows k..2k-1 hold y. Storing a pair rewrites one chunk (a few MB at
+        # most), while the products and the final sum are one matmul per chunk.
+        k = self._k = max(1, min(m, _CHUNK_BYTES // max(1, 2 * n * np.dtype(dt).itemsize)))
+        self._nchunks = -(-m // k)
+        mp = self._nchunks * k    # slot-indexed sizes; slots m..mp-1 (padding) stay empty
 
-        def scalar(name, value, dtype):
-            return Variable(np.asarray(value, dtype=dtype), name=f"{self.name}/{name}",
-                            trainable=False)
-        self._gamma = scalar("gamma", 1.0, dt)           # y·s / y·y of the newest pair
-        self._slot = scalar("slot", 0, np.int64)          # ring-buffer slot written next
-        self._count = scalar("count", 0, np.int64)        # pairs stored (<= history)
-        self.step_size = scalar("step_size", 0.0, dt)     # the step length last taken
-        # Constants for the index arithmetic.
-        self._ages = np.arange(m, dtype=np.int64)
-        self._eye = np.eye(m, dtype=dt)
+        def var(name, value):
+            return Variable(value, name=f"{self.name}/{name}", trainable=False)
+        self._chunks = [var(f"history{c}", np.zeros((2 * k, n), dtype=dt))
+                        for c in range(self._nchunks)]
+        self._prev_s = var("prev_s", np.zeros(n, dtype=dt))   # the step last taken, t d
+        self._prev_g = var("prev_g", np.zeros(n, dtype=dt))   # the gradient it was taken from
+        self._rinv = var("rinv", np.zeros((mp, mp), dtype=_F8))  # R⁻¹ in slot order (0 where unused)
+        self._yy = var("yy", np.zeros((mp, mp), dtype=_F8))      # y_i·y_j in slot order
+        self._sy = var("sy", np.zeros(mp, dtype=_F8))            # s_i·y_i by slot (D)
+        self._gamma = var("gamma", np.asarray(1.0, dtype=_F8))  # s·y / y·y of the newest pair
+        self._slot = var("slot", np.asarray(0, dtype=np.int64))    # ring-buffer slot written next
+        self._count = var("count", np.asarray(0, dtype=np.int64))  # pairs stored (<= history)
+        self.step_size = var("step_size", np.asarray(0.0, dtype=dt))  # the step length last taken
+        self._ages = np.arange(mp, dtype=np.int64)
+        self._vars = var_list
+        for v in var_list:
+            self._slots[id(v)] = (v, {})
         return self
 
-    def _create_state(self, var):
-        n = int(np.prod(var.shape, dtype=np.int64))
-        dt = self._dtype
-
-        def zeros(name, shape):
-            return Variable(np.zeros(shape, dtype=dt), name=f"{self.name}/{var.name}/{name}",
-                            trainable=False)
-        return {"s": zeros("s", (self.history, n)), "y": zeros("y", (self.history, n)),
-                "prev_x": zeros("prev_x", (n,)), "prev_g": zeros("prev_g", (n,))}
+    def slot(self, var, name):
+        """The history ``"s"`` or ``"y"`` of ``var``, ``(history, *var.shape)`` in slot order."""
+        if name not in ("s", "y") or self._vars is None or id(var) not in self._slots:
+            return super().slot(var, name)
+        i = [id(v) for v in self._vars].index(id(var))
+        lo, k = sum(self._sizes[:i]), self._k
+        part = 0 if name == "s" else k
+        rows = [self._chunks[j // k].read()[part + j % k, lo:lo + self._sizes[i]]
+                for j in range(self.history)]
+        return ops.stack([ops.reshape(r, var.shape) for r in rows])
 
     def variables(self):
-        out = super().variables()
+        out = [self.iterations]
         if self._vars is not None:
-            out += [self._gamma, self._slot, self._count, self.step_size]
+            out += self._chunks + [self._prev_s, self._prev_g, self._rinv, self._yy,
+                                        self._sy, self._gamma, self._slot, self._count,
+                                        self.step_size]
         return out
 
     def reset(self):
@@ -140,7 +186,7 @@ class LBFGS(Optimizer):
             return
         for v in self.variables():
             v.assign(np.zeros(v.shape, dtype=v.dtype))
-        self._gamma.assign(np.asarray(1.0, dtype=self._dtype))
+        self._gamma.assign(np.asarray(1.0, dtype=_F8))
 
     # -- stepping ---------------------------------------------------------------
     def step(self, grads, vars, loss_fn=None, loss=None):
@@ -167,113 +213,164 @@ class LBFGS(Optimizer):
 
     def _update(self, grads, vars, loss_fn, loss):
         dt = self._dtype
-        blocks = [self._slots[id(v)][1] for v in vars]
-        xs = [as_dtype(ops.reshape(v, (-1,)), dt) for v in vars]
-        gs = [as_dtype(ops.reshape(g, (-1,)), dt) for g in grads]
+        flat = [as_dtype(ops.reshape(g, (-1,)), dt) for g in grads]
+        g = flat[0] if len(flat) == 1 else ops.concat(flat)
+        xs = [v.read() for v in vars]
+        first = ops.equal(self.iterations, 0)
 
-        S, Y, count, newest = self._push_pair(blocks, xs, gs)
-        direction = self._two_loop(S, Y, gs, count, newest)
+        # The new pair: s is the step taken last time, y the change of gradient.
+        s = self._prev_s.read()
+        y = g - self._prev_g.read()
+        sy = ops.matmul(s, y)
+        yy = ops.matmul(y, y)
+        accept = ops.logical_and(ops.logical_not(first), ops.greater(sy, yy * self.curvature_eps))
+        slot, count = self._slot.read(), self._count.read()
+        self._store(s, y, slot, accept)
+        count_new = ops.where(accept, ops.minimum(count + 1, self.history), count)
 
-        for b, x, g in zip(blocks, xs, gs):
-            b["prev_x"].assign(x)
-            b["prev_g"].assign(g)
+        Sg, Yg, Sy, Yy = self._products(g, y, count_new)        # (mp,) each, slot order
+        gamma = self._update_small(Sy, Yy, sy, yy, slot, count, accept)
+        self._count.assign(count_new)
 
+        # The compact two-loop recursion (see the module docstring).
+        rinv = self._rinv.read()
+        alpha = ops.matmul(rinv, Sg)
+        base = (Yg - ops.matmul(self._yy.read(), alpha)) * gamma
+        c = ops.matmul(self._sy.read() * alpha - base, rinv)    # R⁻ᵀ (D alpha - base)
+        direction = self._combine(g, ops.cast(-gamma, dt), ops.cast(alpha * gamma, dt),
+                                  ops.cast(c, dt), count_new)
+        # The first step, with no history, is scaled as in PyTorch.
+        gnorm1 = ops.sum(ops.abs(g))
+        scale = ops.where(first, 1.0 / ops.maximum(gnorm1, 1.0), 1.0)
+        direction = direction * scale
+
+        self._prev_g.assign(g)
         if self.line_search:
-            t = self._backtrack(vars, xs, gs, direction, loss_fn, loss)
+            t = self._backtrack(vars, xs, g, direction, loss_fn, loss)
         else:
             t = tensor(np.asarray(self.lr, dtype=dt))
-        self._move(vars, xs, direction, t)
+        step = direction * t
+        self._move(vars, xs, step)
+        self._prev_s.assign(step)
         self.step_size.assign(t)
 
-    def _push_pair(self, blocks, xs, gs):
-        """Store ``s = x - prev_x``, ``y = g - prev_g`` if it has positive curvature."""
-        m = self.history
-        ss = [x - b["prev_x"] for b, x in zip(blocks, xs)]
-        ys = [g - b["prev_g"] for b, g in zip(blocks, gs)]
-        sy = _total(ops.matmul(s, y) for s, y in zip(ss, ys))
-        yy = _total(ops.matmul(y, y) for y in ys)
-        accept = ops.logical_and(ops.greater(self.iterations, 0),
-                                 ops.greater(sy, yy * self.curvature_eps))
+    def _store(self, s, y, slot, accept):
+        """Write the pair into ring slot ``slot`` if ``accept``; rewrites one chunk."""
+        m, k = self.history, self._k
+        s, y = ops.reshape(s, (1, -1)), ops.reshape(y, (1, -1))
 
-        slot = self._slot.read()
-        row = ops.expand_dims(ops.logical_and(ops.equal(self._ages, slot), accept), 1)  # (m, 1)
-        S, Y = [], []
-        for b, s, y in zip(blocks, ss, ys):
-            S.append(ops.where(row, ops.reshape(s, (1, -1)), b["s"]))
-            Y.append(ops.where(row, ops.reshape(y, (1, -1)), b["y"]))
-            b["s"].assign(S[-1])
-            b["y"].assign(Y[-1])
+        def write(i):
+            c, r = divmod(i, k)
+            old = self._chunks[c].read()
+            parts = [old[:r], s, old[r + 1:k + r], y, old[k + r + 1:]]
+            self._chunks[c].assign(ops.concat([p for p in parts if p.shape[0]]))
+            return tensor(np.int64(0))
 
-        # accept implies y·y > 0, so the division is safe where it is used.
-        self._gamma.assign(ops.where(accept, sy / ops.where(accept, yy, 1.0), self._gamma))
-        after = ops.where(ops.equal(slot, m - 1), 0, slot + 1)
-        slot_new = ops.where(accept, after, slot)
-        count_new = ops.where(accept, ops.minimum(self._count + 1, m), self._count)
-        self._slot.assign(slot_new)
-        self._count.assign(count_new)
-        newest = ops.where(ops.equal(slot_new, 0), m - 1, slot_new - 1)
-        return S, Y, count_new, newest
+        known_accept, known_slot = _concrete(accept), _concrete(slot)
+        if known_accept is not None and known_slot is not None:
+            if bool(known_accept):
+                write(int(known_slot))
+        else:
+            def switch(lo, hi):                # a binary tree of conds over the slot index
+                if hi - lo == 1:
+                    return write(lo)
+                mid = (lo + hi) // 2
+                return _cond(ops.less(slot, mid), lambda: switch(lo, mid),
+                             lambda: switch(mid, hi))
 
-    def _two_loop(self, S, Y, gs, count, newest):
-        """The descent direction ``-H g`` from the stored pairs (two-loop recursion)."""
-        m, dt = self.history, self._dtype
-        # Gram products in slot order: SY[i, j] = s_i·y_j, YY[i, j] = y_i·y_j.
-        SY = _total(ops.matmul(s, ops.transpose(y)) for s, y in zip(S, Y))
-        YY = _total(ops.matmul(y, ops.transpose(y)) for y in Y)
-        Sg = _total(ops.matmul(s, g) for s, g in zip(S, gs))
-        Yg = _total(ops.matmul(y, g) for y, g in zip(Y, gs))
+            _cond(accept, lambda: switch(0, m), lambda: tensor(np.int64(0)))
+        self._slot.assign(ops.where(accept, ops.where(ops.equal(slot, m - 1), 0, slot + 1), slot))
 
-        # P[k, j] = 1 when slot j holds the pair of age k (age 0 = newest).
-        idx = newest - self._ages
-        idx = ops.where(ops.less(idx, 0), idx + m, idx)
-        P = ops.cast(ops.equal(ops.expand_dims(idx, 1), ops.reshape(self._ages, (1, m))), dt)
-        Pt = ops.transpose(P)
-        SY = ops.matmul(ops.matmul(P, SY), Pt)
-        YY = ops.matmul(ops.matmul(P, YY), Pt)
-        Sg = ops.matmul(P, Sg)
-        Yg = ops.matmul(P, Yg)
-        valid = ops.cast(ops.less(self._ages, count), dt)
-        sy = ops.sum(SY * self._eye, axis=1)                 # s_k·y_k by age
-        rho = valid / ops.where(ops.greater(valid, 0), sy, 1.0)
+    def _live_chunks(self, count, c):
+        """Whether chunk ``c`` holds a stored pair: a Python bool when known, else a tensor."""
+        known = _concrete(count)
+        if known is not None:
+            return int(known) > c * self._k
+        return ops.greater(count, c * self._k)
 
-        unit = [tensor(row) for row in self._eye]
-        # First loop, newest to oldest: alpha_k = rho_k s_k·q, q -= alpha_k y_k,
-        # with s_k·q = s_k·g - sum over newer l of alpha_l s_k·y_l.
-        alpha = ops.zeros((m,), dt)
-        for k in range(m):
-            sq = ops.matmul(unit[k], Sg - ops.matmul(SY, alpha))
-            alpha = alpha + unit[k] * (ops.matmul(unit[k], rho) * sq)
-        gamma = self._gamma.read()
-        # r = gamma q; second loop, oldest to newest: beta_k = rho_k y_k·r,
-        # r += (alpha_k - beta_k) s_k; c collects the alpha_k - beta_k.
-        base = (Yg - ops.matmul(YY, alpha)) * gamma          # y_k·(gamma q) by age
-        c = ops.zeros((m,), dt)
-        for k in reversed(range(m)):
-            yr = ops.matmul(unit[k], base + ops.matmul(c, SY))
-            beta = ops.matmul(unit[k], rho) * yr
-            c = c + unit[k] * (ops.matmul(unit[k], alpha) - beta)
+    def _products(self, g, y, count):
+        """``S g, Y g, S y, Y y``: four ``(mp,)`` float64 tensors in slot order.
 
-        # Back to slot order; r = gamma g - gamma Yᵀ alpha + Sᵀ c, direction -r.
-        coef_y = ops.matmul(alpha, P) * gamma
-        coef_s = ops.matmul(c, P)
-        # With no history yet, scale the gradient step as PyTorch does.
-        gnorm1 = _total(ops.sum(ops.abs(g)) for g in gs)
-        first = ops.where(ops.equal(count, 0), 1.0 / ops.maximum(gnorm1, 1.0), 1.0)
-        return [(ops.matmul(coef_y, y) - ops.matmul(coef_s, s) - g * gamma) * first
-                for s, y, g in zip(S, Y, gs)]
+        Chunks with no stored pair are skipped (under a ``cond`` while
+        tracing) and give zeros. Two matrix-vector products per chunk are
+        faster than one product with an ``(n, 2)`` matrix.
+        """
+        k, nc = self._k, self._nchunks
+        zeros = ops.zeros((2 * k,), g.dtype)
+        by_g, by_y = [], []
+        for c, chunk in enumerate(self._chunks):
+            live = self._live_chunks(count, c)
+            if live is True:
+                pg, py = ops.matmul(chunk, g), ops.matmul(chunk, y)
+            elif live is False:
+                pg = py = zeros
+            else:
+                pg, py = _cond(live, lambda chunk=chunk: (ops.matmul(chunk, g), ops.matmul(chunk, y)),
+                               lambda: (zeros, zeros))
+            by_g.append(pg)
+            by_y.append(py)
+        out = []
+        for parts in (by_g, by_y):
+            p = parts[0] if nc == 1 else ops.concat(parts)                 # (nc * 2k,)
+            p = ops.reshape(ops.transpose(ops.reshape(p, (nc, 2, k)), (1, 0, 2)), (2, nc * k))
+            p = as_dtype(p, _F8)
+            out += [p[0], p[1]]
+        return out[0], out[1], out[2], out[3]
 
-    def _backtrack(self, vars, xs, gs, direction, loss_fn, loss):
+    def _update_small(self, s_y, y_y, sy, yy, slot, count, accept):
+        """Update ``R⁻¹``, ``Y Yᵀ``, ``D`` and gamma for the pair just stored; returns gamma.
+
+        ``s_y[i] = s_i·y`` and ``y_y[i] = y_i·y`` with the new ``y``, read
+        after the pair was stored in ``slot``.
+        """
+        sy, yy = as_dtype(sy, _F8), as_dtype(yy, _F8)
+        e = ops.cast(ops.equal(self._ages, slot), _F8)              # the slot written
+        keep = 1.0 - e
+        others = ops.cast(ops.less(self._ages, count), _F8) * keep   # older pairs still kept
+        d = ops.where(accept, sy, 1.0)
+        keep2 = ops.outer(keep, keep)
+        # R⁻¹: drop the evicted pair's row and column, append the new column.
+        r0 = self._rinv.read() * keep2
+        col = ops.matmul(r0, s_y * others) * (-1.0 / d) + e * (1.0 / d)
+        rinv = r0 + ops.outer(col, e)
+        yrow = y_y * (others + e)
+        yym = self._yy.read() * keep2 + ops.outer(e, yrow) + ops.outer(yrow * keep, e)
+        diag = self._sy.read() * keep + e * d
+        gamma = ops.where(accept, sy / ops.where(accept, yy, 1.0), self._gamma.read())
+        self._rinv.assign(ops.where(accept, rinv, self._rinv))
+        self._yy.assign(ops.where(accept, yym, self._yy))
+        self._sy.assign(ops.where(accept, diag, self._sy))
+        self._gamma.assign(gamma)
+        return gamma
+
+    def _combine(self, g, g_coef, y_coefs, s_coefs, count):
+        """``g_coef g + Yᵀ y_coefs - Sᵀ s_coefs``: one matmul per chunk holding pairs."""
+        k, nc = self._k, self._nchunks
+        coefs = ops.stack([-s_coefs, y_coefs])                    # (2, mp), as in a chunk
+        coefs = ops.reshape(ops.transpose(ops.reshape(coefs, (2, nc, k)), (1, 0, 2)), (nc, 2 * k))
+        rows = [coefs[0]] if nc == 1 else [ops.reshape(r, (-1,)) for r in ops.split(coefs, nc)]
+        out = g * g_coef
+        for c, (chunk, row) in enumerate(zip(self._chunks, rows)):
+            live = self._live_chunks(count, c)
+            if live is True:
+                out = out + ops.matmul(row, chunk)
+            elif live is not False:
+                out = _cond(live, lambda out=out, row=row, chunk=chunk: out + ops.matmul(row, chunk),
+                            lambda out=out: out)
+        return out
+
+    def _backtrack(self, vars, xs, g, direction, loss_fn, loss):
         """Armijo backtracking; returns the chosen step length (a tensor)."""
         dt = self._dtype
         if loss is None:
             loss = loss_fn()
         f0 = as_dtype(_as_tensor(loss), dt)
-        slope = _total(ops.matmul(g, d) for g, d in zip(gs, direction))    # g·d < 0
+        slope = ops.matmul(g, direction)                                  # g·d < 0
         lengths = [self.lr * 0.5 ** j for j in range(self.max_backtracks)]
         chosen = tensor(np.asarray(lengths[-1], dtype=dt))                # if none passes
         found = tensor(False)
         for t in lengths:
-            self._move(vars, xs, direction, t)
+            self._move(vars, xs, direction * t)
             f = as_dtype(_as_tensor(loss_fn()), dt)
             ok = ops.less_equal(f, f0 + slope * (self.c1 * t))
             chosen = ops.where(ops.logical_and(ok, ops.logical_not(found)), t, chosen)
@@ -282,17 +379,11 @@ class LBFGS(Optimizer):
                 break        # eager shortcut; traced, every candidate is evaluated
         return chosen
 
-    def _move(self, vars, xs, direction, t):
-        for v, x, d in zip(vars, xs, direction):
-            v.assign(as_dtype(ops.reshape(x + d * t, v.shape), v.dtype))
-
-
-def _total(terms):
-    terms = iter(terms)
-    out = next(terms)
-    for t in terms:
-        out = out + t
-    return out
+    def _move(self, vars, xs, step):
+        """Set every variable to its value in ``xs`` plus its piece of the flat ``step``."""
+        pieces = [step] if len(vars) == 1 else ops.split(step, self._sizes)
+        for v, x, p in zip(vars, xs, pieces):
+            v.assign(as_dtype(x + ops.reshape(p, v.shape), v.dtype))
 
 
 def _as_tensor(x):
@@ -301,7 +392,17 @@ def _as_tensor(x):
     return x if isinstance(x, Tensor) else tensor(x)
 
 
+def _cond(pred, true_fn, false_fn):
+    from graph.control_flow import cond    # graph mode imports engine, not the reverse
+    return cond(pred, true_fn, false_fn)
+
+
+def _concrete(t):
+    """The numpy value of a concrete tensor, ``None`` while tracing."""
+    return getattr(t, "_value", None)
+
+
 def _known_true(t):
     """True only for a concrete tensor whose value is true (False while tracing)."""
-    value = getattr(t, "_value", None)
+    value = _concrete(t)
     return value is not None and bool(value)
