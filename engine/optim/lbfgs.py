@@ -47,6 +47,8 @@ newest stored pair, and the very first step is ``-g`` scaled by
 Reference: Nocedal and Wright, *Numerical Optimization*, 2nd ed., Alg. 7.4–7.5
 and §7.2 (compact representation).
 """
+import math
+
 import numpy as np
 
 from .. import ops
@@ -57,6 +59,7 @@ from .base import Optimizer, _as_grad_list, _as_var_list, as_dtype
 
 _F8 = np.float64   # the small (m, m) algebra runs in float64 whatever the parameters' dtype
 _CHUNK_BYTES = 8 << 20   # the most history one chunk variable holds (beyond one pair)
+_CHUNK_BALANCE = 25_000  # elements copied per step that cost about as much as one chunk's ops
 
 
 class LBFGS(Optimizer):
@@ -138,7 +141,10 @@ class LBFGS(Optimizer):
         # Pairs are stored k to a chunk variable of shape (2k, n): rows 0..k-1 hold
         # s, rows k..2k-1 hold y. Storing a pair rewrites one chunk (a few MB at
         # most), while the products and the final sum are one matmul per chunk.
-        k = self._k = max(1, min(m, _CHUNK_BYTES // max(1, 2 * n * np.dtype(dt).itemsize)))
+        # Storing a pair costs ~k n (the chunk is rewritten) and every chunk costs a
+        # few ops a step (~m / k of them): k ~ sqrt(m _CHUNK_BALANCE / n) balances the two.
+        k = int(round(math.sqrt(_CHUNK_BALANCE * m / max(n, 1))))
+        k = self._k = max(1, min(m, k, _CHUNK_BYTES // max(1, 2 * n * np.dtype(dt).itemsize)))
         self._nchunks = -(-m // k)
         mp = self._nchunks * k    # slot-indexed sizes; slots m..mp-1 (padding) stay empty
 
