@@ -11,6 +11,7 @@ Examples:
     python -m bench --quick               # a smoke run, under a minute
     python -m bench --list                # workloads and their modes
     python -m bench lbfgs --batch 10000 --history 100 --modes eager,graph,torch
+    python -m bench --threads 1           # every library on one thread
 
 Optional frameworks (PyTorch, JAX, matplotlib) that are missing are reported
 as skipped, never as errors. The exit status is 1 when a workload failed
@@ -24,6 +25,27 @@ import traceback
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _threads_from_argv(argv):
+    """``--threads N`` must act before numpy (and its BLAS) is first imported."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return None
+
+
+if __name__ == "__main__":
+    _n = _threads_from_argv(sys.argv[1:])
+    if _n and _n.isdigit() and int(_n) > 0:
+        for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                     "BENCH_THREADS"):
+            os.environ[_var] = _n
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   f" --xla_cpu_multi_thread_eigen=false"
+                                   f" intra_op_parallelism_threads={_n}").strip()
 
 from bench import common, workloads  # noqa: E402
 
@@ -64,6 +86,9 @@ def build_parser(found):
     parser.add_argument("--out", default="bench_results",
                         help="folder for results.json and the plots (default bench_results/)")
     parser.add_argument("--no-plots", action="store_true", help="write no PNG files")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="limit BLAS, PyTorch and XLA to N threads each (default: their own "
+                             "choice, usually one per core); steadier figures on a busy machine")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     shared = _SharedOptions(parser)
     for name, mod in found.items():

@@ -122,8 +122,17 @@ def _optional(name):
 
 
 def torch_or_none():
-    """The ``torch`` module, or ``None`` when it is not importable."""
-    return _optional("torch")
+    """The ``torch`` module, or ``None`` when it is not importable.
+
+    With ``BENCH_THREADS`` set (``python -m bench --threads N``) PyTorch is
+    limited to that many threads.
+    """
+    torch = _optional("torch")
+    threads = os.environ.get("BENCH_THREADS")
+    if torch is not None and threads and threads.isdigit() and \
+            torch.get_num_threads() != int(threads):
+        torch.set_num_threads(int(threads))
+    return torch
 
 
 def jax_or_none():
@@ -191,6 +200,7 @@ def machine_facts():
         "torch": _version("torch"),
         "jax": _version("jax"),
         "matplotlib": _version("matplotlib"),
+        "threads": os.environ.get("BENCH_THREADS") or "default (libraries choose)",
     }
     facts.update(_blas())
     torch = sys.modules.get("torch")
@@ -201,7 +211,7 @@ def machine_facts():
 
 def facts_line(facts):
     """One line of the machine facts for the head of the report."""
-    parts = [f"CPU: {facts['cpu']}, {facts['cores']} cores",
+    parts = [f"CPU: {facts['cpu']}, {facts['cores']} cores, threads: {facts.get('threads')}",
              f"Python {facts['python']}",
              f"numpy {facts['numpy']} ({facts.get('numpy_blas', '?')})"]
     for name in ("torch", "jax"):
