@@ -1,0 +1,68 @@
+"""Smoke tests of the benchmark runner: ``python -m bench --quick`` and ``--list``.
+
+The quick suite is what CI runs; it must finish in under a minute and leave
+a table on stdout and ``results.json`` in the output folder.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+QUICK_LIMIT_S = 60
+
+
+def _run(args, timeout):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_list_shows_workloads_and_modes():
+    proc = _run(["--list"], timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "lbfgs" in proc.stdout and "least_squares" in proc.stdout
+    assert "modes: eager" in proc.stdout
+    assert "optional:" in proc.stdout
+
+
+def test_quick_suite_writes_a_table_and_json(tmp_path):
+    start = time.perf_counter()
+    try:
+        proc = _run(["--quick", "--out", str(tmp_path)], timeout=QUICK_LIMIT_S + 30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"python -m bench --quick did not finish in {QUICK_LIMIT_S + 30} s")
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "median ms" in out and "/eager" in out and "/torch" in out
+    assert "lbfgs" in out and "least_squares" in out
+    with open(tmp_path / "results.json") as f:
+        payload = json.load(f)
+    assert payload["quick"] is True and not payload["errors"]
+    assert payload["facts"]["cores"] and payload["facts"]["numpy"]
+    results = payload["results"]
+    assert {r["workload"] for r in results} >= {"lbfgs", "least_squares"}
+    for r in results:
+        assert {"workload", "config", "mode", "median_ms", "min_ms", "n", "times"} <= set(r)
+        if not r.get("skipped"):
+            assert r["median_ms"] is None or r["median_ms"] >= 0
+    lbfgs = [r for r in results if r["workload"] == "lbfgs" and not r.get("skipped")]
+    assert {r["mode"] for r in lbfgs} >= {"eager", "graph", "numpy"}
+    assert all(r["check_ok"] for r in lbfgs)
+    if payload["plots"]:
+        assert all(os.path.exists(p) for p in payload["plots"])
+    else:
+        assert "plots skipped" in out
+    per_workload, seen = {}, set()
+    for r in results:   # every result of a configuration carries that configuration's wall time
+        key = (r["workload"], json.dumps(r["config"], sort_keys=True))
+        if key not in seen:
+            seen.add(key)
+            per_workload[r["workload"]] = per_workload.get(r["workload"], 0) + (r.get("wall_s") or 0)
+    assert elapsed < QUICK_LIMIT_S, (
+        f"python -m bench --quick took {elapsed:.0f} s (limit {QUICK_LIMIT_S} s); "
+        f"seconds by workload (summed over configurations): {per_workload}")
