@@ -23,21 +23,10 @@ from . import dtypes
 from .errors import DTypeError, ShapeError, describe_inputs
 from .modes import apply
 from .op import Op, register
+from .ops.creation import check_shape
 from .variable import Variable
 
 _KEY_DTYPE = dtypes.int64
-
-
-def _check_shape(name, shape):
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    try:
-        shape = tuple(int(d) for d in shape)
-    except TypeError:
-        raise ShapeError(f"{name}: shape must be a tuple of ints, got {shape!r}") from None
-    if any(d < 0 for d in shape):
-        raise ShapeError(f"{name}: negative dimension in shape {shape}")
-    return shape
 
 
 def _check_key(name, key):
@@ -58,7 +47,7 @@ def _random_eval(name):
         dt = dtypes.as_dtype(dtype)
         if dt not in dtypes.FLOATS:
             raise DTypeError(f"{name}: dtype must be float32 or float64, got {dt}")
-        return (_check_shape(name, shape), dt)
+        return (check_shape(name, shape), dt)
     return abstract_eval
 
 
@@ -95,13 +84,13 @@ def _key_for_seed(seed):
 
 def normal_from_key(key, shape, mean=0.0, stddev=1.0, dtype="float32"):
     """Normal samples from an explicit int64 key ``[seed, counter]`` (pure)."""
-    return apply(random_normal_op, key, shape=_check_shape("normal", shape),
+    return apply(random_normal_op, key, shape=check_shape("normal", shape),
                  dtype=dtypes.as_dtype(dtype), mean=float(mean), stddev=float(stddev))
 
 
 def uniform_from_key(key, shape, minval=0.0, maxval=1.0, dtype="float32"):
     """Uniform samples in ``[minval, maxval)`` from an explicit int64 key (pure)."""
-    return apply(random_uniform_op, key, shape=_check_shape("uniform", shape),
+    return apply(random_uniform_op, key, shape=check_shape("uniform", shape),
                  dtype=dtypes.as_dtype(dtype), minval=float(minval), maxval=float(maxval))
 
 

@@ -9,8 +9,9 @@ from ..op import Op, register
 from ._define import call
 
 
-def _check_shape(name, shape):
-    if isinstance(shape, int):
+def check_shape(name, shape):
+    """A static shape as a tuple of non-negative ints, or a ShapeError naming ``name``."""
+    if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
         shape = tuple(int(d) for d in shape)
@@ -26,7 +27,7 @@ def _filled(name, fill):
         return np.full(shape, fill, dtype=dtype)
 
     def abstract_eval(*, shape, dtype):
-        return (_check_shape(name, shape), dtypes.as_dtype(dtype))
+        return (check_shape(name, shape), dtypes.as_dtype(dtype))
     return register(Op(name, impl, abstract_eval, None, n_inputs=0,
                        doc=f"A new tensor of {fill}s."))
 
@@ -40,7 +41,7 @@ def _full_impl(*, shape, value, dtype):
 
 
 def _full_eval(*, shape, value, dtype):
-    return (_check_shape("full", shape), dtypes.as_dtype(dtype))
+    return (check_shape("full", shape), dtypes.as_dtype(dtype))
 
 
 full_op = register(Op("full", _full_impl, _full_eval, None, n_inputs=0,
@@ -50,20 +51,20 @@ full_op = register(Op("full", _full_impl, _full_eval, None, n_inputs=0,
 def zeros(shape, dtype="float64"):
     """A tensor of zeros. Example: ``en.zeros((2, 3), dtype="float32")``."""
     from ..modes import apply
-    return apply(zeros_op, shape=_check_shape("zeros", shape), dtype=dtypes.as_dtype(dtype))
+    return apply(zeros_op, shape=check_shape("zeros", shape), dtype=dtypes.as_dtype(dtype))
 
 
 def ones(shape, dtype="float64"):
     """A tensor of ones. Example: ``en.ones(3)``."""
     from ..modes import apply
-    return apply(ones_op, shape=_check_shape("ones", shape), dtype=dtypes.as_dtype(dtype))
+    return apply(ones_op, shape=check_shape("ones", shape), dtype=dtypes.as_dtype(dtype))
 
 
 def full(shape, value, dtype=None):
     """A tensor filled with ``value``; the dtype follows the value unless given."""
     from ..modes import apply
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(value)
-    return apply(full_op, shape=_check_shape("full", shape), value=value, dtype=dt)
+    return apply(full_op, shape=check_shape("full", shape), value=value, dtype=dt)
 
 
 # ---- arange / eye ------------------------------------------------------------
