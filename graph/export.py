@@ -13,7 +13,8 @@ The JSON side (keys sorted, so saving twice gives the same bytes) holds::
 
     {"format": "dualmode-engine.graph", "version": 1, "name": "mlp",
      "arrays": [{"dtype": "float32", "shape": [3, 4]}, ...],     # npz members a0, a1, ...
-     "variables": [{"name": "w", "trainable": true, "array": 0}, ...],
+     "variables": [{"name": "w", "trainable": true, "shape": [3, 4], "dtype": "float32",
+                    "array": 0}, ...],
      "graph": {"name": "mlp", "inputs": [0], "outputs": [7], "output_tree": "*",
                "nodes": [{"op": "placeholder", "name": "x0", "inputs": [], "after": [],
                           "params": {}, "aval": [[null, 3], "float32"]}, ...]}}
@@ -177,7 +178,9 @@ def describe(concrete):
     doc = {"format": FORMAT, "version": VERSION, "name": safe_name(concrete.name),
            "arrays": [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in arrays],
            "variables": [{"name": safe_label(v.name), "trainable": bool(v.trainable),
-                          "array": len(enc.arrays) + i} for i, v in enumerate(graph.variables)],
+                          "shape": list(a.shape), "dtype": a.dtype.name,
+                          "array": len(enc.arrays) + i}
+                         for i, (v, a) in enumerate(zip(graph.variables, values))],
            "graph": gdoc}
     return doc, arrays
 

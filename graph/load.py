@@ -258,7 +258,7 @@ class _Reader:
         specs, refs, used = [], [], set()
         for i, entry in enumerate(table):
             where = f"variables[{i}]"
-            entry = check_object(entry, where, ("name", "trainable", "array"))
+            entry = check_object(entry, where, ("name", "trainable", "shape", "dtype", "array"))
             label = entry["name"]
             if type(label) is not str or not LABEL_RE.match(label) or ".." in label:
                 raise LoadError(f"{where}.name: {short(label)} is not a plain name (letters, "
@@ -269,6 +269,11 @@ class _Reader:
             if index in used:
                 raise LoadError(f"{where}.array: array {index} is already another variable's")
             used.add(index)
+            aval = (check_shape(entry["shape"], f"{where}.shape", known=True),
+                    check_dtype(entry["dtype"], f"{where}.dtype"))
+            if norm_aval(aval) != norm_aval(self.array_avals[index]):
+                raise LoadError(f"{where}: declared {describe_avals(aval)} but its array is "
+                                f"{describe_avals(self.array_avals[index])}")
             specs.append((label, entry["trainable"], index))
             refs.append(VarRef(_VarStandIn(label, *self.array_avals[index])))
         return specs, refs
@@ -391,6 +396,8 @@ class _Reader:
                             f"{missing}, unknown {unknown})")
         params = {}
         for key, value in raw.items():
+            # Keys become keyword arguments in generated code: identifiers only.
+            check_name(key, f"{where}: param name")
             params[key] = self._top_param(value, op, key, depth, f"{where} param {key!r}")
         if op is assign_variable_op and params.get("kind") not in _ASSIGN_KINDS:
             raise LoadError(f"{where}: kind must be one of {_ASSIGN_KINDS}")

@@ -278,6 +278,14 @@ def test_messages_name_the_problem(saved, tmp_path):
     bad = copy.deepcopy(doc)
     bad["graph"]["nodes"][3]["params"] = {"axis": "0"}
     assert "params" in load_with(bad)
+    # Param names become keyword arguments in generated code: never anything but names.
+    bad = copy.deepcopy(doc)
+    add = next(n for n in bad["graph"]["nodes"] if n["op"] == "add")
+    add["params"] = {"x=__import__('os').system('echo hi'),y": 1}
+    assert "params" in load_with(bad)
+    bad = copy.deepcopy(doc)
+    bad["variables"][0]["shape"] = [1, 2]
+    assert "declared" in load_with(bad)
     with open(jp, "wb") as f:
         f.write(j[:len(j) // 2])
     with pytest.raises(en.LoadError, match="not valid JSON"):
