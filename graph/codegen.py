@@ -11,6 +11,7 @@ op's ``impl``; nothing here names a specific op.
 """
 import ast
 import itertools
+import keyword
 import linecache
 import os
 
@@ -19,6 +20,7 @@ import numpy as np
 from .graph_ops import constant_op, placeholder_op
 
 _counter = itertools.count()
+_RESERVED = ("k_", "c_", "p_", "_b", "run_", "__")
 
 
 def _is_literal(value):
@@ -76,8 +78,17 @@ def lower(graph, kernel_for=None):
             kernels[key] = name
         return kernels[key]
 
+    # Values are locals of the generated function: a node named like a namespace
+    # entry (k_ kernels, c_ constants, p_ params, _b buffers) would hide it.
+    taken = set()
     for node in order:
-        names[node] = node.name
+        name = node.name
+        if name.startswith(_RESERVED) or keyword.iskeyword(name):
+            name = "v_" + name
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        names[node] = name
     last_use = {}
     for i, node in enumerate(order):
         for inp in node.inputs:

@@ -335,3 +335,16 @@ def test_load_in_a_fresh_process_without_the_defining_module(tmp_path):
             print("module gone; loaded graph matches eager")
     ''', str(work))
     assert "module gone; loaded graph matches eager" in out
+
+
+def test_node_names_like_generated_code_names(tmp_path):
+    # Node names become locals of the generated function; names such as k_sum (a
+    # kernel) or c_const (a constant) once hid the namespace entries they matched.
+    spec = [en.TensorSpec((2,), "float64", name="k_sum"), en.TensorSpec((2,), "float64",
+                                                                           name="c_const")]
+    fn = en.function(lambda a, b: en.sum(a) + en.exp(b) * 2.0, input_signature=spec)
+    a, b = en.tensor([1.0, 2.0]), en.tensor([0.5, 0.0])
+    expected = en.sum(a) + en.exp(b) * 2.0
+    _assert_same(expected, fn(a, b))
+    en.save(fn, str(tmp_path / "names"))
+    _assert_same(expected, en.load(str(tmp_path / "names"))(a, b))
