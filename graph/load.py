@@ -85,7 +85,7 @@ def load(path):
         raise LoadError(f"cannot load {path}: {type(err).__name__}: {err}") from err
 
 
-# ---- reading the files -----------------------------------------------------------------------
+# ---- reading the files --------------------------------------------------------------------------
 def _read_json(path):
     try:
         size = os.stat(path).st_size
@@ -196,7 +196,7 @@ def _nbytes(shape, dtype):
     return n
 
 
-# ---- checking and rebuilding the graph ---------------------------------------------------------
+# ---- checking and rebuilding the graph ----------------------------------------------------------
 class _Pending:
     """An array not read yet: the constant's value once the ``.npz`` is read."""
 
@@ -223,8 +223,8 @@ class _Reader:
 
     # -- the document ----------------------------------------------------------------
     def read(self, doc):
-        doc = check_object(doc, "the file", ("format", "version", "name", "arrays", "variables",
-                                        "graph"))
+        doc = check_object(doc, "the file",
+                           ("format", "version", "name", "arrays", "variables", "graph"))
         if doc["format"] != FORMAT:
             raise LoadError(f"not a saved graph: format is {short(doc['format'])}, expected "
                             f"{FORMAT!r}")
@@ -297,8 +297,9 @@ class _Reader:
             if node.op is not placeholder_op:
                 raise LoadError(f"{where}.inputs: {node.name} is a {node.op.name}, not a "
                                 "placeholder")
+        listed = set(graph.inputs)
         for node in nodes:
-            if node.op is placeholder_op and node not in graph.inputs:
+            if node.op is placeholder_op and node not in listed:
                 raise LoadError(f"{where}: placeholder {node.name} is not among the inputs")
         outputs = [check_index(j, len(nodes), f"{where}.outputs")
                    for j in check_list(desc["outputs"], f"{where}.outputs")]
@@ -321,7 +322,7 @@ class _Reader:
 
     def _node(self, graph, nd, nodes, depth, where):
         nd = check_object(nd, where, ("op", "name", "inputs", "after", "params"),
-                     optional=("aval", "avals"))
+                          optional=("aval", "avals"))
         op_name = nd["op"]
         op = _op(op_name, where)
         where = f"{where} ({op.name})"
@@ -525,7 +526,7 @@ def _param_keys(op):
     return _KEYS[op]
 
 
-# ---- structure of control-flow nodes --------------------------------------------------------------
+# ---- structure of control-flow nodes ------------------------------------------------------------
 def _no_precheck(in_avals, params, declared, where):
     pass
 

@@ -175,7 +175,7 @@ class _Builder:
         self.names[node] = rule(self, node)
 
 
-# ---- rules: engine op name -> function(builder, node) -> ONNX value name(s) -------------------------
+# ---- rules: engine op name -> function(builder, node) -> ONNX value name(s) ---------------------
 def _unary(op_type):
     def rule(b, node):
         return b.emit(op_type, b.inputs_as(node, node.dtype))

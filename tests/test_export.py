@@ -113,7 +113,7 @@ MODELS = {"mlp": make_mlp, "autoencoder": make_autoencoder, "gru_cell": make_gru
           "control": make_control}
 
 
-# ---- round trips ----------------------------------------------------------------------------------
+# ---- round trips --------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_round_trip_matches_eager(name, tmp_path):
     fn, args = MODELS[name](_rng())
@@ -169,7 +169,8 @@ def test_loaded_variables_train(tmp_path):
 
 def test_input_signature_without_example_args(tmp_path):
     w = en.Variable(np.arange(6.0).reshape(3, 2), name="w")
-    fn = en.function(lambda x: en.tanh(x @ w), input_signature=[en.TensorSpec((None, 3), "float64")])
+    fn = en.function(lambda x: en.tanh(x @ w),
+                     input_signature=[en.TensorSpec((None, 3), "float64")])
     en.save(fn, str(tmp_path / "sig"))
     loaded = en.load(str(tmp_path / "sig"))
     assert loaded.input_signature[0].shape == (None, 3)
@@ -265,7 +266,7 @@ def test_missing_files_raise_load_error(tmp_path):
         en.load(str(tmp_path / "m"))
 
 
-# ---- a fresh process, without the module that defined the function ---------------------------------
+# ---- a fresh process, without the module that defined the function ------------------------------
 MODEL_MODULE = '''
 import numpy as np
 import engine as en
@@ -340,8 +341,8 @@ def test_load_in_a_fresh_process_without_the_defining_module(tmp_path):
 def test_node_names_like_generated_code_names(tmp_path):
     # Node names become locals of the generated function; names such as k_sum (a
     # kernel) or c_const (a constant) once hid the namespace entries they matched.
-    spec = [en.TensorSpec((2,), "float64", name="k_sum"), en.TensorSpec((2,), "float64",
-                                                                           name="c_const")]
+    spec = [en.TensorSpec((2,), "float64", name="k_sum"),
+            en.TensorSpec((2,), "float64", name="c_const")]
     fn = en.function(lambda a, b: en.sum(a) + en.exp(b) * 2.0, input_signature=spec)
     a, b = en.tensor([1.0, 2.0]), en.tensor([0.5, 0.0])
     expected = en.sum(a) + en.exp(b) * 2.0

@@ -8,7 +8,6 @@ paths, missing and extra fields). Every case is timed.
 """
 import copy
 import json
-import os
 import time
 
 import numpy as np
@@ -69,7 +68,7 @@ def saved(tmp_path_factory):
     return out
 
 
-# ---- mutations ------------------------------------------------------------------------------------
+# ---- mutations ----------------------------------------------------------------------------------
 def _flip(data, rng, n=None):
     data = bytearray(data)
     for _ in range(n or int(rng.integers(1, 4))):

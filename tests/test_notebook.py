@@ -20,8 +20,9 @@ def test_quickstart_notebook_runs_without_errors():
     env_path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = ROOT + (os.pathsep + env_path if env_path else "")
     try:
-        client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                         resources={"metadata": {"path": os.path.dirname(NOTEBOOK)}})
+        client = nbclient.NotebookClient(
+            nb, timeout=120, kernel_name="python3",
+            resources={"metadata": {"path": os.path.dirname(NOTEBOOK)}})
         client.execute()      # raises CellExecutionError on the first failing cell
     finally:
         if env_path:
