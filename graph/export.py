@@ -24,13 +24,20 @@ order side effects) by index, always to earlier nodes. Params are JSON
 values; tuples become lists, and the few other kinds are tagged objects:
 ``{"$dtype": "float32"}``, ``{"$float": "nan"}``, ``{"$array": 3}`` (an npz
 member), ``{"$const": {"dtype", "shape", "data"}}`` (a small array inline),
-``{"$var": 0}`` (a variable) and ``{"$subgraph": {...}}`` (a body of
-cond/while_loop/scan, with its own ``graph``). Output structures are ``"*"``
-(a leaf), ``null`` (None), ``{"tuple": [...]}``, ``{"list": [...]}`` or
-``{"dict": [[key, child], ...]}``.
+``{"$var": 0}`` (a variable) and ``{"$subgraph": {"name", "graph",
+"n_captures", "n_replay"}}`` (a body of cond/while_loop/scan with its own
+``graph``; its last ``n_captures`` inputs are values captured from the
+enclosing graph, its last ``n_replay`` outputs the per-step values a scan
+keeps for its gradient). Output structures are ``"*"`` (a leaf), ``null``
+(None), ``{"tuple": [...]}``, ``{"list": [...]}`` or
+``{"dict": [[key, child], ...]}``. Names are identifiers; variable names keep
+letters, digits and ``_:.-`` (anything else, ``/`` included, becomes ``_``).
 
 The ``.npz`` is written without pickle, with fixed zip timestamps, so the
 bytes depend on the graph and the values only.
+
+This module holds the whole format: writing it here, and at the end the rules
+each field must follow, which :mod:`graph.load` applies when reading it back.
 
 Example:
     >>> import engine as en, tempfile, os

@@ -227,6 +227,10 @@ def test_saving_twice_gives_the_same_bytes(tmp_path):
             en.save(fn, path, *args)
             blobs.append([open(p, "rb").read() for p in paths_for(path)])
         assert blobs[0] == blobs[1], name
+        # A loaded function saves back to the very same bytes.
+        again = str(tmp_path / f"{name}_again")
+        en.save(en.load(str(tmp_path / f"{name}0")), again)
+        assert [open(p, "rb").read() for p in paths_for(again)] == blobs[0], name
 
 
 def test_npz_has_no_pickle_and_fixed_dates(tmp_path):
