@@ -86,7 +86,7 @@ def add_arguments(parser):
 def _default_iters(batch, history, quick):
     """(iterations, timed): enough to fill the history where that is affordable."""
     if quick:
-        return 12, 8
+        return CHECK_ITERS, 5
     if batch <= 1000:
         return (history + 20, 20) if history <= 100 else (40, 20)
     if batch <= 10000:
