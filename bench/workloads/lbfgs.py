@@ -550,9 +550,9 @@ def summary(results, args=None):
     sources = sorted({r.get("data") for r in mine if r.get("data")})
     for s in sources:
         lines.append(f"lbfgs data: {s}")
-    lines.append(f"lbfgs: times are ms per iteration (loss, gradient and L-BFGS step) over the "
-                 f"last iterations of each run; 'pairs' history pairs were stored before the "
-                 f"timed iterations began.")
+    lines.append("lbfgs: ms per iteration (loss, gradient and L-BFGS step) over the last "
+                 "'timed' of 'iters' iterations; when timing starts the history holds "
+                 "min(iters - timed, history) pairs (full where iters - timed >= history).")
     lines.append(f"lbfgs: every mode's loss agrees with the reference (eager) to {CHECK_RTOL:g} "
                  f"relative over the first {CHECK_ITERS} iterations (checked); later, float32 "
                  "rounding differences between back ends are amplified by L-BFGS with a fixed "

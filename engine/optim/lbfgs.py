@@ -181,9 +181,8 @@ class LBFGS(Optimizer):
     def variables(self):
         out = [self.iterations]
         if self._vars is not None:
-            out += self._chunks + [self._prev_s, self._prev_g, self._rinv, self._yy,
-                                        self._sy, self._gamma, self._slot, self._count,
-                                        self.step_size]
+            out += self._chunks + [self._prev_s, self._prev_g, self._rinv, self._yy, self._sy,
+                                   self._gamma, self._slot, self._count, self.step_size]
         return out
 
     def reset(self):
