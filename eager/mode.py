@@ -5,7 +5,6 @@ case of a repeated call costs one dictionary lookup before the kernel runs.
 """
 import numpy as np
 
-from engine import dtypes
 from engine.autodiff.tape import _TAPES, record, watch_variable_read
 from engine.config import config
 from engine.errors import EngineError, TracingError, format_location, user_frame

@@ -20,7 +20,7 @@ Example:
 import numpy as np
 
 from . import dtypes
-from .errors import DTypeError, ShapeError, describe_inputs
+from .errors import DTypeError, describe_inputs
 from .modes import apply
 from .op import Op, register
 from .ops.creation import check_shape

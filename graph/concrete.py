@@ -86,7 +86,7 @@ class ConcreteFunction:
         planned_nodes, in_place, and unplanned_peak_bytes for comparison."""
         plan = getattr(self.graph, "memory_plan", None)
         if plan is None:
-            from .passes.memory_planning import MemoryPlan, memory_planning
+            from .passes.memory_planning import memory_planning
             probe = self.graph.copy()
             memory_planning(probe)
             data = probe.memory_plan.as_dict()

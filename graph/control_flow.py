@@ -14,7 +14,6 @@ from engine.errors import DTypeError, NotDifferentiableError, ShapeError, descri
 from engine.modes import apply, current_mode
 from engine.op import Op
 from engine.pytree import flatten, unflatten
-from engine.tensor import Tensor
 
 from .graph_ops import _structural
 from .interpret import interpret, replay_nodes

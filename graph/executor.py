@@ -1,5 +1,4 @@
 """Running a compiled graph: call the generated function, map failures to nodes."""
-import sys
 
 import numpy as np
 

@@ -6,6 +6,7 @@ the body can be differentiated), and to run a graph eagerly for debugging.
 from engine.modes import apply, current_mode
 from engine.tensor import wrap
 
+from .tracer import TraceMode
 from .graph_ops import (assign_variable_op, constant_op, placeholder_op, read_variable_op,
                         unpack_op)
 
@@ -70,5 +71,25 @@ def interpret(graph, inputs, replay=None):
         elif op is placeholder_op:
             raise ValueError(f"interpret: unbound input {node.name}")
         else:
-            env[node] = apply(op, *[env[i] for i in node.inputs], **node.params)
+            env[node] = outs = apply(op, *[env[i] for i in node.inputs], **node.params)
+            if op.multiple_results and isinstance(mode, TraceMode):
+                _inline_effects(mode, node, outs)
     return [env[o] for o in graph.outputs]
+
+
+def _inline_effects(mode, node, outs):
+    """What tracing a control-flow construct does beyond adding its node: the enclosing
+    graph learns the bodies' variables, effects inside keep their order, and the node
+    is ordered by the variables its bodies read and assign."""
+    from .subgraph import SubGraph
+    subs = [p for p in node.params.values() if isinstance(p, SubGraph)]
+    for sub in subs:
+        for var in sub.variables:
+            mode._use_variable(var)
+    if not len(outs):
+        return
+    new = outs[0]._node.inputs[0]
+    if node.meta.get("side_effects"):
+        new.meta["side_effects"] = True
+        mode._order_effect(new)
+    mode.order_body_variables(new, subs)

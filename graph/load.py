@@ -33,10 +33,9 @@ import zipfile
 import numpy as np
 
 from engine.errors import LoadError, describe_aval
-from engine.modes import apply, current_mode
+from engine.modes import current_mode
 from engine.op import REGISTRY
 from engine.pytree import unflatten
-from engine.tensor import wrap
 from engine.variable import Variable
 
 from .concrete import ConcreteFunction
@@ -48,10 +47,10 @@ from .export import (DTYPES, FORMAT, LABEL_RE, MAX_DEPTH, MAX_DIM, MAX_ITEMS, MA
 from .function import Function
 from .graph_ops import (STRUCTURAL, VarRef, assign_variable_op, constant_op, placeholder_op,
                         read_variable_op, unpack_op)
+from .interpret import interpret
 from .ir import Graph
 from .signature import TensorSpec
 from .subgraph import SubGraph
-from .tracer import TraceMode
 
 _STRUCTURAL_PARAMS = {
     "placeholder": ((), ()), "constant": (("value",), ()), "read_variable": (("var",), ()),
@@ -671,43 +670,9 @@ def _python_body(graph, name):
     def body(*args):
         if len(args) != len(graph.inputs):
             raise TypeError(f"{name} takes {len(graph.inputs)} arguments, got {len(args)}")
-        mode = current_mode()
-        env = dict(zip(graph.inputs, mode.lift(list(args))))
-        for node in graph.topo_order():
-            if node in env:
-                continue
-            op = node.op
-            if op is constant_op:
-                env[node] = wrap(node.params["value"])
-            elif op is read_variable_op:
-                env[node] = mode.read_variable(node.params["var"].var)
-            elif op is assign_variable_op:
-                var = node.params["var"].var
-                mode.assign_variable(var, env[node.inputs[0]], node.params["kind"])
-                env[node] = mode.read_variable(var)
-            elif op is unpack_op:
-                env[node] = env[node.inputs[0]][node.params["index"]]
-            else:
-                env[node] = outs = apply(op, *[env[i] for i in node.inputs], **node.params)
-                if op.multiple_results and isinstance(mode, TraceMode):
-                    _inline_effects(mode, node, outs)
-        return unflatten(graph.output_tree, [env[o] for o in graph.outputs])
+        outs = interpret(graph, current_mode().lift(list(args)))
+        return unflatten(graph.output_tree, outs)
     body.__name__ = name
     return body
 
 
-def _inline_effects(mode, node, outs):
-    """What tracing a control-flow construct does beyond adding its node: the enclosing
-    graph learns the bodies' variables, effects inside keep their order, and the node
-    is ordered by the variables its bodies read and assign."""
-    subs = [p for p in node.params.values() if isinstance(p, SubGraph)]
-    for sub in subs:
-        for var in sub.variables:
-            mode._use_variable(var)
-    if not len(outs):
-        return
-    new = outs[0]._node.inputs[0]
-    if node.meta.get("side_effects"):
-        new.meta["side_effects"] = True
-        mode._order_effect(new)
-    mode.order_body_variables(new, subs)

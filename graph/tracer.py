@@ -14,7 +14,6 @@ from engine.autodiff.tape import _TAPES, record, watch_variable_read
 from engine.errors import EngineError, TracingError, format_location, user_frame
 from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
 from engine.modes import current_mode, use_mode
-from engine.op import freeze_params
 from engine.tensor import Tensor, traced
 from engine.variable import Variable
 

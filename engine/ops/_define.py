@@ -3,7 +3,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import DTypeError, ShapeError, describe_inputs
-from ..modes import _DEFAULT_MODE, _MODE, apply
+from ..modes import _DEFAULT_MODE, _MODE
 from ..op import Op, register
 from ..shapes import broadcast_shapes
 

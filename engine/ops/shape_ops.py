@@ -2,7 +2,6 @@
 import numpy as np
 
 from .. import dtypes
-from .. import ops
 from ..errors import ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, register

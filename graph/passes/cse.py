@@ -1,6 +1,4 @@
 """Common subexpression elimination by a structural key (op, params, inputs)."""
-import numpy as np
-
 from engine.op import freeze_params
 
 from .common import has_side_effects, is_constant, remove_node

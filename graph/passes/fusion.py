@@ -119,7 +119,7 @@ def _kernel_source(name, members, inputs, member_index):
         small[m] = f"u{k}"
     if slots:
         lines.append("        small_scratch.append(scratch)")
-    lines.append(f"        return out")
+    lines.append("        return out")
     lines.append("    n = out.shape[0] if out.ndim else 1")
     lines.append("    row = out.size // n if n else 0")
     lines.append(f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n")
