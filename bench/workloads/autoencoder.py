@@ -47,6 +47,7 @@ QUICK_BATCHES = (100, 1000)
 HIDDEN = 196
 FEATURES = 784
 RTOL = 1e-4
+OUTPUT_NAMES = ("loss", "dW", "db1", "db2")
 # Timed repetitions per batch size (per mode): enough for a stable median
 # while the largest batch stays around a minute for all modes together.
 _REPEATS = {100: 30, 1000: 20, 10000: 10, 60000: 5}
@@ -104,7 +105,7 @@ def run(config, modes, args, tick):
             continue
         step, to_numpy = made
         got = to_numpy(step())                 # the check run doubles as a warm-up
-        extras[mode] = agreement(reference, got)
+        extras[mode] = agreement(reference, got, names=OUTPUT_NAMES)
         fns[mode] = settled(step, "torch" if mode == "torch" else "numpy")
     if "graph" in fns:
         extras["graph"]["memory_report"] = problem.graph_fn.memory_report(*problem.tensors())
@@ -152,8 +153,8 @@ def summary(results, args=None):
         return ""
     lines = ["autoencoder: ms per loss + gradient (W, b1, b2), float32; every mode checked "
              f"against a float64 numpy reference (max relative error <= {RTOL:g})"]
-    bad = [f"{r['mode']} at {r['config']['batch']} ({r['max_rel_err']:.1e})" for r in mine
-           if r.get("agree") is False]
+    bad = [f"{r['mode']} at {r['config']['batch']} ({r.get('worst')} {r['max_rel_err']:.1e})"
+           for r in mine if r.get("agree") is False]
     worst = max((r["max_rel_err"] for r in mine if r.get("max_rel_err") is not None), default=0)
     lines.append("autoencoder: agreement " + (f"FAILED: {', '.join(bad)}" if bad else
                                               f"ok (worst {worst:.1e})"))
@@ -394,26 +395,31 @@ def settled(step, pool):
     return timed
 
 
-def agreement(reference, got, rtol=RTOL):
-    """Compare ``got`` with ``reference`` (tuples of arrays): ``{"max_rel_err", "agree"}``.
+def agreement(reference, got, rtol=RTOL, names=None):
+    """Compare ``got`` with ``reference`` (tuples of arrays): ``{"max_rel_err", "agree", "worst"}``.
 
     Each array's error is its largest absolute difference divided by the
     reference's largest magnitude, so entries near zero do not dominate.
+    ``worst`` names the array with the largest error (``names[i]``, or its index).
     """
-    worst = 0.0
-    for ref, val in zip(reference, got):
+    worst, worst_at = 0.0, None
+    for i, (ref, val) in enumerate(zip(reference, got)):
         ref = np.asarray(ref, dtype=np.float64)
         val = np.asarray(val, dtype=np.float64)
+        label = names[i] if names else i
         if ref.shape != val.shape:
-            return {"max_rel_err": float("inf"), "agree": False,
-                    "note": f"shape {val.shape} != reference {ref.shape}"}
+            return {"max_rel_err": float("inf"), "agree": False, "worst": label,
+                    "note": f"output {label}: shape {val.shape} != reference {ref.shape}"}
         scale = float(np.max(np.abs(ref))) if ref.size else 0.0
         err = float(np.max(np.abs(val - ref))) if ref.size else 0.0
-        worst = max(worst, err / scale if scale > 0 else err)
+        rel = err / scale if scale > 0 else err
+        if worst_at is None or rel > worst:
+            worst, worst_at = rel, label
     ok = bool(worst <= rtol)
-    out = {"max_rel_err": worst, "agree": ok}
+    out = {"max_rel_err": worst, "agree": ok, "worst": worst_at}
     if not ok:
-        out["note"] = f"DISAGREES with the reference: max rel err {worst:.2e} > {rtol:g}"
+        out["note"] = (f"DISAGREES with the reference: {worst_at} max rel err {worst:.2e} > "
+                       f"{rtol:g}")
     return out
 
 

@@ -68,7 +68,8 @@ def run(config, modes, args, tick):
             skipped[mode] = made
             continue
         step, to_numpy = made
-        extras[mode] = agreement(reference, to_numpy(step()))
+        names = ("out",) if len(reference) == 1 else ("y", "dx", "dw")
+        extras[mode] = agreement(reference, to_numpy(step()), names=names)
         fns[mode] = settled(step, mode if mode in ("torch", "jax") else "numpy")
     times = time_modes(fns, config["repeats"], tick, warmup=1)
     medians = {m: float(np.median(t)) for m, t in times.items()}

@@ -68,7 +68,7 @@ def run(config, modes, args, tick):
             skipped[mode] = made
             continue
         step, to_numpy = made
-        extras[mode] = agreement(reference, to_numpy(step()))
+        extras[mode] = agreement(reference, to_numpy(step()), names=("loss",) + PARAM_NAMES)
         fns[mode] = settled(step, _POOLS.get(mode, "numpy"))
     times = time_modes(fns, config["repeats"], tick, warmup=1)
     out = []
