@@ -14,6 +14,7 @@ from engine.op import freeze_params
 from engine.tensor import Tensor, wrap
 from engine.variable import Variable
 
+from . import buffer_cache
 from .numerics import check_outputs
 
 _CHECK_NUMERICS = config._check_numerics
@@ -87,15 +88,23 @@ class EagerMode:
             aval = key = None
         if aval is None:
             aval = self._validate(op, tensors, params, key)
-        if n == 2:
-            result = op.impl(tensors[0]._value, tensors[1]._value, **params)
-        elif n == 1:
-            result = op.impl(tensors[0]._value, **params)
-        else:
-            result = op.impl(*[t._value for t in tensors], **params)
         if op.multiple_results:
+            result = op.impl(*[t._value for t in tensors], **params)
             out = tuple(_as_output(r, a[1]) for r, a in zip(result, aval))
         else:
+            shape = aval[0]
+            size = 1
+            for d in shape:
+                size *= d
+            large = size * aval[1].itemsize >= buffer_cache.MIN_BYTES and op.out_impl is not None
+            if large:
+                result = _run_large(op, tensors, params, shape, aval[1])
+            elif n == 2:
+                result = op.impl(tensors[0]._value, tensors[1]._value, **params)
+            elif n == 1:
+                result = op.impl(tensors[0]._value, **params)
+            else:
+                result = op.impl(*[t._value for t in tensors], **params)
             if type(result) is not np.ndarray or result.dtype != aval[1]:
                 result = _as_array(result, aval[1])
             out = object.__new__(Tensor)   # wrap(), inlined: this runs for every op
@@ -103,6 +112,8 @@ class EagerMode:
             out.shape = result.shape
             out.dtype = result.dtype
             out._node = None
+            if large:
+                buffer_cache.adopt(out, result)
         if _CHECK_NUMERICS.get():
             check_outputs(op, out, tensors)
         if _TAPES.get():
@@ -151,6 +162,15 @@ class EagerMode:
             new = var._value - value
         var._set(new)
         return var
+
+
+def _run_large(op, tensors, params, shape, dtype):
+    """A large result: written into a recycled array when one of its size is free."""
+    arrays = [t._value for t in tensors]
+    buf = buffer_cache.take(int(np.prod(shape)) * dtype.itemsize)
+    if buf is None:
+        return op.impl(*arrays, **params)
+    return op.out_impl(*arrays, out=buf.view(dtype).reshape(shape), **params)
 
 
 def _as_array(result, dtype):

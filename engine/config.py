@@ -20,6 +20,8 @@ class _Config:
         # How fused elementwise kernels are lowered: "numpy" (the default, always
         # available) or "numba" (optional JIT: one pass, one call; needs numba).
         self.fusion_backend = "numpy"
+        # Eager mode recycles large freed arrays up to this many bytes (0: off).
+        self.eager_cache_bytes = 2 << 30
         # Constant folding never creates a constant bigger than this.
         self.fold_size_limit_bytes = 1 << 20
 

@@ -1,0 +1,93 @@
+"""A cache of large freed arrays for eager mode.
+
+Each eager op returns a fresh array. For large arrays that costs more than
+the arithmetic: the allocator maps new pages from the OS and the kernel faults
+and zeroes each of them. Graph mode avoids it with planned buffers; eager mode
+cannot plan, so instead it recycles: when a tensor holding a large array dies
+and nothing else refers to that array (no view, no other tensor, no user
+reference), the array goes into this cache, and the next op of a size that
+fits writes into it through its ``out_impl``.
+
+Only arrays of at least ``MIN_BYTES`` take part, so small ops pay nothing. The
+cache holds at most ``en.config.eager_cache_bytes`` (0 turns it off).
+
+Example:
+    >>> import engine as en
+    >>> en.config.eager_cache_bytes = 0    # doctest: +SKIP  (no recycling)
+"""
+import sys
+import threading
+import weakref
+
+import numpy as np
+
+from engine.config import config
+from engine.tensor import wrap
+
+MIN_BYTES = 1 << 20
+
+_lock = threading.Lock()
+_free = {}          # nbytes -> [arrays]
+_total = [0]
+
+
+def take(nbytes):
+    """A recycled array of exactly ``nbytes`` bytes (as uint8), or None."""
+    if not _free:
+        return None
+    with _lock:
+        pool = _free.get(nbytes)
+        if not pool:
+            return None
+        arr = pool.pop()
+        _total[0] -= nbytes
+    return arr
+
+
+def _give(arr):
+    # Only the finalizer's own references may remain (counted once at import by
+    # _calibrate). Any more means a view, another tensor or the user still holds
+    # the array: then it must not be reused.
+    if sys.getrefcount(arr) > _BASELINE:
+        return
+    nbytes = arr.nbytes
+    limit = config.eager_cache_bytes
+    with _lock:
+        if _total[0] + nbytes > limit:
+            return
+        _free.setdefault(nbytes, []).append(arr.reshape(-1).view(np.uint8))
+        _total[0] += nbytes
+
+
+def adopt(tensor, arr):
+    """Offer ``arr`` to the cache when ``tensor`` dies (large, owning arrays only)."""
+    if arr.nbytes >= MIN_BYTES and arr.flags.owndata and arr.flags.c_contiguous:
+        weakref.finalize(tensor, _give, arr)
+
+
+def _calibrate():
+    """The reference count an otherwise unreferenced array has inside ``_give``."""
+    seen = []
+
+    def probe(arr):
+        seen.append(sys.getrefcount(arr))
+
+    # A real tensor: its slot still holds the array while finalizers run.
+    t = wrap(np.empty(1))
+    weakref.finalize(t, probe, t._value)
+    del t
+    return seen[0] if seen else 0     # 0: never recycle (unknown interpreter behaviour)
+
+
+_BASELINE = _calibrate()
+
+
+def clear():
+    """Drop every cached array (returns their memory)."""
+    with _lock:
+        _free.clear()
+        _total[0] = 0
+
+
+def cached_bytes():
+    return _total[0]

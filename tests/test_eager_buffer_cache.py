@@ -1,0 +1,81 @@
+"""Eager mode recycles large freed arrays, but never one that something still refers to."""
+import gc
+
+import numpy as np
+import pytest
+
+import engine as en
+from eager import buffer_cache
+
+SHAPE = (600, 600)          # 2.9 MB in float64: large enough to take part
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    buffer_cache.clear()
+    yield
+    buffer_cache.clear()
+
+
+def test_a_dead_tensor_array_is_reused_by_the_next_op_of_its_size():
+    x = en.tensor(np.full(SHAPE, 2.0))
+    y = x * 3.0
+    address = y.numpy().__array_interface__["data"][0]
+    del y
+    gc.collect()
+    assert buffer_cache.cached_bytes() == 600 * 600 * 8
+    z = x + 1.0
+    assert z.numpy().__array_interface__["data"][0] == address
+    np.testing.assert_array_equal(z.numpy(), np.full(SHAPE, 3.0))
+    assert buffer_cache.cached_bytes() == 0
+
+
+def test_arrays_still_viewed_by_the_user_are_never_reused():
+    x = en.tensor(np.full(SHAPE, 2.0))
+    y = x * 3.0
+    kept = y.numpy()            # a view that outlives the tensor
+    row = np.asarray(y)[0]
+    del y
+    for k in range(5):
+        x * float(k)            # ops of the same size, results dropped at once
+    np.testing.assert_array_equal(kept, np.full(SHAPE, 6.0))
+    np.testing.assert_array_equal(row, np.full(600, 6.0))
+
+
+def test_arrays_shared_with_another_tensor_are_never_reused():
+    x = en.tensor(np.full(SHAPE, 2.0))
+    y = x * 3.0
+    alias = en.identity(y)      # same array, another tensor
+    del y
+    for k in range(3):
+        x * float(k)
+    np.testing.assert_array_equal(alias.numpy(), np.full(SHAPE, 6.0))
+
+
+def test_small_arrays_and_a_zero_limit_do_not_take_part():
+    x = en.tensor(np.ones(10))
+    del x
+    small = en.ones((10,)) * 2.0
+    del small
+    assert buffer_cache.cached_bytes() == 0
+    previous = en.config.eager_cache_bytes
+    en.config.eager_cache_bytes = 0
+    try:
+        big = en.tensor(np.ones(SHAPE)) * 2.0
+        del big
+        assert buffer_cache.cached_bytes() == 0
+    finally:
+        en.config.eager_cache_bytes = previous
+
+
+def test_gradients_are_unchanged_by_recycling():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(SHAPE)
+    w = en.tensor(a)
+    loss = lambda w: en.sum(en.sigmoid(w * 2.0) ** 2.0)   # noqa: E731
+    first = en.grad(loss)(w).numpy().copy()
+    for _ in range(3):                                       # later calls reuse arrays
+        again = en.grad(loss)(w).numpy()
+        np.testing.assert_array_equal(again, first)
+    s = 1.0 / (1.0 + np.exp(-2.0 * a))
+    np.testing.assert_allclose(first, 2.0 * s * s * (1.0 - s) * 2.0, rtol=1e-12)
