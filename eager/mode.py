@@ -138,12 +138,15 @@ class EagerMode:
         return t
 
     def assign_variable(self, var, value, kind):
+        immutable = False     # values of tensors and variables never change: no copy needed
         if isinstance(value, Variable):
             value = value._value
+            immutable = True
         elif isinstance(value, Tensor):
             if value._value is None:
                 raise _leaked(value)
             value = value._value
+            immutable = value.base is None or not value.flags.writeable
         elif type(value) in WEAK_SCALAR_TYPES:
             value = weak_scalar_array(value, [var.dtype])  # 1.5 into an int variable is an error
         else:
@@ -155,7 +158,7 @@ class EagerMode:
         except EngineError as err:
             raise located(err) from None
         if kind == "assign":
-            new = np.array(value, copy=True)
+            new = value if immutable and value.flags.c_contiguous else np.array(value, copy=True)
         elif kind == "assign_add":
             new = var._value + value
         else:
