@@ -28,7 +28,9 @@ Thread pools: numpy (OpenBLAS), PyTorch (OpenMP) and JAX each keep worker
 threads that spin for a while after a parallel call. On a small machine the
 spinning workers of one library steal cores from the next library's call, so
 a timed call that follows a call of another library first waits until that
-library's workers are idle (outside the timed region; see :func:`settled`).
+library's workers are idle, and a short call is run once untimed so that its
+own library's workers are awake (see :func:`settled`): each mode is timed in
+its steady state, as in a loop that runs that library alone.
 
 Run alone with ``python -m bench.workloads.autoencoder [--quick] [--batch N]``.
 """
@@ -373,25 +375,38 @@ def _torch_step(torch, problem):
 # sleeps): OpenBLAS (numpy) about 0.11 s (2**28 cycles), PyTorch's OpenMP
 # about 0.03 s, JAX's pool none. A little margin on each.
 SETTLE_S = {"numpy": 0.13, "torch": 0.04, "jax": 0.0}
+# Below this many seconds per call, a call after a pause is preceded by an
+# untimed one: workers that went to sleep take up to ~10 ms to wake on this
+# virtual machine (PyTorch at batch 100: 1.6 ms back to back, 13 ms after a
+# 50 ms pause), which would swamp a short call.
+WARM_BELOW_S = 0.25
 _last_pool = [None]
 
 
 def settled(step, pool):
-    """Wrap ``step`` for ``bench.common.time_modes``: time it alone, after a pause.
+    """Wrap ``step`` for ``bench.common.time_modes``: time its steady state, alone.
 
     ``pool`` names the thread pool ``step`` runs on ("numpy", "torch", "jax").
-    When the previous call wrapped here ran on another pool, sleep for as long
-    as that pool's workers keep spinning (``SETTLE_S``) first, then return the
-    seconds ``step()`` took (time_modes takes a returned float as the time).
+    When the previous call wrapped here ran on another pool, first sleep for
+    as long as that pool's workers keep spinning (``SETTLE_S``), so they do
+    not steal this call's cores; then, for a short ``step``, run it once
+    untimed so its own workers are awake, as in a loop that only runs this
+    library. Returns the seconds the timed ``step()`` took (time_modes takes
+    a returned float as the time).
     """
+    last = [None]
+
     def timed():
-        last = _last_pool[0]
-        if last is not None and last != pool:
-            time.sleep(SETTLE_S.get(last, 0.13))
+        previous = _last_pool[0]
+        if previous is not None and previous != pool:
+            time.sleep(SETTLE_S.get(previous, 0.13))
+            if last[0] is None or last[0] < WARM_BELOW_S:
+                step()
         _last_pool[0] = pool
         start = time.perf_counter()
         step()
-        return time.perf_counter() - start
+        last[0] = time.perf_counter() - start
+        return last[0]
     return timed
 
 

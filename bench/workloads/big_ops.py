@@ -20,7 +20,8 @@ that ran, the same number on each record of a case) and ``within_10pct``.
 Every mode's outputs are first checked against a float64 numpy reference
 (``max_rel_err``, ``agree``; see ``bench.workloads.autoencoder.agreement``).
 A call that follows another library's call is timed after a pause that lets
-that library's spinning worker threads go idle (``autoencoder.settled``).
+that library's spinning worker threads go idle, and after one untimed call
+that wakes its own (``autoencoder.settled``).
 
 Run alone with ``python -m bench.workloads.big_ops [--quick]``.
 """

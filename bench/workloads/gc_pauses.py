@@ -53,8 +53,8 @@ def run(config, modes, args, tick):
             out.append(result(NAME, config, mode, [], skipped=made))
             continue
         step, _ = made
-        step()                                  # trace / warm up
         time.sleep(max(autoencoder.SETTLE_S.values()))   # the last mode's workers go idle
+        step()                                  # trace / warm up, wake this mode's workers
         times, extra = time_iterations(step, config["iterations"], tick)
         out.append(result(NAME, config, mode, times, extra=extra))
         del step, made
