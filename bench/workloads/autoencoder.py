@@ -309,7 +309,7 @@ def _sigmoid_(a):
 class PreallocatedNumpy:
     """The hand-written loss and gradient again, with every buffer allocated once.
 
-    Two (batch, 784) and one (batch, 196) work arrays are reused by every
+    Two (batch, 784) and two (batch, 196) work arrays are reused by every
     call; the outputs are overwritten in place too (copy them to keep them).
     """
 
@@ -336,7 +336,9 @@ class PreallocatedNumpy:
         y += self.b2
         _sigmoid_(y)
         np.subtract(y, x, out=r)
-        loss = np.einsum("ij,ij->", r, r) / r.size     # no (batch, 784) temporary
+        # einsum needs no (batch, 784) temporary; np.vdot(r, r) would be quicker,
+        # but its float32 BLAS sum is 0.6% off at batch 60000.
+        loss = np.einsum("ij,ij->", r, r) / r.size
         # dZ2 = scale * r * y * (1 - y), written into r
         r *= y
         np.subtract(1.0, y, out=y)
