@@ -1,0 +1,80 @@
+"""Helpers shared by the optimizer tests (test_passes, test_memory_planning)."""
+import numpy as np
+
+import engine as en
+
+S64 = en.TensorSpec((), "float64")
+# Values that catch inexact rewrites: signed zeros, infinities, NaN.
+SPECIAL = np.array([-0.0, 0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e-300])
+
+
+# ---- helpers ---------------------------------------------------------------------------
+def flat(value):
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in flat(v)]
+    return [value]
+
+
+def _arrays(value):
+    return [np.asarray(t.numpy() if hasattr(t, "numpy") else t) for t in flat(value)]
+
+
+def assert_same_bits(got, want, what):
+    """Same number of outputs, dtypes, shapes and bytes (NaNs and signed zeros included)."""
+    got, want = _arrays(got), _arrays(want)
+    assert len(got) == len(want), f"{what}: {len(got)} outputs, unoptimized gives {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype, f"{what}: output {k} dtype {g.dtype}, unoptimized {w.dtype}"
+        assert g.shape == w.shape, f"{what}: output {k} shape {g.shape}, unoptimized {w.shape}"
+        assert np.ascontiguousarray(g).tobytes() == np.ascontiguousarray(w).tobytes(), (
+            f"{what}: output {k} differs from the unoptimized graph\n"
+            f"optimized:   {g!r}\nunoptimized: {w!r}")
+
+
+def assert_matches(got, want, what, rtol=1e-6):
+    """Optimized vs unoptimized: same dtypes and shapes; floats within ``rtol``, the rest exact."""
+    got, want = _arrays(got), _arrays(want)
+    assert len(got) == len(want), f"{what}: {len(got)} outputs, unoptimized gives {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype, f"{what}: output {k} dtype {g.dtype}, unoptimized {w.dtype}"
+        assert g.shape == w.shape, f"{what}: output {k} shape {g.shape}, unoptimized {w.shape}"
+        if w.dtype.kind in "fc":
+            finite = np.abs(w[np.isfinite(w)])
+            atol = 1e-12 * (1.0 + (finite.max() if finite.size else 0.0))
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True,
+                                       err_msg=f"{what}: output {k} (optimized vs unoptimized)")
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=f"{what}: output {k} (exact dtype)")
+
+
+def op_names(graph):
+    """Op names in run order, graph inputs left out."""
+    return [n.op.name for n in graph.topo_order() if n.op.name != "placeholder"]
+
+
+def count(graph, name):
+    return sum(n.op.name == name for n in graph.nodes)
+
+
+def fused_nodes(graph):
+    return [n for n in graph.nodes if n.op.name.startswith("fused")]
+
+
+def concrete(fn, *args, **options):
+    """``(en.function, its ConcreteFunction for args)``."""
+    f = en.function(fn, **options)
+    return f, f.get_concrete_function(*args)
+
+
+def run_pass(pass_fn, graph):
+    """Run one pass on a copy of ``graph``; return ``(copy, changed)``; the copy must lint."""
+    g = graph.copy()
+    g.notes = []
+    changed = pass_fn(g)
+    g.lint()
+    return g, changed
+
+
+def tensors(*shapes, seed=0, low=-2.0, high=2.0):
+    rng = np.random.default_rng(seed)
+    return [en.tensor(rng.uniform(low, high, size=s)) for s in shapes]
