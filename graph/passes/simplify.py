@@ -3,12 +3,14 @@
 * ``x * 1``, ``1 * x``, ``x / 1``, ``x + 0``, ``0 + x``, ``x - 0`` -> ``x`` when the
   result keeps x's shape and dtype; on floats the zero must have the right sign
   (``-0.0 + 0.0`` is ``+0.0``, so only ``x + (-0.0)`` and ``x - (+0.0)`` are ``x``);
-* ``-(-x)`` -> ``x``; ``identity`` / ``stop_gradient`` -> their input (at run
+* ``x ** 1`` -> ``x``, ``x ** 2`` -> ``square(x)``; ``-(-x)`` -> ``x``; ``identity`` / ``stop_gradient`` -> their input (at run
   time they only matter to autodiff, which is done by the time a graph runs);
 * transpose of transpose -> one transpose (or nothing); reshape chains -> one
   reshape (or nothing); casts and broadcasts to what the value already is -> nothing;
 * a ``broadcast_to`` feeding an elementwise op whose own broadcasting gives the
-  same result shape -> the op reads the unbroadcast value.
+  same result shape -> the op reads the unbroadcast value; an elementwise op on
+  nothing but broadcasts and small constants runs on the small values and is
+  broadcast afterwards.
 
 Matmul with a transposed operand needs no rewrite here: ``transpose`` lowers
 to a numpy view and ``np.matmul`` hands the strides to BLAS as a transpose
@@ -19,7 +21,7 @@ import numpy as np
 from engine import ops
 from engine.shapes import broadcast_shapes
 
-from .common import all_equal_to, constant_value, remove_node
+from .common import all_equal_to, constant_value, is_constant, remove_node
 
 
 def _same_type(node, x):
@@ -111,6 +113,49 @@ def _broadcast_noop(graph, node):
     return False
 
 
+def _power_of_constant(graph, node):
+    """``x ** 1`` -> ``x`` and ``x ** 2`` -> ``square(x)`` (numpy computes both exactly so)."""
+    x, y = node.inputs
+    if not _same_type(node, x):
+        return False
+    if all_equal_to(y, 1):
+        return _replace(graph, node, x)
+    if all_equal_to(y, 2):
+        sq = graph.add(ops.square_op, [x], {}, (node.shape, node.dtype), name="square",
+                       source=node.source)
+        return _replace(graph, node, sq)
+    return False
+
+
+_SMALL = 64   # constants up to this many elements are cheap to compute on directly
+
+
+def _hoist_broadcast(graph, node):
+    """``f(broadcast_to(a), c)`` with only broadcasts and small constants as inputs ->
+    ``broadcast_to(f(a, c))``: the op runs on the small values, once (exact: elementwise
+    ops commute with broadcasting). Constant folding then often removes ``f`` entirely."""
+    if not any(i.op is ops.broadcast_to_op for i in node.inputs):
+        return False
+    sources = []
+    for i in node.inputs:
+        if i.op is ops.broadcast_to_op:
+            sources.append(i.inputs[0])
+        elif is_constant(i) and i.params["value"].size <= _SMALL:
+            sources.append(i)
+        else:
+            return False
+    try:
+        aval = node.op.abstract_eval(*[(s.shape, s.dtype) for s in sources], **node.params)
+    except Exception:
+        return False
+    if None in node.shape or aval[1] != node.dtype:
+        return False
+    small = graph.add(node.op, sources, node.params, aval, name=node.name, source=node.source)
+    big = graph.add(ops.broadcast_to_op, [small], {"shape": tuple(node.shape)},
+                    (node.shape, node.dtype), name="broadcast_to", source=node.source)
+    return _replace(graph, node, big)
+
+
 def _fold_broadcast_into_consumer(graph, node):
     """An elementwise op can broadcast an input itself when that keeps its shape."""
     changed = False
@@ -137,6 +182,7 @@ RULES = {
     ops.add_op: _identity_element(0, zero_sign=True),
     ops.sub_op: _identity_element(0, left=False, zero_sign=False),
     ops.neg_op: _double_negation,
+    ops.pow_op: _power_of_constant,
     ops.identity_op: _passthrough,
     ops.stop_gradient_op: _passthrough,
     ops.transpose_op: _transpose_chain,
@@ -156,8 +202,9 @@ def simplify(graph):
         if rule is not None and rule(graph, node):
             count += 1
             continue
-        if node.op.elementwise and node.op.out_impl is not None and _fold_broadcast_into_consumer(graph, node):
-            count += 1
+        if node.op.elementwise and node.op.out_impl is not None and not node.op.multiple_results:
+            if _hoist_broadcast(graph, node) or _fold_broadcast_into_consumer(graph, node):
+                count += 1
     if count:
         graph.notes.append(f"applied {count} rewrites")
     return bool(count)
