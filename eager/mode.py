@@ -83,22 +83,18 @@ class EagerMode:
         else:
             key = (op, *[(t.shape, t.dtype) for t in tensors])
         try:
-            aval = _AVAL_CACHE.get(key)
+            checked = _AVAL_CACHE.get(key)
         except TypeError:  # unhashable params: validate without the cache
-            aval = key = None
-        if aval is None:
-            aval = self._validate(op, tensors, params, key)
+            checked = key = None
+        if checked is None:
+            checked = self._validate(op, tensors, params, key)
+        aval, large = checked
         if op.multiple_results:
             result = op.impl(*[t._value for t in tensors], **params)
             out = tuple(_as_output(r, a[1]) for r, a in zip(result, aval))
         else:
-            shape = aval[0]
-            size = 1
-            for d in shape:
-                size *= d
-            large = size * aval[1].itemsize >= buffer_cache.MIN_BYTES and op.out_impl is not None
             if large:
-                result = _run_large(op, tensors, params, shape, aval[1])
+                result = _run_large(op, tensors, params, aval[0], aval[1])
             elif n == 2:
                 result = op.impl(tensors[0]._value, tensors[1]._value, **params)
             elif n == 1:
@@ -122,14 +118,19 @@ class EagerMode:
 
     @staticmethod
     def _validate(op, tensors, params, key):
-        """Run the op's shape rule (first call for this signature) and cache the result."""
+        """Run the op's shape rule (first call for this signature) and cache
+        ``(aval, large)``: large results may be written into recycled arrays."""
         try:
             aval = op.abstract_eval(*[(t.shape, t.dtype) for t in tensors], **params)
         except EngineError as err:
             raise located(err) from None
+        large = False
+        if not op.multiple_results and op.out_impl is not None:
+            large = int(np.prod(aval[0])) * aval[1].itemsize >= buffer_cache.MIN_BYTES
+        checked = (aval, large)
         if key is not None and len(_AVAL_CACHE) < _CACHE_LIMIT:
-            _AVAL_CACHE[key] = aval
-        return aval
+            _AVAL_CACHE[key] = checked
+        return checked
 
     def read_variable(self, var):
         t = wrap(var._value)

@@ -50,7 +50,15 @@ def _mT(a):
     return ops.transpose(a, tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 
-matmul_op = register(Op("matmul", np.matmul, _matmul_eval, _matmul_vjp, n_inputs=2,
+def _matmul_impl(x, y):
+    # For one- and two-dimensional operands np.dot is the same product with less
+    # call overhead (0.55 vs 0.9 us on 4x4); batched products need np.matmul.
+    if x.ndim <= 2 and y.ndim <= 2:
+        return np.dot(x, y)
+    return np.matmul(x, y)
+
+
+matmul_op = register(Op("matmul", _matmul_impl, _matmul_eval, _matmul_vjp, n_inputs=2,
                         out_impl=np.matmul, vjp_needs=True,
                         dtypes=dtypes.NUMERIC,
                         doc="Matrix product with numpy's ``@`` semantics (batched, 1-D promoted)."))
