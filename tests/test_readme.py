@@ -28,7 +28,7 @@ def test_readme_opens_with_the_two_setup_commands():
     lang, body = fenced_blocks(text)[0]
     assert lang == "bash"
     lines = [line.split("#")[0].strip() for line in body.strip().splitlines()]
-    assert lines == ["pip install -e . && python -m bench.overhead",
+    assert lines == ["pip install -e '.[bench]' && python -m bench",
                      "pip install -e '.[test]' && python -m pytest"]
     # Nothing but the title and one sentence come before them.
     assert text.index("```bash") < 400
