@@ -33,7 +33,8 @@ def test_numba_kernels_match_numpy_kernels(numba_backend, dtype):
     w = en.tensor(rng.standard_normal((40, 700)) * 0.1, dtype=dtype)
     b = en.tensor(rng.standard_normal(700), dtype=dtype)
     jitted = en.function(en.value_and_grad(layer, argnums=(0, 1, 2)))
-    fused = _fused_nodes(jitted, x, w, b)
+    fused = [n for n in _fused_nodes(jitted, x, w, b) if n.op.elementwise]
+    # Kernels that end in a reduction keep the numpy lowering (a ufunc cannot reduce).
     assert fused and all(n.meta["backend"] == "numba" for n in fused)
     en.config.fusion_backend = "numpy"
     plain = en.function(en.value_and_grad(layer, argnums=(0, 1, 2)))

@@ -723,3 +723,28 @@ def test_cleanup_passes_change_nothing_on_an_optimized_graph(fn):
     again, report = optimize(c.graph, passes=["cleanup"])
     assert isomorphic(again, c.graph)
     assert all(r.nodes_before == r.nodes_after and not r.note for r in report)
+
+
+# ---- reductions fused into elementwise kernels ------------------------------------------------
+@pytest.mark.parametrize("shape", [(), (7,), (300, 700), (5, 0)])
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+def test_full_reduction_fuses_into_its_elementwise_producer(shape, reduce):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(shape)
+    fn = getattr(en, reduce)
+    f = en.function(lambda x: fn(en.square(x - 0.5) * 2.0))
+    got = f(en.tensor(a))
+    kinds = [n.meta.get("fused_ops") for n in f.graph_for(en.tensor(a)).nodes
+             if n.op.name.startswith("fused")]
+    assert kinds and kinds[0][-1] == reduce, kinds
+    want = getattr(np, reduce)(np.square(a - 0.5) * 2.0) if a.size or reduce == "sum" else np.nan
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+
+
+def test_a_reduction_over_some_axes_or_of_a_shared_value_is_not_fused():
+    x = en.tensor(np.ones((4, 5)))
+    f = en.function(lambda v: en.sum(en.exp(v) * 2.0, axis=0))
+    assert all("sum" not in (n.meta.get("fused_ops") or ()) for n in f.graph_for(x).nodes)
+    g = en.function(lambda v: (en.sum(en.exp(v) * 2.0), en.exp(v) * 2.0))
+    assert all("sum" not in (n.meta.get("fused_ops") or ()) for n in g.graph_for(x).nodes)
+    np.testing.assert_allclose(g(x)[0].numpy(), 40 * np.e, rtol=1e-12)

@@ -19,6 +19,7 @@ Example of a generated kernel (``fn.explain`` and ``node.meta["kernel_source"]``
             k1(t0, out=out[s:e])
 """
 import itertools
+import math
 
 import numpy as np
 
@@ -40,7 +41,8 @@ def _fusable(node):
 
 
 def find_regions(graph):
-    """Map each fused node to its region id; return {region id: [nodes in topo order]}."""
+    """Group fusable nodes into regions; return {region id: [nodes in topo order]}
+    (single nodes included: one may still fuse with the reduction that consumes it)."""
     order = graph.topo_order()
     outputs = set(graph.outputs)
     region_of = {}
@@ -64,7 +66,7 @@ def find_regions(graph):
     for node in order:
         if node in region_of:
             regions.setdefault(region_of[node], []).append(node)
-    return {r: nodes for r, nodes in regions.items() if len(nodes) > 1}
+    return regions
 
 
 def _positional_out(kernel):
@@ -72,8 +74,11 @@ def _positional_out(kernel):
     return isinstance(kernel, np.ufunc) and kernel.__name__ not in ("maximum", "minimum")
 
 
-def _kernel_source(name, members, inputs, member_index):
-    """Python source of a fused kernel for ``members`` (topo order; the last is the output)."""
+def _kernel_source(name, members, inputs, member_index, reduce=None):
+    """Python source of a fused kernel for ``members`` (topo order; the last is the
+    region's value). With ``reduce`` ("sum" or "mean") the kernel returns that
+    reduction of the value over all its elements instead of the value itself:
+    block by block, so the value is never stored whole."""
     n_in = len(inputs)
     args = [f"x{i}" for i in range(n_in)]
     lines = [f"def {name}({', '.join(args + ['out'])}):"]
@@ -86,7 +91,8 @@ def _kernel_source(name, members, inputs, member_index):
     free = {}
     slot_of = {}
     slots = []
-    for k, m in enumerate(members[:-1]):
+    in_scratch = members if reduce else members[:-1]
+    for k, m in enumerate(in_scratch):
         dt = np.dtype(m.dtype).name
         pool = free.setdefault(dt, [])
         if pool:
@@ -98,10 +104,18 @@ def _kernel_source(name, members, inputs, member_index):
         for i in dict.fromkeys(m.inputs):   # a value used twice is freed once
             if i in member_index and last_use.get(i) == k and i in slot_of:
                 free[np.dtype(i.dtype).name].append(slot_of[i])
+    last = len(members) - 1
+    if reduce:
+        shape_args = ", ".join(f"x{i}.shape" for i in range(n_in))
+        lines.append(f"    shape = static_shape or np.broadcast_shapes({shape_args})")
+    else:
+        lines.append("    shape = out.shape")
+    lines.append("    nd = len(shape)")
+    lines.append("    size = math.prod(shape)")
     # Small arrays of the traced shape: one pass over whole arrays, with scratch
     # buffers kept between calls (a free list, so concurrent calls never share).
     slot_names = [slot for slot, _ in slots]
-    lines.append(f"    if out.size <= {BLOCK_ELEMENTS} and out.shape == static_shape:")
+    lines.append(f"    if size <= {BLOCK_ELEMENTS} and shape == static_shape:")
     if slots:
         lines.append("        try:")
         lines.append("            scratch = small_scratch.pop()")
@@ -112,24 +126,27 @@ def _kernel_source(name, members, inputs, member_index):
     for k, m in enumerate(members):
         argv = [small[i] for i in m.inputs]
         params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
-        target = "out" if k == len(members) - 1 else slot_of[m]
+        target = "out" if k == last and not reduce else slot_of[m]
         # numpy ufuncs take out positionally, which skips keyword parsing.
         out_arg = target if _positional_out(m.op.out_impl) and not params else f"out={target}"
         lines.append(f"        u{k} = k{k}({', '.join(argv)}, {out_arg}{params})  # {m.op.name}")
         small[m] = f"u{k}"
+    if reduce:
+        lines.append(f"        out[...] = np.sum(u{last}){' / size' if reduce == 'mean' else ''}")
     if slots:
         lines.append("        small_scratch.append(scratch)")
     lines.append("        return out")
-    lines.append("    n = out.shape[0] if out.ndim else 1")
-    lines.append("    row = out.size // n if n else 0")
+    lines.append("    n = shape[0] if nd else 1")
+    lines.append("    row = size // n if n else 0")
     lines.append(f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n")
-    lines.append("    nd = out.ndim")
     lines.append("    if nd == 0 or rows >= n:")
     lines.append("        rows = max(n, 1)   # n == 0: an empty loop, not range(0, 0, 0)")
     for i in range(n_in):
-        lines.append(f"    sl{i} = out.ndim > 0 and x{i}.ndim == out.ndim and x{i}.shape[0] == n and n > 1")
+        lines.append(f"    sl{i} = nd > 0 and x{i}.ndim == nd and x{i}.shape[0] == n and n > 1")
     for slot, dt in slots:
-        lines.append(f"    {slot} = np.empty((rows,) + out.shape[1:] if nd else (), np.{dt})")
+        lines.append(f"    {slot} = np.empty((rows,) + shape[1:] if nd else (), np.{dt})")
+    if reduce:
+        lines.append("    acc = 0.0   # block sums added in double precision")
     lines.append("    for s in range(0, n, rows):")
     lines.append("        e = min(s + rows, n)")
     lines.append("        b = e - s")
@@ -139,10 +156,15 @@ def _kernel_source(name, members, inputs, member_index):
     for k, m in enumerate(members):
         argv = [names[i] for i in m.inputs]
         params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
-        buf = "out" if k == len(members) - 1 else slot_of[m]
-        target = f"{buf}[s:e] if nd else out" if buf == "out" else f"{buf}[:b] if nd else {buf}"
+        if k == last and not reduce:
+            target = "out[s:e] if nd else out"
+        else:
+            target = f"{slot_of[m]}[:b] if nd else {slot_of[m]}"
         lines.append(f"        t{k} = k{k}({', '.join(argv)}, out={target}{params})  # {m.op.name}")
         names[m] = f"t{k}"
+    if reduce:
+        lines.append(f"        acc += float(np.sum(t{last}))")
+        lines.append(f"    out[...] = acc{' / size' if reduce == 'mean' else ''}")
     lines.append("    return out")
     return "\n".join(lines) + "\n", [dt for _, dt in slots]
 
@@ -150,11 +172,13 @@ def _kernel_source(name, members, inputs, member_index):
 class FusedKernel:
     """The callable behind a fused node: ``impl`` allocates, ``out_impl`` writes into ``out``."""
 
-    def __init__(self, name, members, inputs):
+    def __init__(self, name, members, inputs, reduction=None):
         self.name = name
+        reduce = reduction.op.name if reduction is not None else None
         member_index = {m: k for k, m in enumerate(members)}
-        self.source, self.scratch_dtypes = _kernel_source(name, members, inputs, member_index)
-        namespace = {"np": np}
+        self.source, self.scratch_dtypes = _kernel_source(name, members, inputs, member_index,
+                                                          reduce)
+        namespace = {"np": np, "math": math}
         for k, m in enumerate(members):
             namespace[f"k{k}"] = m.op.out_impl
             namespace[f"i{k}"] = m.op.impl
@@ -169,15 +193,16 @@ class FusedKernel:
         exec(compile(self.source, f"<fused kernel {name}>", "exec"), namespace)
         self.out_impl = namespace[name]
         self.backend = "numpy"
-        if config.fusion_backend == "numba":
+        if config.fusion_backend == "numba" and reduction is None:
             ufunc = fusion_numba.build(name, members, inputs)
             if ufunc is not None:
                 self.backend = "numba"
                 self.source = ufunc.source
                 self.out_impl = lambda *args: ufunc(*args[:-1], out=args[-1])
-        self.shape = members[-1].shape
-        self.dtype = members[-1].dtype
-        self.ops = tuple(m.op.name for m in members)
+        result = reduction if reduction is not None else members[-1]
+        self.shape = result.shape
+        self.dtype = result.dtype
+        self.ops = tuple(m.op.name for m in members) + ((reduce,) if reduce else ())
 
     def impl(self, *arrays):
         shape = self.shape
@@ -186,19 +211,41 @@ class FusedKernel:
         return self.out_impl(*arrays, np.empty(shape, self.dtype))
 
 
-def _make_op(kernel, n_inputs, aval):
+def _make_op(kernel, n_inputs, aval, reduction):
     def abstract_eval(*avals):
         return aval
-    return Op(kernel.name, kernel.impl, abstract_eval, None, elementwise=True,
-              n_inputs=n_inputs, out_impl=lambda *a, out: kernel.out_impl(*a, out),
+    return Op(kernel.name, kernel.impl, abstract_eval, None, elementwise=reduction is None,
+              reduction=reduction is not None, n_inputs=n_inputs,
+              out_impl=lambda *a, out: kernel.out_impl(*a, out),
               doc="A fused elementwise kernel: " + " -> ".join(kernel.ops))
+
+
+def _full_reduction(graph, root):
+    """The sum or mean over all elements that alone consumes ``root``, if there is one."""
+    from engine import ops
+    users = graph.users(root)
+    if len(users) != 1 or root in graph.outputs or root.dtype.kind != "f":
+        return None
+    user = users[0]
+    if user.op not in (ops.sum_op, ops.mean_op) or list(user.inputs) != [root]:
+        return None
+    axis = user.params["axis"]
+    nd = len(root.shape)
+    axes = tuple(range(nd)) if axis is None else \
+        tuple(sorted(a % nd for a in (axis if isinstance(axis, tuple) else (axis,)))) if nd else ()
+    if axes != tuple(range(nd)) or user.dtype != root.dtype:
+        return None
+    return user
 
 
 def fusion(graph):
     """Replace each elementwise region by one fused node. Returns True if any region was fused."""
-    regions = find_regions(graph)
     fused_ops = 0
-    for members in regions.values():
+    kernels = 0
+    for members in find_regions(graph).values():
+        reduction = _full_reduction(graph, members[-1])
+        if len(members) == 1 and reduction is None:
+            continue
         member_set = set(members)
         inputs = []
         for m in members:
@@ -206,19 +253,22 @@ def fusion(graph):
                 if i not in member_set and i not in inputs:
                     inputs.append(i)
         root = members[-1]
-        name = f"fused_{next(_ids)}_" + "_".join(m.op.name for m in members[-3:][::-1])
-        kernel = FusedKernel(name, members, inputs)
-        op = _make_op(kernel, len(inputs), (root.shape, root.dtype))
-        node = graph.add(op, inputs, {}, (root.shape, root.dtype), name="fused",
-                         source=root.source)
+        result = reduction if reduction is not None else root
+        tail = ([reduction] if reduction is not None else []) + members[-3:][::-1]
+        name = f"fused_{next(_ids)}_" + "_".join(m.op.name for m in tail[:3])
+        kernel = FusedKernel(name, members, inputs, reduction)
+        aval = (result.shape, result.dtype)
+        op = _make_op(kernel, len(inputs), aval, reduction)
+        node = graph.add(op, inputs, {}, aval, name="fused", source=result.source)
         node.meta["kernel_source"] = kernel.source
         node.meta["fused_ops"] = kernel.ops
         node.meta["backend"] = kernel.backend
-        graph.replace_all_uses_with(root, node)
-        for m in reversed(members):
+        graph.replace_all_uses_with(result, node)
+        for m in ([reduction] if reduction is not None else []) + list(reversed(members)):
             graph.drop_control_users(m)
             graph.erase(m)
-        fused_ops += len(members)
-    if regions:
-        graph.notes.append(f"fused {fused_ops} ops into {len(regions)} kernel{'s' if len(regions) != 1 else ''}")
-    return bool(regions)
+        fused_ops += len(members) + (reduction is not None)
+        kernels += 1
+    if kernels:
+        graph.notes.append(f"fused {fused_ops} ops into {kernels} kernel{'s' if kernels != 1 else ''}")
+    return bool(kernels)
