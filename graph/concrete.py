@@ -6,7 +6,7 @@ from engine.autodiff.tape import _TAPES, GradientTape, record
 from engine.errors import EngineError
 from engine.modes import use_mode
 from engine.pytree import LEAF, flatten, unflatten
-from engine.tensor import Tensor
+from engine.tensor import Tensor, wrap
 from engine.variable import Variable
 
 from .executor import CompiledGraph, wrap_outputs
@@ -109,10 +109,13 @@ class ConcreteFunction:
         """Run on ``tensors`` whose arrays are ``arrays`` (checked concrete by the caller)."""
         if _TAPES.get():
             return self._call_recorded(tensors, arrays)
-        outs = wrap_outputs(self.compiled.run(arrays), self._out_dtypes)
+        results = self.compiled.run(arrays)
         if self._single_output:
-            return outs[0]
-        return unflatten(self.graph.output_tree, outs)
+            out = results[0]
+            if type(out) is not np.ndarray or out.dtype != self._out_dtypes[0]:
+                return wrap_outputs(results, self._out_dtypes)[0]
+            return wrap(out)
+        return unflatten(self.graph.output_tree, wrap_outputs(results, self._out_dtypes))
 
     # -- gradients -----------------------------------------------------------------
     def _forward_with_residuals(self):

@@ -52,11 +52,11 @@ class Function:
 
     # -- calling ---------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if type(_MODE.get(_DEFAULT_MODE[0])) is TraceMode or config.run_functions_eagerly:
-            # Inside another trace, inline into that graph; eagerly on request.
-            return self.python_function(*args, **kwargs)
-        if not kwargs and self.input_signature is None:
-            # Fast path: all arguments are concrete tensors, keyed by shapes and dtypes.
+        # The common case first, kept lean: default (eager) mode, no switches on,
+        # positional concrete tensors, a signature seen before.
+        if not kwargs and self.input_signature is None and _MODE.get(None) is None \
+                and not config.run_functions_eagerly_global \
+                and config._run_eagerly.get() is None:
             key = []
             arrays = []
             for a in args:
@@ -72,6 +72,9 @@ class Function:
                     concrete = self.get_concrete_function(*args)
                     self._fast[key] = concrete
                 return concrete.call_arrays(args, arrays)
+        if type(_MODE.get(_DEFAULT_MODE[0])) is TraceMode or config.run_functions_eagerly:
+            # Inside another trace, inline into that graph; eagerly on request.
+            return self.python_function(*args, **kwargs)
         concrete, tensors = self._concrete_and_tensors(args, kwargs)
         return concrete(tensors)
 
