@@ -223,19 +223,26 @@ def _reshapes(shape):
     return out + [()] if n == 1 else out
 
 
+SMALL_KINDS = ["unary", "binary", "binary", "scalar", "reduce", "matmul", "reshape", "transpose"]
+
+
 @st.composite
-def programs(draw):
+def programs(draw, shape_choices=None, kinds=None, steps=(2, 10), reshapes=None):
     """A random straight-line program: ``(input shapes, instructions, outputs, seed)``.
 
     Each instruction is ``(kind, name, operand indices, params)`` and appends
-    one value; shapes are tracked so every instruction is valid.
+    one value; shapes are tracked so every instruction is valid. The shapes to
+    draw inputs from, the mix of instruction kinds, the number of steps and the
+    reshape targets can be changed (test_passes_programs draws bigger arrays).
     """
-    shapes = [draw(st.sampled_from(SHAPES)) for _ in range(draw(st.integers(1, 3)))]
+    shape_choices = SHAPES if shape_choices is None else shape_choices
+    kinds = SMALL_KINDS if kinds is None else kinds
+    reshapes = _reshapes if reshapes is None else reshapes
+    shapes = [draw(st.sampled_from(shape_choices)) for _ in range(draw(st.integers(1, 3)))]
     n_inputs = len(shapes)
     instrs = []
-    for _ in range(draw(st.integers(2, 10))):
-        kind = draw(st.sampled_from(["unary", "binary", "binary", "scalar", "reduce", "matmul",
-                                     "reshape", "transpose"]))
+    for _ in range(draw(st.integers(*steps))):
+        kind = draw(st.sampled_from(kinds))
         i = draw(st.integers(0, len(shapes) - 1))
         s = shapes[i]
         if kind == "binary":
@@ -254,7 +261,7 @@ def programs(draw):
             out = np.sum(np.empty(s), axis=axis, keepdims=keep).shape
             instr = ("reduce", draw(st.sampled_from(REDUCE)), (i,), dict(axis=axis, keepdims=keep))
         elif kind == "reshape":
-            out = draw(st.sampled_from(_reshapes(s)))
+            out = draw(st.sampled_from(reshapes(s)))
             instr = ("reshape", "reshape", (i,), dict(shape=out))
         elif kind == "transpose":
             instr, out = ("transpose", "transpose", (i,), {}), tuple(reversed(s))

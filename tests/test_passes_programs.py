@@ -19,8 +19,7 @@ import engine as en
 from graph.passes import CLEANUP, PASSES, optimize
 from graph.passes.fusion import BLOCK_ELEMENTS
 from op_db import ALL_ENTRIES, F32, F64, seeded_rng, to_engine
-from test_graph_mode import (BINARY, REDUCE, UNARY, _broadcastable, _matmul_shape, program_case,
-                             programs, run_program)
+from test_graph_mode import program_case, programs, run_program
 from test_passes import assert_matches, flat, fused_nodes, isomorphic
 
 
@@ -144,51 +143,12 @@ def _big_reshapes(shape):
             else (n,), (2, n // 2) if n % 2 == 0 else (n,)]
 
 
-@st.composite
-def big_programs(draw):
+def big_programs():
     """Like ``test_graph_mode.programs`` with 200x300 arrays and mostly elementwise steps, so
     fused regions span several blocks and matmuls leave buffers for the planner to reuse."""
-    shapes = [draw(st.sampled_from(BIG_SHAPES)) for _ in range(draw(st.integers(1, 3)))]
-    n_inputs = len(shapes)
-    instrs = []
-    for _ in range(draw(st.integers(4, 14))):
-        kind = draw(st.sampled_from(["unary", "unary", "binary", "binary", "binary", "scalar",
-                                     "scalar", "reduce", "matmul", "matmul", "matmul", "reshape",
-                                     "transpose"]))
-        i = draw(st.integers(0, len(shapes) - 1))
-        s = shapes[i]
-        if kind == "binary":
-            j = draw(st.sampled_from([j for j, t in enumerate(shapes) if _broadcastable(s, t)]))
-            instr, out = ("binary", draw(st.sampled_from(BINARY)), (i, j), {}), \
-                np.broadcast_shapes(s, shapes[j])
-        elif kind == "matmul" and any(_matmul_shape(a, b) is not None
-                                      for a in shapes for b in shapes):
-            pairs = [(a, b) for a in range(len(shapes)) for b in range(len(shapes))
-                     if _matmul_shape(shapes[a], shapes[b]) is not None]
-            a, b = draw(st.sampled_from(pairs))
-            instr, out = ("matmul", "matmul", (a, b), {}), _matmul_shape(shapes[a], shapes[b])
-        elif kind == "reduce":
-            axis = draw(st.sampled_from([None] + list(range(-len(s), len(s)))))
-            keep = draw(st.booleans())
-            out = np.sum(np.empty(s), axis=axis, keepdims=keep).shape
-            instr = ("reduce", draw(st.sampled_from(REDUCE)), (i,), dict(axis=axis, keepdims=keep))
-        elif kind == "reshape":
-            out = draw(st.sampled_from(_big_reshapes(s)))
-            instr = ("reshape", "reshape", (i,), dict(shape=out))
-        elif kind == "transpose":
-            instr, out = ("transpose", "transpose", (i,), {}), tuple(reversed(s))
-        elif kind == "scalar":
-            c = draw(st.sampled_from([0.5, -1.25, 2.0, 3.0]))
-            instr, out = ("scalar", draw(st.sampled_from(["add", "mul", "rsub"])), (i,),
-                          dict(c=c)), s
-        else:
-            instr, out = ("unary", draw(st.sampled_from(UNARY)), (i,), {}), s
-        instrs.append(instr)
-        shapes.append(tuple(out))
-    last = len(shapes) - 1
-    extra = draw(st.integers(0, last))
-    outputs = (last,) if extra == last else (last, extra)
-    return shapes[:n_inputs], instrs, outputs, draw(st.integers(0, 2 ** 16))
+    return programs(shape_choices=BIG_SHAPES, steps=(4, 14), reshapes=_big_reshapes,
+                    kinds=["unary", "unary", "binary", "binary", "binary", "scalar", "scalar",
+                           "reduce", "matmul", "matmul", "matmul", "reshape", "transpose"])
 
 
 def test_big_random_programs_optimized_equal_unoptimized():
