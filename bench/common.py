@@ -60,6 +60,13 @@ def result(workload, config, mode, times_s, extra=None, skipped=None):
     return rec
 
 
+def results(workload, config, modes, times, extras, skipped):
+    """One result per mode, in ``modes`` order: timed, or skipped with its reason."""
+    return [result(workload, config, mode, [], skipped=skipped[mode]) if mode in skipped
+            else result(workload, config, mode, times[mode], extra=extras.get(mode))
+            for mode in modes]
+
+
 def config_label(config):
     """A short text form of a configuration dict: ``batch=100 history=5``."""
     return " ".join(f"{k}={v}" for k, v in config.items())

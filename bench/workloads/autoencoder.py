@@ -94,7 +94,7 @@ def configs(args):
 
 
 def run(config, modes, args, tick):
-    from bench.common import result, time_modes
+    from bench.common import results, time_modes
 
     batch = config["batch"]
     problem = Problem(batch)
@@ -112,13 +112,7 @@ def run(config, modes, args, tick):
     if "graph" in fns:
         extras["graph"]["memory_report"] = problem.graph_fn.memory_report(*problem.tensors())
     times = time_modes(fns, config["repeats"], tick, warmup=1)
-    out = []
-    for mode in modes:
-        if mode in skipped:
-            out.append(result(NAME, config, mode, [], skipped=skipped[mode]))
-        else:
-            out.append(result(NAME, config, mode, times[mode], extra=extras[mode]))
-    return out
+    return results(NAME, config, modes, times, extras, skipped)
 
 
 # (batch, faster mode, slower mode, at least this speed-up, text); None: every batch

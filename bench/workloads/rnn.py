@@ -52,7 +52,7 @@ def configs(args):
 
 
 def run(config, modes, args, tick):
-    from bench.common import result, time_modes
+    from bench.common import results, time_modes
 
     problem = Problem(config)
     reference = numpy_loss_and_grad(*problem.arrays(np.float64))
@@ -71,13 +71,7 @@ def run(config, modes, args, tick):
         extras[mode] = agreement(reference, to_numpy(step()), names=("loss",) + PARAM_NAMES)
         fns[mode] = settled(step, _POOLS.get(mode, "numpy"))
     times = time_modes(fns, config["repeats"], tick, warmup=1)
-    out = []
-    for mode in modes:
-        if mode in skipped:
-            out.append(result(NAME, config, mode, [], skipped=skipped[mode]))
-        else:
-            out.append(result(NAME, config, mode, times[mode], extra=extras[mode]))
-    return out
+    return results(NAME, config, modes, times, extras, skipped)
 
 
 # (faster mode, slower mode, text)
