@@ -110,32 +110,36 @@ def _kernel_source(name, members, inputs, member_index, reduce=None):
         lines.append(f"    shape = static_shape or np.broadcast_shapes({shape_args})")
     else:
         lines.append("    shape = out.shape")
-    lines.append("    nd = len(shape)")
-    lines.append("    size = math.prod(shape)")
     # Small arrays of the traced shape: one pass over whole arrays, with scratch
     # buffers kept between calls (a free list, so concurrent calls never share).
+    # Whether the traced shape is small is known now, so the test is one compare.
     slot_names = [slot for slot, _ in slots]
-    lines.append(f"    if size <= {BLOCK_ELEMENTS} and shape == static_shape:")
-    if slots:
-        lines.append("        try:")
-        lines.append("            scratch = small_scratch.pop()")
-        lines.append("        except IndexError:")
-        lines.append("            scratch = new_small_scratch()")
-        lines.append(f"        {', '.join(slot_names)}, = scratch")
-    small = {node: f"x{i}" for i, node in enumerate(inputs)}
-    for k, m in enumerate(members):
-        argv = [small[i] for i in m.inputs]
-        params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
-        target = "out" if k == last and not reduce else slot_of[m]
-        # numpy ufuncs take out positionally, which skips keyword parsing.
-        out_arg = target if _positional_out(m.op.out_impl) and not params else f"out={target}"
-        lines.append(f"        u{k} = k{k}({', '.join(argv)}, {out_arg}{params})  # {m.op.name}")
-        small[m] = f"u{k}"
-    if reduce:
-        lines.append(f"        out[...] = np.sum(u{last}){' / size' if reduce == 'mean' else ''}")
-    if slots:
-        lines.append("        small_scratch.append(scratch)")
-    lines.append("        return out")
+    region_shape = members[-1].shape
+    small_static = None not in region_shape and math.prod(region_shape) <= BLOCK_ELEMENTS
+    if small_static:
+        lines.append("    if shape == static_shape:")
+        if slots:
+            lines.append("        try:")
+            lines.append("            scratch = small_scratch.pop()")
+            lines.append("        except IndexError:")
+            lines.append("            scratch = new_small_scratch()")
+            lines.append(f"        {', '.join(slot_names)}, = scratch")
+        small = {node: f"x{i}" for i, node in enumerate(inputs)}
+        for k, m in enumerate(members):
+            argv = [small[i] for i in m.inputs]
+            params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
+            target = "out" if k == last and not reduce else slot_of[m]
+            # numpy ufuncs take out positionally, which skips keyword parsing.
+            out_arg = target if _positional_out(m.op.out_impl) and not params else f"out={target}"
+            lines.append(f"        u{k} = k{k}({', '.join(argv)}, {out_arg}{params})  # {m.op.name}")
+            small[m] = f"u{k}"
+        if reduce:
+            lines.append(f"        out[...] = np.sum(u{last}){f' / {math.prod(region_shape)}' if reduce == 'mean' else ''}")
+        if slots:
+            lines.append("        small_scratch.append(scratch)")
+        lines.append("        return out")
+    lines.append("    nd = len(shape)")
+    lines.append("    size = math.prod(shape)")
     lines.append("    n = shape[0] if nd else 1")
     lines.append("    row = size // n if n else 0")
     lines.append(f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n")
@@ -181,7 +185,6 @@ class FusedKernel:
         namespace = {"np": np, "math": math}
         for k, m in enumerate(members):
             namespace[f"k{k}"] = m.op.out_impl
-            namespace[f"i{k}"] = m.op.impl
             for key, value in m.params.items():
                 namespace[f"p{k}_{key}"] = value
         shape = members[-1].shape
@@ -202,11 +205,12 @@ class FusedKernel:
         result = reduction if reduction is not None else members[-1]
         self.shape = result.shape
         self.dtype = result.dtype
+        self._unknown = None in self.shape
         self.ops = tuple(m.op.name for m in members) + ((reduce,) if reduce else ())
 
     def impl(self, *arrays):
         shape = self.shape
-        if None in shape:   # dims unknown while tracing: the inputs know them now
+        if self._unknown:   # dims unknown while tracing: the inputs know them now
             shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
         return self.out_impl(*arrays, np.empty(shape, self.dtype))
 
