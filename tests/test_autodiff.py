@@ -10,18 +10,9 @@ import numpy as np
 import pytest
 
 import engine as en
+from finite_diff import central_difference as numeric_grad
 
 
-def numeric_grad(f, x, eps=1e-6):
-    """Central finite differences of the numpy function ``f`` (scalar valued) at ``x``."""
-    x = np.array(x, dtype=np.float64)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += eps
-        xm[i] -= eps
-        g[i] = (f(xp) - f(xm)) / (2 * eps)
-    return g
 
 
 def close(t, expected, rtol=1e-7, atol=1e-9):

@@ -13,24 +13,11 @@ import numpy as np
 import pytest
 
 import engine as en
+from finite_diff import numeric_grad
 
 RNG = np.random.default_rng(1234)
 
 
-def numeric_grad(f, xs, i, eps=1e-6):
-    """Central differences of scalar ``f(*xs)`` (numpy arrays) with respect to ``xs[i]``."""
-    x = np.asarray(xs[i], dtype=np.float64)
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        vals = []
-        for sign in (1.0, -1.0):
-            shifted = x.copy()
-            shifted[idx] += sign * eps
-            args = [en.tensor(a) for a in xs]
-            args[i] = en.tensor(shifted)
-            vals.append(float(f(*args)))
-        g[idx] = (vals[0] - vals[1]) / (2 * eps)
-    return g
 
 
 def _loss(x, w):

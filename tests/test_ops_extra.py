@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from finite_diff import numeric_grad
 from engine.ops.indexing import getitem_op, index_shape, parse_index
 from engine.tensor import traced
 
@@ -14,20 +15,6 @@ RNG = np.random.default_rng(0)
 
 
 # ---- helpers -------------------------------------------------------------------
-def numeric_grad(f, args, i, eps=1e-6):
-    """Central differences of scalar ``f(*args)`` with respect to ``args[i]``."""
-    x = np.array(args[i], dtype=np.float64)
-    out = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        vals = []
-        for sign in (1, -1):
-            xp = x.copy()
-            xp[idx] += sign * eps
-            a = list(args)
-            a[i] = en.tensor(xp)
-            vals.append(float(f(*a)))
-        out[idx] = (vals[0] - vals[1]) / (2 * eps)
-    return out
 
 
 def check_grads(f, *args, order=1, rtol=1e-5, atol=1e-6):
