@@ -13,8 +13,6 @@ import engine as en
 from finite_diff import central_difference as numeric_grad
 
 
-
-
 def close(t, expected, rtol=1e-7, atol=1e-9):
     assert isinstance(t, en.Tensor), type(t)
     expected = np.asarray(expected)

@@ -18,8 +18,6 @@ from finite_diff import numeric_grad
 RNG = np.random.default_rng(1234)
 
 
-
-
 def _loss(x, w):
     return en.sum(en.tanh(x @ w) ** 2.0) + en.sum(en.sin(w) * w)
 
