@@ -391,3 +391,13 @@ def pyplot_or_none():
         return plt
     except Exception:
         return None
+
+
+def save_figure(fig, out_dir, name, **savefig_kw):
+    """Write ``fig`` as ``out_dir/name``, close it, and return the path."""
+    import matplotlib.pyplot as plt
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name)
+    fig.savefig(path, **savefig_kw)
+    plt.close(fig)
+    return path

@@ -34,7 +34,6 @@ its steady state, as in a loop that runs that library alone.
 
 Run alone with ``python -m bench.workloads.autoencoder [--quick] [--batch N]``.
 """
-import os
 import sys
 import time
 
@@ -168,7 +167,7 @@ def summary(results, args=None):
 
 def plot(results, out_dir):
     """Median time against batch size, one line per mode, on log-log axes."""
-    from bench.common import pyplot_or_none
+    from bench.common import pyplot_or_none, save_figure
 
     plt = pyplot_or_none()
     rows = [r for r in results if r["workload"] == NAME and r.get("median_ms") is not None]
@@ -186,11 +185,7 @@ def plot(results, out_dir):
     ax.set_title("tied-weight autoencoder 784-196-784, float32")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "autoencoder.png")
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, out_dir, "autoencoder.png", dpi=120, bbox_inches="tight")]
 
 
 # ----------------------------------------------------------------------------

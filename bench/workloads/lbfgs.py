@@ -578,7 +578,6 @@ def plot(results, out_dir):
     plt = common.pyplot_or_none()
     if plt is None:
         return []
-    import os
     mine = [r for r in results if r["workload"] == NAME]
     if not mine:
         return []
@@ -602,10 +601,7 @@ def plot(results, out_dir):
     axes.flat[0].legend(fontsize=7)
     fig.suptitle("L-BFGS autoencoder: loss per iteration")
     fig.tight_layout()
-    path = os.path.join(out_dir, "lbfgs_loss.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    paths.append(path)
+    paths.append(common.save_figure(fig, out_dir, "lbfgs_loss.png", dpi=110))
 
     modes = [m for m in MODES if any(r["mode"] == m and r.get("median_ms") for r in mine)]
     labels = list(by_cfg)
@@ -624,8 +620,5 @@ def plot(results, out_dir):
     ax.legend(fontsize=7)
     ax.set_title("L-BFGS autoencoder: time per iteration")
     fig.tight_layout()
-    path = os.path.join(out_dir, "lbfgs_time.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    paths.append(path)
+    paths.append(common.save_figure(fig, out_dir, "lbfgs_time.png", dpi=110))
     return paths

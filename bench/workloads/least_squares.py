@@ -244,7 +244,6 @@ def plot(results, out_dir):
     mine = [r for r in results if r["workload"] == NAME and r.get("curve")]
     if plt is None or not mine:
         return []
-    import os
     methods = [m for m in METHODS if any(r["config"]["method"] == m for r in mine)]
     fig, axes = plt.subplots(2, len(methods), figsize=(4.2 * len(methods), 6.4), squeeze=False)
     for j, method in enumerate(methods):
@@ -261,7 +260,4 @@ def plot(results, out_dir):
     axes[0, 0].legend(fontsize=7)
     fig.suptitle("Least squares: gap to the lstsq optimum")
     fig.tight_layout()
-    path = os.path.join(out_dir, "least_squares.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [common.save_figure(fig, out_dir, "least_squares.png", dpi=110)]
