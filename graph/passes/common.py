@@ -40,3 +40,10 @@ def remove_node(graph, node):
     """Erase a node that has no data users left (dropping control edges it carried)."""
     graph.drop_control_users(node)
     graph.erase(node)
+
+
+def replace_node(graph, node, by):
+    """Point every use of ``node`` at ``by`` and remove ``node``. Returns True (changed)."""
+    graph.replace_all_uses_with(node, by)
+    remove_node(graph, node)
+    return True

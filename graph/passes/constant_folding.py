@@ -11,7 +11,7 @@ from engine.config import config
 from engine.ops import ones_like_op, zeros_like_op, count_op
 
 from ..graph_ops import constant_op, read_variable_op, placeholder_op
-from .common import has_side_effects, is_constant, nbytes, remove_node, static_shape
+from .common import has_side_effects, is_constant, nbytes, replace_node, static_shape
 
 SHAPE_ONLY = frozenset([zeros_like_op, ones_like_op, count_op])
 
@@ -46,8 +46,7 @@ def constant_folding(graph):
         value = np.array(value, dtype=node.dtype, copy=True)   # own its memory
         const = graph.add(constant_op, (), {"value": value}, (value.shape, value.dtype),
                           name=f"{node.name}_c", source=node.source)
-        graph.replace_all_uses_with(node, const)
-        remove_node(graph, node)
+        replace_node(graph, node, const)
         folded += 1
     if folded:
         graph.notes.append(f"folded {folded} nodes into constants")

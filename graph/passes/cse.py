@@ -1,7 +1,7 @@
 """Common subexpression elimination by a structural key (op, params, inputs)."""
 from engine.op import freeze_params
 
-from .common import has_side_effects, is_constant, remove_node
+from .common import has_side_effects, is_constant, replace_node
 from ..graph_ops import placeholder_op
 
 _CONST_BYTES = 4096   # small constants are merged by value
@@ -36,8 +36,7 @@ def cse(graph):
         if first is None:
             seen[key] = node
             continue
-        graph.replace_all_uses_with(node, first)
-        remove_node(graph, node)
+        replace_node(graph, node, first)
         merged += 1
     if merged:
         graph.notes.append(f"merged {merged} duplicate nodes")

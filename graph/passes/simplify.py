@@ -21,17 +21,11 @@ import numpy as np
 from engine import ops
 from engine.shapes import broadcast_shapes
 
-from .common import all_equal_to, constant_value, is_constant, remove_node
+from .common import all_equal_to, constant_value, is_constant, replace_node
 
 
 def _same_type(node, x):
     return tuple(x.shape) == tuple(node.shape) and x.dtype == node.dtype
-
-
-def _replace(graph, node, by):
-    graph.replace_all_uses_with(node, by)
-    remove_node(graph, node)
-    return True
 
 
 def _identity_element(value, left=True, right=True, zero_sign=None):
@@ -49,9 +43,9 @@ def _identity_element(value, left=True, right=True, zero_sign=None):
     def rule(graph, node):
         x, y = node.inputs
         if right and _same_type(node, x) and is_identity(y, node):
-            return _replace(graph, node, x)
+            return replace_node(graph, node, x)
         if left and _same_type(node, y) and is_identity(x, node):
-            return _replace(graph, node, y)
+            return replace_node(graph, node, y)
         return False
     return rule
 
@@ -59,12 +53,12 @@ def _identity_element(value, left=True, right=True, zero_sign=None):
 def _double_negation(graph, node):
     (x,) = node.inputs
     if x.op is ops.neg_op:
-        return _replace(graph, node, x.inputs[0])
+        return replace_node(graph, node, x.inputs[0])
     return False
 
 
 def _passthrough(graph, node):
-    return _replace(graph, node, node.inputs[0])
+    return replace_node(graph, node, node.inputs[0])
 
 
 def _perm(axes, ndim):
@@ -76,12 +70,12 @@ def _transpose_chain(graph, node):
     nd = len(node.shape)
     outer = _perm(node.params["axes"], nd)
     if outer == tuple(range(nd)):
-        return _replace(graph, node, x)
+        return replace_node(graph, node, x)
     if x.op is ops.transpose_op:
         inner = _perm(x.params["axes"], nd)
         composed = tuple(inner[a] for a in outer)
         if composed == tuple(range(nd)):
-            return _replace(graph, node, x.inputs[0])
+            return replace_node(graph, node, x.inputs[0])
         graph.set_inputs(node, [x.inputs[0]])
         node.params = {"axes": composed}
         return True
@@ -91,7 +85,7 @@ def _transpose_chain(graph, node):
 def _reshape_chain(graph, node):
     (x,) = node.inputs
     if None not in node.shape and tuple(x.shape) == tuple(node.shape):
-        return _replace(graph, node, x)
+        return replace_node(graph, node, x)
     if x.op is ops.reshape_op:
         graph.set_inputs(node, [x.inputs[0]])
         _reshape_chain(graph, node)   # the shorter chain may now be a no-op
@@ -102,14 +96,14 @@ def _reshape_chain(graph, node):
 def _cast_noop(graph, node):
     (x,) = node.inputs
     if x.dtype == node.dtype:
-        return _replace(graph, node, x)
+        return replace_node(graph, node, x)
     return False
 
 
 def _broadcast_noop(graph, node):
     x = node.inputs[0]
     if None not in node.shape and tuple(x.shape) == tuple(node.shape):
-        return _replace(graph, node, x)
+        return replace_node(graph, node, x)
     return False
 
 
@@ -119,11 +113,11 @@ def _power_of_constant(graph, node):
     if not _same_type(node, x):
         return False
     if all_equal_to(y, 1):
-        return _replace(graph, node, x)
+        return replace_node(graph, node, x)
     if all_equal_to(y, 2):
         sq = graph.add(ops.square_op, [x], {}, (node.shape, node.dtype), name="square",
                        source=node.source)
-        return _replace(graph, node, sq)
+        return replace_node(graph, node, sq)
     return False
 
 
@@ -153,7 +147,7 @@ def _hoist_broadcast(graph, node):
     small = graph.add(node.op, sources, node.params, aval, name=node.name, source=node.source)
     big = graph.add(ops.broadcast_to_op, [small], {"shape": tuple(node.shape)},
                     (node.shape, node.dtype), name="broadcast_to", source=node.source)
-    return _replace(graph, node, big)
+    return replace_node(graph, node, big)
 
 
 def _fold_broadcast_into_consumer(graph, node):
