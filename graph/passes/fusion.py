@@ -6,7 +6,9 @@ fusing can never create a cycle). The region becomes one ``fused`` node whose
 kernel runs the members' ``out_impl`` kernels (numpy ufuncs with ``out=``)
 over row blocks small enough to stay in cache: intermediates live in a few
 block-sized scratch buffers, so no full-size temporary array is made, and each
-input is streamed from memory once.
+input is streamed from memory once. For a small traced shape the node's plain
+``impl`` is a second generated function that allocates the result and runs
+every op once over whole arrays, in the result itself where the values allow.
 
 Example of a generated kernel (``fn.explain`` and ``node.meta["kernel_source"]``)::
 
@@ -74,25 +76,33 @@ def _positional_out(kernel):
     return isinstance(kernel, np.ufunc) and kernel.__name__ not in ("maximum", "minimum")
 
 
-def _kernel_source(name, members, inputs, member_index, reduce=None):
-    """Python source of a fused kernel for ``members`` (topo order; the last is the
-    region's value). With ``reduce`` ("sum" or "mean") the kernel returns that
-    reduction of the value over all its elements instead of the value itself:
-    block by block, so the value is never stored whole."""
-    n_in = len(inputs)
-    args = [f"x{i}" for i in range(n_in)]
-    lines = [f"def {name}({', '.join(args + ['out'])}):"]
-    # Scratch slots: reuse a buffer once its value is dead (per dtype).
+def _assign_slots(members, member_index, in_scratch, out_dtype=None):
+    """Scratch slot names for the values of ``in_scratch``: a buffer is reused once its
+    value is dead (per dtype). Returns ``({member: slot}, [(slot, dtype name)])``.
+
+    With ``out_dtype`` the kernel's own fresh ``out`` is a slot of that dtype too, and
+    an op may write over an input that dies there (in place, as memory planning
+    does): a chain of ops then runs in ``out`` alone, with no scratch buffer.
+    """
     last_use = {}
     for k, m in enumerate(members):
         for i in m.inputs:
             if i in member_index:
                 last_use[i] = k
     free = {}
+    if out_dtype is not None:
+        free[np.dtype(out_dtype).name] = ["out"]
     slot_of = {}
     slots = []
-    in_scratch = members if reduce else members[:-1]
+
+    def release(k, m):
+        for i in dict.fromkeys(m.inputs):   # a value used twice is freed once
+            if i in member_index and last_use.get(i) == k and i in slot_of:
+                free[np.dtype(i.dtype).name].append(slot_of[i])
+
     for k, m in enumerate(in_scratch):
+        if out_dtype is not None:
+            release(k, m)
         dt = np.dtype(m.dtype).name
         pool = free.setdefault(dt, [])
         if pool:
@@ -101,38 +111,75 @@ def _kernel_source(name, members, inputs, member_index, reduce=None):
             slot = f"scratch_{dt}_{len(slots)}"
             slots.append((slot, dt))
         slot_of[m] = slot
-        for i in dict.fromkeys(m.inputs):   # a value used twice is freed once
-            if i in member_index and last_use.get(i) == k and i in slot_of:
-                free[np.dtype(i.dtype).name].append(slot_of[i])
+        if out_dtype is None:
+            release(k, m)
+    return slot_of, slots
+
+
+def _small_lines(members, inputs, slot_of, slots, result, indent):
+    """The kernel over whole arrays of the traced shape, scratch buffers taken from a
+    free list kept between calls (so concurrent calls never share one). The last
+    member writes into ``result`` (None: into its scratch slot)."""
+    lines = []
+    pad = " " * indent
+    if slots:
+        lines += [f"{pad}try:",
+                  f"{pad}    scratch = small_scratch.pop()",
+                  f"{pad}except IndexError:",
+                  f"{pad}    scratch = new_small_scratch()",
+                  f"{pad}{', '.join(slot for slot, _ in slots)}, = scratch"]
+    small = {node: f"x{i}" for i, node in enumerate(inputs)}
+    last = len(members) - 1
+    for k, m in enumerate(members):
+        argv = [small[i] for i in m.inputs]
+        params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
+        target = result if k == last and result else slot_of[m]
+        # numpy ufuncs take out positionally, which skips keyword parsing.
+        out_arg = target if _positional_out(m.op.out_impl) and not params else f"out={target}"
+        lines.append(f"{pad}u{k} = k{k}({', '.join(argv)}, {out_arg}{params})  # {m.op.name}")
+        small[m] = f"u{k}"
+    return lines
+
+
+def _fresh_source(name, members, inputs, member_index):
+    """``name(x0, ...)``: the kernel on inputs of the traced (small) shape, writing into
+    an array it allocates; the fused node's plain ``impl``."""
+    slot_of, slots = _assign_slots(members, member_index, members[:-1], members[-1].dtype)
+    lines = [f"def {name}({', '.join(f'x{i}' for i in range(len(inputs)))}):",
+             "    out = empty(static_shape, out_dtype)"]
+    lines += _small_lines(members, inputs, slot_of, slots, "out", 4)
+    if slots:
+        lines.append("    small_scratch.append(scratch)")
+    lines.append("    return out")
+    return "\n".join(lines) + "\n", [dt for _, dt in slots]
+
+
+def _small_static(shape):
+    """Whether arrays of the traced ``shape`` take the one-pass small path."""
+    return None not in shape and math.prod(shape) <= BLOCK_ELEMENTS
+
+
+def _kernel_source(name, members, inputs, member_index, reduce=None):
+    """Python source of a fused kernel for ``members`` (topo order; the last is the
+    region's value). With ``reduce`` ("sum" or "mean") the kernel returns that
+    reduction of the value over all its elements instead of the value itself:
+    block by block, so the value is never stored whole."""
+    n_in = len(inputs)
+    args = [f"x{i}" for i in range(n_in)]
+    lines = [f"def {name}({', '.join(args + ['out'])}):"]
+    # ``out`` may be a planned buffer shared with an input: it takes the last value only.
+    slot_of, slots = _assign_slots(members, member_index, members if reduce else members[:-1])
     last = len(members) - 1
     if reduce:
         shape_args = ", ".join(f"x{i}.shape" for i in range(n_in))
         lines.append(f"    shape = static_shape or np.broadcast_shapes({shape_args})")
     else:
         lines.append("    shape = out.shape")
-    # Small arrays of the traced shape: one pass over whole arrays, with scratch
-    # buffers kept between calls (a free list, so concurrent calls never share).
     # Whether the traced shape is small is known now, so the test is one compare.
-    slot_names = [slot for slot, _ in slots]
     region_shape = members[-1].shape
-    small_static = None not in region_shape and math.prod(region_shape) <= BLOCK_ELEMENTS
-    if small_static:
+    if _small_static(region_shape):
         lines.append("    if shape == static_shape:")
-        if slots:
-            lines.append("        try:")
-            lines.append("            scratch = small_scratch.pop()")
-            lines.append("        except IndexError:")
-            lines.append("            scratch = new_small_scratch()")
-            lines.append(f"        {', '.join(slot_names)}, = scratch")
-        small = {node: f"x{i}" for i, node in enumerate(inputs)}
-        for k, m in enumerate(members):
-            argv = [small[i] for i in m.inputs]
-            params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
-            target = "out" if k == last and not reduce else slot_of[m]
-            # numpy ufuncs take out positionally, which skips keyword parsing.
-            out_arg = target if _positional_out(m.op.out_impl) and not params else f"out={target}"
-            lines.append(f"        u{k} = k{k}({', '.join(argv)}, {out_arg}{params})  # {m.op.name}")
-            small[m] = f"u{k}"
+        lines += _small_lines(members, inputs, slot_of, slots, None if reduce else "out", 8)
         if reduce:
             lines.append(f"        out[...] = np.sum(u{last}){f' / {math.prod(region_shape)}' if reduce == 'mean' else ''}")
         if slots:
@@ -193,6 +240,7 @@ class FusedKernel:
         namespace["static_shape"] = static
         namespace["small_scratch"] = []
         namespace["new_small_scratch"] = lambda: [np.empty(static, d) for d in small_dtypes]
+        fresh = dict(namespace)   # before exec: the fresh kernel keeps its own scratch
         exec(compile(self.source, f"<fused kernel {name}>", "exec"), namespace)
         self.out_impl = namespace[name]
         self.backend = "numpy"
@@ -202,6 +250,16 @@ class FusedKernel:
                 self.backend = "numba"
                 self.source = ufunc.source
                 self.out_impl = lambda *args: ufunc(*args[:-1], out=args[-1])
+        if self.backend == "numpy" and reduction is None and _small_static(shape):
+            # The traced shape is the only one: allocate and run in one generated call.
+            fresh_source, fresh_dtypes = _fresh_source(name + "_fresh", members, inputs,
+                                                       member_index)
+            fresh.update(empty=np.empty, out_dtype=np.dtype(members[-1].dtype),
+                         small_scratch=[], new_small_scratch=lambda: [
+                             np.empty(static, d) for d in fresh_dtypes])
+            exec(compile(fresh_source, f"<fused kernel {name}_fresh>", "exec"), fresh)
+            self.impl = fresh[name + "_fresh"]
+            self.source += "\n" + fresh_source
         result = reduction if reduction is not None else members[-1]
         self.shape = result.shape
         self.dtype = result.dtype
@@ -209,6 +267,7 @@ class FusedKernel:
         self.ops = tuple(m.op.name for m in members) + ((reduce,) if reduce else ())
 
     def impl(self, *arrays):
+        # (Replaced per instance by the generated fresh kernel for small traced shapes.)
         shape = self.shape
         if self._unknown:   # dims unknown while tracing: the inputs know them now
             shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
