@@ -12,7 +12,7 @@ from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
 from engine.modes import set_default_mode
 from engine.op import freeze_params
 from engine.tensor import Tensor, wrap
-from engine.variable import Variable
+from engine.variable import Variable, check_scatter
 
 from . import buffer_cache
 from .numerics import check_outputs
@@ -138,7 +138,9 @@ class EagerMode:
             watch_variable_read(var, t)
         return t
 
-    def assign_variable(self, var, value, kind):
+    def assign_variable(self, var, value, kind, indices=None):
+        if kind == "scatter_update":
+            return _scatter_update(var, indices, value)
         immutable = False     # values of tensors and variables never change: no copy needed
         if isinstance(value, Variable):
             value = value._value
@@ -166,6 +168,31 @@ class EagerMode:
             new = var._value - value
         var._set(new)
         return var
+
+
+def _scatter_update(var, indices, updates):
+    """``var.scatter_update``: validate everything, then write the rows."""
+    indices = _plain_array(indices, None)
+    updates = _plain_array(updates, var.dtype)
+    try:
+        check_scatter(var, (indices.shape, indices.dtype), (updates.shape, updates.dtype))
+        var._scatter(indices, updates)
+    except EngineError as err:
+        raise located(err) from None
+    return var
+
+
+def _plain_array(x, weak_dtype):
+    """The numpy value of a tensor, variable, Python scalar or array-like."""
+    if isinstance(x, Variable):
+        return x._value
+    if isinstance(x, Tensor):
+        if x._value is None:
+            raise _leaked(x)
+        return x._value
+    if weak_dtype is not None and type(x) in WEAK_SCALAR_TYPES:
+        return weak_scalar_array(x, [weak_dtype])
+    return as_array(x)
 
 
 def _run_large(op, tensors, params, shape, dtype):

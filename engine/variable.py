@@ -5,6 +5,11 @@ immutable tensor (the current value at the time of the read); assignment never
 changes tensors read earlier. Reads are recorded on active tapes, and
 trainable variables read under a tape are watched automatically.
 
+``scatter_update`` rewrites chosen rows. It writes into the current array in
+place when nothing else holds that array (no earlier read is alive, checked
+by reference count) and copies it first otherwise, so earlier reads still
+never change, and storing one row of a large buffer costs one row.
+
 Example:
     >>> import engine as en
     >>> v = en.Variable([1.0, 2.0], name="w")
@@ -12,11 +17,12 @@ Example:
     array([2., 3.])
 """
 import itertools
+import sys
 import threading
 
 import numpy as np
 
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError, EngineError, ShapeError
 from .lifting import as_array
 from .modes import current_mode
 from .tensor import Tensor, TensorOps
@@ -81,6 +87,25 @@ class Variable(TensorOps):
         """``self = self - delta``. Returns the variable."""
         return current_mode().assign_variable(self, delta, "assign_sub")
 
+    def scatter_update(self, indices, updates):
+        """Write ``updates`` into the rows ``indices`` (along the first axis).
+
+        ``indices`` is an integer or a 1-D integer array (negative counts from
+        the end, as in numpy; with repeats the last write wins) and may be a
+        traced tensor; ``updates`` has shape ``indices.shape + shape[1:]`` and
+        the variable's dtype. Tensors read earlier keep their values.
+        Returns the variable.
+
+        Example:
+            >>> import engine as en
+            >>> h = en.Variable([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+            >>> h.scatter_update(1, [5.0, 6.0]).numpy()
+            array([[0., 0.],
+                   [5., 6.],
+                   [0., 0.]])
+        """
+        return current_mode().assign_variable(self, updates, "scatter_update", indices)
+
     def _set(self, array):
         """Store a new value (called by modes after validation)."""
         array = np.asarray(array)
@@ -88,9 +113,57 @@ class Variable(TensorOps):
             array.flags.writeable = False
         self._value = array
 
+    def _scatter(self, indices, updates):
+        """Store ``updates`` at rows ``indices`` (validated by the caller except the range)."""
+        check_scatter_range(self, indices)
+        value = self._value
+        # Write in place when only this variable refers to the array (the three
+        # references: the attribute, ``value`` and getrefcount's argument) and the
+        # array owns its memory; otherwise copy, so no earlier read changes.
+        if value.base is not None or sys.getrefcount(value) > 3:
+            value = np.array(value, copy=True)
+        value.flags.writeable = True
+        try:
+            value[indices] = updates
+        finally:
+            value.flags.writeable = False
+        self._value = value
+
     def __repr__(self):
         body = np.array2string(self._value, separator=", ")
         return f"<Variable {self.name!r} shape={self.shape} dtype={self.dtype} value={body}>"
 
     def __reduce__(self):
         raise TypeError("variables are not picklable; save their values with en.save")
+
+
+def check_scatter(var, index_aval, update_aval):
+    """Raise a clear error unless ``var.scatter_update`` accepts these shapes and dtypes.
+
+    ``index_aval`` and ``update_aval`` are ``(shape, dtype)``; a ``None`` dim
+    (unknown while tracing) matches anything.
+    """
+    (ishape, idtype), (ushape, udtype) = index_aval, update_aval
+    where = f"Variable {var.name!r}.scatter_update"
+    if len(var.shape) == 0:
+        raise ShapeError(f"{where}: a scalar variable has no rows; use assign")
+    if np.dtype(idtype).kind not in "iu" or len(ishape) > 1:
+        raise DTypeError(f"{where}: indices must be an integer scalar or 1-D integer array, "
+                         f"got shape {tuple(ishape)} dtype {np.dtype(idtype)}")
+    want = tuple(ishape) + tuple(var.shape[1:])
+    if len(ushape) != len(want) or any(a is not None and b is not None and a != b
+                                       for a, b in zip(ushape, want)):
+        raise ShapeError(f"{where}: updates have shape {tuple(ushape)}; indices of shape "
+                         f"{tuple(ishape)} into a variable of shape {var.shape} need {want}")
+    if np.dtype(udtype) != var.dtype:
+        raise DTypeError(f"{where}: updates have dtype {np.dtype(udtype)}, the variable's "
+                         f"dtype is {var.dtype}")
+
+
+def check_scatter_range(var, indices):
+    """Raise before any write if an index is outside ``[-rows, rows)``."""
+    rows = var.shape[0]
+    indices = np.asarray(indices)
+    if indices.size and (indices.min() < -rows or indices.max() >= rows):
+        raise EngineError(f"Variable {var.name!r}.scatter_update: index "
+                          f"{indices.tolist()} is out of range for {rows} rows")

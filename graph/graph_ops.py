@@ -3,9 +3,12 @@ access and tuple projection. They are :class:`engine.op.Op` objects like every
 other op (the executor calls their ``impl``), kept in their own table
 ``STRUCTURAL`` because they have no eager meaning on arrays alone.
 """
+import sys
+
 import numpy as np
 
 from engine.op import Op
+from engine.variable import check_scatter
 
 
 class VarRef:
@@ -58,9 +61,21 @@ read_variable_op = _structural(Op("read_variable", _read_impl, _read_eval, None,
                                   doc="The variable's value when the node runs."))
 
 
-def _assign_impl(value, *, var, kind):
+def _assign_impl(value, *indices, var, kind):
     v = var.var
+    if kind == "scatter_update":
+        v._scatter(indices[0], value)   # in place unless an earlier read is alive
+        return v._value
     if kind == "assign":
+        # A fresh array that only the calling graph holds (its local, this
+        # argument, getrefcount's) is taken as is: nothing can write to it after
+        # (memory planning never gives buffers to values handed to side effects),
+        # and it becomes read-only. Anything else (inputs, constants, views) is copied.
+        if (type(value) is np.ndarray and value.base is None and value.dtype == v.dtype
+                and value.shape == v.shape and value.flags.c_contiguous
+                and sys.getrefcount(value) <= 3):
+            v._set(value)
+            return value
         new = np.array(value, dtype=v.dtype, copy=True)
     elif kind == "assign_add":
         new = v._value + value
@@ -72,13 +87,16 @@ def _assign_impl(value, *, var, kind):
     return new
 
 
-def _assign_eval(value, *, var, kind):
+def _assign_eval(value, *indices, var, kind):
+    if kind == "scatter_update":
+        check_scatter(var.var, indices[0], value)
     return (var.var.shape, var.var.dtype)
 
 
 assign_variable_op = _structural(Op("assign_variable", _assign_impl, _assign_eval, None,
-                                    n_inputs=1, side_effects=True,
-                                    doc="Store a new value in a variable; returns it."))
+                                    side_effects=True,
+                                    doc="Store a new value in a variable; returns it. Inputs: "
+                                        "the value, then (kind scatter_update) the row indices."))
 
 
 def _unpack_impl(values, *, index):

@@ -64,7 +64,8 @@ def interpret(graph, inputs, replay=None):
             env[node] = mode.read_variable(node.params["var"].var)
         elif op is assign_variable_op:
             var = node.params["var"].var
-            mode.assign_variable(var, env[node.inputs[0]], node.params["kind"])
+            mode.assign_variable(var, env[node.inputs[0]], node.params["kind"],
+                                 *[env[i] for i in node.inputs[1:]])
             env[node] = mode.read_variable(var)
         elif op is unpack_op:
             env[node] = env[node.inputs[0]][node.params["index"]]

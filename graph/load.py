@@ -58,7 +58,7 @@ _STRUCTURAL_PARAMS = {
     "cond": (("true", "false", "n_ops"), ()), "while_loop": (("cond", "body", "n_vars"), ()),
     "scan": (("body", "n_carry", "n_x", "length", "reverse"), ()),
 }
-_ASSIGN_KINDS = ("assign", "assign_add", "assign_sub")
+_ASSIGN_KINDS = ("assign", "assign_add", "assign_sub", "scatter_update")
 
 
 def load(path):
@@ -339,6 +339,9 @@ class _Reader:
                     else "has one result: unpack takes a node with several"))
         declared = self._declared(nd, op, where)
         params = self._params(nd["params"], op, depth, where)
+        if op is assign_variable_op and len(inputs) != 1 + (params["kind"] == "scatter_update"):
+            raise LoadError(f"{where}: {len(inputs)} inputs, kind {params['kind']!r} takes "
+                            f"{1 + (params['kind'] == 'scatter_update')}")
         aval = self._aval(op, [i.aval for i in inputs], params, declared, where)
         node = graph.add(op, inputs, params, aval, name=name)
         for dep in after:

@@ -15,7 +15,7 @@ from engine.errors import EngineError, TracingError, format_location, user_frame
 from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
 from engine.modes import current_mode, use_mode
 from engine.tensor import Tensor, traced
-from engine.variable import Variable
+from engine.variable import Variable, check_scatter
 
 from .graph_ops import (VarRef, assign_variable_op, constant_op, placeholder_op,
                         read_variable_op, unpack_op)
@@ -153,18 +153,26 @@ class TraceMode:
             watch_variable_read(var, t)
         return t
 
-    def assign_variable(self, var, value, kind):
+    def assign_variable(self, var, value, kind, indices=None):
         self._use_variable(var)
         if type(value) in WEAK_SCALAR_TYPES:
             value = np.asarray(value, dtype=var.dtype)
         (value,) = self.lift([value])
-        if value.dtype != var.dtype or (tuple(value.shape) != tuple(var.shape) and
-                                        not (kind != "assign" and value.shape == ())):
+        inputs = [value._node]
+        if kind == "scatter_update":
+            (indices,) = self.lift([indices])
+            try:
+                check_scatter(var, (indices.shape, indices.dtype), (value.shape, value.dtype))
+            except EngineError as err:
+                raise _located(err) from None
+            inputs.append(indices._node)
+        elif value.dtype != var.dtype or (tuple(value.shape) != tuple(var.shape) and
+                                          not (kind != "assign" and value.shape == ())):
             try:
                 var._check_new_value(value, kind)
             except EngineError as err:
                 raise _located(err) from None
-        node = self.add_node(assign_variable_op, [value._node], {"var": VarRef(var), "kind": kind},
+        node = self.add_node(assign_variable_op, inputs, {"var": VarRef(var), "kind": kind},
                              (var.shape, var.dtype), name=f"assign_{_var_name(var)}")
         state = self._var_state.setdefault(var, [None, []])
         for read in state[1]:
