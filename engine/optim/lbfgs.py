@@ -2,13 +2,10 @@
 
 The parameters are treated as one flat vector: the flattened variables laid
 end to end (one ``concat`` of the gradients per step when there are several
-variables). The history of the last ``m`` pairs ``s = x_new - x_old`` and
-``y = g_new - g_old`` is a ring buffer of slots, grouped ``k`` slots to a
-chunk variable of shape ``(2k, n)`` (``s`` rows, then ``y`` rows) holding a
-few MB at most. Storing a pair rewrites one chunk, never the whole history
-(a variable's value is an immutable array, so rewriting an ``(m, n)`` buffer
-would copy and page in all of it every step), while the products with the
-history and the final sum still take one matrix product per chunk.
+variables). The last ``m`` pairs ``s = x_new - x_old`` and ``y = g_new -
+g_old`` are rows of two ``(m + 1, n)`` variables used as ring buffers: storing
+a pair is ``scatter_update`` of one row each, which writes in place (nothing
+else holds the history between steps), so a step never copies the history.
 
 The direction uses the compact form of the two-loop recursion (Byrd, Nocedal
 and Schnabel 1994). With ``R`` the upper triangle (oldest to newest) of
@@ -20,9 +17,9 @@ the two loops of Nocedal and Wright's Alg. 7.4 compute exactly
     H g   = gamma g - gamma Yᵀ alpha + Sᵀ c
 
 so a step needs the products of every stored vector with ``g`` and the new
-``y`` (one pass over the history), small ``(m, m)`` algebra, and the sum
-``Yᵀ a + Sᵀ c`` (a second pass): the same two passes as the loops, but
-``O(1)`` ops for the small part instead of ``O(m)`` sequential ones. The
+``y`` (matrix-vector products over the history), small ``(m, m)`` algebra,
+and the sum ``Yᵀ a - Sᵀ c`` (two more): ``O(1)`` BLAS calls and small ops
+instead of the loops' ``O(m)`` sequential dot products and vector updates. The
 small state (``R⁻¹``, ``Y Yᵀ``, ``D``) is kept in float64 variables in slot
 order and updated by one row and column per stored pair: dropping the oldest
 pair from an upper-triangular ``R`` leaves the inverse of the rest as the
@@ -31,12 +28,12 @@ inverse column ``[-R⁻¹ c / d; 1 / d]``. No reordering by age is needed,
 since only matrix products with ``R⁻¹`` are taken.
 
 Traceability. There is no Python ``if`` on a tensor value in a trace: the
-pair is written into its chunk under :func:`en.cond` (a binary tree over the
-slot index, so only the chosen chunk is rewritten at run time), the small
-state is updated with ``where``, slots not yet filled have zero rows and
-columns in ``R⁻¹`` (so they contribute nothing), and chunks with no stored
-pair are skipped under ``cond``. Eagerly the slot and the number of stored
-pairs are known, so the same choices are plain Python.
+row written is ``where(accept, slot, m)`` (row ``m`` takes a rejected pair and
+is never read), the small state is updated with ``where``, slots not yet
+filled have zero rows and columns in ``R⁻¹`` (so they contribute nothing),
+and when the history spans several chunks of rows, chunks with no stored pair
+are skipped under ``cond``. Eagerly the slot and the number of stored pairs
+are known, so the same choices are plain Python and only stored rows are read.
 
 Conventions follow ``torch.optim.LBFGS`` (with ``line_search_fn=None``):
 ``s`` is the step actually taken (``t d``), ``gamma = s·y / y·y`` of the
@@ -47,8 +44,6 @@ newest stored pair, and the very first step is ``-g`` scaled by
 Reference: Nocedal and Wright, *Numerical Optimization*, 2nd ed., Alg. 7.4–7.5
 and §7.2 (compact representation).
 """
-import math
-
 import numpy as np
 
 from .. import ops
@@ -58,8 +53,7 @@ from ..variable import Variable
 from .base import Optimizer, _as_grad_list, _as_var_list, as_dtype
 
 _F8 = np.float64   # the small (m, m) algebra runs in float64 whatever the parameters' dtype
-_CHUNK_BYTES = 8 << 20   # the most history one chunk variable holds (beyond one pair)
-_CHUNK_BALANCE = 25_000  # elements copied per step that cost about as much as one chunk's ops
+_CHUNK_BYTES = 16 << 20  # history rows per product (a traced step skips empty chunks)
 
 
 class LBFGS(Optimizer):
@@ -138,30 +132,27 @@ class LBFGS(Optimizer):
         m = self.history
         self._sizes = [int(np.prod(v.shape, dtype=np.int64)) for v in var_list]
         n = sum(self._sizes)
-        # Pairs are stored k to a chunk variable of shape (2k, n): rows 0..k-1 hold
-        # s, rows k..2k-1 hold y. Storing a pair rewrites one chunk (a few MB at
-        # most), while the products and the final sum are one matmul per chunk.
-        # Storing a pair costs ~k n (the chunk is rewritten) and every chunk costs a
-        # few ops a step (~m / k of them): k ~ sqrt(m _CHUNK_BALANCE / n) balances the two.
-        k = int(round(math.sqrt(_CHUNK_BALANCE * m / max(n, 1))))
-        k = self._k = max(1, min(m, k, _CHUNK_BYTES // max(1, 2 * n * np.dtype(dt).itemsize)))
+        # Products with the history run over chunks of k rows, so that a traced
+        # step can skip the chunks not yet filled while the history warms up.
+        self._k = k = max(1, min(m, _CHUNK_BYTES // max(1, n * np.dtype(dt).itemsize)))
         self._nchunks = -(-m // k)
-        mp = self._nchunks * k    # slot-indexed sizes; slots m..mp-1 (padding) stay empty
 
         def var(name, value):
             return Variable(value, name=f"{self.name}/{name}", trainable=False)
-        self._chunks = [var(f"history{c}", np.zeros((2 * k, n), dtype=dt))
-                        for c in range(self._nchunks)]
+        # Rows 0..m-1 hold the pairs in ring order. Row m takes the writes of
+        # pairs that are not stored: a traced step always writes, with no branch.
+        self._s_hist = var("s", np.zeros((m + 1, n), dtype=dt))
+        self._y_hist = var("y", np.zeros((m + 1, n), dtype=dt))
         self._prev_s = var("prev_s", np.zeros(n, dtype=dt))   # the step last taken, t d
         self._prev_g = var("prev_g", np.zeros(n, dtype=dt))   # the gradient it was taken from
-        self._rinv = var("rinv", np.zeros((mp, mp), dtype=_F8))  # R⁻¹ in slot order (0 where unused)
-        self._yy = var("yy", np.zeros((mp, mp), dtype=_F8))      # y_i·y_j in slot order
-        self._sy = var("sy", np.zeros(mp, dtype=_F8))            # s_i·y_i by slot (D)
+        self._rinv = var("rinv", np.zeros((m, m), dtype=_F8))  # R⁻¹ in slot order (0 where unused)
+        self._yy = var("yy", np.zeros((m, m), dtype=_F8))      # y_i·y_j in slot order
+        self._sy = var("sy", np.zeros(m, dtype=_F8))            # s_i·y_i by slot (D)
         self._gamma = var("gamma", np.asarray(1.0, dtype=_F8))  # s·y / y·y of the newest pair
         self._slot = var("slot", np.asarray(0, dtype=np.int64))    # ring-buffer slot written next
         self._count = var("count", np.asarray(0, dtype=np.int64))  # pairs stored (<= history)
         self.step_size = var("step_size", np.asarray(0.0, dtype=dt))  # the step length last taken
-        self._ages = np.arange(mp, dtype=np.int64)
+        self._ages = np.arange(m, dtype=np.int64)
         self._vars = var_list
         for v in var_list:
             self._slots[id(v)] = (v, {})
@@ -172,17 +163,16 @@ class LBFGS(Optimizer):
         if name not in ("s", "y") or self._vars is None or id(var) not in self._slots:
             return super().slot(var, name)
         i = [id(v) for v in self._vars].index(id(var))
-        lo, k = sum(self._sizes[:i]), self._k
-        part = 0 if name == "s" else k
-        rows = [self._chunks[j // k].read()[part + j % k, lo:lo + self._sizes[i]]
-                for j in range(self.history)]
-        return ops.stack([ops.reshape(r, var.shape) for r in rows])
+        lo = sum(self._sizes[:i])
+        hist = (self._s_hist if name == "s" else self._y_hist).read()
+        return ops.reshape(hist[:self.history, lo:lo + self._sizes[i]],
+                           (self.history,) + tuple(var.shape))
 
     def variables(self):
         out = [self.iterations]
         if self._vars is not None:
-            out += self._chunks + [self._prev_s, self._prev_g, self._rinv, self._yy, self._sy,
-                                   self._gamma, self._slot, self._count, self.step_size]
+            out += [self._s_hist, self._y_hist, self._prev_s, self._prev_g, self._rinv, self._yy,
+                    self._sy, self._gamma, self._slot, self._count, self.step_size]
         return out
 
     def reset(self):
@@ -233,7 +223,7 @@ class LBFGS(Optimizer):
         self._store(s, y, slot, accept)
         count_new = ops.where(accept, ops.minimum(count + 1, self.history), count)
 
-        Sg, Yg, Sy, Yy = self._products(g, y, count_new)        # (mp,) each, slot order
+        Sg, Yg, Sy, Yy = self._products(g, y, count_new)        # (m,) each, slot order
         gamma = self._update_small(Sy, Yy, sy, yy, slot, count, accept)
         self._count.assign(count_new)
 
@@ -260,67 +250,62 @@ class LBFGS(Optimizer):
         self.step_size.assign(t)
 
     def _store(self, s, y, slot, accept):
-        """Write the pair into ring slot ``slot`` if ``accept``; rewrites one chunk."""
-        m, k = self.history, self._k
-        s, y = ops.reshape(s, (1, -1)), ops.reshape(y, (1, -1))
-
-        def write(i):
-            c, r = divmod(i, k)
-            old = self._chunks[c].read()
-            parts = [old[:r], s, old[r + 1:k + r], y, old[k + r + 1:]]
-            self._chunks[c].assign(ops.concat([p for p in parts if p.shape[0]]))
-            return tensor(np.int64(0))
-
+        """Write the pair into ring slot ``slot`` if ``accept``: two rows, in place."""
         known_accept, known_slot = _concrete(accept), _concrete(slot)
         if known_accept is not None and known_slot is not None:
-            if bool(known_accept):
-                write(int(known_slot))
+            row = int(known_slot) if bool(known_accept) else None
         else:
-            def switch(lo, hi):                # a binary tree of conds over the slot index
-                if hi - lo == 1:
-                    return write(lo)
-                mid = (lo + hi) // 2
-                return _cond(ops.less(slot, mid), lambda: switch(lo, mid),
-                             lambda: switch(mid, hi))
-
-            _cond(accept, lambda: switch(0, m), lambda: tensor(np.int64(0)))
+            row = ops.where(accept, slot, self.history)   # row m: the pair is dropped
+        if row is not None:
+            self._s_hist.scatter_update(row, s)
+            self._y_hist.scatter_update(row, y)
+        m = self.history
         self._slot.assign(ops.where(accept, ops.where(ops.equal(slot, m - 1), 0, slot + 1), slot))
 
-    def _live_chunks(self, count, c):
-        """Whether chunk ``c`` holds a stored pair: a Python bool when known, else a tensor."""
+    def _chunks(self, count):
+        """``(lo, hi, live)`` for each chunk of history rows; ``live`` is a Python
+        bool or, while tracing, a tensor. Eagerly ``hi`` stops at the last stored
+        pair (filled slots are a prefix until the history is full)."""
         known = _concrete(count)
-        if known is not None:
-            return int(known) > c * self._k
-        return ops.greater(count, c * self._k)
+        out = []
+        for lo in range(0, self.history, self._k):
+            hi = min(self.history, lo + self._k)
+            if known is not None:
+                out.append((lo, min(hi, max(lo, int(known))), int(known) > lo))
+            elif self._nchunks == 1:
+                out.append((lo, hi, True))      # empty rows are zero: no branch needed
+            else:
+                out.append((lo, hi, ops.greater(count, lo)))
+        return out
 
     def _products(self, g, y, count):
-        """``S g, Y g, S y, Y y``: four ``(mp,)`` float64 tensors in slot order.
+        """``S g, Y g, S y, Y y``: four ``(m,)`` float64 tensors in slot order (0 where empty).
 
-        Chunks with no stored pair are skipped (under a ``cond`` while
-        tracing) and give zeros. Two matrix-vector products per chunk are
-        faster than one product with an ``(n, 2)`` matrix.
+        Four matrix-vector products: BLAS runs those much faster than one
+        product with an ``(n, 2)`` matrix.
         """
-        k, nc = self._k, self._nchunks
-        zeros = ops.zeros((2 * k,), g.dtype)
-        by_g, by_y = [], []
-        for c, chunk in enumerate(self._chunks):
-            live = self._live_chunks(count, c)
+        S, Y = self._s_hist.read(), self._y_hist.read()
+        parts = []
+        for lo, hi, live in self._chunks(count):
+            width = min(self.history, lo + self._k) - lo
+
+            def products(lo=lo, hi=hi, width=width):
+                out = [ops.matmul(h[lo:hi], v) for v in (g, y) for h in (S, Y)]
+                if hi - lo < width:       # eagerly, a partly filled chunk
+                    pad = ops.zeros((width - (hi - lo),), g.dtype)
+                    out = [ops.concat([p, pad]) for p in out]
+                return tuple(out)
+
+            def empty(width=width):
+                return (ops.zeros((width,), g.dtype),) * 4
             if live is True:
-                pg, py = ops.matmul(chunk, g), ops.matmul(chunk, y)
+                parts.append(products())
             elif live is False:
-                pg = py = zeros
+                parts.append(empty())
             else:
-                pg, py = _cond(live, lambda chunk=chunk: (ops.matmul(chunk, g), ops.matmul(chunk, y)),
-                               lambda: (zeros, zeros))
-            by_g.append(pg)
-            by_y.append(py)
-        out = []
-        for parts in (by_g, by_y):
-            p = parts[0] if nc == 1 else ops.concat(parts)                 # (nc * 2k,)
-            p = ops.reshape(ops.transpose(ops.reshape(p, (nc, 2, k)), (1, 0, 2)), (2, nc * k))
-            p = as_dtype(p, _F8)
-            out += [p[0], p[1]]
-        return out[0], out[1], out[2], out[3]
+                parts.append(_cond(live, products, empty))
+        out = [p[0] if len(parts) == 1 else ops.concat(list(p)) for p in zip(*parts)]
+        return tuple(as_dtype(p, _F8) for p in out)
 
     def _update_small(self, s_y, y_y, sy, yy, slot, count, accept):
         """Update ``R⁻¹``, ``Y Yᵀ``, ``D`` and gamma for the pair just stored; returns gamma.
@@ -349,19 +334,17 @@ class LBFGS(Optimizer):
         return gamma
 
     def _combine(self, g, g_coef, y_coefs, s_coefs, count):
-        """``g_coef g + Yᵀ y_coefs - Sᵀ s_coefs``: one matmul per chunk holding pairs."""
-        k, nc = self._k, self._nchunks
-        coefs = ops.stack([-s_coefs, y_coefs])                    # (2, mp), as in a chunk
-        coefs = ops.reshape(ops.transpose(ops.reshape(coefs, (2, nc, k)), (1, 0, 2)), (nc, 2 * k))
-        rows = [coefs[0]] if nc == 1 else [ops.reshape(r, (-1,)) for r in ops.split(coefs, nc)]
+        """``g_coef g + Yᵀ y_coefs - Sᵀ s_coefs``: two products per chunk holding pairs."""
+        S, Y = self._s_hist.read(), self._y_hist.read()
         out = g * g_coef
-        for c, (chunk, row) in enumerate(zip(self._chunks, rows)):
-            live = self._live_chunks(count, c)
-            if live is True:
-                out = out + ops.matmul(row, chunk)
-            elif live is not False:
-                out = _cond(live, lambda out=out, row=row, chunk=chunk: out + ops.matmul(row, chunk),
-                            lambda out=out: out)
+        for lo, hi, live in self._chunks(count):
+            def add(out=out, lo=lo, hi=hi):
+                return out + (ops.matmul(y_coefs[lo:hi], Y[lo:hi]) -
+                              ops.matmul(s_coefs[lo:hi], S[lo:hi]))
+            if live is True and hi > lo:
+                out = add()
+            elif live is not True and live is not False:
+                out = _cond(live, add, lambda out=out: out)
         return out
 
     def _backtrack(self, vars, xs, g, direction, loss_fn, loss):
