@@ -173,3 +173,29 @@ def _drop_scatter_indices(doc):
     elif isinstance(doc, list):
         for value in doc:
             _drop_scatter_indices(value)
+
+
+def test_graph_assign_takes_fresh_values_without_sharing_what_others_hold():
+    # A traced assign keeps a fresh intermediate as the new value (no copy);
+    # a caller's array, a constant or a returned value must stay independent.
+    v = en.Variable(np.zeros((2, 3)))
+    user = np.ones((2, 3))
+    en.function(lambda x: v.assign(x).read())(user)
+    user[0, 0] = 7.0                                   # still the caller's, still writeable
+    assert v.numpy()[0, 0] == 1.0
+
+    @en.function
+    def assign_and_return(x):
+        y = x * 2.0
+        v.assign(y)
+        return y
+
+    out = assign_and_return(user)
+    v.scatter_update(0, [9.0, 9.0, 9.0])               # must not write into ``out``
+    np.testing.assert_array_equal(out.numpy(), user * 2.0)
+    np.testing.assert_array_equal(v.numpy()[1], user[1] * 2.0)
+
+    const = en.function(lambda: v.assign(en.ones((2, 3), "float64")).read())
+    const()
+    v.scatter_update(1, [5.0, 5.0, 5.0])
+    np.testing.assert_array_equal(const().numpy(), np.ones((2, 3)))
