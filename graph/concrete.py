@@ -6,7 +6,7 @@ from engine.autodiff.tape import _TAPES, GradientTape, record
 from engine.errors import EngineError
 from engine.modes import use_mode
 from engine.pytree import LEAF, flatten, unflatten
-from engine.tensor import Tensor, wrap
+from engine.tensor import Tensor
 from engine.variable import Variable
 
 from .executor import CompiledGraph, wrap_outputs
@@ -45,6 +45,10 @@ class ConcreteFunction:
         self.source = self.compiled.source
         self._out_dtypes = [o.dtype for o in self.graph.outputs]
         self._single_output = self.graph.output_tree == LEAF
+        # entry(tensors): the whole call on concrete tensors, one generated function.
+        self.entry = self.compiled.tensor_entry(
+            len(self.graph.inputs), self._on_tape, self._finish,
+            self._out_dtypes[0] if self._single_output else None)
         self._float_vars = [v for v in self.graph.variables
                             if v.trainable and v.dtype in dtypes.FLOATS]
 
@@ -97,25 +101,19 @@ class ConcreteFunction:
 
     # -- running -------------------------------------------------------------------
     def __call__(self, tensors):
-        arrays = []
         for t in tensors:
             if t._value is None:
                 raise EngineError(f"{self.name}: a traced tensor was passed to a compiled "
                                   "function outside of tracing")
-            arrays.append(t._value)
-        return self.call_arrays(tensors, arrays)
+        return self.entry(tensors)
 
-    def call_arrays(self, tensors, arrays):
-        """Run on ``tensors`` whose arrays are ``arrays`` (checked concrete by the caller)."""
-        if _TAPES.get():
-            return self._call_recorded(tensors, arrays)
-        results = self.compiled.run(arrays)
-        if self._single_output:
-            out = results[0]
-            if type(out) is not np.ndarray or out.dtype != self._out_dtypes[0]:
-                return wrap_outputs(results, self._out_dtypes)[0]
-            return wrap(out)
-        return unflatten(self.graph.output_tree, wrap_outputs(results, self._out_dtypes))
+    def _on_tape(self, tensors):
+        return self._call_recorded(tensors, [t._value for t in tensors])
+
+    def _finish(self, results):
+        """Tensors for the graph's output arrays, in the structure the function returned."""
+        outs = wrap_outputs(results, self._out_dtypes)
+        return outs[0] if self._single_output else unflatten(self.graph.output_tree, outs)
 
     # -- gradients -----------------------------------------------------------------
     def _forward_with_residuals(self):

@@ -58,20 +58,17 @@ class Function:
                 and not config.run_functions_eagerly_global \
                 and config._run_eagerly.get() is None:
             key = []
-            arrays = []
             for a in args:
                 if type(a) is not Tensor or a._value is None:
                     break
                 key.append(a.shape)
                 key.append(a.dtype)
-                arrays.append(a._value)
             else:
                 key = tuple(key)
-                concrete = self._fast.get(key)
-                if concrete is None:
-                    concrete = self.get_concrete_function(*args)
-                    self._fast[key] = concrete
-                return concrete.call_arrays(args, arrays)
+                entry = self._fast.get(key)
+                if entry is None:
+                    entry = self._fast[key] = self.get_concrete_function(*args).entry
+                return entry(args)
         if type(_MODE.get(_DEFAULT_MODE[0])) is TraceMode or config.run_functions_eagerly:
             # Inside another trace, inline into that graph; eagerly on request.
             return self.python_function(*args, **kwargs)
