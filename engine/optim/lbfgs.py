@@ -16,10 +16,16 @@ the two loops of Nocedal and Wright's Alg. 7.4 compute exactly
     c     = R⁻ᵀ (D alpha - gamma (Y g - Y Yᵀ alpha))
     H g   = gamma g - gamma Yᵀ alpha + Sᵀ c
 
-so a step needs the products of every stored vector with ``g`` and the new
-``y`` (matrix-vector products over the history), small ``(m, m)`` algebra,
-and the sum ``Yᵀ a - Sᵀ c`` (two more): ``O(1)`` BLAS calls and small ops
-instead of the loops' ``O(m)`` sequential dot products and vector updates. The
+so a step needs the products of every stored vector with ``g`` (two
+matrix-vector products over the history), small ``(m, m)`` algebra, and the
+sum ``Yᵀ a - Sᵀ c`` (two more): four passes over the history, as many as the
+loops make, but ``O(1)`` BLAS calls and small ops instead of ``O(m)``
+sequential dot products and vector updates. The products with the new ``y``
+that the small state needs come free: ``S y = S g - S g_old`` for the rows
+kept (``S g_old`` is remembered from the last step) and the new pair's own
+``s·y``, ``y·y``. In float32 that difference loses about ``|g| / |y|`` of
+relative accuracy in the off-diagonal entries, small while steps change the
+gradient as much as L-BFGS steps do. The
 small state (``R⁻¹``, ``Y Yᵀ``, ``D``) is kept in float64 variables in slot
 order and updated by one row and column per stored pair: dropping the oldest
 pair from an upper-triangular ``R`` leaves the inverse of the rest as the
@@ -148,6 +154,8 @@ class LBFGS(Optimizer):
         self._rinv = var("rinv", np.zeros((m, m), dtype=_F8))  # R⁻¹ in slot order (0 where unused)
         self._yy = var("yy", np.zeros((m, m), dtype=_F8))      # y_i·y_j in slot order
         self._sy = var("sy", np.zeros(m, dtype=_F8))            # s_i·y_i by slot (D)
+        self._sg = var("sg", np.zeros(m, dtype=_F8))            # s_i·g at the last step
+        self._yg = var("yg", np.zeros(m, dtype=_F8))            # y_i·g at the last step
         self._gamma = var("gamma", np.asarray(1.0, dtype=_F8))  # s·y / y·y of the newest pair
         self._slot = var("slot", np.asarray(0, dtype=np.int64))    # ring-buffer slot written next
         self._count = var("count", np.asarray(0, dtype=np.int64))  # pairs stored (<= history)
@@ -172,7 +180,8 @@ class LBFGS(Optimizer):
         out = [self.iterations]
         if self._vars is not None:
             out += [self._s_hist, self._y_hist, self._prev_s, self._prev_g, self._rinv, self._yy,
-                    self._sy, self._gamma, self._slot, self._count, self.step_size]
+                    self._sy, self._sg, self._yg, self._gamma, self._slot, self._count,
+                    self.step_size]
         return out
 
     def reset(self):
@@ -223,7 +232,14 @@ class LBFGS(Optimizer):
         self._store(s, y, slot, accept)
         count_new = ops.where(accept, ops.minimum(count + 1, self.history), count)
 
-        Sg, Yg, Sy, Yy = self._products(g, y, count_new)        # (m,) each, slot order
+        Sg, Yg = self._products(g, count_new)                     # (m,) each, slot order
+        # The products with y, from those with g now and at the last step (the
+        # rows kept are unchanged): two passes over the history instead of four.
+        new_row = ops.logical_and(ops.equal(self._ages, slot), accept)
+        Sy = ops.where(new_row, as_dtype(sy, _F8), Sg - self._sg.read())
+        Yy = ops.where(new_row, as_dtype(yy, _F8), Yg - self._yg.read())
+        self._sg.assign(Sg)
+        self._yg.assign(Yg)
         gamma = self._update_small(Sy, Yy, sy, yy, slot, count, accept)
         self._count.assign(count_new)
 
@@ -234,10 +250,16 @@ class LBFGS(Optimizer):
         c = ops.matmul(self._sy.read() * alpha - base, rinv)    # R⁻ᵀ (D alpha - base)
         direction = self._combine(g, ops.cast(-gamma, dt), ops.cast(alpha * gamma, dt),
                                   ops.cast(c, dt), count_new)
-        # The first step, with no history, is scaled as in PyTorch.
-        gnorm1 = ops.sum(ops.abs(g))
-        scale = ops.where(first, 1.0 / ops.maximum(gnorm1, 1.0), 1.0)
-        direction = direction * scale
+        # The first step, with no history, is scaled as in PyTorch (sum|g| is
+        # a pass over the gradient: taken on the first step only).
+        def first_scale():
+            return 1.0 / ops.maximum(ops.sum(ops.abs(g)), 1.0)
+        known_first = _concrete(first)
+        if known_first is None:
+            direction = direction * _cond(first, first_scale,
+                                          lambda: tensor(np.asarray(1.0, dtype=dt)))
+        elif bool(known_first):
+            direction = direction * first_scale()
 
         self._prev_g.assign(g)
         if self.line_search:
@@ -278,11 +300,11 @@ class LBFGS(Optimizer):
                 out.append((lo, hi, ops.greater(count, lo)))
         return out
 
-    def _products(self, g, y, count):
-        """``S g, Y g, S y, Y y``: four ``(m,)`` float64 tensors in slot order (0 where empty).
+    def _products(self, g, count):
+        """``S g, Y g``: two ``(m,)`` float64 tensors in slot order (0 where empty).
 
-        Four matrix-vector products: BLAS runs those much faster than one
-        product with an ``(n, 2)`` matrix.
+        Two matrix-vector products (per chunk): BLAS runs those much faster
+        than one product with an ``(n, 2)`` matrix.
         """
         S, Y = self._s_hist.read(), self._y_hist.read()
         parts = []
@@ -290,22 +312,22 @@ class LBFGS(Optimizer):
             width = min(self.history, lo + self._k) - lo
 
             def products(lo=lo, hi=hi, width=width):
-                out = [ops.matmul(h[lo:hi], v) for v in (g, y) for h in (S, Y)]
+                out = [ops.matmul(h[lo:hi], g) for h in (S, Y)]
                 if hi - lo < width:       # eagerly, a partly filled chunk
                     pad = ops.zeros((width - (hi - lo),), g.dtype)
                     out = [ops.concat([p, pad]) for p in out]
                 return tuple(out)
 
             def empty(width=width):
-                return (ops.zeros((width,), g.dtype),) * 4
+                return (ops.zeros((width,), g.dtype),) * 2
             if live is True:
                 parts.append(products())
             elif live is False:
                 parts.append(empty())
             else:
                 parts.append(_cond(live, products, empty))
-        out = [p[0] if len(parts) == 1 else ops.concat(list(p)) for p in zip(*parts)]
-        return tuple(as_dtype(p, _F8) for p in out)
+        Sg, Yg = [p[0] if len(parts) == 1 else ops.concat(list(p)) for p in zip(*parts)]
+        return as_dtype(Sg, _F8), as_dtype(Yg, _F8)
 
     def _update_small(self, s_y, y_y, sy, yy, slot, count, accept):
         """Update ``R⁻¹``, ``Y Yᵀ``, ``D`` and gamma for the pair just stored; returns gamma.
