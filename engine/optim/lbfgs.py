@@ -266,7 +266,8 @@ class LBFGS(Optimizer):
             t = self._backtrack(vars, xs, g, direction, loss_fn, loss)
         else:
             t = tensor(np.asarray(self.lr, dtype=dt))
-        step = direction * t
+        # A unit step (the usual fixed step) needs no pass over the direction.
+        step = direction if self.line_search is None and self.lr == 1.0 else direction * t
         self._move(vars, xs, step)
         self._prev_s.assign(step)
         self.step_size.assign(t)
