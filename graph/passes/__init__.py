@@ -3,7 +3,7 @@
 Each pass is a plain function ``(graph) -> changed`` in its own module. The
 default pipeline, in order:
 
-1. ``simplify``, ``constant_folding``, ``cse``, ``dce`` -- repeated until none
+1. ``simplify``, ``layout``, ``constant_folding``, ``cse``, ``dce`` -- repeated until none
    changes the graph (each can expose work for the others);
 2. ``fusion`` -- elementwise regions into single kernels, then ``dce``;
 3. ``memory_planning`` -- buffers for the compiled schedule (annotates only).
@@ -20,12 +20,14 @@ from .constant_folding import constant_folding
 from .cse import cse
 from .dce import dce
 from .fusion import fusion
+from .layout import layout
 from .memory_planning import memory_planning
 from .report import OptimizationReport, PassRecord
 from .simplify import simplify
 
-PASSES = {f.__name__: f for f in (simplify, constant_folding, cse, dce, fusion, memory_planning)}
-CLEANUP = ("simplify", "constant_folding", "cse", "dce")
+PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, dce, fusion,
+                                  memory_planning)}
+CLEANUP = ("simplify", "layout", "constant_folding", "cse", "dce")
 DEFAULT_PIPELINE = ("cleanup", "fusion", "dce", "memory_planning")
 MAX_ROUNDS = 10
 
