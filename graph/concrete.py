@@ -46,9 +46,15 @@ class ConcreteFunction:
         self._out_dtypes = [o.dtype for o in self.graph.outputs]
         self._single_output = self.graph.output_tree == LEAF
         # entry(tensors): the whole call on concrete tensors, one generated function.
-        self.entry = self.compiled.tensor_entry(
-            len(self.graph.inputs), self._on_tape, self._finish,
-            self._out_dtypes[0] if self._single_output else None)
+        # guarded_entry(args): the same, checking first that args are such tensors.
+        single = self._out_dtypes[0] if self._single_output else None
+        n = len(self.graph.inputs)
+        self.entry = self.compiled.tensor_entry(n, self._on_tape, self._finish, single)
+        self.guarded_entry = None
+        if specs is None:   # traced for these very shapes
+            guard = [(p.shape, p.dtype) for p in self.graph.inputs]
+            self.guarded_entry = self.compiled.tensor_entry(n, self._on_tape, self._finish,
+                                                            single, guard)
         self._float_vars = [v for v in self.graph.variables
                             if v.trainable and v.dtype in dtypes.FLOATS]
 

@@ -4,9 +4,13 @@ import numpy as np
 
 from engine.autodiff.tape import _TAPES
 from engine.errors import EngineError, format_location
-from engine.tensor import wrap
+from engine.tensor import Tensor, wrap
 
 from .codegen import lower
+
+
+# What a guarded entry returns for arguments it was not made for.
+MISS = object()
 
 
 class GraphRuntimeError(EngineError):
@@ -47,20 +51,41 @@ class CompiledGraph:
         finally:
             self._buffer_sets.append(buffers)
 
-    def tensor_entry(self, n_inputs, on_tape, finish, single_dtype=None):
+    def tensor_entry(self, n_inputs, on_tape, finish, single_dtype=None, guard=None):
         """A generated ``entry(tensors)``: the graph run on ``n_inputs`` concrete tensors,
         in one Python call (the per-call path of ``en.function``, where a few hundred
         nanoseconds count). Under active tapes it returns ``on_tape(tensors)``; else
         ``finish(results)`` of the output arrays, except that a lone output array of
-        ``single_dtype`` is wrapped at once."""
+        ``single_dtype`` is wrapped at once.
+
+        With ``guard``, a ``(shape, dtype)`` per input, the entry first checks that it
+        was given exactly such concrete tensors (the dtype by identity) and returns
+        ``MISS`` if not, so a caller may try it on any arguments.
+        """
         ts = [f"t{i}" for i in range(n_inputs)]
-        call = "fn(" + ", ".join([f"{t}._value" for t in ts] +
-                                 (["buffers"] if self._planned else [])) + ")"
-        lines = ["def entry(tensors):",
-                 "    if tapes_get():",
-                 "        return on_tape(tensors)"]
+        namespace = {"tapes_get": _TAPES.get, "on_tape": on_tape, "fn": self.fn,
+                     "reraise": self._reraise, "finish": finish, "ndarray": np.ndarray,
+                     "dtype": single_dtype, "new": object.__new__, "Tensor": Tensor,
+                     "buffer_sets": self._buffer_sets, "MISS": MISS,
+                     "allocate": self._plan.allocate if self._planned else None}
+        lines = ["def entry(tensors):"]
+        if guard is not None:
+            lines += [f"    if len(tensors) != {n_inputs}:",
+                      "        return MISS"]
         if ts:
             lines.append(f"    {', '.join(ts)}, = tensors")
+        if guard is not None and ts:
+            checks = []
+            for i, (t, (shape, dt)) in enumerate(zip(ts, guard)):
+                namespace[f"shape{i}"], namespace[f"dtype{i}"] = tuple(shape), dt
+                checks.append(f"type({t}) is not Tensor or {t}._value is None or "
+                              f"{t}.shape != shape{i} or {t}.dtype is not dtype{i}")
+            lines += ["    if " + " \\\n            or ".join(checks) + ":",
+                      "        return MISS"]
+        lines += ["    if tapes_get():",
+                  "        return on_tape(tensors)"]
+        call = "fn(" + ", ".join([f"{t}._value" for t in ts] +
+                                 (["buffers"] if self._planned else [])) + ")"
         if self._planned:   # a buffer set per call, so threads never share one
             lines += ["    try:",
                       "        buffers = buffer_sets.pop()",
@@ -77,13 +102,15 @@ class CompiledGraph:
         if single_dtype is not None:
             lines += ["    out = results[0]",
                       "    if type(out) is ndarray and out.dtype is dtype:",
-                      "        return wrap(out)"]
+                      "        t = new(Tensor)   # wrap(out), inlined",
+                      "        t._value = out",
+                      "        t.shape = out.shape",
+                      "        t.dtype = dtype",
+                      "        t._node = None",
+                      "        return t"]
         lines.append("    return finish(results)")
-        namespace = {"tapes_get": _TAPES.get, "on_tape": on_tape, "fn": self.fn,
-                     "reraise": self._reraise, "finish": finish, "ndarray": np.ndarray,
-                     "dtype": single_dtype, "wrap": wrap, "buffer_sets": self._buffer_sets,
-                     "allocate": self._plan.allocate if self._planned else None}
-        exec(compile("\n".join(lines) + "\n", f"<entry {self.graph.name}>", "exec"), namespace)
+        source = "\n".join(lines) + "\n"
+        exec(compile(source, f"<entry {self.graph.name}>", "exec"), namespace)
         return namespace["entry"]
 
     def _reraise(self, err):

@@ -22,10 +22,15 @@ from engine.modes import _DEFAULT_MODE, _MODE
 from engine.tensor import Tensor
 
 from .concrete import ConcreteFunction
+from .executor import MISS
 from .signature import TensorSpec, check_against_specs, describe_change, signature_of
 from .tracer import TraceMode
 
 log = logging.getLogger("engine.graph")
+
+
+def _miss(args):
+    return MISS
 
 
 class Function:
@@ -45,6 +50,7 @@ class Function:
         self.max_traces = max_traces
         self._cache = {}
         self._fast = {}
+        self._last_entry = _miss
         self._lock = threading.RLock()
         self._last_key = None
         self._warned = False
@@ -57,6 +63,10 @@ class Function:
         if not kwargs and self.input_signature is None and _MODE.get(None) is None \
                 and not config.run_functions_eagerly_global \
                 and config._run_eagerly.get() is None:
+            # First the signature called last: its entry checks the arguments itself.
+            result = self._last_entry(args)
+            if result is not MISS:
+                return result
             key = []
             for a in args:
                 if type(a) is not Tensor or a._value is None:
@@ -65,10 +75,11 @@ class Function:
                 key.append(a.dtype)
             else:
                 key = tuple(key)
-                entry = self._fast.get(key)
-                if entry is None:
-                    entry = self._fast[key] = self.get_concrete_function(*args).entry
-                return entry(args)
+                concrete = self._fast.get(key)
+                if concrete is None:
+                    concrete = self._fast[key] = self.get_concrete_function(*args)
+                self._last_entry = concrete.guarded_entry
+                return concrete.entry(args)
         if type(_MODE.get(_DEFAULT_MODE[0])) is TraceMode or config.run_functions_eagerly:
             # Inside another trace, inline into that graph; eagerly on request.
             return self.python_function(*args, **kwargs)

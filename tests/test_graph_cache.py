@@ -38,6 +38,29 @@ def test_numpy_arrays_and_tensors_of_one_signature_share_a_trace():
     assert f.trace_count == 1
 
 
+def test_alternating_signatures_and_argument_kinds_give_eager_results():
+    """Each call first tries the signature called last (a generated check of every
+    argument): any other call must still find its own trace and never run another's."""
+    f = en.function(_affine)
+    w4, w3 = _x(3, 4), _x(3, 3, dtype="float32")
+    calls = [(_x(2, 3), w4), (_x(5, 3), w4), (_x(2, 3, dtype="float32"), w3),
+             (np.ones((2, 3)), w4), (_x(2, 3), en.Variable(np.ones((3, 4)))),
+             (_x(2, 3), w4), (_x(2, 3, dtype="float32"), w3), (_x(5, 3), w4)]
+    for x, w in calls * 2:
+        got, want = f(x, w), _affine(en.tensor(np.asarray(x)) if isinstance(x, np.ndarray)
+                                     else x, w)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises(TypeError):
+        f(_x(2, 3), w4, _x(1))    # one argument too many: no trace takes it silently
+    assert f.trace_count == 4
+    leaked = []
+    en.function(lambda x: leaked.append(x) or x)(_x(2, 3))
+    f(_x(2, 3), w4)
+    with pytest.raises(en.EngineError, match="traced tensor"):
+        f(leaked[0], w4)          # the shape and dtype of the last call, but no value
+
+
 def test_new_shapes_dtypes_and_python_values_retrace():
     calls = []
 
