@@ -2,6 +2,7 @@
 composites, conv2d and max_pool2d: numpy references, finite-difference
 gradients (float64, first and second order) and error cases."""
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -466,3 +467,19 @@ def test_max_pool_errors():
         en.max_pool2d(np.ones((4, 4, 1)))
     with pytest.raises(en.DTypeError):
         en.max_pool2d(np.ones((1, 4, 4, 1), np.int32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sigmoid_of_extreme_inputs_is_quiet_and_right(dtype):
+    # exp(-x) overflows below -88 (float32) / -709 (float64): no warning, and the
+    # result stays within a denormal of the true value.
+    x = np.array([-1e4, -750.0, -100.0, -30.0, 0.0, 30.0, 1e4], dtype)
+    want = np.exp(-np.logaddexp(0.0, -x.astype(np.float64)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eager = en.sigmoid(x).numpy()
+        traced = en.function(lambda t: en.sigmoid(t) * 1.5)(x).numpy() / 1.5
+    tiny = np.finfo(dtype).tiny
+    for got in (eager, traced):
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=tiny)

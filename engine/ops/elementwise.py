@@ -1,4 +1,6 @@
 """Elementwise math: unary functions and broadcasting binary arithmetic."""
+import math
+
 import numpy as np
 
 from .. import dtypes
@@ -29,9 +31,21 @@ cos_op = unary("cos", np.cos, lambda g, out, x: (neg(g * sin(x)),), doc="Cosine.
 tanh_op = unary("tanh", np.tanh, lambda g, out, x: (g * (1.0 - square(out)),), doc="Hyperbolic tangent.")
 
 
+def _exp_limit(dtype):
+    """The largest integer whose exp is finite in ``dtype`` (88 for float32)."""
+    return dtype.type(math.floor(math.log(float(np.finfo(dtype).max))))
+
+
+_EXP_LIMITS = {np.dtype(t): _exp_limit(np.dtype(t)) for t in (np.float32, np.float64)}
+
+
 def _sigmoid_out(x, out):
     # 1 / (1 + exp(-x)), computed in place in ``out`` (one buffer, no temporaries).
+    # exp(-x) is capped where it would overflow (x below -88 in float32): the
+    # result there is at most 1 / (1 + exp(88)), a denormal, instead of 0 with
+    # an overflow warning.
     np.negative(x, out=out)
+    np.minimum(out, _EXP_LIMITS[out.dtype], out=out)
     np.exp(out, out=out)
     np.add(out, 1, out=out)
     np.reciprocal(out, out=out)
