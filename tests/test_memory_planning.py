@@ -234,3 +234,20 @@ def test_small_fused_kernels_match_and_never_alias(shape):
         "_fresh(" in n.meta["kernel_source"] for n in fused_nodes(c.graph))
     assert_same_bits(f(*args), en.function(_small_regions, optimize=False)(*args), "small")
     _check_results_survive_later_calls(_small_regions, make, f"small fused kernels {shape}")
+
+
+def test_small_fused_kernel_keeps_its_dtype_when_numpy_would_pick_another():
+    """The first op of a small kernel makes the result array itself; should numpy pick
+    another dtype for the values it is given (as for a weakly typed Python scalar), the
+    kernel computes into an array of the traced dtype instead, as with ``out=``."""
+    x = en.tensor(np.linspace(0.1, 0.9, 8).astype(np.float32))
+    f, c = concrete(lambda x: en.exp(x * x) + 1.0, x)
+    (node,) = fused_nodes(c.graph)
+    wide = np.linspace(0.1, 0.9, 8)                   # float64, not the traced float32
+    got = node.op.impl(wide, np.float32(1.0))
+    assert got.dtype == np.float32
+    want = np.empty(8, np.float32)
+    np.multiply(wide, wide, out=want)
+    np.exp(want, out=want)
+    np.add(want, np.float32(1.0), out=want)
+    np.testing.assert_array_equal(got, want)

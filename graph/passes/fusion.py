@@ -116,10 +116,26 @@ def _assign_slots(members, member_index, in_scratch, out_dtype=None):
     return slot_of, slots
 
 
-def _small_lines(members, inputs, slot_of, slots, result, indent):
+def _allocates_out(member, region_shape):
+    """Whether ``member``, first in a kernel, can make the kernel's fresh result itself:
+    a plain ufunc whose own result (numpy's dtype rules, on the traced dtypes) is an
+    array of the member's dtype. A ufunc allocating is cheaper than ``np.empty``."""
+    ufunc = member.op.out_impl
+    if not _positional_out(ufunc) or member.params or region_shape == ():
+        return False   # on 0-d inputs a ufunc returns a scalar, not an array
+    try:
+        resolved = ufunc.resolve_dtypes(tuple(np.dtype(i.dtype) for i in member.inputs) +
+                                        (None,) * ufunc.nout)
+    except (TypeError, ValueError, np.exceptions.DTypePromotionError):
+        return False
+    return ufunc.nout == 1 and resolved[-1] == np.dtype(member.dtype)
+
+
+def _small_lines(members, inputs, slot_of, slots, result, indent, first_allocates=False):
     """The kernel over whole arrays of the traced shape, scratch buffers taken from a
     free list kept between calls (so concurrent calls never share one). The last
-    member writes into ``result`` (None: into its scratch slot)."""
+    member writes into ``result`` (None: into its scratch slot); with
+    ``first_allocates`` the first member's own new array becomes ``out``."""
     lines = []
     pad = " " * indent
     if slots:
@@ -132,12 +148,19 @@ def _small_lines(members, inputs, slot_of, slots, result, indent):
     last = len(members) - 1
     for k, m in enumerate(members):
         argv = [small[i] for i in m.inputs]
+        small[m] = f"u{k}"
+        if k == 0 and first_allocates:
+            call = f"k0({', '.join(argv)}"
+            lines += [f"{pad}out = u0 = {call})  # {m.op.name}",
+                      # A Python scalar input is weakly typed: numpy may pick another dtype.
+                      f"{pad}if out.dtype is not out_dtype:",
+                      f"{pad}    out = u0 = {call}, empty(static_shape, out_dtype))"]
+            continue
         params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
         target = result if k == last and result else slot_of[m]
         # numpy ufuncs take out positionally, which skips keyword parsing.
         out_arg = target if _positional_out(m.op.out_impl) and not params else f"out={target}"
         lines.append(f"{pad}u{k} = k{k}({', '.join(argv)}, {out_arg}{params})  # {m.op.name}")
-        small[m] = f"u{k}"
     return lines
 
 
@@ -145,9 +168,12 @@ def _fresh_source(name, members, inputs, member_index):
     """``name(x0, ...)``: the kernel on inputs of the traced (small) shape, writing into
     an array it allocates; the fused node's plain ``impl``."""
     slot_of, slots = _assign_slots(members, member_index, members[:-1], members[-1].dtype)
-    lines = [f"def {name}({', '.join(f'x{i}' for i in range(len(inputs)))}):",
-             "    out = empty(static_shape, out_dtype)"]
-    lines += _small_lines(members, inputs, slot_of, slots, "out", 4)
+    first = members[0]
+    allocates = slot_of.get(first) == "out" and _allocates_out(first, members[-1].shape)
+    lines = [f"def {name}({', '.join(f'x{i}' for i in range(len(inputs)))}):"]
+    if not allocates:
+        lines.append("    out = empty(static_shape, out_dtype)")
+    lines += _small_lines(members, inputs, slot_of, slots, "out", 4, allocates)
     if slots:
         lines.append("    small_scratch.append(scratch)")
     lines.append("    return out")
