@@ -4,8 +4,9 @@ What a workload needs:
 
 - :func:`result` builds the one record every workload returns per mode:
   ``{"workload", "config", "mode", "median_ms", "min_ms", "n", "times", ...}``.
-- :func:`time_modes` times several modes side by side, one repetition of each
-  mode per round (round-robin), so drift in the machine's speed hits them alike.
+- :func:`time_modes` times several modes side by side in a few rounds of
+  blocks (each mode settles, then runs its share), so drift in the machine's
+  speed hits them alike and no mode is timed in another library's wake.
 - :func:`torch_or_none` / :func:`jax_or_none` import the optional frameworks,
   returning ``None`` when they are missing; :func:`skip_reason` says why.
 
@@ -79,29 +80,40 @@ def _noop():
     pass
 
 
-def time_modes(fns, repeats, tick=None, warmup=1):
-    """Time each ``mode -> callable`` ``repeats`` times, interleaved round-robin.
+ROUNDS = 4
 
-    Every callable is first run ``warmup`` times (untimed: tracing, caches),
-    then each round runs every mode once, in order. Returns
-    ``{mode: [seconds, ...]}``; calls ``tick()`` after each timed call.
-    A callable may return a number of seconds itself (e.g. when it must
-    exclude set-up from the measurement); otherwise its wall time is used.
+
+def time_modes(fns, repeats, tick=None, warmup=1, rounds=ROUNDS):
+    """Time each ``mode -> callable`` ``repeats`` times, in interleaved blocks.
+
+    Every callable is first run ``warmup`` times (untimed: tracing, caches).
+    Then, in up to ``rounds`` rounds, each mode in turn runs one untimed call
+    and its share of the timed calls back to back: each mode is timed in its
+    own steady state (PyTorch's and XLA's worker threads spin for a while after
+    their work ends and would take the cores from a mode timed right after
+    them), while the rounds still spread slow drifts of the machine over all
+    modes. Returns ``{mode: [seconds, ...]}``; calls ``tick()`` after each
+    timed call. A callable may return a number of seconds itself (e.g. when
+    it must exclude set-up from the measurement); otherwise its wall time is used.
     """
     tick = tick or _noop
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     times = {mode: [] for mode in fns}
-    for _ in range(repeats):
+    rounds = max(1, min(rounds, repeats))
+    for r in range(rounds):
+        share = repeats // rounds + (r < repeats % rounds)
         for mode, fn in fns.items():
-            start = time.perf_counter()
-            ret = fn()
-            elapsed = time.perf_counter() - start
-            if isinstance(ret, float) and not isinstance(ret, bool):
-                elapsed = ret
-            times[mode].append(elapsed)
-            tick()
+            fn()                                  # untimed: settles the machine for this mode
+            for _ in range(share):
+                start = time.perf_counter()
+                ret = fn()
+                elapsed = time.perf_counter() - start
+                if isinstance(ret, float) and not isinstance(ret, bool):
+                    elapsed = ret
+                times[mode].append(elapsed)
+                tick()
     return times
 
 

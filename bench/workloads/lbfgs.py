@@ -486,6 +486,12 @@ def check_agreement(losses, reference, n=CHECK_ITERS, rtol=CHECK_RTOL):
     return float(rel.max()), (int(bad[0]) if len(bad) else None)
 
 
+def timing_rounds(timed):
+    """Rounds of blocks for ``time_modes``: each adds one untimed iteration per mode,
+    so long iterations (few timed ones) get a single round."""
+    return max(1, min(common.ROUNDS, timed // 5))
+
+
 def run(config, modes, args, tick):
     batch, history = config["batch"], config["history"]
     iters, timed = config["iters"], config["timed"]
@@ -500,7 +506,8 @@ def run(config, modes, args, tick):
         else:
             runs[mode] = r
     guarded = {mode: _Guarded(r) for mode, r in runs.items()}
-    times = common.time_modes(guarded, repeats=timed, tick=tick, warmup=iters - timed)
+    times = common.time_modes(guarded, repeats=timed, tick=tick, warmup=iters - timed,
+                              rounds=timing_rounds(timed))
 
     ref_mode = next((m for m in ("eager", "numpy", "torch") if m in runs
                      and guarded[m].error is None), None)
@@ -550,9 +557,10 @@ def summary(results, args=None):
     sources = sorted({r.get("data") for r in mine if r.get("data")})
     for s in sources:
         lines.append(f"lbfgs data: {s}")
-    lines.append("lbfgs: ms per iteration (loss, gradient and L-BFGS step) over the last "
-                 "'timed' of 'iters' iterations; when timing starts the history holds "
-                 "min(iters - timed, history) pairs (full where iters - timed >= history).")
+    lines.append("lbfgs: ms per iteration (loss, gradient and L-BFGS step) over 'timed' "
+                 "iterations after 'iters - timed' untimed ones, so that when timing starts the "
+                 "history holds min(iters - timed, history) pairs (full where iters - timed >= "
+                 "history); each round of timing starts with one more untimed iteration.")
     lines.append(f"lbfgs: every mode's loss agrees with the reference (eager) to {CHECK_RTOL:g} "
                  f"relative over the first {CHECK_ITERS} iterations (checked); later, float32 "
                  "rounding differences between back ends are amplified by L-BFGS with a fixed "
