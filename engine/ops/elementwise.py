@@ -32,8 +32,10 @@ tanh_op = unary("tanh", np.tanh, lambda g, out, x: (g * (1.0 - square(out)),), d
 
 
 def _exp_limit(dtype):
-    """The largest integer whose exp is finite in ``dtype`` (88 for float32)."""
-    return dtype.type(math.floor(math.log(float(np.finfo(dtype).max))))
+    """An integer whose exp is finite in ``dtype`` and whose sigmoid ``1 / (1 +
+    exp(limit))`` is still a normal number (87 for float32, 708 for float64):
+    denormal results would slow every op that reads them."""
+    return dtype.type(math.floor(math.log(float(np.finfo(dtype).max))) - 1)
 
 
 _EXP_LIMITS = {np.dtype(t): _exp_limit(np.dtype(t)) for t in (np.float32, np.float64)}
@@ -41,9 +43,9 @@ _EXP_LIMITS = {np.dtype(t): _exp_limit(np.dtype(t)) for t in (np.float32, np.flo
 
 def _sigmoid_out(x, out):
     # 1 / (1 + exp(-x)), computed in place in ``out`` (one buffer, no temporaries).
-    # exp(-x) is capped where it would overflow (x below -88 in float32): the
-    # result there is at most 1 / (1 + exp(88)), a denormal, instead of 0 with
-    # an overflow warning.
+    # exp(-x) is capped before it would overflow (x below -87 in float32): the
+    # result there is 1 / (1 + exp(87)), about 1.6e-38, instead of 0 with an
+    # overflow warning.
     np.negative(x, out=out)
     np.minimum(out, _EXP_LIMITS[out.dtype], out=out)
     np.exp(out, out=out)
