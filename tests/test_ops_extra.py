@@ -471,8 +471,8 @@ def test_max_pool_errors():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_sigmoid_of_extreme_inputs_is_quiet_and_right(dtype):
-    # exp(-x) overflows below -88 (float32) / -709 (float64): no warning, and the
-    # result stays within two of the smallest normal numbers of the true value.
+    # exp(-x) overflows below -88 (float32) / -709 (float64): the result is 0
+    # there, as numpy gives it, with no warning.
     x = np.array([-1e4, -750.0, -100.0, -30.0, 0.0, 30.0, 1e4], dtype)
     want = np.exp(-np.logaddexp(0.0, -x.astype(np.float64)))
     with warnings.catch_warnings():
@@ -482,5 +482,5 @@ def test_sigmoid_of_extreme_inputs_is_quiet_and_right(dtype):
     tiny = np.finfo(dtype).tiny
     for got in (eager, traced):
         assert got.dtype == np.dtype(dtype)
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=2 * tiny)
-        assert (got[x < -100] >= tiny).all()          # normal numbers: no slow denormals
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=tiny)
+        assert got[0] == 0.0

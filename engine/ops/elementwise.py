@@ -1,6 +1,4 @@
 """Elementwise math: unary functions and broadcasting binary arithmetic."""
-import math
-
 import numpy as np
 
 from .. import dtypes
@@ -31,24 +29,13 @@ cos_op = unary("cos", np.cos, lambda g, out, x: (neg(g * sin(x)),), doc="Cosine.
 tanh_op = unary("tanh", np.tanh, lambda g, out, x: (g * (1.0 - square(out)),), doc="Hyperbolic tangent.")
 
 
-def _exp_limit(dtype):
-    """An integer whose exp is finite in ``dtype`` and whose sigmoid ``1 / (1 +
-    exp(limit))`` is still a normal number (87 for float32, 708 for float64):
-    denormal results would slow every op that reads them."""
-    return dtype.type(math.floor(math.log(float(np.finfo(dtype).max))) - 1)
-
-
-_EXP_LIMITS = {np.dtype(t): _exp_limit(np.dtype(t)) for t in (np.float32, np.float64)}
-
-
 def _sigmoid_out(x, out):
     # 1 / (1 + exp(-x)), computed in place in ``out`` (one buffer, no temporaries).
-    # exp(-x) is capped before it would overflow (x below -87 in float32): the
-    # result there is 1 / (1 + exp(87)), about 1.6e-38, instead of 0 with an
-    # overflow warning.
-    np.negative(x, out=out)
-    np.minimum(out, _EXP_LIMITS[out.dtype], out=out)
-    np.exp(out, out=out)
+    # Below x = -88 (float32) exp(-x) overflows to inf and the result is 0, as
+    # numpy gives it; the overflow is expected, so it is not warned about.
+    with np.errstate(over="ignore"):
+        np.negative(x, out=out)
+        np.exp(out, out=out)
     np.add(out, 1, out=out)
     np.reciprocal(out, out=out)
     return out
