@@ -93,8 +93,10 @@ class Variable(TensorOps):
         ``indices`` is an integer or a 1-D integer array (negative counts from
         the end, as in numpy; with repeats the last write wins) and may be a
         traced tensor; ``updates`` has shape ``indices.shape + shape[1:]`` and
-        the variable's dtype. Tensors read earlier keep their values.
-        Returns the variable.
+        the variable's dtype. Tensors read earlier keep their values. (A
+        read made by another thread while the rows are being written may see
+        them half-written, as with any in-place update; assign to share a
+        variable between threads.) Returns the variable.
 
         Example:
             >>> import engine as en
