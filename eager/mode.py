@@ -141,19 +141,12 @@ class EagerMode:
     def assign_variable(self, var, value, kind, indices=None):
         if kind == "scatter_update":
             return _scatter_update(var, indices, value)
-        immutable = False     # values of tensors and variables never change: no copy needed
-        if isinstance(value, Variable):
-            value = value._value
-            immutable = True
-        elif isinstance(value, Tensor):
-            if value._value is None:
-                raise _leaked(value)
-            value = value._value
-            immutable = value.base is None or not value.flags.writeable
-        elif type(value) in WEAK_SCALAR_TYPES:
-            value = weak_scalar_array(value, [var.dtype])  # 1.5 into an int variable is an error
-        else:
-            value = as_array(value)
+        # Values of tensors and variables never change: they need no copy (a
+        # tensor's array that is a writable view is copied all the same).
+        from_variable, from_tensor = isinstance(value, Variable), isinstance(value, Tensor)
+        value = _plain_array(value, var.dtype)   # 1.5 into an int variable is an error
+        immutable = from_variable or (from_tensor and (value.base is None
+                                                       or not value.flags.writeable))
         if value.shape != var.shape and kind != "assign" and value.ndim == 0:
             value = np.broadcast_to(value, var.shape)
         try:
