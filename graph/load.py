@@ -339,9 +339,11 @@ class _Reader:
                     else "has one result: unpack takes a node with several"))
         declared = self._declared(nd, op, where)
         params = self._params(nd["params"], op, depth, where)
-        if op is assign_variable_op and len(inputs) != 1 + (params["kind"] == "scatter_update"):
-            raise LoadError(f"{where}: {len(inputs)} inputs, kind {params['kind']!r} takes "
-                            f"{1 + (params['kind'] == 'scatter_update')}")
+        if op is assign_variable_op:
+            arity = 2 if params["kind"] == "scatter_update" else 1   # value (, indices)
+            if len(inputs) != arity:
+                raise LoadError(f"{where}: {len(inputs)} inputs, kind {params['kind']!r} "
+                                f"takes {arity}")
         aval = self._aval(op, [i.aval for i in inputs], params, declared, where)
         node = graph.add(op, inputs, params, aval, name=name)
         for dep in after:
