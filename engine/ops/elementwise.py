@@ -22,8 +22,24 @@ expm1_op = unary("expm1", np.expm1, lambda g, out, x: (g * (out + 1.0),), doc="`
 sqrt_op = unary("sqrt", np.sqrt, lambda g, out, x: (g / (out * 2.0),), doc="Square root.")
 square_op = unary("square", np.square, lambda g, out, x: (g * (x * 2.0),), allowed=NUM,
                   what="numeric", doc="``x * x``.")
-reciprocal_op = unary("reciprocal", np.reciprocal, lambda g, out, x: (neg(g * square(out)),),
-                      doc="``1 / x``.")
+# numpy's reciprocal loop is not vectorized: on large arrays ``divide(1, x)``,
+# correctly rounded like it, runs twice as fast; on small ones the plain ufunc
+# call costs less.
+_DIVIDE_FROM = 1024
+
+
+def _reciprocal_out(x, out):
+    if x.size >= _DIVIDE_FROM:
+        return np.divide(1, x, out=out)
+    return np.reciprocal(x, out=out)
+
+
+def _reciprocal_impl(x):
+    return _reciprocal_out(x, np.empty_like(x))
+
+
+reciprocal_op = unary("reciprocal", _reciprocal_impl, lambda g, out, x: (neg(g * square(out)),),
+                      doc="``1 / x``.", out_impl=_reciprocal_out)
 sin_op = unary("sin", np.sin, lambda g, out, x: (g * cos(x),), doc="Sine.")
 cos_op = unary("cos", np.cos, lambda g, out, x: (neg(g * sin(x)),), doc="Cosine.")
 tanh_op = unary("tanh", np.tanh, lambda g, out, x: (g * (1.0 - square(out)),), doc="Hyperbolic tangent.")
@@ -37,8 +53,7 @@ def _sigmoid_out(x, out):
         np.negative(x, out=out)
         np.exp(out, out=out)
     np.add(out, 1, out=out)
-    np.reciprocal(out, out=out)
-    return out
+    return _reciprocal_out(out, out)
 
 
 def _sigmoid_impl(x):
