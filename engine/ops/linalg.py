@@ -40,14 +40,31 @@ def _matmul_vjp(g, out, x, y, needs=(True, True)):
         gy = ops.matmul(_mT(x), ops.expand_dims(g, -1))       # (..., k, 1)
         gy = ops.sum(ops.reshape(gy, (-1, ys[0])), axis=0)
         return unbroadcast(gx, xs), gy
-    gx = unbroadcast(ops.matmul(g, _mT(y)), xs) if needs[0] else None
-    gy = unbroadcast(ops.matmul(_mT(x), g), ys) if needs[1] else None
+    gx = gy = None
+    if needs[0]:
+        # An input that is a transposed matrix gets its gradient made transposed
+        # too ((y gᵀ)ᵀ for g yᵀ): the transpose's own gradient is then a
+        # contiguous array, not a strided view that every later add must walk.
+        gx = _mT(ops.matmul(y, _mT(g))) if _transposed(x) else ops.matmul(g, _mT(y))
+        gx = unbroadcast(gx, xs)
+    if needs[1]:
+        gy = _mT(ops.matmul(_mT(g), x)) if _transposed(y) else ops.matmul(_mT(x), g)
+        gy = unbroadcast(gy, ys)
     return gx, gy
 
 
 def _mT(a):
     nd = a.ndim
     return ops.transpose(a, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _transposed(t):
+    """Whether a concrete 2-D tensor's array is laid out column by column (the
+    view of a transposed matrix). Unknown while tracing: False (graph mode has
+    its own layout pass)."""
+    a = getattr(t, "_value", None)
+    return (a is not None and a.ndim == 2 and a.shape[0] > 1 and a.shape[1] > 1
+            and a.flags.f_contiguous and not a.flags.c_contiguous)
 
 
 def _matmul_impl(x, y):

@@ -77,13 +77,15 @@ def _count(x, axis):
 
 
 def _mean_vjp(g, out, x, *, axis, keepdims):
-    gb = ops.broadcast_to_shape_of(_expand_back(g, x, axis, keepdims), x)
+    # Divided before it is broadcast: one division per reduced element, not one
+    # per input element (the values are the same).
+    g = _expand_back(g, x, axis, keepdims)
     axes = normalize_axes(axis, x.ndim, "mean")
     if any(x.shape[a] is None for a in axes):   # size known only at run time
-        return (gb / ops.count(x, axes, dtype=g.dtype),)
+        return (ops.broadcast_to_shape_of(g / ops.count(x, axes, dtype=g.dtype), x),)
     n = _count(x, axis)
     # builtins.max: this module defines its own max (the reduction).
-    return (gb / float(builtins.max(n, 1)),)
+    return (ops.broadcast_to_shape_of(g / float(builtins.max(n, 1)), x),)
 
 
 def _extreme_vjp(g, out, x, *, axis, keepdims):
