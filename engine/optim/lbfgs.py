@@ -220,36 +220,39 @@ class LBFGS(Optimizer):
         flat = [as_dtype(ops.reshape(g, (-1,)), dt) for g in grads]
         g = flat[0] if len(flat) == 1 else ops.concat(flat)
         xs = [v.read() for v in vars]
-        first = ops.equal(self.iterations, 0)
+        # Work on vectors of length n runs in engine ops; the bookkeeping on
+        # (m,)- and (m, m)-sized state runs in ``xp`` (see _small_namespace).
+        xp = _small_namespace(g)
+        first = xp.equal(xp.read(self.iterations), 0)
 
         # The new pair: s is the step taken last time, y the change of gradient.
         s = self._prev_s.read()
         y = g - self._prev_g.read()
-        sy = ops.matmul(s, y)
-        yy = ops.matmul(y, y)
-        accept = ops.logical_and(ops.logical_not(first), ops.greater(sy, yy * self.curvature_eps))
-        slot, count = self._slot.read(), self._count.read()
-        self._store(s, y, slot, accept)
-        count_new = ops.where(accept, ops.minimum(count + 1, self.history), count)
+        sy = xp.value(ops.matmul(s, y))
+        yy = xp.value(ops.matmul(y, y))
+        accept = xp.logical_and(xp.logical_not(first), xp.greater(sy, yy * self.curvature_eps))
+        slot, count = xp.read(self._slot), xp.read(self._count)
+        self._store(xp, s, y, slot, accept)
+        count_new = xp.where(accept, xp.minimum(count + 1, self.history), count)
 
-        Sg, Yg = self._products(g, count_new)                     # (m,) each, slot order
+        Sg, Yg = [xp.cast(xp.value(p), _F8) for p in self._products(g, count_new)]  # slot order
         # The products with y, from those with g now and at the last step (the
         # rows kept are unchanged): two passes over the history instead of four.
-        new_row = ops.logical_and(ops.equal(self._ages, slot), accept)
-        Sy = ops.where(new_row, as_dtype(sy, _F8), Sg - self._sg.read())
-        Yy = ops.where(new_row, as_dtype(yy, _F8), Yg - self._yg.read())
+        new_row = xp.logical_and(xp.equal(self._ages, slot), accept)
+        Sy = xp.where(new_row, xp.cast(sy, _F8), Sg - xp.read(self._sg))
+        Yy = xp.where(new_row, xp.cast(yy, _F8), Yg - xp.read(self._yg))
         self._sg.assign(Sg)
         self._yg.assign(Yg)
-        gamma = self._update_small(Sy, Yy, sy, yy, slot, count, accept)
+        gamma = self._update_small(xp, Sy, Yy, sy, yy, slot, count, accept)
         self._count.assign(count_new)
 
         # The compact two-loop recursion (see the module docstring).
-        rinv = self._rinv.read()
-        alpha = ops.matmul(rinv, Sg)
-        base = (Yg - ops.matmul(self._yy.read(), alpha)) * gamma
-        c = ops.matmul(self._sy.read() * alpha - base, rinv)    # R⁻ᵀ (D alpha - base)
-        direction = self._combine(g, ops.cast(-gamma, dt), ops.cast(alpha * gamma, dt),
-                                  ops.cast(c, dt), count_new)
+        rinv = xp.read(self._rinv)
+        alpha = xp.matmul(rinv, Sg)
+        base = (Yg - xp.matmul(xp.read(self._yy), alpha)) * gamma
+        c = xp.matmul(xp.read(self._sy) * alpha - base, rinv)    # R⁻ᵀ (D alpha - base)
+        direction = self._combine(g, xp.cast(-gamma, dt), xp.cast(alpha * gamma, dt),
+                                  xp.cast(c, dt), count_new)
         # The first step, with no history, is scaled as in PyTorch (sum|g| is
         # a pass over the gradient: taken on the first step only).
         def first_scale():
@@ -272,7 +275,7 @@ class LBFGS(Optimizer):
         self._prev_s.assign(step)
         self.step_size.assign(t)
 
-    def _store(self, s, y, slot, accept):
+    def _store(self, xp, s, y, slot, accept):
         """Write the pair into ring slot ``slot`` if ``accept``: two rows, in place."""
         known_accept, known_slot = _concrete(accept), _concrete(slot)
         if known_accept is not None and known_slot is not None:
@@ -283,7 +286,7 @@ class LBFGS(Optimizer):
             self._s_hist.scatter_update(row, s)
             self._y_hist.scatter_update(row, y)
         m = self.history
-        self._slot.assign(ops.where(accept, ops.where(ops.equal(slot, m - 1), 0, slot + 1), slot))
+        self._slot.assign(xp.where(accept, xp.where(xp.equal(slot, m - 1), 0, slot + 1), slot))
 
     def _chunks(self, count):
         """``(lo, hi, live)`` for each chunk of history rows; ``live`` is a Python
@@ -302,7 +305,7 @@ class LBFGS(Optimizer):
         return out
 
     def _products(self, g, count):
-        """``S g, Y g``: two ``(m,)`` float64 tensors in slot order (0 where empty).
+        """``S g, Y g``: two ``(m,)`` tensors in slot order (0 where empty).
 
         Two matrix-vector products (per chunk): BLAS runs those much faster
         than one product with an ``(n, 2)`` matrix.
@@ -327,32 +330,32 @@ class LBFGS(Optimizer):
                 parts.append(empty())
             else:
                 parts.append(_cond(live, products, empty))
-        Sg, Yg = [p[0] if len(parts) == 1 else ops.concat(list(p)) for p in zip(*parts)]
-        return as_dtype(Sg, _F8), as_dtype(Yg, _F8)
+        return [p[0] if len(parts) == 1 else ops.concat(list(p)) for p in zip(*parts)]
 
-    def _update_small(self, s_y, y_y, sy, yy, slot, count, accept):
+    def _update_small(self, xp, s_y, y_y, sy, yy, slot, count, accept):
         """Update ``R⁻¹``, ``Y Yᵀ``, ``D`` and gamma for the pair just stored; returns gamma.
 
         ``s_y[i] = s_i·y`` and ``y_y[i] = y_i·y`` with the new ``y``, read
         after the pair was stored in ``slot``.
         """
-        sy, yy = as_dtype(sy, _F8), as_dtype(yy, _F8)
-        e = ops.cast(ops.equal(self._ages, slot), _F8)              # the slot written
+        sy, yy = xp.cast(sy, _F8), xp.cast(yy, _F8)
+        e = xp.cast(xp.equal(self._ages, slot), _F8)              # the slot written
         keep = 1.0 - e
-        others = ops.cast(ops.less(self._ages, count), _F8) * keep   # older pairs still kept
-        d = ops.where(accept, sy, 1.0)
-        keep2 = ops.outer(keep, keep)
+        others = xp.cast(xp.less(self._ages, count), _F8) * keep   # older pairs still kept
+        d = xp.where(accept, sy, 1.0)
+        keep2 = xp.outer(keep, keep)
         # R⁻¹: drop the evicted pair's row and column, append the new column.
-        r0 = self._rinv.read() * keep2
-        col = ops.matmul(r0, s_y * others) * (-1.0 / d) + e * (1.0 / d)
-        rinv = r0 + ops.outer(col, e)
+        rinv_old, yy_old, sy_old = xp.read(self._rinv), xp.read(self._yy), xp.read(self._sy)
+        r0 = rinv_old * keep2
+        col = xp.matmul(r0, s_y * others) * (-1.0 / d) + e * (1.0 / d)
+        rinv = r0 + xp.outer(col, e)
         yrow = y_y * (others + e)
-        yym = self._yy.read() * keep2 + ops.outer(e, yrow) + ops.outer(yrow * keep, e)
-        diag = self._sy.read() * keep + e * d
-        gamma = ops.where(accept, sy / ops.where(accept, yy, 1.0), self._gamma.read())
-        self._rinv.assign(ops.where(accept, rinv, self._rinv))
-        self._yy.assign(ops.where(accept, yym, self._yy))
-        self._sy.assign(ops.where(accept, diag, self._sy))
+        yym = yy_old * keep2 + xp.outer(e, yrow) + xp.outer(yrow * keep, e)
+        diag = sy_old * keep + e * d
+        gamma = xp.where(accept, sy / xp.where(accept, yy, 1.0), xp.read(self._gamma))
+        self._rinv.assign(xp.where(accept, rinv, rinv_old))
+        self._yy.assign(xp.where(accept, yym, yy_old))
+        self._sy.assign(xp.where(accept, diag, sy_old))
         self._gamma.assign(gamma)
         return gamma
 
@@ -409,8 +412,58 @@ def _cond(pred, true_fn, false_fn):
 
 
 def _concrete(t):
-    """The numpy value of a concrete tensor, ``None`` while tracing."""
+    """The numpy value of a concrete tensor or a numpy value, ``None`` while tracing."""
+    if isinstance(t, (np.ndarray, np.generic)):
+        return t
     return getattr(t, "_value", None)
+
+
+class _EngineSmall:
+    """The bookkeeping in engine ops: traceable, so a traced step holds all of it."""
+    equal, less, greater = ops.equal, ops.less, ops.greater
+    logical_and, logical_not = ops.logical_and, ops.logical_not
+    where, minimum, matmul, outer = ops.where, ops.minimum, ops.matmul, ops.outer
+    cast = staticmethod(as_dtype)
+
+    @staticmethod
+    def read(var):
+        return var.read()
+
+    @staticmethod
+    def value(t):
+        return t
+
+
+class _NumpySmall:
+    """The same bookkeeping on numpy values, used eagerly where the values are known.
+
+    It is a few dozen operations on arrays of ``m`` or ``m * m`` elements
+    (and 0-d flags): dispatched one by one as engine ops they cost several
+    times the numpy calls themselves, the overhead eager mode exists to show
+    on large ops, not on scalars. ``torch.optim.LBFGS`` keeps the same
+    quantities as Python floats for the same reason. Every pass over the
+    ``n`` parameters stays an engine op.
+    """
+    equal, less, greater = np.equal, np.less, np.greater
+    logical_and, logical_not = np.logical_and, np.logical_not
+    where, minimum, matmul, outer = np.where, np.minimum, np.matmul, np.outer
+
+    @staticmethod
+    def cast(x, dtype):
+        return np.asarray(x, dtype=dtype)
+
+    @staticmethod
+    def read(var):
+        return var._value
+
+    @staticmethod
+    def value(t):
+        return t._value if isinstance(t, Tensor) else np.asarray(t)
+
+
+def _small_namespace(g):
+    """numpy for a concrete gradient (eager), engine ops while tracing."""
+    return _NumpySmall if _concrete(g) is not None else _EngineSmall
 
 
 def _known_true(t):
