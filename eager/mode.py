@@ -73,7 +73,9 @@ class EagerMode:
                 break
         n = len(tensors)
         if params:
-            key = (op, freeze_params(params), *[(t.shape, t.dtype) for t in tensors])
+            # Params in call order: one call site always passes them in the same
+            # order; an unhashable value falls back to freeze_params below.
+            key = (op, tuple(params.items()), *[(t.shape, t.dtype) for t in tensors])
         elif n == 2:
             a, b = tensors
             key = (op, a.shape, a.dtype, b.shape, b.dtype)
@@ -84,8 +86,8 @@ class EagerMode:
             key = (op, *[(t.shape, t.dtype) for t in tensors])
         try:
             checked = _AVAL_CACHE.get(key)
-        except TypeError:  # unhashable params: validate without the cache
-            checked = key = None
+        except TypeError:  # unhashable params (a list): freeze them
+            checked, key = _frozen_lookup(op, params, tensors)
         if checked is None:
             checked = self._validate(op, tensors, params, key)
         aval, large = checked
@@ -186,6 +188,15 @@ def _plain_array(x, weak_dtype):
     if weak_dtype is not None and type(x) in WEAK_SCALAR_TYPES:
         return weak_scalar_array(x, [weak_dtype])
     return as_array(x)
+
+
+def _frozen_lookup(op, params, tensors):
+    """``(checked or None, key)`` with params made hashable; key None if they cannot be."""
+    key = (op, freeze_params(params), *[(t.shape, t.dtype) for t in tensors])
+    try:
+        return _AVAL_CACHE.get(key), key
+    except TypeError:   # validate without the cache
+        return None, None
 
 
 def _run_large(op, tensors, params, shape, dtype):
