@@ -180,8 +180,15 @@ def _split_eval(x, *, num_or_sizes, axis):
 
 def _split_impl(x, *, num_or_sizes, axis):
     # Checked again on the concrete shape: a dim unknown at trace time is known now.
-    sizes = _split_sizes((x.shape, x.dtype), num_or_sizes, axis % x.ndim)
-    return tuple(np.split(x, np.cumsum(sizes[:-1]), axis=axis))
+    ax = axis % x.ndim
+    sizes = _split_sizes((x.shape, x.dtype), num_or_sizes, ax)
+    # Basic slices (views), as np.split makes them, without its per-part overhead.
+    lead = (slice(None),) * ax
+    out, start = [], 0
+    for size in sizes:
+        out.append(x[lead + (slice(start, start + size),)])
+        start += size
+    return tuple(out)
 
 
 def _split_vjp(g, out, x, *, num_or_sizes, axis):
