@@ -295,3 +295,18 @@ def test_non_persistent_tape_message_says_what_to_do():
     with pytest.raises(en.EngineError) as info:
         tape.gradient(y, x)
     assert "persistent=True" in str(info.value)
+
+
+def test_list_and_tuple_params_are_checked_alike_every_time():
+    # Eager validation is cached per params in call order; a list (unhashable)
+    # takes the frozen key. Both must still raise, and give numpy's values.
+    x = en.tensor(np.arange(12.0).reshape(3, 4))
+    for shape in ([4, 3], (4, 3), [4, 3]):
+        np.testing.assert_array_equal(en.reshape(x, shape).numpy(),
+                                      np.arange(12.0).reshape(4, 3))
+    for bad in ([5, 3], (5, 3), [5, 3]):
+        with pytest.raises(en.ShapeError) as info:
+            en.reshape(x, bad)
+        assert "reshape" in str(info.value) and "[3,4]" in str(info.value)
+    np.testing.assert_array_equal(en.transpose(x, [1, 0]).numpy(), np.arange(12.0).reshape(3, 4).T)
+    np.testing.assert_array_equal(en.sum(x, axis=[0]).numpy(), np.arange(12.0).reshape(3, 4).sum(0))

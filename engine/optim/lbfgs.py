@@ -39,7 +39,10 @@ is never read), the small state is updated with ``where``, slots not yet
 filled have zero rows and columns in ``R⁻¹`` (so they contribute nothing),
 and when the history spans several chunks of rows, chunks with no stored pair
 are skipped under ``cond``. Eagerly the slot and the number of stored pairs
-are known, so the same choices are plain Python and only stored rows are read.
+are known, so the same choices are plain Python and only stored rows are read,
+and the small state is updated on its numpy values (``_NumpySmall``, the same
+code as the traced ``_EngineSmall``): a few dozen operations on ``m``-sized
+arrays, which PyTorch's L-BFGS likewise keeps as Python floats.
 
 Conventions follow ``torch.optim.LBFGS`` (with ``line_search_fn=None``):
 ``s`` is the step actually taken (``t d``), ``gamma = s·y / y·y`` of the
