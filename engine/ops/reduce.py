@@ -82,10 +82,10 @@ def _mean_vjp(g, out, x, *, axis, keepdims):
     g = _expand_back(g, x, axis, keepdims)
     axes = normalize_axes(axis, x.ndim, "mean")
     if any(x.shape[a] is None for a in axes):   # size known only at run time
-        return (ops.broadcast_to_shape_of(g / ops.count(x, axes, dtype=g.dtype), x),)
-    n = _count(x, axis)
-    # builtins.max: this module defines its own max (the reduction).
-    return (ops.broadcast_to_shape_of(g / float(builtins.max(n, 1)), x),)
+        n = ops.count(x, axes, dtype=g.dtype)
+    else:   # builtins.max: this module defines its own max (the reduction)
+        n = float(builtins.max(_count(x, axis), 1))
+    return (ops.broadcast_to_shape_of(g / n, x),)
 
 
 def _extreme_vjp(g, out, x, *, axis, keepdims):
