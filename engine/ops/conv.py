@@ -82,6 +82,13 @@ def _spatial(name, hw, khw, strides, padding, avals):
     return (oh, ow), ((pt, pb), (pl, pr))
 
 
+def _check_cotangent_hw(name, g_hw, input_hw, khw, strides, padding, avals):
+    """Raise unless a cotangent's (height, width) is the convolution's output size."""
+    (oh, ow), _ = _spatial(name, input_hw, khw, strides, padding, avals)
+    _same(name, g_hw[0], oh, "cotangent height and the convolution's output height", avals)
+    _same(name, g_hw[1], ow, "cotangent width and the convolution's output width", avals)
+
+
 def _pad(x, pads, value=0.0):
     if not any(pads[0] + pads[1]):
         return x
@@ -159,9 +166,7 @@ def _bp_input_eval(g, w, *, input_hw, strides, padding):
     n, gh, gw, o = g[0]
     kh, kw, c, o2 = w[0]
     _same(name, o, o2, "cotangent channels and filter output channels", avals)
-    (oh, ow), _ = _spatial(name, input_hw, (kh, kw), strides, padding, avals)
-    _same(name, gh, oh, "cotangent height and the convolution's output height", avals)
-    _same(name, gw, ow, "cotangent width and the convolution's output width", avals)
+    _check_cotangent_hw(name, (gh, gw), input_hw, (kh, kw), strides, padding, avals)
     return ((n, input_hw[0], input_hw[1], c), dt)
 
 
@@ -217,9 +222,7 @@ def _bp_filter_eval(x, g, *, kernel_hw, strides, padding):
     n, h, wd, c = x[0]
     n2, gh, gw, o = g[0]
     _same(name, n, n2, "batch sizes", avals)
-    (oh, ow), _ = _spatial(name, (h, wd), kernel_hw, strides, padding, avals)
-    _same(name, gh, oh, "cotangent height and the convolution's output height", avals)
-    _same(name, gw, ow, "cotangent width and the convolution's output width", avals)
+    _check_cotangent_hw(name, (gh, gw), (h, wd), kernel_hw, strides, padding, avals)
     return ((kernel_hw[0], kernel_hw[1], c, o), dt)
 
 
