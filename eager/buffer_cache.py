@@ -6,7 +6,7 @@ and zeroes each of them. Graph mode avoids it with planned buffers; eager mode
 cannot plan, so instead it recycles: when a tensor holding a large array dies
 and nothing else refers to that array (no view, no other tensor, no user
 reference), the array goes into this cache, and the next op of a size that
-fits writes into it through its ``out_impl``.
+matches (same shape and dtype) writes into it through its ``out_impl``.
 
 Only arrays of at least ``MIN_BYTES`` take part, so small ops pay nothing. The
 cache holds at most ``en.config.eager_cache_bytes`` (0 turns it off).
@@ -27,20 +27,25 @@ from engine.tensor import wrap
 MIN_BYTES = 1 << 20
 
 _lock = threading.Lock()
-_free = {}          # nbytes -> [arrays]
+_free = {}          # (shape, dtype) -> [arrays]
 _total = [0]
 
 
-def take(nbytes):
-    """A recycled array of exactly ``nbytes`` bytes (as uint8), or None."""
+def take(shape, dtype):
+    """A recycled array of this shape and dtype, or None.
+
+    The pool keeps the arrays themselves, not byte views of them: the array
+    handed out owns its memory, so when its tensor dies it is offered back
+    again (a view would never be, and every buffer would serve once).
+    """
     if not _free:
         return None
     with _lock:
-        pool = _free.get(nbytes)
+        pool = _free.get((shape, dtype))
         if not pool:
             return None
         arr = pool.pop()
-        _total[0] -= nbytes
+        _total[0] -= arr.nbytes
     return arr
 
 
@@ -55,7 +60,7 @@ def _give(arr):
     with _lock:
         if _total[0] + nbytes > limit:
             return
-        _free.setdefault(nbytes, []).append(arr.reshape(-1).view(np.uint8))
+        _free.setdefault((arr.shape, arr.dtype), []).append(arr)
         _total[0] += nbytes
 
 

@@ -202,10 +202,10 @@ def _frozen_lookup(op, params, tensors):
 def _run_large(op, tensors, params, shape, dtype):
     """A large result: written into a recycled array when one of its size is free."""
     arrays = [t._value for t in tensors]
-    buf = buffer_cache.take(int(np.prod(shape)) * dtype.itemsize)
+    buf = buffer_cache.take(shape, dtype)
     if buf is None:
         return op.impl(*arrays, **params)
-    return op.out_impl(*arrays, out=buf.view(dtype).reshape(shape), **params)
+    return op.out_impl(*arrays, out=buf, **params)
 
 
 def _as_array(result, dtype):

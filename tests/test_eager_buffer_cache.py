@@ -30,6 +30,37 @@ def test_a_dead_tensor_array_is_reused_by_the_next_op_of_its_size():
     assert buffer_cache.cached_bytes() == 0
 
 
+def test_a_recycled_array_is_recycled_again():
+    # A buffer that served one op must come back when that op's result dies,
+    # or each buffer serves once and a loop allocates afresh every iteration.
+    x = en.tensor(np.full(SHAPE, 2.0))
+    y = x * 3.0
+    address = y.numpy().__array_interface__["data"][0]
+    del y
+    for k in range(4):
+        z = x + float(k)
+        assert z.numpy().__array_interface__["data"][0] == address
+        np.testing.assert_array_equal(z.numpy(), np.full(SHAPE, 2.0 + k))
+        del z
+        gc.collect()
+        assert buffer_cache.cached_bytes() == 600 * 600 * 8
+
+
+def test_a_recycled_array_serves_only_its_own_shape_and_dtype():
+    x = en.tensor(np.full(SHAPE, 2.0))
+    y = x * 3.0
+    address = y.numpy().__array_interface__["data"][0]
+    del y
+    flat = en.reshape(x, (-1,)) * 2.0                 # same bytes, another shape
+    single = en.cast(x, "float32") * 2.0              # another dtype
+    for other in (flat, single):
+        assert other.numpy().__array_interface__["data"][0] != address
+    np.testing.assert_array_equal(flat.numpy(), np.full(360000, 4.0))
+    np.testing.assert_array_equal(single.numpy(), np.full(SHAPE, 4.0, np.float32))
+    z = x + 1.0                                       # the same shape and dtype
+    assert z.numpy().__array_interface__["data"][0] == address
+
+
 def test_arrays_still_viewed_by_the_user_are_never_reused():
     x = en.tensor(np.full(SHAPE, 2.0))
     y = x * 3.0
