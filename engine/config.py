@@ -22,6 +22,9 @@ class _Config:
         self.fusion_backend = "numpy"
         # Eager mode recycles large freed arrays up to this many bytes (0: off).
         self.eager_cache_bytes = 2 << 30
+        # Kernels borrow one per-thread scratch buffer (im2col patches) up to
+        # this many bytes; bigger temporaries are allocated per call (0: off).
+        self.workspace_bytes = 1 << 30
         # Constant folding never creates a constant bigger than this.
         self.fold_size_limit_bytes = 1 << 20
 

@@ -74,7 +74,8 @@ def _conv2d_bp_filter_ref(x, g, kernel_hw, stride=1, padding="valid"):
 # padding with an uneven split, a 1x1 window, and an empty batch.
 CONV_CASES = [((1, 5, 5, 2), (3, 3), 1, "valid"), ((2, 5, 4, 1), (2, 3), (2, 1), "same"),
               ((1, 4, 6, 2), (3, 2), 2, "same"), ((1, 3, 3, 1), (1, 1), 1, "valid"),
-              ((0, 4, 4, 2), (2, 2), 2, "valid")]
+              ((0, 4, 4, 2), (2, 2), 2, "valid"), ((2, 5, 6, 2), (2, 3), 1, "same"),
+              ((0, 4, 4, 2), (3, 3), 1, "same")]
 
 
 def _conv_samples(which):

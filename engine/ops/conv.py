@@ -13,10 +13,12 @@ The kernels never loop over pixels: windows are strided views
 Padding is TensorFlow's: "valid" (none) or "same" (output size
 ``ceil(size / stride)``, the odd extra pad at the bottom/right).
 """
+import contextlib
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .. import dtypes
+from .. import dtypes, workspace
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, register
@@ -120,13 +122,34 @@ def _conv2d_eval(x, w, *, strides, padding):
     return ((n, oh, ow, o), dt)
 
 
-def _conv2d_impl(x, w, *, strides, padding):
+@contextlib.contextmanager
+def _patches(x, khw, strides, pads):
+    """The im2col matrix (N*OH*OW, KH*KW*C) of the windows of ``x`` padded by
+    ``pads``, valid inside the ``with``: copied into the thread's scratch (see
+    ``engine.workspace``)."""
+    win = _windows(_pad(x, pads), khw, strides)
+    with workspace.borrow(win.shape, win.dtype) as cols:
+        np.copyto(cols, win)
+        n, oh, ow, kh, kw, c = win.shape
+        yield cols.reshape(n * oh * ow, kh * kw * c)
+
+
+def _conv2d_out(x, w, *, strides, padding, out):
     kh, kw, c, o = w.shape
     _, pads = _spatial("conv2d", x.shape[1:3], (kh, kw), strides, padding, [])
-    cols = _windows(_pad(x, pads), (kh, kw), strides)
-    n, oh, ow = cols.shape[:3]
-    out = cols.reshape(n * oh * ow, kh * kw * c) @ w.reshape(kh * kw * c, o)
-    return out.reshape(n, oh, ow, o)
+    with _patches(x, (kh, kw), strides, pads) as cols:
+        if out.flags.c_contiguous:
+            np.matmul(cols, w.reshape(kh * kw * c, o), out=out.reshape(-1, o))
+        else:
+            out[...] = (cols @ w.reshape(kh * kw * c, o)).reshape(out.shape)
+    return out
+
+
+def _conv2d_impl(x, w, *, strides, padding):
+    (n, oh, ow, o), dt = _conv2d_eval((x.shape, x.dtype), (w.shape, w.dtype),
+                                      strides=strides, padding=padding)
+    return _conv2d_out(x, w, strides=strides, padding=padding,
+                       out=np.empty((n, oh, ow, o), dt))
 
 
 def _conv2d_vjp(g, out, x, w, *, strides, padding):
@@ -138,7 +161,7 @@ def _conv2d_vjp(g, out, x, w, *, strides, padding):
 
 
 conv2d_op = register(Op("conv2d", _conv2d_impl, _conv2d_eval, _conv2d_vjp, n_inputs=2,
-                        dtypes=dtypes.FLOATS,
+                        dtypes=dtypes.FLOATS, out_impl=_conv2d_out,
                         doc="2-D convolution (cross-correlation), NHWC input, HWIO filters."))
 
 
@@ -176,13 +199,24 @@ def _bp_input_impl(g, w, *, input_hw, strides, padding):
     (h, wd), (sh, sw) = input_hw, strides
     _, pads = _spatial("conv2d_backprop_input", input_hw, (kh, kw), strides, padding, [])
     dt = np.result_type(g.dtype, w.dtype)
-    # One matrix product gives every window's input cotangent (col2im), then
-    # each of the KH*KW filter taps adds its slice into place.
-    cols = (g.reshape(-1, o) @ w.reshape(kh * kw * c, o).T).reshape(n, oh, ow, kh, kw, c)
+    if strides == (1, 1):
+        # A "full" correlation of the cotangent with the filters flipped in
+        # space and with in/out channels swapped: one im2col product, faster
+        # than the scatter below (68 against 90 ms on the benchmark's shape).
+        flipped = w[::-1, ::-1].transpose(0, 1, 3, 2).reshape(kh * kw * o, c)
+        full = ((kh - 1 - pads[0][0], kh - 1 - pads[0][1]),
+                (kw - 1 - pads[1][0], kw - 1 - pads[1][1]))
+        with _patches(g, (kh, kw), strides, full) as cols:
+            return (cols @ flipped).astype(dt, copy=False).reshape(n, h, wd, c)
+    # Strided: one matrix product gives every window's input cotangent
+    # (col2im, in the thread's scratch), then each filter tap adds its slice.
     dxp = np.zeros((n, h + sum(pads[0]), wd + sum(pads[1]), c), dtype=dt)
-    for a in range(kh):
-        for b in range(kw):
-            dxp[:, a:a + sh * (oh - 1) + 1:sh, b:b + sw * (ow - 1) + 1:sw] += cols[:, :, :, a, b]
+    with workspace.borrow((n * oh * ow, kh * kw * c), dt) as cols:
+        np.matmul(g.reshape(-1, o), w.reshape(kh * kw * c, o).T, out=cols)
+        cols = cols.reshape(n, oh, ow, kh, kw, c)
+        for a in range(kh):
+            for b in range(kw):
+                dxp[:, a:a + sh * (oh - 1) + 1:sh, b:b + sw * (ow - 1) + 1:sw] += cols[:, :, :, a, b]
     return dxp[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd]
 
 
@@ -230,8 +264,8 @@ def _bp_filter_impl(x, g, *, kernel_hw, strides, padding):
     kh, kw = kernel_hw
     c, o = x.shape[3], g.shape[3]
     _, pads = _spatial("conv2d_backprop_filter", x.shape[1:3], kernel_hw, strides, padding, [])
-    cols = _windows(_pad(x, pads), kernel_hw, strides).reshape(-1, kh * kw * c)
-    return (cols.T @ g.reshape(-1, o)).reshape(kh, kw, c, o)
+    with _patches(x, kernel_hw, strides, pads) as cols:
+        return (cols.T @ g.reshape(-1, o)).reshape(kh, kw, c, o)
 
 
 def _bp_filter_vjp(u, out, x, g, *, kernel_hw, strides, padding):
