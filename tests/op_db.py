@@ -40,6 +40,10 @@ unary("cos", np.cos)
 unary("tanh", np.tanh)
 unary("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), lambda rng, s, d: make(rng, s, d, -6, 6))
 unary("relu", lambda x: np.maximum(x, 0), make_nonzero)
+add(OpInfo("sigmoid_grad", en.sigmoid_grad, lambda y, g: g * y * (1.0 - y),
+           binary_samples(lambda rng, s, d: make(rng, s, d, 0.05, 0.95) if np.dtype(d).kind == "f"
+                          else make(rng, s, d), mixed=False),
+           _op_dtypes("sigmoid_grad"), error_inputs=binary_errors))
 
 # Binary arithmetic, with broadcasting, Python scalars and dtype promotion.
 binary("add", np.add)

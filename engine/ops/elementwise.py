@@ -62,8 +62,38 @@ def _sigmoid_impl(x):
     return _sigmoid_out(x, np.empty_like(x))
 
 
-sigmoid_op = unary("sigmoid", _sigmoid_impl, lambda g, out, x: (g * (out * (1.0 - out)),),
+sigmoid_op = unary("sigmoid", _sigmoid_impl, lambda g, out, x: (sigmoid_grad(out, g),),
                    doc="Logistic sigmoid ``1 / (1 + exp(-x))``.", out_impl=_sigmoid_out)
+
+
+def _sigmoid_grad_out(y, g, out):
+    # g * y * (1 - y): three passes in ``out``, no temporary. When ``out`` is
+    # one of the inputs (memory planning writes in place over a dying input)
+    # the first pass would overwrite it: then one temporary is made.
+    if np.may_share_memory(out, y) or np.may_share_memory(out, g):
+        return np.multiply((1 - y) * y, g, out=out)
+    np.subtract(1, y, out=out)
+    np.multiply(out, y, out=out)
+    return np.multiply(out, g, out=out)
+
+
+def _sigmoid_grad_impl(y, g):
+    shape = np.broadcast_shapes(np.shape(y), np.shape(g))
+    return _sigmoid_grad_out(y, g, np.empty(shape, np.result_type(y, g)))
+
+
+def _sigmoid_grad_vjp(c, out, y, g):
+    # d/dy [g y (1 - y)] = g (1 - 2y);  d/dg = y (1 - y).
+    return (unbroadcast(c * g * (1.0 - y * 2.0), y.shape),
+            unbroadcast(sigmoid_grad(y, c), g.shape))
+
+
+# The sigmoid's backward pass as one op (TensorFlow's SigmoidGrad): eagerly one
+# dispatch and one result array instead of three.
+sigmoid_grad_op = binary("sigmoid_grad", _sigmoid_grad_impl, _sigmoid_grad_vjp,
+                         allowed=dtypes.FLOATS, what="floating-point",
+                         out_impl=_sigmoid_grad_out,
+                         doc="``g * y * (1 - y)``: the sigmoid's gradient from its output ``y``.")
 
 
 def _relu_impl(x):
@@ -91,6 +121,7 @@ sin = call(sin_op)
 cos = call(cos_op)
 tanh = call(tanh_op)
 sigmoid = call(sigmoid_op)
+sigmoid_grad = call(sigmoid_grad_op)
 relu = call(relu_op)
 
 

@@ -63,6 +63,12 @@ def _concat_impl(*arrays, axis):
     return np.concatenate(arrays, axis=axis)
 
 
+def _concat_out(*arrays, axis, out):
+    # Always a fresh array (never a view of an input), so memory planning may
+    # give it a buffer and treat its inputs as dead after it.
+    return np.concatenate(arrays, axis=axis, out=out)
+
+
 def _concat_vjp(g, out, *inputs, axis):
     ax = axis % g.ndim
     sizes = [x.shape[ax] for x in inputs]
@@ -76,6 +82,7 @@ def _concat_vjp(g, out, *inputs, axis):
 
 
 concat_op = register(Op("concat", _concat_impl, _concat_eval, _concat_vjp, dtypes=dtypes.ALL,
+                        out_impl=_concat_out,
                         doc="Join tensors along an existing axis."))
 
 

@@ -34,6 +34,7 @@ SCALAR_FORMS = {
     ops.cos_op: "np.cos({0})",
     ops.tanh_op: "np.tanh({0})",
     ops.sigmoid_op: "ONE / (ONE + np.exp(-{0}))",
+    ops.sigmoid_grad_op: "((ONE - {0}) * {0}) * {1}",   # the numpy kernel's order
     ops.relu_op: "({0} if {0} > ZERO else ZERO)",
     ops.equal_op: "{0} == {1}",
     ops.not_equal_op: "{0} != {1}",
