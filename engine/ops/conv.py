@@ -9,7 +9,9 @@ cotangent to the position of each window's maximum, the first one on ties)
 and its adjoint ``max_pool2d_gather``.
 
 The kernels never loop over pixels: windows are strided views
-(``sliding_window_view``) and each convolution is one BLAS matrix product.
+(``sliding_window_view``) copied into an im2col matrix in the thread's scratch
+buffer (``engine.workspace``: no fresh pages per call), and each convolution
+is one BLAS matrix product.
 Padding is TensorFlow's: "valid" (none) or "same" (output size
 ``ceil(size / stride)``, the odd extra pad at the bottom/right).
 """
