@@ -31,8 +31,13 @@ from engine.op import Op
 from . import fusion_numba
 from .common import has_side_effects
 
-# Elements per block: a few block-sized float32 scratch buffers fit in L2.
-BLOCK_ELEMENTS = 1 << 15
+# Elements per block (1 MiB of float32): a few block-sized scratch buffers stay
+# in the last-level cache, and each numpy call has enough work to hide its
+# ~1 µs of overhead. Measured on the benchmark machine (2 MiB L2, 32 MiB L3):
+# sigmoid(x + b) over (1000, 784) float32 takes 878 µs in 2^15-element blocks,
+# 821 in 2^18, 750 as one pass; the autoencoder's traced loss and gradient at
+# batch 60000 take 692 ms with 2^15, 658 with 2^18 (and 661 with 2^19).
+BLOCK_ELEMENTS = 1 << 18
 _ids = itertools.count()
 
 
