@@ -209,7 +209,7 @@ def _bp_input_impl(g, w, *, input_hw, strides, padding):
         full = ((kh - 1 - pads[0][0], kh - 1 - pads[0][1]),
                 (kw - 1 - pads[1][0], kw - 1 - pads[1][1]))
         with _patches(g, (kh, kw), strides, full) as cols:
-            return (cols @ flipped).astype(dt, copy=False).reshape(n, h, wd, c)
+            return (cols @ flipped).reshape(n, h, wd, c)   # dtype: result_type(g, w)
     # Strided: one matrix product gives every window's input cotangent
     # (col2im, in the thread's scratch), then each filter tap adds its slice.
     dxp = np.zeros((n, h + sum(pads[0]), wd + sum(pads[1]), c), dtype=dt)
