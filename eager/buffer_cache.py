@@ -55,9 +55,9 @@ def take(shape, dtype):
 
 
 def _give(arr):
-    # Only the finalizer's own references may remain (counted once at import by
-    # _calibrate). Any more means a view, another tensor or the user still holds
-    # the array: then it must not be reused.
+    # Only the death callback's own references may remain (counted once at
+    # import by _calibrate). Any more means a view, another tensor or the user
+    # still holds the array: then it must not be reused.
     if sys.getrefcount(arr) > _BASELINE:
         return
     nbytes = arr.nbytes
@@ -69,23 +69,44 @@ def _give(arr):
         _total[0] += nbytes
 
 
+# Tensors whose array is offered back when they die: id(weakref) -> (weakref,
+# array). A weak reference with a callback costs a third of weakref.finalize,
+# which matters at one per result of 128 KiB or more.
+_pending = {}
+
+
+def _on_death(release):
+    """A weakref callback that hands the dead tensor's array to ``release``."""
+    def died(ref):
+        entry = _pending.pop(id(ref), None)
+        if entry is not None:
+            release(entry[1])
+    return died
+
+
+_died = _on_death(_give)
+
+
 def adopt(tensor, arr):
     """Offer ``arr`` to the cache when ``tensor`` dies (large, owning arrays only)."""
     if arr.nbytes >= MIN_BYTES and arr.flags.owndata and arr.flags.c_contiguous:
-        weakref.finalize(tensor, _give, arr)
+        ref = weakref.ref(tensor, _died)
+        _pending[id(ref)] = (ref, arr)
 
 
 def _calibrate():
-    """The reference count an otherwise unreferenced array has inside ``_give``."""
+    """The reference count an otherwise unreferenced array has inside ``_give``:
+    measured through the same callback path, with a probe in its place."""
     seen = []
 
     def probe(arr):
         seen.append(sys.getrefcount(arr))
 
-    # A real tensor: its slot still holds the array while finalizers run.
+    # A real tensor: its slot may still hold the array while callbacks run.
     t = wrap(np.empty(1))
-    weakref.finalize(t, probe, t._value)
-    del t
+    ref = weakref.ref(t, _on_death(probe))
+    _pending[id(ref)] = (ref, t._value)
+    del t, ref
     return seen[0] if seen else 0     # 0: never recycle (unknown interpreter behaviour)
 
 
