@@ -70,7 +70,7 @@ def _give(arr):
 
 
 # Tensors whose array is offered back when they die: id(weakref) -> (weakref,
-# array). A weak reference with a callback costs a third of weakref.finalize,
+# array). A weak reference with a callback costs less than half of weakref.finalize,
 # which matters at one per result of 128 KiB or more.
 _pending = {}
 
