@@ -200,7 +200,7 @@ def _frozen_lookup(op, params, tensors):
 
 
 def _run_large(op, tensors, params, shape, dtype):
-    """A large result: written into a recycled array when one of its size is free."""
+    """A large result: written into a recycled array when one of its shape and dtype is free."""
     arrays = [t._value for t in tensors]
     buf = buffer_cache.take(shape, dtype)
     if buf is None:
