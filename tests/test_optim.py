@@ -213,10 +213,13 @@ def lbfgs_reference(f_and_grad, x0, steps, lr=1.0, m=10, line_search=False, c1=1
     return path
 
 
+@pytest.mark.parametrize("op_by_op", [False, True], ids=["numpy_step", "engine_op_step"])
 @pytest.mark.parametrize("line_search", [None, "backtracking"])
-def test_lbfgs_one_step_with_history_matches_reference(line_search):
+def test_lbfgs_one_step_with_history_matches_reference(line_search, op_by_op):
     # history 3 and 9 steps: the ring buffer wraps around twice.
     # With lr=4 the line search has to halve the step several times.
+    # Eagerly the step runs on numpy values; under check_numerics it runs op
+    # by op as engine ops (the code a trace records): both must match.
     n = 6
     lr = 0.5 if line_search is None else 4.0
     x0 = np.array([-1.2, 1.0, -0.5, 0.8, 1.1, 0.3])
@@ -225,12 +228,25 @@ def test_lbfgs_one_step_with_history_matches_reference(line_search):
     opt = en.optim.LBFGS(lr=lr, history=3, line_search=line_search)
     lengths = []
     for k in range(9):
-        opt.minimize(lambda: _rosenbrock_en(x, n), x)
+        with en.debug.check_numerics(op_by_op):
+            opt.minimize(lambda: _rosenbrock_en(x, n), x)
         np.testing.assert_allclose(x.numpy(), ref[k], rtol=1e-9, atol=1e-12, err_msg=f"step {k}")
         lengths.append(float(opt.step_size))
     assert int(opt._count) == 3
     if line_search:
         assert min(lengths) <= lr / 4
+
+
+def test_lbfgs_step_under_check_numerics_names_the_op_that_made_nan():
+    # The step runs op by op when numerics are checked, so a NaN gradient is
+    # caught at the first pass over it, before any variable changes.
+    x = en.Variable(np.array([1.0, 2.0]))
+    opt = en.optim.LBFGS(history=3)
+    opt.step(en.tensor([0.5, 0.5]), [x])
+    before = x.numpy().copy()
+    with en.debug.check_numerics(), pytest.raises(en.NumericsError, match="op '"):
+        opt.step(en.tensor([np.nan, 0.5]), [x])
+    np.testing.assert_array_equal(x.numpy(), before)
 
 
 def test_lbfgs_step_with_explicit_gradients_matches_reference():

@@ -1,9 +1,10 @@
 """The :class:`Optimizer` base class: argument handling, state variables, ``minimize``.
 
 Every optimizer keeps its state in non-trainable :class:`~engine.Variable`\\ s
-and writes its update math with engine ops and ``Variable.assign*``, never
-with numpy values pulled out of tensors. That keeps a whole training step
-traceable: run under the graph tracer, the update becomes graph nodes.
+and writes its update math with engine ops and ``Variable.assign*``. That
+keeps a whole training step traceable: run under the graph tracer, the update
+becomes graph nodes. (L-BFGS runs the same code on numpy values when eager:
+its step is dozens of operations, see ``engine/optim/lbfgs.py``.)
 
 State is created by :meth:`Optimizer.build`, which ``step`` calls on first
 use. When a step will be traced, call ``build(vars)`` (or take one eager

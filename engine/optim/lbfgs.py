@@ -40,9 +40,9 @@ filled have zero rows and columns in ``R⁻¹`` (so they contribute nothing),
 and when the history spans several chunks of rows, chunks with no stored pair
 are skipped under ``cond``. Eagerly the slot and the number of stored pairs
 are known, so the same choices are plain Python and only stored rows are read,
-and the small state is updated on its numpy values (``_NumpySmall``, the same
-code as the traced ``_EngineSmall``): a few dozen operations on ``m``-sized
-arrays, which PyTorch's L-BFGS likewise keeps as Python floats.
+and the whole step runs on the variables' numpy values (``_NumpyMath``, the
+same code as the traced ``_EngineMath``): nothing differentiates an optimizer
+step, so it needs neither the tape nor op-by-op dispatch.
 
 Conventions follow ``torch.optim.LBFGS`` (with ``line_search_fn=None``):
 ``s`` is the step actually taken (``t d``), ``gamma = s·y / y·y`` of the
@@ -56,7 +56,9 @@ and §7.2 (compact representation).
 import numpy as np
 
 from .. import ops
+from ..config import config
 from ..errors import EngineError
+from ..modes import current_mode
 from ..tensor import Tensor, tensor
 from ..variable import Variable
 from .base import Optimizer, _as_grad_list, _as_var_list, as_dtype
@@ -212,7 +214,6 @@ class LBFGS(Optimizer):
         self.build(var_list)
         grad_list = [ops.zeros_like(v) if g is None else g for g, v in zip(grad_list, var_list)]
         self._update(grad_list, var_list, loss_fn, loss)
-        self.iterations.assign_add(1)
         return vars
 
     def _minimize_step(self, loss_fn, loss, grads, var_list):
@@ -220,46 +221,45 @@ class LBFGS(Optimizer):
 
     def _update(self, grads, vars, loss_fn, loss):
         dt = self._dtype
-        flat = [as_dtype(ops.reshape(g, (-1,)), dt) for g in grads]
-        g = flat[0] if len(flat) == 1 else ops.concat(flat)
-        xs = [v.read() for v in vars]
-        # Work on vectors of length n runs in engine ops; the bookkeeping on
-        # (m,)- and (m, m)-sized state runs in ``xp`` (see _small_namespace).
-        xp = _small_namespace(g)
+        # Every line below runs on numpy values eagerly and on engine ops while
+        # tracing (see _math_namespace): one algorithm, two back ends.
+        xp = _math_namespace()
+        g = xp.flat(grads, dt)
+        xs = [xp.read(v) for v in vars]
         first = xp.equal(xp.read(self.iterations), 0)
 
         # The new pair: s is the step taken last time, y the change of gradient.
-        s = self._prev_s.read()
-        y = g - self._prev_g.read()
-        sy = xp.value(ops.matmul(s, y))
-        yy = xp.value(ops.matmul(y, y))
+        s = xp.read(self._prev_s)
+        y = g - xp.read(self._prev_g)
+        sy = xp.matmul(s, y)
+        yy = xp.matmul(y, y)
         accept = xp.logical_and(xp.logical_not(first), xp.greater(sy, yy * self.curvature_eps))
         slot, count = xp.read(self._slot), xp.read(self._count)
         self._store(xp, s, y, slot, accept)
         count_new = xp.where(accept, xp.minimum(count + 1, self.history), count)
 
-        Sg, Yg = [xp.cast(xp.value(p), _F8) for p in self._products(g, count_new)]  # slot order
+        Sg, Yg = [xp.cast(p, _F8) for p in self._products(xp, g, count_new)]  # slot order
         # The products with y, from those with g now and at the last step (the
         # rows kept are unchanged): two passes over the history instead of four.
         new_row = xp.logical_and(xp.equal(self._ages, slot), accept)
         Sy = xp.where(new_row, xp.cast(sy, _F8), Sg - xp.read(self._sg))
         Yy = xp.where(new_row, xp.cast(yy, _F8), Yg - xp.read(self._yg))
-        self._sg.assign(Sg)
-        self._yg.assign(Yg)
+        xp.assign(self._sg, Sg)
+        xp.assign(self._yg, Yg)
         gamma = self._update_small(xp, Sy, Yy, sy, yy, slot, count, accept)
-        self._count.assign(count_new)
+        xp.assign(self._count, count_new)
 
         # The compact two-loop recursion (see the module docstring).
         rinv = xp.read(self._rinv)
         alpha = xp.matmul(rinv, Sg)
         base = (Yg - xp.matmul(xp.read(self._yy), alpha)) * gamma
         c = xp.matmul(xp.read(self._sy) * alpha - base, rinv)    # R⁻ᵀ (D alpha - base)
-        direction = self._combine(g, xp.cast(-gamma, dt), xp.cast(alpha * gamma, dt),
+        direction = self._combine(xp, g, xp.cast(-gamma, dt), xp.cast(alpha * gamma, dt),
                                   xp.cast(c, dt), count_new)
         # The first step, with no history, is scaled as in PyTorch (sum|g| is
         # a pass over the gradient: taken on the first step only).
         def first_scale():
-            return 1.0 / ops.maximum(ops.sum(ops.abs(g)), 1.0)
+            return xp.cast(1.0 / xp.maximum(xp.sum(xp.abs(g)), 1.0), dt)
         known_first = _concrete(first)
         if known_first is None:
             direction = direction * _cond(first, first_scale,
@@ -267,16 +267,17 @@ class LBFGS(Optimizer):
         elif bool(known_first):
             direction = direction * first_scale()
 
-        self._prev_g.assign(g)
+        xp.assign(self._prev_g, g)
         if self.line_search:
-            t = self._backtrack(vars, xs, g, direction, loss_fn, loss)
+            t = self._backtrack(xp, vars, xs, g, direction, loss_fn, loss)
         else:
-            t = tensor(np.asarray(self.lr, dtype=dt))
+            t = xp.cast(self.lr, dt)
         # A unit step (the usual fixed step) needs no pass over the direction.
         step = direction if self.line_search is None and self.lr == 1.0 else direction * t
-        self._move(vars, xs, step)
-        self._prev_s.assign(step)
-        self.step_size.assign(t)
+        self._move(xp, vars, xs, step)
+        xp.assign(self._prev_s, step)
+        xp.assign(self.step_size, t)
+        xp.assign(self.iterations, xp.read(self.iterations) + 1)
 
     def _store(self, xp, s, y, slot, accept):
         """Write the pair into ring slot ``slot`` if ``accept``: two rows, in place."""
@@ -289,7 +290,7 @@ class LBFGS(Optimizer):
             self._s_hist.scatter_update(row, s)
             self._y_hist.scatter_update(row, y)
         m = self.history
-        self._slot.assign(xp.where(accept, xp.where(xp.equal(slot, m - 1), 0, slot + 1), slot))
+        xp.assign(self._slot, xp.where(accept, xp.where(xp.equal(slot, m - 1), 0, slot + 1), slot))
 
     def _chunks(self, count):
         """``(lo, hi, live)`` for each chunk of history rows; ``live`` is a Python
@@ -307,33 +308,33 @@ class LBFGS(Optimizer):
                 out.append((lo, hi, ops.greater(count, lo)))
         return out
 
-    def _products(self, g, count):
-        """``S g, Y g``: two ``(m,)`` tensors in slot order (0 where empty).
+    def _products(self, xp, g, count):
+        """``S g, Y g``: two ``(m,)`` vectors in slot order (0 where empty).
 
         Two matrix-vector products (per chunk): BLAS runs those much faster
         than one product with an ``(n, 2)`` matrix.
         """
-        S, Y = self._s_hist.read(), self._y_hist.read()
+        S, Y = xp.read(self._s_hist), xp.read(self._y_hist)
         parts = []
         for lo, hi, live in self._chunks(count):
             width = min(self.history, lo + self._k) - lo
 
             def products(lo=lo, hi=hi, width=width):
-                out = [ops.matmul(h[lo:hi], g) for h in (S, Y)]
+                out = [xp.matmul(h[lo:hi], g) for h in (S, Y)]
                 if hi - lo < width:       # eagerly, a partly filled chunk
-                    pad = ops.zeros((width - (hi - lo),), g.dtype)
-                    out = [ops.concat([p, pad]) for p in out]
+                    pad = xp.zeros((width - (hi - lo),), g.dtype)
+                    out = [xp.concat([p, pad]) for p in out]
                 return tuple(out)
 
             def empty(width=width):
-                return (ops.zeros((width,), g.dtype),) * 2
+                return (xp.zeros((width,), g.dtype),) * 2
             if live is True:
                 parts.append(products())
             elif live is False:
                 parts.append(empty())
             else:
                 parts.append(_cond(live, products, empty))
-        return [p[0] if len(parts) == 1 else ops.concat(list(p)) for p in zip(*parts)]
+        return [p[0] if len(parts) == 1 else xp.concat(list(p)) for p in zip(*parts)]
 
     def _update_small(self, xp, s_y, y_y, sy, yy, slot, count, accept):
         """Update ``R⁻¹``, ``Y Yᵀ``, ``D`` and gamma for the pair just stored; returns gamma.
@@ -356,51 +357,51 @@ class LBFGS(Optimizer):
         yym = yy_old * keep2 + xp.outer(e, yrow) + xp.outer(yrow * keep, e)
         diag = sy_old * keep + e * d
         gamma = xp.where(accept, sy / xp.where(accept, yy, 1.0), xp.read(self._gamma))
-        self._rinv.assign(xp.where(accept, rinv, rinv_old))
-        self._yy.assign(xp.where(accept, yym, yy_old))
-        self._sy.assign(xp.where(accept, diag, sy_old))
-        self._gamma.assign(gamma)
+        xp.assign(self._rinv, xp.where(accept, rinv, rinv_old))
+        xp.assign(self._yy, xp.where(accept, yym, yy_old))
+        xp.assign(self._sy, xp.where(accept, diag, sy_old))
+        xp.assign(self._gamma, gamma)
         return gamma
 
-    def _combine(self, g, g_coef, y_coefs, s_coefs, count):
+    def _combine(self, xp, g, g_coef, y_coefs, s_coefs, count):
         """``g_coef g + Yᵀ y_coefs - Sᵀ s_coefs``: two products per chunk holding pairs."""
-        S, Y = self._s_hist.read(), self._y_hist.read()
+        S, Y = xp.read(self._s_hist), xp.read(self._y_hist)
         out = g * g_coef
         for lo, hi, live in self._chunks(count):
             def add(out=out, lo=lo, hi=hi):
-                return out + (ops.matmul(y_coefs[lo:hi], Y[lo:hi]) -
-                              ops.matmul(s_coefs[lo:hi], S[lo:hi]))
+                return xp.add_sub(out, xp.matmul(y_coefs[lo:hi], Y[lo:hi]),
+                                  xp.matmul(s_coefs[lo:hi], S[lo:hi]))
             if live is True and hi > lo:
                 out = add()
             elif live is not True and live is not False:
                 out = _cond(live, add, lambda out=out: out)
         return out
 
-    def _backtrack(self, vars, xs, g, direction, loss_fn, loss):
-        """Armijo backtracking; returns the chosen step length (a tensor)."""
+    def _backtrack(self, xp, vars, xs, g, direction, loss_fn, loss):
+        """Armijo backtracking; returns the chosen step length."""
         dt = self._dtype
         if loss is None:
             loss = loss_fn()
-        f0 = as_dtype(_as_tensor(loss), dt)
-        slope = ops.matmul(g, direction)                                  # g·d < 0
+        f0 = xp.cast(xp.loss_value(loss), dt)
+        slope = xp.matmul(g, direction)                                   # g·d < 0
         lengths = [self.lr * 0.5 ** j for j in range(self.max_backtracks)]
-        chosen = tensor(np.asarray(lengths[-1], dtype=dt))                # if none passes
-        found = tensor(False)
+        chosen = xp.cast(lengths[-1], dt)                                 # if none passes
+        found = xp.cast(False, np.bool_)
         for t in lengths:
-            self._move(vars, xs, direction * t)
-            f = as_dtype(_as_tensor(loss_fn()), dt)
-            ok = ops.less_equal(f, f0 + slope * (self.c1 * t))
-            chosen = ops.where(ops.logical_and(ok, ops.logical_not(found)), t, chosen)
-            found = ops.logical_or(found, ok)
+            self._move(xp, vars, xs, direction * xp.cast(t, dt))
+            f = xp.cast(xp.loss_value(loss_fn()), dt)
+            ok = xp.less_equal(f, f0 + slope * (self.c1 * t))
+            chosen = xp.where(xp.logical_and(ok, xp.logical_not(found)), xp.cast(t, dt), chosen)
+            found = xp.logical_or(found, ok)
             if _known_true(found):
                 break        # eager shortcut; traced, every candidate is evaluated
         return chosen
 
-    def _move(self, vars, xs, step):
+    def _move(self, xp, vars, xs, step):
         """Set every variable to its value in ``xs`` plus its piece of the flat ``step``."""
-        pieces = [step] if len(vars) == 1 else ops.split(step, self._sizes)
+        pieces = [step] if len(vars) == 1 else xp.split(step, self._sizes)
         for v, x, p in zip(vars, xs, pieces):
-            v.assign(as_dtype(x + ops.reshape(p, v.shape), v.dtype))
+            xp.assign(v, xp.cast(x + xp.reshape(p, v.shape), v.dtype))
 
 
 def _as_tensor(x):
@@ -421,35 +422,60 @@ def _concrete(t):
     return getattr(t, "_value", None)
 
 
-class _EngineSmall:
-    """The bookkeeping in engine ops: traceable, so a traced step holds all of it."""
-    equal, less, greater = ops.equal, ops.less, ops.greater
-    logical_and, logical_not = ops.logical_and, ops.logical_not
-    where, minimum, matmul, outer = ops.where, ops.minimum, ops.matmul, ops.outer
-    cast = staticmethod(as_dtype)
+class _EngineMath:
+    """The step in engine ops: traceable, so a traced step holds all of it."""
+    equal, less, less_equal, greater = ops.equal, ops.less, ops.less_equal, ops.greater
+    logical_and, logical_or, logical_not = ops.logical_and, ops.logical_or, ops.logical_not
+    where, minimum, maximum, matmul, outer = ops.where, ops.minimum, ops.maximum, ops.matmul, ops.outer
+    sum, abs, zeros, concat, reshape = ops.sum, ops.abs, ops.zeros, ops.concat, ops.reshape
+
+    @staticmethod
+    def cast(x, dtype):
+        return as_dtype(x, dtype) if isinstance(x, Tensor) else tensor(np.asarray(x, dtype=dtype))
 
     @staticmethod
     def read(var):
         return var.read()
 
     @staticmethod
-    def value(t):
-        return t
+    def assign(var, value):
+        var.assign(value)
+
+    @staticmethod
+    def loss_value(loss):
+        return _as_tensor(loss)
+
+    @staticmethod
+    def flat(grads, dtype):
+        flat = [as_dtype(ops.reshape(g, (-1,)), dtype) for g in grads]
+        return flat[0] if len(flat) == 1 else ops.concat(flat)
+
+    @staticmethod
+    def split(x, sizes):
+        return ops.split(x, sizes)
+
+    @staticmethod
+    def add_sub(x, a, b):
+        return x + (a - b)
 
 
-class _NumpySmall:
-    """The same bookkeeping on numpy values, used eagerly where the values are known.
+class _NumpyMath:
+    """The same step on numpy values: what eager mode runs.
 
-    It is a few dozen operations on arrays of ``m`` or ``m * m`` elements
-    (and 0-d flags): dispatched one by one as engine ops they cost several
-    times the numpy calls themselves, the overhead eager mode exists to show
-    on large ops, not on scalars. ``torch.optim.LBFGS`` keeps the same
-    quantities as Python floats for the same reason. Every pass over the
-    ``n`` parameters stays an engine op.
+    An optimizer step is not differentiated (``torch.optim`` steps run under
+    ``no_grad``; TensorFlow's run as one fused kernel per variable), so
+    eagerly nothing needs the tape or op-by-op dispatch: the ~25 passes over
+    the ``n`` parameters and the few dozen operations on ``m``-sized state run
+    as numpy calls on the variables' arrays, and the new values are stored
+    with ``assign`` (validated, never aliasing an array a tensor still holds).
+    Dispatched one by one as engine ops the step cost about 200 µs more
+    (batch 100: a tenth of the iteration), the overhead eager mode exists to
+    show on large ops, not on bookkeeping.
     """
-    equal, less, greater = np.equal, np.less, np.greater
-    logical_and, logical_not = np.logical_and, np.logical_not
-    where, minimum, matmul, outer = np.where, np.minimum, np.matmul, np.outer
+    equal, less, less_equal, greater = np.equal, np.less, np.less_equal, np.greater
+    logical_and, logical_or, logical_not = np.logical_and, np.logical_or, np.logical_not
+    where, minimum, maximum, matmul, outer = np.where, np.minimum, np.maximum, np.matmul, np.outer
+    sum, abs, zeros, concat, reshape = np.sum, np.abs, np.zeros, np.concatenate, np.reshape
 
     @staticmethod
     def cast(x, dtype):
@@ -460,13 +486,46 @@ class _NumpySmall:
         return var._value
 
     @staticmethod
-    def value(t):
-        return t._value if isinstance(t, Tensor) else np.asarray(t)
+    def assign(var, value):
+        # The values stored here are fresh arrays nothing else keeps, so they
+        # go in without the copy ``assign`` makes of a bare ndarray. A writable
+        # view (a gradient's array, flattened) is copied, as ``assign`` does.
+        value = np.asarray(value)
+        if value.base is not None and value.flags.writeable:
+            value = value.copy()
+        var._check_new_value(value, "assign")
+        var._set(value)
+
+    @staticmethod
+    def loss_value(loss):
+        return np.asarray(_as_tensor(loss)._value)
+
+    @staticmethod
+    def flat(grads, dtype):
+        flat = [np.ravel(g._value) for g in grads]
+        g = flat[0] if len(flat) == 1 else np.concatenate(flat)
+        return g.astype(dtype, copy=False)
+
+    @staticmethod
+    def split(x, sizes):
+        out, start = [], 0
+        for size in sizes:
+            out.append(x[start:start + size])
+            start += size
+        return out
+
+    @staticmethod
+    def add_sub(x, a, b):
+        x += a        # x is the fresh g * coefficient: no temporaries
+        x -= b
+        return x
 
 
-def _small_namespace(g):
-    """numpy for a concrete gradient (eager), engine ops while tracing."""
-    return _NumpySmall if _concrete(g) is not None else _EngineSmall
+def _math_namespace():
+    """numpy eagerly (unless numerics are being checked op by op), engine ops while tracing."""
+    if current_mode().name == "eager" and not config.check_numerics:
+        return _NumpyMath
+    return _EngineMath
 
 
 def _known_true(t):
