@@ -48,6 +48,7 @@ if __name__ == "__main__":
                                    f" intra_op_parallelism_threads={_n}").strip()
 
 from bench import common, workloads  # noqa: E402
+from bench.malloc import steady_malloc  # noqa: E402
 
 
 class _SharedOptions:
@@ -90,6 +91,10 @@ def build_parser(found):
                         help="limit BLAS, PyTorch and XLA to N threads each (default: their own "
                              "choice, usually one per core); steadier figures on a busy machine")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--default-malloc", action="store_true",
+                        help="leave glibc's adaptive malloc thresholds as they are (default: "
+                             "fixed, so no mode pays page faults for memory it frees and "
+                             "makes again; see bench/malloc.py)")
     shared = _SharedOptions(parser)
     for name, mod in found.items():
         add = getattr(mod, "add_arguments", None)
@@ -202,12 +207,15 @@ def main(argv=None):
         parser.error(f"unknown workload(s) {', '.join(unknown)}; available: {', '.join(found)}")
     names = args.workloads or list(found)
 
+    malloc = "default (adaptive)" if args.default_malloc else steady_malloc()
     facts = common.machine_facts()
     print(common.facts_line(facts))
+    print(f"malloc: {malloc}")
     for fw, get in (("torch", common.torch_or_none), ("jax", common.jax_or_none)):
         if get() is None:
             print(f"{fw}: skipped ({common.skip_reason(fw)})")
     facts = common.machine_facts()   # again, now that the frameworks are imported
+    facts["malloc"] = malloc
     print(f"running {', '.join(names)}{' (quick)' if args.quick else ''}; "
           f"results go to {args.out}/", flush=True)
 

@@ -44,6 +44,7 @@ def test_quick_suite_writes_a_table_and_json(tmp_path):
         payload = json.load(f)
     assert payload["quick"] is True and not payload["errors"]
     assert payload["facts"]["cores"] and payload["facts"]["numpy"]
+    assert payload["facts"]["malloc"] and "malloc: " in out
     results = payload["results"]
     assert {r["workload"] for r in results} >= {"lbfgs", "least_squares"}
     for r in results:
