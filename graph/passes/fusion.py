@@ -136,13 +136,17 @@ def _allocates_out(member, region_shape):
     return ufunc.nout == 1 and resolved[-1] == np.dtype(member.dtype)
 
 
-def _small_lines(members, inputs, slot_of, slots, result, indent, first_allocates=False):
+def _small_lines(members, inputs, slot_of, slots, targets, indent, first_allocates=False,
+                 reduced=None):
     """The kernel over whole arrays of the traced shape, scratch buffers taken from a
-    free list kept between calls (so concurrent calls never share one). The last
-    member writes into ``result`` (None: into its scratch slot); with
-    ``first_allocates`` the first member's own new array becomes ``out``."""
+    free list kept between calls (so concurrent calls never share one). A member in
+    ``targets`` writes into the array named there, the others into their scratch
+    slots; for a member in ``reduced`` (``{member: (out name, "sum" or "mean")}``)
+    its reduction is stored in that output. With ``first_allocates`` the first
+    member's own new array becomes ``out``."""
     lines = []
     pad = " " * indent
+    reduced = reduced or {}
     if slots:
         lines += [f"{pad}try:",
                   f"{pad}    scratch = small_scratch.pop()",
@@ -150,7 +154,6 @@ def _small_lines(members, inputs, slot_of, slots, result, indent, first_allocate
                   f"{pad}    scratch = new_small_scratch()",
                   f"{pad}{', '.join(slot for slot, _ in slots)}, = scratch"]
     small = {node: f"x{i}" for i, node in enumerate(inputs)}
-    last = len(members) - 1
     for k, m in enumerate(members):
         argv = [small[i] for i in m.inputs]
         small[m] = f"u{k}"
@@ -162,10 +165,13 @@ def _small_lines(members, inputs, slot_of, slots, result, indent, first_allocate
                       f"{pad}    out = u0 = {call}, empty(static_shape, out_dtype))"]
             continue
         params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
-        target = result if k == last and result else slot_of[m]
+        target = targets.get(m) or slot_of[m]
         # numpy ufuncs take out positionally, which skips keyword parsing.
         out_arg = target if _positional_out(m.op.out_impl) and not params else f"out={target}"
         lines.append(f"{pad}u{k} = k{k}({', '.join(argv)}, {out_arg}{params})  # {m.op.name}")
+        if m in reduced:
+            o, r = reduced[m]
+            lines.append(f"{pad}{o}[...] = np.sum(u{k}){' / size' if r == 'mean' else ''}")
     return lines
 
 
@@ -178,7 +184,7 @@ def _fresh_source(name, members, inputs, member_index):
     lines = [f"def {name}({', '.join(f'x{i}' for i in range(len(inputs)))}):"]
     if not allocates:
         lines.append("    out = empty(static_shape, out_dtype)")
-    lines += _small_lines(members, inputs, slot_of, slots, "out", 4, allocates)
+    lines += _small_lines(members, inputs, slot_of, slots, {members[-1]: "out"}, 4, allocates)
     if slots:
         lines.append("    small_scratch.append(scratch)")
     lines.append("    return out")
@@ -190,34 +196,43 @@ def _small_static(shape):
     return None not in shape and math.prod(shape) <= BLOCK_ELEMENTS
 
 
-def _kernel_source(name, members, inputs, member_index, reduce=None):
-    """Python source of a fused kernel for ``members`` (topo order; the last is the
-    region's value). With ``reduce`` ("sum" or "mean") the kernel returns that
-    reduction of the value over all its elements instead of the value itself:
-    block by block, so the value is never stored whole."""
+def _kernel_source(name, members, inputs, member_index, outputs):
+    """Python source of a fused kernel for ``members`` (topo order).
+
+    ``outputs`` lists ``(member, reduce)``: the kernel writes each member with
+    ``reduce`` None into an output array, and for ``reduce`` "sum" or "mean"
+    that reduction of the member over all its elements (block by block, so the
+    value is never stored whole). One output is ``out``; several are ``out0,
+    out1, ...``, where None asks the kernel to allocate that result."""
     n_in = len(inputs)
     args = [f"x{i}" for i in range(n_in)]
-    lines = [f"def {name}({', '.join(args + ['out'])}):"]
+    multi = len(outputs) > 1
+    outs = [f"out{j}" for j in range(len(outputs))] if multi else ["out"]
+    lines = [f"def {name}({', '.join(args + outs)}):"]
+    targets = {m: o for (m, r), o in zip(outputs, outs) if r is None}
+    reduced = {m: (o, r) for (m, r), o in zip(outputs, outs) if r is not None}
     # ``out`` may be a planned buffer shared with an input: it takes the last value only.
-    slot_of, slots = _assign_slots(members, member_index, members if reduce else members[:-1])
-    last = len(members) - 1
-    if reduce:
+    slot_of, slots = _assign_slots(members, member_index,
+                                   [m for m in members if m not in targets])
+    if targets and not multi:
+        lines.append("    shape = out.shape")
+    else:
         shape_args = ", ".join(f"x{i}.shape" for i in range(n_in))
         lines.append(f"    shape = static_shape or np.broadcast_shapes({shape_args})")
-    else:
-        lines.append("    shape = out.shape")
+    if multi:
+        for j, (m, r) in enumerate(outputs):
+            shape = "()" if r else "shape"
+            lines += [f"    if out{j} is None:",
+                      f"        out{j} = np.empty({shape}, np.{np.dtype(m.dtype).name})"]
+    lines.append("    size = math.prod(shape)")
     # Whether the traced shape is small is known now, so the test is one compare.
-    region_shape = members[-1].shape
-    if _small_static(region_shape):
+    if _small_static(members[-1].shape):
         lines.append("    if shape == static_shape:")
-        lines += _small_lines(members, inputs, slot_of, slots, None if reduce else "out", 8)
-        if reduce:
-            lines.append(f"        out[...] = np.sum(u{last}){f' / {math.prod(region_shape)}' if reduce == 'mean' else ''}")
+        lines += _small_lines(members, inputs, slot_of, slots, targets, 8, reduced=reduced)
         if slots:
             lines.append("        small_scratch.append(scratch)")
-        lines.append("        return out")
+        lines.append(f"        return {', '.join(outs)}")
     lines.append("    nd = len(shape)")
-    lines.append("    size = math.prod(shape)")
     lines.append("    n = shape[0] if nd else 1")
     lines.append("    row = size // n if n else 0")
     lines.append(f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n")
@@ -227,8 +242,8 @@ def _kernel_source(name, members, inputs, member_index, reduce=None):
         lines.append(f"    sl{i} = nd > 0 and x{i}.ndim == nd and x{i}.shape[0] == n and n > 1")
     for slot, dt in slots:
         lines.append(f"    {slot} = np.empty((rows,) + shape[1:] if nd else (), np.{dt})")
-    if reduce:
-        lines.append("    acc = 0.0   # block sums added in double precision")
+    for o, _ in reduced.values():
+        lines.append(f"    acc_{o} = 0.0   # block sums added in double precision")
     lines.append("    for s in range(0, n, rows):")
     lines.append("        e = min(s + rows, n)")
     lines.append("        b = e - s")
@@ -238,16 +253,17 @@ def _kernel_source(name, members, inputs, member_index, reduce=None):
     for k, m in enumerate(members):
         argv = [names[i] for i in m.inputs]
         params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
-        if k == last and not reduce:
-            target = "out[s:e] if nd else out"
+        if m in targets:
+            target = f"{targets[m]}[s:e] if nd else {targets[m]}"
         else:
             target = f"{slot_of[m]}[:b] if nd else {slot_of[m]}"
         lines.append(f"        t{k} = k{k}({', '.join(argv)}, out={target}{params})  # {m.op.name}")
         names[m] = f"t{k}"
-    if reduce:
-        lines.append(f"        acc += float(np.sum(t{last}))")
-        lines.append(f"    out[...] = acc{' / size' if reduce == 'mean' else ''}")
-    lines.append("    return out")
+        if m in reduced:
+            lines.append(f"        acc_{reduced[m][0]} += float(np.sum(t{k}))")
+    for o, r in reduced.values():
+        lines.append(f"    {o}[...] = acc_{o}{' / size' if r == 'mean' else ''}")
+    lines.append(f"    return {', '.join(outs)}")
     return "\n".join(lines) + "\n", [dt for _, dt in slots]
 
 
@@ -259,7 +275,7 @@ class FusedKernel:
         reduce = reduction.op.name if reduction is not None else None
         member_index = {m: k for k, m in enumerate(members)}
         self.source, self.scratch_dtypes = _kernel_source(name, members, inputs, member_index,
-                                                          reduce)
+                                                          [(members[-1], reduce)])
         namespace = {"np": np, "math": math}
         for k, m in enumerate(members):
             namespace[f"k{k}"] = m.op.out_impl
