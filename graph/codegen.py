@@ -121,6 +121,11 @@ def lower(graph, kernel_for=None):
             buffer = node.meta.get("buffer") if n_buffers else None
             if buffer is not None:
                 argv.append(f"out=_b{buffer}")
+            outs = node.meta.get("out_buffers") if n_buffers else None
+            if outs is not None:   # a multi-output kernel: a buffer (or None) per result
+                buffer = outs
+                argv.append("out=(" + "".join("None, " if b is None else f"_b{b}, "
+                                              for b in outs) + ")")
             for key, value in sorted(node.params.items()):
                 if _is_literal(value):
                     argv.append(f"{key}={value!r}")

@@ -5,7 +5,8 @@ default pipeline, in order:
 
 1. ``simplify``, ``layout``, ``constant_folding``, ``cse``, ``dce`` -- repeated until none
    changes the graph (each can expose work for the others);
-2. ``fusion`` -- elementwise regions into single kernels, then ``dce``;
+2. ``fusion`` -- elementwise regions (and regions feeding one another) into single
+   kernels, then ``dce``;
 3. ``memory_planning`` -- buffers for the compiled schedule (annotates only).
 
 ``en.function(optimize=False)`` runs none; ``en.function(passes=[...])`` runs

@@ -9,6 +9,13 @@ def has_side_effects(node):
     return node.op.side_effects or bool(node.meta.get("side_effects"))
 
 
+def fresh_results(node):
+    """A node with several results whose op has an ``out_impl`` (a multi-output
+    fused kernel): it writes each result into a given array (``out=`` a tuple,
+    None where it should allocate) and never returns an input or a view of one."""
+    return node.op.multiple_results and node.op.out_impl is not None
+
+
 def is_constant(node):
     return node.op is constant_op
 

@@ -10,6 +10,10 @@ input is streamed from memory once. For a small traced shape the node's plain
 ``impl`` is a second generated function that allocates the result and runs
 every op once over whole arrays, in the result itself where the values allow.
 
+Regions that feed one another are then grouped (``fusion_groups``): a group
+becomes one node with several results (``unpack`` nodes), each a value used
+outside the group or a full reduction, all computed in one block loop.
+
 Example of a generated kernel (``fn.explain`` and ``node.meta["kernel_source"]``)::
 
     def fused_sigmoid_add(x0, x1, out):
@@ -28,8 +32,10 @@ import numpy as np
 from engine.config import config
 from engine.op import Op
 
+from ..graph_ops import unpack_op
 from . import fusion_numba
 from .common import has_side_effects
+from .fusion_groups import group_outputs, group_regions
 
 # Elements per block (1 MiB of float32): a few block-sized scratch buffers stay
 # in the last-level cache, and each numpy call has enough work to hide its
@@ -268,20 +274,25 @@ def _kernel_source(name, members, inputs, member_index, outputs):
 
 
 class FusedKernel:
-    """The callable behind a fused node: ``impl`` allocates, ``out_impl`` writes into ``out``."""
+    """The callable behind a fused node: ``impl`` allocates, ``out_impl`` writes into ``out``.
 
-    def __init__(self, name, members, inputs, reduction=None):
+    ``outputs`` lists ``(member, reduction)``: the member's value (``reduction``
+    None) or the full sum or mean node that consumes it. With several outputs
+    ``out_impl`` takes one array per result (None: allocate) and returns them all.
+    """
+
+    def __init__(self, name, members, inputs, outputs):
         self.name = name
-        reduce = reduction.op.name if reduction is not None else None
         member_index = {m: k for k, m in enumerate(members)}
+        spec = [(m, r.op.name if r is not None else None) for m, r in outputs]
         self.source, self.scratch_dtypes = _kernel_source(name, members, inputs, member_index,
-                                                          [(members[-1], reduce)])
+                                                          spec)
         namespace = {"np": np, "math": math}
         for k, m in enumerate(members):
             namespace[f"k{k}"] = m.op.out_impl
             for key, value in m.params.items():
                 namespace[f"p{k}_{key}"] = value
-        shape = members[-1].shape
+        shape = members[-1].shape      # every member has the region's shape
         static = None if None in shape else tuple(shape)
         small_dtypes = [np.dtype(d) for d in self.scratch_dtypes]
         namespace["static_shape"] = static
@@ -291,13 +302,14 @@ class FusedKernel:
         exec(compile(self.source, f"<fused kernel {name}>", "exec"), namespace)
         self.out_impl = namespace[name]
         self.backend = "numpy"
-        if config.fusion_backend == "numba" and reduction is None:
+        one_value = len(outputs) == 1 and outputs[0][1] is None
+        if config.fusion_backend == "numba" and one_value:
             ufunc = fusion_numba.build(name, members, inputs)
             if ufunc is not None:
                 self.backend = "numba"
                 self.source = ufunc.source
                 self.out_impl = lambda *args: ufunc(*args[:-1], out=args[-1])
-        if self.backend == "numpy" and reduction is None and _small_static(shape):
+        if self.backend == "numpy" and one_value and _small_static(shape):
             # The traced shape is the only one: allocate and run in one generated call.
             fresh_source, fresh_dtypes = _fresh_source(name + "_fresh", members, inputs,
                                                        member_index)
@@ -307,27 +319,35 @@ class FusedKernel:
             exec(compile(fresh_source, f"<fused kernel {name}_fresh>", "exec"), fresh)
             self.impl = fresh[name + "_fresh"]
             self.source += "\n" + fresh_source
-        result = reduction if reduction is not None else members[-1]
-        self.shape = result.shape
-        self.dtype = result.dtype
+        self.results = [r if r is not None else m for m, r in outputs]
+        self.avals = [(r.shape, r.dtype) for r in self.results]
+        self.shape, self.dtype = self.avals[0]
         self._unknown = None in self.shape
-        self.ops = tuple(m.op.name for m in members) + ((reduce,) if reduce else ())
+        self.ops = tuple(m.op.name for m in members) + tuple(r.op.name for _, r in outputs
+                                                              if r is not None)
 
     def impl(self, *arrays):
         # (Replaced per instance by the generated fresh kernel for small traced shapes.)
+        if len(self.avals) > 1:
+            return self.out_impl(*arrays, *([None] * len(self.avals)))
         shape = self.shape
         if self._unknown:   # dims unknown while tracing: the inputs know them now
             shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
         return self.out_impl(*arrays, np.empty(shape, self.dtype))
 
 
-def _make_op(kernel, n_inputs, aval, reduction):
-    def abstract_eval(*avals):
-        return aval
-    return Op(kernel.name, kernel.impl, abstract_eval, None, elementwise=reduction is None,
-              reduction=reduction is not None, n_inputs=n_inputs,
-              out_impl=lambda *a, out: kernel.out_impl(*a, out),
-              doc="A fused elementwise kernel: " + " -> ".join(kernel.ops))
+def _make_op(kernel, n_inputs, outputs):
+    doc = "A fused elementwise kernel: " + " -> ".join(kernel.ops)
+    if len(outputs) > 1:
+        avals = list(kernel.avals)
+        return Op(kernel.name, kernel.impl, lambda *a: avals, None, multiple_results=True,
+                  n_inputs=n_inputs, out_impl=lambda *a, out: kernel.out_impl(*a, *out),
+                  doc=doc + f" ({len(avals)} results)")
+    aval = kernel.avals[0]
+    reduction = outputs[0][1] is not None
+    return Op(kernel.name, kernel.impl, lambda *a: aval, None, elementwise=not reduction,
+              reduction=reduction, n_inputs=n_inputs,
+              out_impl=lambda *a, out: kernel.out_impl(*a, out), doc=doc)
 
 
 def _full_reduction(graph, root):
@@ -349,36 +369,53 @@ def _full_reduction(graph, root):
 
 
 def fusion(graph):
-    """Replace each elementwise region by one fused node. Returns True if any region was fused."""
+    """Replace each elementwise region, or group of regions feeding one another, by one
+    fused node. Returns True if anything was fused."""
     fused_ops = 0
-    kernels = 0
-    for members in find_regions(graph).values():
-        reduction = _full_reduction(graph, members[-1])
-        if len(members) == 1 and reduction is None:
-            continue
+    kernels = multi = 0
+    regions = find_regions(graph)
+    reductions = {rid: _full_reduction(graph, ms[-1]) for rid, ms in regions.items()}
+    index = {n: i for i, n in enumerate(graph.topo_order())}
+    # The numba back end lowers single-output regions to ufuncs (one result each);
+    # grouping regions into several-result kernels is for the numpy lowering.
+    groups = [[rid] for rid in regions] if config.fusion_backend == "numba" else \
+        group_regions(graph, regions, reductions)
+    for rids in groups:
+        members = sorted((m for r in rids for m in regions[r]), key=index.__getitem__)
         member_set = set(members)
+        outputs = group_outputs(graph, rids, regions, reductions, member_set, index)
+        if len(members) == 1 and outputs[0][1] is None:
+            continue
         inputs = []
         for m in members:
             for i in m.inputs:
                 if i not in member_set and i not in inputs:
                     inputs.append(i)
-        root = members[-1]
-        result = reduction if reduction is not None else root
-        tail = ([reduction] if reduction is not None else []) + members[-3:][::-1]
+        reduced = [r for _, r in outputs if r is not None]
+        results = [r if r is not None else m for m, r in outputs]
+        tail = reduced[-1:] + members[-3:][::-1]
         name = f"fused_{next(_ids)}_" + "_".join(m.op.name for m in tail[:3])
-        kernel = FusedKernel(name, members, inputs, reduction)
-        aval = (result.shape, result.dtype)
-        op = _make_op(kernel, len(inputs), aval, reduction)
-        node = graph.add(op, inputs, {}, aval, name="fused", source=result.source)
+        kernel = FusedKernel(name, members, inputs, outputs)
+        op = _make_op(kernel, len(inputs), outputs)
+        node = graph.add(op, inputs, {}, kernel.avals if len(outputs) > 1 else kernel.avals[0],
+                         name="fused", source=results[-1].source)
         node.meta["kernel_source"] = kernel.source
         node.meta["fused_ops"] = kernel.ops
         node.meta["backend"] = kernel.backend
-        graph.replace_all_uses_with(result, node)
-        for m in ([reduction] if reduction is not None else []) + list(reversed(members)):
+        if len(outputs) == 1:
+            graph.replace_all_uses_with(results[0], node)
+        else:
+            multi += 1
+            for j, result in enumerate(results):
+                value = graph.add(unpack_op, [node], {"index": j}, kernel.avals[j],
+                                  name="fused_result", source=result.source)
+                graph.replace_all_uses_with(result, value)
+        for m in reduced + list(reversed(members)):
             graph.drop_control_users(m)
             graph.erase(m)
-        fused_ops += len(members) + (reduction is not None)
+        fused_ops += len(members) + len(reduced)
         kernels += 1
     if kernels:
-        graph.notes.append(f"fused {fused_ops} ops into {kernels} kernel{'s' if kernels != 1 else ''}")
+        graph.notes.append(f"fused {fused_ops} ops into {kernels} kernel{'s' if kernels != 1 else ''}"
+                           + (f" ({multi} with several results)" if multi else ""))
     return bool(kernels)

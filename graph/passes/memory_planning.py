@@ -9,12 +9,16 @@ shape is static, and its value cannot reach the caller: values that are
 outputs, or views of outputs, or handed to side effects, are always freshly
 allocated, so a later call never overwrites what the caller holds.
 An elementwise node whose input dies at that node writes over it (in place).
+A multi-output fused kernel gets one buffer per result that may have one
+(each result, an ``unpack`` node, lives and dies on its own): they are taken
+where the kernel runs and passed to it as ``out=(...)``.
 
 The plan lives in ``graph.memory_plan``; the lowering reads ``node.meta["buffer"]``.
 """
 import numpy as np
 
-from .common import has_side_effects, nbytes, static_shape
+from ..graph_ops import unpack_op
+from .common import fresh_results, has_side_effects, nbytes, static_shape
 
 
 class MemoryPlan:
@@ -50,11 +54,16 @@ class MemoryPlan:
 
 
 def _roots(order):
-    """For each node, the set of fresh values its array may be (a view of)."""
+    """For each node, the set of fresh values its array may be (a view of). The
+    results of a multi-output kernel are fresh values of their own."""
     roots = {}
     for node in order:
-        if node.op.out_impl is not None:
+        if node.op.out_impl is not None and not node.op.multiple_results:
             roots[node] = frozenset([node])
+        elif node.op is unpack_op and fresh_results(node.inputs[0]):
+            roots[node] = frozenset([node])
+        elif fresh_results(node):
+            roots[node] = frozenset()
         else:
             acc = set()
             for i in node.inputs:
@@ -63,17 +72,20 @@ def _roots(order):
     return roots
 
 
-def _unplanned_peak(order, last_use, outputs):
+def _unplanned_peak(order, last_use, outputs, roots):
     live, peak = 0, 0
     dying = {}
     for n, i in last_use.items():
         dying.setdefault(i, []).append(n)
+
+    def fresh(node):
+        return roots[node] == {node} and static_shape(node.shape)
     for i, node in enumerate(order):
-        if node.op.out_impl is not None and static_shape(node.shape):
+        if fresh(node):
             live += nbytes(node.shape, node.dtype)
             peak = max(peak, live)
         for d in dying.get(i, ()):
-            if d.op.out_impl is not None and static_shape(d.shape) and d not in outputs:
+            if fresh(d) and d not in outputs:
                 live -= nbytes(d.shape, d.dtype)
     return peak
 
@@ -105,7 +117,7 @@ def memory_planning(graph):
     for out in graph.outputs:
         escaping |= roots[out]
     for node in order:
-        if has_side_effects(node) or node.op.multiple_results:
+        if has_side_effects(node) or (node.op.multiple_results and not fresh_results(node)):
             for inp in node.inputs:
                 escaping |= roots[inp]
 
@@ -125,9 +137,37 @@ def memory_planning(graph):
     inplace = 0
     planned_bytes = 0
     for node in order:
-        node.meta.pop("buffer", None)
+        for key in ("buffer", "out_buffers"):
+            node.meta.pop(key, None)
+
+    def new_view(node, slot):
+        nonlocal planned_bytes
+        need = nbytes(node.shape, node.dtype)
+        slot_bytes[slot] = max(slot_bytes[slot], need)
+        slot_of[node] = slot
+        views.append((slot, tuple(node.shape), node.dtype))
+        planned_bytes += need
+        if node not in last_use:     # nobody reads it: free at once
+            released.add(node)
+            free.append(slot)
+        return len(views) - 1
+
     for i, node in enumerate(order):
-        if plannable(node):
+        if fresh_results(node):
+            # The results' buffers are taken here, where the kernel writes them.
+            # A result unpacked twice is left to the kernel to allocate: both
+            # unpacks are one array, which one buffer's liveness would not cover.
+            buffers = [None] * len(node.avals)
+            unpacks = [u for u in graph.data_users(node) if u.op is unpack_op]
+            taken = [u.params["index"] for u in unpacks]
+            for u in unpacks:
+                if taken.count(u.params["index"]) == 1 and static_shape(u.shape) \
+                        and u not in escaping:
+                    slot = _pick_slot(free, slot_bytes, nbytes(u.shape, u.dtype))
+                    buffers[u.params["index"]] = new_view(u, slot)
+            if any(b is not None for b in buffers):
+                node.meta["out_buffers"] = tuple(buffers)
+        elif plannable(node):
             key = (tuple(node.shape), node.dtype)
             need = nbytes(*key)
             slot = None
@@ -143,21 +183,14 @@ def memory_planning(graph):
                         break
             if slot is None:
                 slot = _pick_slot(free, slot_bytes, need)
-            slot_bytes[slot] = max(slot_bytes[slot], need)
-            slot_of[node] = slot
-            node.meta["buffer"] = len(views)
-            views.append((slot, key[0], key[1]))
-            planned_bytes += need
-            if node not in last_use:     # nobody reads it: free at once
-                released.add(node)
-                free.append(slot)
+            node.meta["buffer"] = new_view(node, slot)
         for r in dying.get(i, ()):
             if r in slot_of and r not in released:
                 released.add(r)
                 free.append(slot_of[r])
     slots = slot_bytes
     graph.memory_plan = MemoryPlan(slots, views, _unplanned_peak(order, last_use,
-                                                                 set(graph.outputs)),
+                                                                 set(graph.outputs), roots),
                                    planned_bytes, inplace)
     graph.notes.append(f"{len(slot_of)} values in {len(slots)} reused buffers "
                        f"({inplace} in place)")
