@@ -139,3 +139,36 @@ def test_a_result_unpacked_twice_is_left_to_the_kernel_to_allocate():
     memory_planning(g)
     assert node.meta["out_buffers"][0] is None
     assert node.meta["out_buffers"][1] is not None
+
+
+def test_a_result_overwrites_a_dying_input_only_when_the_input_is_no_longer_read():
+    # z = x @ w dies at the kernel. a = 2 exp(z) is written (block by block) before
+    # exp(z) + z reads z again, so a must not take z's buffer; c, written last, may.
+    rng = np.random.default_rng(3)
+    w1, w2 = (en.tensor(rng.standard_normal((30, 30)) * 0.3) for _ in range(2))
+
+    def f(x):
+        z = en.matmul(x, w1)
+        y = en.exp(z)
+        a = y * 2.0
+        c = (y + z) * 0.5
+        return en.matmul(a, w2) + en.matmul(c, w2)
+
+    def ref(x):
+        z = x @ w1.numpy()
+        y = np.exp(z)
+        return (2.0 * y) @ w2.numpy() + (0.5 * (y + z)) @ w2.numpy()
+
+    g = en.function(f)
+    for rows in (40, 20000):       # the one-pass path and the block loop
+        x = rng.standard_normal((rows, 30))
+        np.testing.assert_allclose(g(en.tensor(x)).numpy(), ref(x), rtol=1e-10)
+        graph = g.graph_for(en.tensor(x))
+        (node,) = _multi(graph)
+        plan = graph.memory_plan
+        z = node.inputs[node.meta["may_overwrite"][1][0]]
+        slot_of_z = plan.views[z.meta["buffer"]][0]
+        a_buf, c_buf = node.meta["out_buffers"]
+        assert plan.views[c_buf][0] == slot_of_z      # c took over z's buffer
+        assert plan.views[a_buf][0] != slot_of_z
+        assert node.meta["may_overwrite"][0] == []    # nothing is done with before a

@@ -350,6 +350,26 @@ def _make_op(kernel, n_inputs, outputs):
               out_impl=lambda *a, out: kernel.out_impl(*a, out), doc=doc)
 
 
+def _may_overwrite(members, inputs, outputs):
+    """``{result index: [input positions]}``: inputs a result's buffer may share. The
+    kernel writes each block of a value result at its member, so an input of the
+    same shape and dtype read only by that member or earlier ones is done with
+    (for the block) by then: the same reasoning as in-place elementwise ops."""
+    last_reader = {}
+    for k, m in enumerate(members):
+        for i in m.inputs:
+            last_reader[i] = k
+    safe = {}
+    for j, (m, reduction) in enumerate(outputs):
+        if reduction is not None:
+            continue
+        k = members.index(m)
+        safe[j] = [p for p, i in enumerate(inputs)
+                   if tuple(i.shape) == tuple(m.shape) and i.dtype == m.dtype
+                   and last_reader[i] <= k]
+    return safe
+
+
 def _full_reduction(graph, root):
     """The sum or mean over all elements that alone consumes ``root``, if there is one."""
     from engine import ops
@@ -405,6 +425,7 @@ def fusion(graph):
         if len(outputs) == 1:
             graph.replace_all_uses_with(results[0], node)
         else:
+            node.meta["may_overwrite"] = _may_overwrite(members, inputs, outputs)
             multi += 1
             for j, result in enumerate(results):
                 value = graph.add(unpack_op, [node], {"index": j}, kernel.avals[j],

@@ -11,7 +11,9 @@ allocated, so a later call never overwrites what the caller holds.
 An elementwise node whose input dies at that node writes over it (in place).
 A multi-output fused kernel gets one buffer per result that may have one
 (each result, an ``unpack`` node, lives and dies on its own): they are taken
-where the kernel runs and passed to it as ``out=(...)``.
+where the kernel runs and passed to it as ``out=(...)``; a result may take
+over a dying input's buffer where the kernel says that is safe
+(``node.meta["may_overwrite"]``: it reads the input only before writing the result).
 
 The plan lives in ``graph.memory_plan``; the lowering reads ``node.meta["buffer"]``.
 """
@@ -80,9 +82,16 @@ def _unplanned_peak(order, last_use, outputs, roots):
 
     def fresh(node):
         return roots[node] == {node} and static_shape(node.shape)
+    # A multi-output kernel makes all its results where it runs, not at the unpacks.
+    position = {n: i for i, n in enumerate(order)}
+    born = {}
     for i, node in enumerate(order):
         if fresh(node):
-            live += nbytes(node.shape, node.dtype)
+            at = position[node.inputs[0]] if node.op is unpack_op else i
+            born.setdefault(at, []).append(node)
+    for i, node in enumerate(order):
+        for b in born.get(i, ()):
+            live += nbytes(b.shape, b.dtype)
             peak = max(peak, live)
         for d in dying.get(i, ()):
             if fresh(d) and d not in outputs:
@@ -140,6 +149,19 @@ def memory_planning(graph):
         for key in ("buffer", "out_buffers"):
             node.meta.pop(key, None)
 
+    def reuse_dying(i, node, key, candidates):
+        """In place: the slot of a planned input among ``candidates`` that dies at
+        ``node`` (position ``i``) and has the shape and dtype ``key``, or None."""
+        nonlocal inplace
+        for inp in candidates:
+            if inp in slot_of and inp not in released and last_use.get(inp) == i \
+                    and (tuple(inp.shape), inp.dtype) == key and \
+                    all(o is inp or inp not in roots[o] for o in node.inputs):
+                released.add(inp)
+                inplace += 1
+                return slot_of[inp]
+        return None
+
     def new_view(node, slot):
         nonlocal planned_bytes
         need = nbytes(node.shape, node.dtype)
@@ -161,26 +183,22 @@ def memory_planning(graph):
             unpacks = [u for u in graph.data_users(node) if u.op is unpack_op]
             taken = [u.params["index"] for u in unpacks]
             for u in unpacks:
-                if taken.count(u.params["index"]) == 1 and static_shape(u.shape) \
-                        and u not in escaping:
-                    slot = _pick_slot(free, slot_bytes, nbytes(u.shape, u.dtype))
-                    buffers[u.params["index"]] = new_view(u, slot)
+                j = u.params["index"]
+                if taken.count(j) == 1 and static_shape(u.shape) and u not in escaping:
+                    # In place over an input that dies here, where the kernel says
+                    # it reads that input only before it writes this result.
+                    slot = reuse_dying(i, node, (tuple(u.shape), u.dtype),
+                                       [node.inputs[p] for p in
+                                        node.meta.get("may_overwrite", {}).get(j, ())])
+                    if slot is None:
+                        slot = _pick_slot(free, slot_bytes, nbytes(u.shape, u.dtype))
+                    buffers[j] = new_view(u, slot)
             if any(b is not None for b in buffers):
                 node.meta["out_buffers"] = tuple(buffers)
         elif plannable(node):
             key = (tuple(node.shape), node.dtype)
             need = nbytes(*key)
-            slot = None
-            if node.op.elementwise:
-                # In place: a planned input that dies here, with our shape and dtype.
-                for inp in node.inputs:
-                    if inp in slot_of and inp not in released and last_use.get(inp) == i \
-                            and (tuple(inp.shape), inp.dtype) == key and \
-                            all(o is inp or inp not in roots[o] for o in node.inputs):
-                        released.add(inp)
-                        slot = slot_of[inp]
-                        inplace += 1
-                        break
+            slot = reuse_dying(i, node, key, node.inputs) if node.op.elementwise else None
             if slot is None:
                 slot = _pick_slot(free, slot_bytes, need)
             node.meta["buffer"] = new_view(node, slot)
