@@ -140,7 +140,14 @@ def _expand_dims_vjp(g, out, x, *, axis):
     return (reshape(g, tuple(-1 if d is None else d for d in x.shape)),)
 
 
-expand_dims_op = register(Op("expand_dims", lambda x, *, axis: np.expand_dims(x, axis),
+def _expand_dims_impl(x, *, axis):
+    # A reshape: np.expand_dims costs ~2 µs in argument handling, this ~0.2 µs
+    # (inserting a size-1 axis is always a view).
+    a = axis if axis >= 0 else axis + x.ndim + 1
+    return x.reshape(x.shape[:a] + (1,) + x.shape[a:])
+
+
+expand_dims_op = register(Op("expand_dims", _expand_dims_impl,
                              _expand_dims_eval, _expand_dims_vjp, n_inputs=1, dtypes=dtypes.ALL,
                              doc="Insert a size-1 axis at ``axis``."))
 
