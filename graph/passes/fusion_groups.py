@@ -18,11 +18,22 @@ outside it (or are graph outputs) and its regions' full reductions.
 """
 
 
-def _convex(graph, merged, group_of_node):
-    """No path from a node of ``merged`` through nodes outside it back into it. Every
-    other group will be one node too, so reaching any of its nodes reaches all of
-    their users (``group_of_node`` maps a node to its group's node set)."""
-    stack = [u for n in merged for u in graph.users(n) if u not in merged]
+def _convex(graph, merged, group_of, nodes_of, first_index, index):
+    """No path from a node of ``merged`` through nodes outside it back into it.
+
+    Every other group will be one node too, so reaching any of its nodes reaches
+    the users of all of them (``group_of`` maps a node to its group, ``nodes_of``
+    a group to its nodes). Edges run forward in ``index`` (a topological order),
+    so a node, or group, that starts after the last node of ``merged``
+    (``first_index`` of a group: its earliest node) cannot lead back into it.
+    """
+    last = max(index[n] for n in merged)
+
+    def may_return(n):
+        g = group_of.get(n)
+        return (first_index[g] if g is not None else index[n]) <= last
+
+    stack = [u for n in merged for u in graph.users(n) if u not in merged and may_return(u)]
     seen = set()
     while stack:
         n = stack.pop()
@@ -30,37 +41,33 @@ def _convex(graph, merged, group_of_node):
             continue
         if n in merged:
             return False
-        group = group_of_node.get(n, (n,))
+        g = group_of.get(n)
+        group = nodes_of[g] if g is not None else (n,)
         seen.update(group)
-        for g in group:
-            stack.extend(graph.users(g))
+        for m in group:
+            stack.extend(u for u in graph.users(m) if u not in seen and may_return(u))
     return True
 
 
-def group_regions(graph, regions, reductions):
+def group_regions(graph, regions, reductions, index):
     """Lists of region ids to fuse together (a region alone is a list of one).
 
     ``regions`` maps a region id to its members in topological order, the last
     being the region's value; ``reductions`` maps it to the full sum or mean that
-    alone consumes that value, or None.
+    alone consumes that value, or None; ``index`` numbers the graph's nodes in
+    topological order.
     """
     region_of = {m: rid for rid, members in regions.items() for m in members}
-    parent = {rid: rid for rid in regions}
-
-    def find(r):
-        while parent[r] != r:
-            parent[r] = parent[parent[r]]
-            r = parent[r]
-        return r
-
-    def nodes_by_group():
-        groups = {}
-        for rid, members in regions.items():
-            nodes = groups.setdefault(find(rid), set())
-            nodes.update(members)
-            if reductions[rid] is not None:
-                nodes.add(reductions[rid])
-        return groups
+    # Groups by the id of their first region: their nodes, first position, regions.
+    nodes_of, group_of, first_index, rids_of = {}, {}, {}, {}
+    for rid, members in regions.items():
+        nodes = set(members)
+        if reductions[rid] is not None:
+            nodes.add(reductions[rid])
+        nodes_of[rid], rids_of[rid] = nodes, [rid]
+        first_index[rid] = min(index[n] for n in nodes)
+        for n in nodes:
+            group_of[n] = rid
 
     outputs = set(graph.outputs)
     changed = True
@@ -74,25 +81,24 @@ def group_regions(graph, regions, reductions):
             if not users or any(u not in region_of or
                                 tuple(u.shape) != tuple(root.shape) for u in users):
                 continue
-            groups = {find(region_of[u]) for u in users} | {find(rid)}
+            groups = {group_of[u] for u in users} | {group_of[root]}
             if len(groups) == 1:
                 continue
-            by_group = nodes_by_group()
-            merged = set().union(*(by_group[g] for g in groups))
-            group_of_node = {n: nodes for nodes in by_group.values() for n in nodes}
+            merged = set().union(*(nodes_of[g] for g in groups))
             # A reduction is known only after the whole loop: nothing in it may use one.
-            sums = [reductions[r] for r in regions if find(r) in groups and reductions[r]]
+            sums = [reductions[r] for g in groups for r in rids_of[g] if reductions[r]]
             if any(u in merged for r in sums for u in graph.users(r)) or \
-                    not _convex(graph, merged, group_of_node):
+                    not _convex(graph, merged, group_of, nodes_of, first_index, index):
                 continue
             first, *rest = groups
             for g in rest:
-                parent[g] = first
+                for n in nodes_of.pop(g):
+                    group_of[n] = first
+                rids_of[first] += rids_of.pop(g)
+                first_index[first] = min(first_index[first], first_index.pop(g))
+            nodes_of[first] = merged
             changed = True
-    grouped = {}
-    for rid in regions:
-        grouped.setdefault(find(rid), []).append(rid)
-    return list(grouped.values())
+    return list(rids_of.values())
 
 
 def group_outputs(graph, rids, regions, reductions, member_set, index):
