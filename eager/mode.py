@@ -23,6 +23,29 @@ _AVAL_CACHE = {}
 _CACHE_LIMIT = 100_000
 
 
+_SCALARS = {}
+_SCALARS_LIMIT = 4096
+
+
+def _scalar_tensor(value, other):
+    """The weakly typed 0-d tensor for a Python scalar beside a tensor of dtype
+    ``other``; the same read-only tensor serves every use of a value (tensors
+    are immutable), so ``x * 2.0`` in a loop makes no new array for the 2.0."""
+    # Not kept: zeros (0.0 == -0.0 as keys, but the sign matters) and NaN (never
+    # equal to itself, so it would only fill the table).
+    if not value or value != value:
+        return wrap(weak_scalar_array(value, (other,)))
+    key = (type(value), value, other)
+    t = _SCALARS.get(key)
+    if t is None:
+        arr = weak_scalar_array(value, (other,))
+        arr.flags.writeable = False
+        t = wrap(arr)
+        if len(_SCALARS) < _SCALARS_LIMIT:
+            _SCALARS[key] = t
+    return t
+
+
 def _leaked(t):
     return TracingError(
         f"a traced tensor {t._describe()} escaped the function that traced it and was used "
@@ -41,6 +64,12 @@ class EagerMode:
 
     def lift(self, args):
         """Turn op arguments into concrete tensors (scalars weakly typed)."""
+        if len(args) == 2:    # tensor-and-Python-scalar (x * 2.0): the common case
+            a, b = args
+            if type(a) is Tensor and a._value is not None and type(b) in WEAK_SCALAR_TYPES:
+                return [a, _scalar_tensor(b, a.dtype)]
+            if type(b) is Tensor and b._value is not None and type(a) in WEAK_SCALAR_TYPES:
+                return [_scalar_tensor(a, b.dtype), b]
         out = []
         weak = False
         for a in args:

@@ -380,3 +380,21 @@ def test_matmul_matches_numpy(m, k, n, seed):
     b = rng.standard_normal((k, n))
     assert_same(en.tensor(a) @ en.tensor(b), a @ b)
     assert_same(en.matmul(a, b[:, 0]), a @ b[:, 0])
+
+
+def test_python_scalars_beside_a_tensor_keep_dtype_sign_and_nan():
+    # Eager mode reuses one read-only 0-d tensor per (scalar, dtype): the reuse must
+    # not mix up 0.0 and -0.0 (equal as keys) or depend on NaN, and results stay
+    # fresh, writable-by-nobody arrays of the tensor's dtype, as numpy 2 computes them.
+    x = en.tensor(np.array([1.5, -2.0], np.float32))
+    for _ in range(2):                      # the second round takes the cached scalars
+        for s in (2.0, -0.0, 0.0, 3, True, float("nan"), 1e300):
+            for got, want in ((x * s, x.numpy() * s), (s * x, s * x.numpy()),
+                              (x - s, x.numpy() - s)):
+                with np.errstate(over="ignore"):
+                    assert got.dtype == want.dtype == np.float32
+                    np.testing.assert_array_equal(got.numpy(), want)
+                    assert np.array_equal(np.signbit(got.numpy()), np.signbit(want))
+    i = en.tensor(np.array([3], np.int32))
+    assert (i * 2).dtype == np.int32 and (i * 2.5).dtype == np.float64
+    np.testing.assert_array_equal((i * 2.5).numpy(), [7.5])
