@@ -33,7 +33,7 @@ def _reshape_eval(x, *, shape):
 
 
 def _reshape_impl(x, *, shape):
-    return np.reshape(x, shape)
+    return x.reshape(shape)    # the method: np.reshape adds ~0.5 µs of dispatch
 
 
 def _reshape_vjp(g, out, x, *, shape):
@@ -68,7 +68,7 @@ def _transpose_eval(x, *, axes):
 
 
 def _transpose_impl(x, *, axes):
-    return np.transpose(x, axes)
+    return x.transpose(axes)   # the method: np.transpose adds ~0.5 µs of dispatch
 
 
 def _transpose_vjp(g, out, x, *, axes):
