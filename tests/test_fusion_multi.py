@@ -172,3 +172,16 @@ def test_a_result_overwrites_a_dying_input_only_when_the_input_is_no_longer_read
         assert plan.views[c_buf][0] == slot_of_z      # c took over z's buffer
         assert plan.views[a_buf][0] != slot_of_z
         assert node.meta["may_overwrite"][0] == []    # nothing is done with before a
+
+
+def test_cycle_search_follows_paths_through_other_groups_wherever_they_lead():
+    # Merging s_a and s_b: s_b -> x, and x shares a group with x', which leads
+    # through u (outside every group, after both s nodes) to w, whose group holds
+    # w1 -> s_a. Contracted, that is a cycle, though no plain path leaves the
+    # merged set and comes back, and u comes after everything merged.
+    from graph.passes.fusion_groups import _convex
+    users = {"w1": ["s_a"], "s_a": [], "s_b": ["x"], "x": [], "x'": ["u"], "u": ["w"], "w": []}
+    nodes_of = {"X": {"x", "x'"}, "W": {"w1", "w"}}
+    group_of = {n: g for g, nodes in nodes_of.items() for n in nodes}
+    assert not _convex(users, {"s_a", "s_b"}, group_of, nodes_of)
+    assert _convex(users, {"s_a", "s_b"}, {}, {})     # without the groups: no cycle

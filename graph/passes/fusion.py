@@ -399,7 +399,7 @@ def fusion(graph):
     # The numba back end lowers single-output regions to ufuncs (one result each);
     # grouping regions into several-result kernels is for the numpy lowering.
     groups = [[rid] for rid in regions] if config.fusion_backend == "numba" else \
-        group_regions(graph, regions, reductions, index)
+        group_regions(graph, regions, reductions)
     for rids in groups:
         members = sorted((m for r in rids for m in regions[r]), key=index.__getitem__)
         member_set = set(members)

@@ -18,22 +18,14 @@ outside it (or are graph outputs) and its regions' full reductions.
 """
 
 
-def _convex(graph, merged, group_of, nodes_of, first_index, index):
+def _convex(users, merged, group_of, nodes_of):
     """No path from a node of ``merged`` through nodes outside it back into it.
 
     Every other group will be one node too, so reaching any of its nodes reaches
     the users of all of them (``group_of`` maps a node to its group, ``nodes_of``
-    a group to its nodes). Edges run forward in ``index`` (a topological order),
-    so a node, or group, that starts after the last node of ``merged``
-    (``first_index`` of a group: its earliest node) cannot lead back into it.
+    a group to its nodes; ``users`` maps a node to its users).
     """
-    last = max(index[n] for n in merged)
-
-    def may_return(n):
-        g = group_of.get(n)
-        return (first_index[g] if g is not None else index[n]) <= last
-
-    stack = [u for n in merged for u in graph.users(n) if u not in merged and may_return(u)]
+    stack = [u for n in merged for u in users[n] if u not in merged]
     seen = set()
     while stack:
         n = stack.pop()
@@ -45,27 +37,26 @@ def _convex(graph, merged, group_of, nodes_of, first_index, index):
         group = nodes_of[g] if g is not None else (n,)
         seen.update(group)
         for m in group:
-            stack.extend(u for u in graph.users(m) if u not in seen and may_return(u))
+            stack.extend(users[m])
     return True
 
 
-def group_regions(graph, regions, reductions, index):
+def group_regions(graph, regions, reductions):
     """Lists of region ids to fuse together (a region alone is a list of one).
 
     ``regions`` maps a region id to its members in topological order, the last
     being the region's value; ``reductions`` maps it to the full sum or mean that
-    alone consumes that value, or None; ``index`` numbers the graph's nodes in
-    topological order.
+    alone consumes that value, or None.
     """
     region_of = {m: rid for rid, members in regions.items() for m in members}
-    # Groups by the id of their first region: their nodes, first position, regions.
-    nodes_of, group_of, first_index, rids_of = {}, {}, {}, {}
+    users_of = {n: graph.users(n) for n in graph.nodes}
+    # Groups by the id of their first region: their nodes and their regions.
+    nodes_of, group_of, rids_of = {}, {}, {}
     for rid, members in regions.items():
         nodes = set(members)
         if reductions[rid] is not None:
             nodes.add(reductions[rid])
         nodes_of[rid], rids_of[rid] = nodes, [rid]
-        first_index[rid] = min(index[n] for n in nodes)
         for n in nodes:
             group_of[n] = rid
 
@@ -77,7 +68,7 @@ def group_regions(graph, regions, reductions, index):
             root = members[-1]
             if reductions[rid] is not None or root in outputs:
                 continue
-            users = graph.users(root)
+            users = users_of[root]
             if not users or any(u not in region_of or
                                 tuple(u.shape) != tuple(root.shape) for u in users):
                 continue
@@ -87,15 +78,14 @@ def group_regions(graph, regions, reductions, index):
             merged = set().union(*(nodes_of[g] for g in groups))
             # A reduction is known only after the whole loop: nothing in it may use one.
             sums = [reductions[r] for g in groups for r in rids_of[g] if reductions[r]]
-            if any(u in merged for r in sums for u in graph.users(r)) or \
-                    not _convex(graph, merged, group_of, nodes_of, first_index, index):
+            if any(u in merged for r in sums for u in users_of[r]) or \
+                    not _convex(users_of, merged, group_of, nodes_of):
                 continue
             first, *rest = groups
             for g in rest:
                 for n in nodes_of.pop(g):
                     group_of[n] = first
                 rids_of[first] += rids_of.pop(g)
-                first_index[first] = min(first_index[first], first_index.pop(g))
             nodes_of[first] = merged
             changed = True
     return list(rids_of.values())
