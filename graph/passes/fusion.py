@@ -217,7 +217,8 @@ def _kernel_source(name, members, inputs, member_index, outputs):
     lines = [f"def {name}({', '.join(args + outs)}):"]
     targets = {m: o for (m, r), o in zip(outputs, outs) if r is None}
     reduced = {m: (o, r) for (m, r), o in zip(outputs, outs) if r is not None}
-    # ``out`` may be a planned buffer shared with an input: it takes the last value only.
+    # An output may be a planned buffer shared with an input: a single output is
+    # written by the last member only; with several, see ``_may_overwrite``.
     slot_of, slots = _assign_slots(members, member_index,
                                    [m for m in members if m not in targets])
     if targets and not multi:
@@ -412,10 +413,10 @@ def fusion(graph):
                 if i not in member_set and i not in inputs:
                     inputs.append(i)
         reduced = [r for _, r in outputs if r is not None]
-        results = [r if r is not None else m for m, r in outputs]
         tail = reduced[-1:] + members[-3:][::-1]
         name = f"fused_{next(_ids)}_" + "_".join(m.op.name for m in tail[:3])
         kernel = FusedKernel(name, members, inputs, outputs)
+        results = kernel.results
         op = _make_op(kernel, len(inputs), outputs)
         node = graph.add(op, inputs, {}, kernel.avals if len(outputs) > 1 else kernel.avals[0],
                          name="fused", source=results[-1].source)
