@@ -20,6 +20,10 @@ class _Config:
         # How fused elementwise kernels are lowered: "numpy" (the default, always
         # available) or "numba" (optional JIT: one pass, one call; needs numba).
         self.fusion_backend = "numpy"
+        # Threads that walk a large fused kernel's rows at once. 1 by default:
+        # they help only where the BLAS's threads sleep between calls (OpenBLAS
+        # spins ~0.1 s after each; see the README, "Kernel threads").
+        self.fusion_threads = 1
         # Eager mode recycles large freed arrays up to this many bytes (0: off).
         self.eager_cache_bytes = 2 << 30
         # Kernels borrow one per-thread scratch buffer (im2col patches) up to

@@ -9,6 +9,8 @@ block-sized scratch buffers, so no full-size temporary array is made, and each
 input is streamed from memory once. For a small traced shape the node's plain
 ``impl`` is a second generated function that allocates the result and runs
 every op once over whole arrays, in the result itself where the values allow.
+With ``en.config.fusion_threads`` above 1 the row blocks of a large kernel are
+shared among threads (``graph/parallel.py``), each with its own scratch.
 
 Regions that feed one another are then grouped (``fusion_groups``): a group
 becomes one node with several results (``unpack`` nodes), each a value used
@@ -18,11 +20,14 @@ Example of a generated kernel (``fn.explain`` and ``node.meta["kernel_source"]``
 
     def fused_sigmoid_add(x0, x1, out):
         ...
-        for s in range(0, n, rows):
-            e = min(s + rows, n)
-            a0 = x0[s:e] if sl0 else x0
-            t0 = k0(a0, x1, out=scratch_float32_0[:e - s])
-            k1(t0, out=out[s:e])
+        def part(lo, hi):
+            scratch_float32_0 = np.empty((rows,) + shape[1:], np.float32)
+            for s in range(lo, hi, rows):
+                e = min(s + rows, n)
+                a0 = x0[s:e] if sl0 else x0
+                t0 = k0(a0, x1, out=scratch_float32_0[:e - s])
+                t1 = k1(t0, out=out[s:e])
+        parts = run_split(part, row_bounds(n, rows, config.fusion_threads))
 """
 import itertools
 import math
@@ -33,6 +38,7 @@ from engine.config import config
 from engine.op import Op
 
 from ..graph_ops import unpack_op
+from ..parallel import row_bounds, run_split
 from . import fusion_numba
 from .common import has_side_effects
 from .fusion_groups import group_outputs, group_regions
@@ -239,23 +245,30 @@ def _kernel_source(name, members, inputs, member_index, outputs):
         if slots:
             lines.append("        small_scratch.append(scratch)")
         lines.append(f"        return {', '.join(outs)}")
-    lines.append("    nd = len(shape)")
-    lines.append("    n = shape[0] if nd else 1")
-    lines.append("    row = size // n if n else 0")
-    lines.append(f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n")
-    lines.append("    if nd == 0 or rows >= n:")
-    lines.append("        rows = max(n, 1)   # n == 0: an empty loop, not range(0, 0, 0)")
+    lines += ["    nd = len(shape)",
+              "    n = shape[0] if nd else 1",
+              "    row = size // n if n else 0",
+              f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n",
+              "    if nd == 0 or rows >= n:",
+              "        rows = max(n, 1)   # n == 0: an empty loop, not range(0, 0, 0)",
+              "    else:",
+              # Equal shares for 1, 2 or 4 threads; the blocks (so the block sums,
+              # so the results) depend on the shape alone, never on the threads.
+              "        blocks = -(-n // rows)",
+              "        rows = -(-n // (blocks + -blocks % 4))"]
     for i in range(n_in):
         lines.append(f"    sl{i} = nd > 0 and x{i}.ndim == nd and x{i}.shape[0] == n and n > 1")
+    # One part of the rows per thread, each with its own scratch buffers.
+    lines.append("    def part(lo, hi):")
     for slot, dt in slots:
-        lines.append(f"    {slot} = np.empty((rows,) + shape[1:] if nd else (), np.{dt})")
+        lines.append(f"        {slot} = np.empty((rows,) + shape[1:] if nd else (), np.{dt})")
     for o, _ in reduced.values():
-        lines.append(f"    acc_{o} = 0.0   # block sums added in double precision")
-    lines.append("    for s in range(0, n, rows):")
-    lines.append("        e = min(s + rows, n)")
-    lines.append("        b = e - s")
+        lines.append(f"        sums_{o} = []")
+    lines.append("        for s in range(lo, hi, rows):")
+    lines.append("            e = min(s + rows, n)")
+    lines.append("            b = e - s")
     for i in range(n_in):
-        lines.append(f"        a{i} = x{i}[s:e] if sl{i} else x{i}")
+        lines.append(f"            a{i} = x{i}[s:e] if sl{i} else x{i}")
     names = {node: f"a{i}" for i, node in enumerate(inputs)}
     for k, m in enumerate(members):
         argv = [names[i] for i in m.inputs]
@@ -264,12 +277,18 @@ def _kernel_source(name, members, inputs, member_index, outputs):
             target = f"{targets[m]}[s:e] if nd else {targets[m]}"
         else:
             target = f"{slot_of[m]}[:b] if nd else {slot_of[m]}"
-        lines.append(f"        t{k} = k{k}({', '.join(argv)}, out={target}{params})  # {m.op.name}")
+        lines.append(f"            t{k} = k{k}({', '.join(argv)}, out={target}{params})"
+                     f"  # {m.op.name}")
         names[m] = f"t{k}"
         if m in reduced:
-            lines.append(f"        acc_{reduced[m][0]} += float(np.sum(t{k}))")
-    for o, r in reduced.values():
-        lines.append(f"    {o}[...] = acc_{o}{' / size' if r == 'mean' else ''}")
+            lines.append(f"            sums_{reduced[m][0]}.append(float(np.sum(t{k})))")
+    if reduced:
+        lines.append(f"        return {', '.join(f'sums_{o}' for o, _ in reduced.values())},")
+    lines.append("    parts = run_split(part, row_bounds(n, rows, config.fusion_threads))")
+    for j, (o, r) in enumerate(reduced.values()):
+        # Block sums added exactly, in double precision.
+        lines.append(f"    {o}[...] = math.fsum(v for p in parts for v in p[{j}])"
+                     f"{' / size' if r == 'mean' else ''}")
     lines.append(f"    return {', '.join(outs)}")
     return "\n".join(lines) + "\n", [dt for _, dt in slots]
 
@@ -288,7 +307,8 @@ class FusedKernel:
         spec = [(m, r.op.name if r is not None else None) for m, r in outputs]
         self.source, self.scratch_dtypes = _kernel_source(name, members, inputs, member_index,
                                                           spec)
-        namespace = {"np": np, "math": math}
+        namespace = {"np": np, "math": math, "config": config, "run_split": run_split,
+                     "row_bounds": row_bounds}
         for k, m in enumerate(members):
             namespace[f"k{k}"] = m.op.out_impl
             for key, value in m.params.items():

@@ -1,0 +1,101 @@
+"""Fused kernels walked by several threads (``en.config.fusion_threads``, ``graph/parallel.py``):
+the same results as numpy, and the same bits whatever the thread count."""
+import threading
+
+import numpy as np
+import pytest
+
+import engine as en
+from graph import parallel
+from graph.parallel import row_bounds, run_split
+
+
+@pytest.fixture
+def threads():
+    """Sets ``en.config.fusion_threads`` for one test and restores it afterwards."""
+    before = en.config.fusion_threads
+
+    def set_threads(n):
+        en.config.fusion_threads = n
+    yield set_threads
+    en.config.fusion_threads = before
+
+
+def _loss_and_grad(z, b, x):
+    def loss(z):
+        y = en.sigmoid(z + b)
+        return en.mean(en.square(y - x))
+    return en.value_and_grad(loss)(z)
+
+
+def test_a_large_kernel_gives_numpys_answer_and_the_same_bits_on_any_thread_count(threads):
+    rng = np.random.default_rng(0)
+    shape = (3001, 250)   # 750,250 elements: the block loop, 4 blocks
+    z, x = rng.standard_normal(shape).astype(np.float32), rng.random(shape).astype(np.float32)
+    b = rng.standard_normal(shape[1]).astype(np.float32)
+    f = en.function(_loss_and_grad)
+    args = [en.tensor(a) for a in (z, b, x)]
+    y = 1.0 / (1.0 + np.exp(-(z.astype(np.float64) + b)))
+    d = y - x
+    want_loss, want_grad = np.mean(d * d), 2.0 * d / d.size * y * (1.0 - y)
+    answers = []
+    for n in (1, 2, 3, 4):
+        threads(n)
+        loss, grad = f(*args)
+        np.testing.assert_allclose(float(loss), want_loss, rtol=1e-6)
+        np.testing.assert_allclose(grad.numpy(), want_grad, rtol=1e-4, atol=1e-10)
+        answers.append((float(loss), grad.numpy().copy()))
+    for loss, grad in answers[1:]:
+        assert loss == answers[0][0]
+        np.testing.assert_array_equal(grad, answers[0][1])
+    assert len(parallel._workers) >= 3   # four threads ran: the caller and three workers
+
+
+def test_row_bounds_cover_the_rows_in_whole_blocks():
+    for n, rows, threads in [(1000, 250, 2), (1000, 250, 3), (10, 3, 8), (7, 7, 2), (0, 1, 2),
+                             (60000, 334, 2), (5, 1, 4)]:
+        bounds = row_bounds(n, rows, threads)
+        blocks = -(-n // rows)
+        assert bounds[0] == 0 and bounds[-1] == n
+        assert len(bounds) - 1 == max(1, min(threads, blocks))
+        assert all(lo < hi for lo, hi in zip(bounds, bounds[1:])) or n == 0
+        assert all(b % rows == 0 for b in bounds[:-1])
+        sizes = [hi - lo for lo, hi in zip(bounds, bounds[1:])]
+        assert max(sizes) - min(sizes) <= rows   # shares differ by at most one block
+
+
+def test_run_split_runs_the_parts_on_different_threads_in_order():
+    seen = []
+
+    def part(lo, hi):
+        seen.append(threading.get_ident())
+        return list(range(lo, hi))
+    assert run_split(part, [0, 2, 5, 6]) == [[0, 1], [2, 3, 4], [5]]
+    assert len(set(seen)) == 3 and threading.get_ident() in seen
+
+
+def test_an_error_in_a_worker_part_is_raised_after_every_part_has_finished():
+    finished = []
+
+    def part(lo, hi):
+        if lo == 4:
+            raise ValueError("part 4 failed")
+        finished.append(lo)
+
+    with pytest.raises(ValueError, match="part 4 failed"):
+        run_split(part, [0, 4, 8, 12])
+    assert sorted(finished) == [0, 8]
+    # The pool is free again afterwards.
+    assert run_split(lambda lo, hi: hi - lo, [0, 1, 3]) == [1, 2]
+
+
+def test_a_split_inside_a_split_runs_on_its_own_thread():
+    def inner(lo, hi):
+        return threading.get_ident()
+
+    def outer(lo, hi):
+        ids = run_split(inner, [lo, (lo + hi) // 2, hi])
+        return ids, threading.get_ident()
+
+    for ids, me in run_split(outer, [0, 4, 8]):
+        assert ids == [me, me]   # the pool was busy: no threads of its own
