@@ -12,6 +12,7 @@ Examples:
     python -m bench --list                # workloads and their modes
     python -m bench lbfgs --batch 10000 --history 100 --modes eager,graph,torch
     python -m bench --threads 1           # every library on one thread
+    python -m bench --kernel-threads 2    # fused kernels of graph mode on two threads
 
 Optional frameworks (PyTorch, JAX, matplotlib) that are missing are reported
 as skipped, never as errors. The exit status is 1 when a workload failed
@@ -47,6 +48,7 @@ if __name__ == "__main__":
                                    f" --xla_cpu_multi_thread_eigen=false"
                                    f" intra_op_parallelism_threads={_n}").strip()
 
+import engine as en  # noqa: E402
 from bench import common, workloads  # noqa: E402
 from bench.malloc import steady_malloc  # noqa: E402
 
@@ -90,6 +92,9 @@ def build_parser(found):
     parser.add_argument("--threads", type=int, default=None,
                         help="limit BLAS, PyTorch and XLA to N threads each (default: their own "
                              "choice, usually one per core); steadier figures on a busy machine")
+    parser.add_argument("--kernel-threads", type=int, default=None, metavar="N",
+                        help="threads per large fused kernel in graph mode "
+                             "(en.config.fusion_threads; default 1)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--default-malloc", action="store_true",
                         help="leave glibc's adaptive malloc thresholds as they are (default: "
@@ -207,6 +212,10 @@ def main(argv=None):
         parser.error(f"unknown workload(s) {', '.join(unknown)}; available: {', '.join(found)}")
     names = args.workloads or list(found)
 
+    if args.kernel_threads is not None:
+        if args.kernel_threads < 1:
+            parser.error(f"--kernel-threads must be at least 1, got {args.kernel_threads}")
+        en.config.fusion_threads = args.kernel_threads
     malloc = "default (adaptive)" if args.default_malloc else steady_malloc()
     facts = common.machine_facts()
     print(common.facts_line(facts))
@@ -216,6 +225,7 @@ def main(argv=None):
             print(f"{fw}: skipped ({common.skip_reason(fw)})")
     facts = common.machine_facts()   # again, now that the frameworks are imported
     facts["malloc"] = malloc
+    facts["kernel_threads"] = en.config.fusion_threads
     print(f"running {', '.join(names)}{' (quick)' if args.quick else ''}; "
           f"results go to {args.out}/", flush=True)
 

@@ -59,3 +59,22 @@ def test_quick_suite_writes_a_table_and_json(tmp_path):
     else:
         assert "plots skipped" in out
     assert "done in" in out
+
+
+def test_kernel_threads_reach_graph_mode_and_its_losses_still_agree(tmp_path):
+    # Batch 1000: the autoencoder's loss kernel has 784,000 elements, so it
+    # walks its row blocks on two threads; the runner asserts the losses agree.
+    proc = _run(["lbfgs", "--quick", "--batch", "1000", "--modes", "eager,graph",
+                 "--kernel-threads", "2", "--no-plots", "--no-progress", "--out", str(tmp_path)],
+                timeout=HANG_LIMIT_S)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with open(tmp_path / "results.json") as f:
+        payload = json.load(f)
+    assert payload["facts"]["kernel_threads"] == 2
+    assert all(r["check_ok"] for r in payload["results"] if r["mode"] == "graph")
+
+
+def test_kernel_threads_below_one_is_refused():
+    proc = _run(["lbfgs", "--kernel-threads", "0"], timeout=60)
+    assert proc.returncode == 2
+    assert "--kernel-threads must be at least 1, got 0" in proc.stderr
