@@ -14,6 +14,7 @@ Example:
     >>> [float(p) for p in parts]
     [6.0, 22.0]
 """
+import contextvars
 import os
 import threading
 
@@ -33,16 +34,16 @@ class _Worker:
     def _loop(self):
         while True:
             self._go.acquire()
-            fn, lo, hi = self._task
+            context, fn, lo, hi = self._task
             try:
-                self.result, self.error = fn(lo, hi), None
+                self.result, self.error = context.run(fn, lo, hi), None
             except BaseException as e:   # handed back to the caller, raised there
                 self.result, self.error = None, e
             self._task = None
             self._done.release()
 
-    def start(self, fn, lo, hi):
-        self._task = (fn, lo, hi)
+    def start(self, context, fn, lo, hi):
+        self._task = (context, fn, lo, hi)
         self._go.release()
 
     def join(self):
@@ -98,7 +99,9 @@ def run_split(fn, bounds):
         started = []
         try:
             for k in range(1, parts):
-                _workers[k - 1].start(fn, bounds[k], bounds[k + 1])
+                # The caller's context (numpy's errstate, the engine's flags) goes
+                # with each part: a worker behaves as the calling thread would.
+                _workers[k - 1].start(contextvars.copy_context(), fn, bounds[k], bounds[k + 1])
                 started.append(_workers[k - 1])
             first = fn(bounds[0], bounds[1])
         finally:

@@ -99,3 +99,16 @@ def test_a_split_inside_a_split_runs_on_its_own_thread():
 
     for ids, me in run_split(outer, [0, 4, 8]):
         assert ids == [me, me]   # the pool was busy: no threads of its own
+
+
+def test_workers_run_in_the_callers_context(threads):
+    # numpy's errstate lives in a context variable: an overflow in the worker's
+    # rows must raise just as one in the caller's rows does.
+    x = np.full((2000, 300), 1.0, np.float32)
+    x[1500:] = 100.0            # exp overflows only in the second half of the rows
+    f = en.function(lambda x: en.exp(x) * 2.0 + 1.0)
+    for n in (1, 2):
+        threads(n)
+        with np.errstate(over="raise"):
+            with pytest.raises(FloatingPointError, match="overflow"):
+                f(en.tensor(x))
