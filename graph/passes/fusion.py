@@ -27,7 +27,7 @@ Example of a generated kernel (``fn.explain`` and ``node.meta["kernel_source"]``
                 a0 = x0[s:e] if sl0 else x0
                 t0 = k0(a0, x1, out=scratch_float32_0[:e - s])
                 t1 = k1(t0, out=out[s:e])
-        parts = run_split(part, row_bounds(n, rows, config.fusion_threads))
+        run_split(part, row_bounds(n, rows, config.fusion_threads))
 """
 import itertools
 import math
@@ -284,7 +284,8 @@ def _kernel_source(name, members, inputs, member_index, outputs):
             lines.append(f"            sums_{reduced[m][0]}.append(float(np.sum(t{k})))")
     if reduced:
         lines.append(f"        return {', '.join(f'sums_{o}' for o, _ in reduced.values())},")
-    lines.append("    parts = run_split(part, row_bounds(n, rows, config.fusion_threads))")
+    split = "run_split(part, row_bounds(n, rows, config.fusion_threads))"
+    lines.append(f"    parts = {split}" if reduced else f"    {split}")
     for j, (o, r) in enumerate(reduced.values()):
         # Block sums added exactly, in double precision.
         lines.append(f"    {o}[...] = math.fsum(v for p in parts for v in p[{j}])"
