@@ -60,9 +60,9 @@ class Function:
     def __call__(self, *args, **kwargs):
         # The common case first, kept lean: default (eager) mode, no switches on,
         # positional concrete tensors, a signature seen before.
+        local = config._run_eagerly.get()
         if not kwargs and self.input_signature is None and _MODE.get(None) is None \
-                and not config.run_functions_eagerly_global \
-                and config._run_eagerly.get() is None:
+                and (local is False or local is None and not config.run_functions_eagerly_global):
             # First the signature called last: its entry checks the arguments itself.
             result = self._last_entry(args)
             if result is not MISS:
@@ -194,30 +194,26 @@ def function(fn=None, *, input_signature=None, optimize=True, passes=None, max_t
 
 
 def run_functions_eagerly(enabled=True):
-    """Make every ``en.function`` run its Python body eagerly (for pdb and prints).
+    """Make every ``en.function`` run its Python body eagerly (for pdb and prints),
+    in this thread (and asyncio task) only.
 
-    Works as a call (global switch) and as a context manager (this thread only):
+    As a context manager the setting lasts for the block; as a plain call it
+    lasts until the next call in the same thread. Other threads keep running
+    graphs. The process-wide switch is ``en.config.run_functions_eagerly_global``
+    (a setting here, in either form, overrides it in this thread):
 
         >>> import engine as en
         >>> with en.run_functions_eagerly():
         ...     pass
     """
-    previous = config.run_functions_eagerly_global
-    config.run_functions_eagerly_global = bool(enabled)
-    return _EagerSwitch(previous, bool(enabled))
+    # Set now, in the caller's context, so the plain-call form works too; the
+    # global switch is never touched, so no other thread sees the change.
+    return _EagerSwitch(config._run_eagerly.set(bool(enabled)))
 
 
 class _EagerSwitch(contextlib.AbstractContextManager):
-    def __init__(self, previous, enabled):
-        self._previous = previous
-        self._enabled = enabled
-        self._token = None
-
-    def __enter__(self):
-        # As a context manager the switch is per thread: undo the global change.
-        config.run_functions_eagerly_global = self._previous
-        self._token = config._run_eagerly.set(self._enabled)
-        return self
+    def __init__(self, token):
+        self._token = token
 
     def __exit__(self, *exc):
         config._run_eagerly.reset(self._token)

@@ -4,6 +4,8 @@ Tensors and arrays are keyed by (shape, dtype); Python scalars, strings and
 None by value (they become constants); variables by identity (read at run
 time, never baked in).
 """
+import math
+
 import numpy as np
 
 from engine import dtypes
@@ -68,7 +70,25 @@ def describe_leaf(leaf):
         raise EngineError(f"cannot use an argument of type {type(leaf).__name__} in a traced "
                           "function: pass tensors, arrays, Python scalars, strings, None, "
                           "or tuples/lists/dicts of them") from None
-    return ("S", type(leaf).__name__, leaf), None
+    return ("S", type(leaf).__name__, _value_key(leaf)), None
+
+
+def _value_key(value):
+    """``value`` as a cache-key part that tells apart what ``==`` does not.
+
+    ``-0.0 == 0.0`` (but ``1 / -0.0`` is ``-inf``), so zeros carry their sign;
+    NaN never equals itself, so every NaN shares one key instead of missing
+    the cache on each call. Complex numbers get both treatments per part.
+    """
+    if isinstance(value, (float, np.floating)):
+        if value != value:
+            return ("nan",)
+        if value == 0:
+            return (value, math.copysign(1.0, value))
+        return value
+    if isinstance(value, (complex, np.complexfloating)):
+        return ("complex", _value_key(value.real), _value_key(value.imag))
+    return value
 
 
 def signature_of(args, kwargs):
@@ -118,4 +138,7 @@ def _fmt(part):
         return f"tensor {part[2]}{list(part[1])}"
     if part[0] == "V":
         return "a different variable"
-    return f"{part[1]} {part[2]!r}"
+    value = part[2]
+    if type(value) is tuple:   # a _value_key: ("nan",), (signed zero, sign) or a complex
+        return f"{part[1]} {'nan' if value == ('nan',) else value[0] if len(value) == 2 else value}"
+    return f"{part[1]} {value!r}"
