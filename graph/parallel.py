@@ -7,6 +7,14 @@ The calling thread takes the first range itself, so one worker is enough on a
 two-core machine. A call that finds the pool busy (another thread's kernel, or
 a kernel inside a kernel) runs everything on its own thread instead.
 
+Interrupts: a worker's part cannot be stopped half-way, and it writes into the
+kernel's outputs, so a split call never returns or raises while a part still
+runs. On the main thread Ctrl-C (SIGINT) is held back for the length of the
+split and raised once every part has finished (a split lasts one kernel, a few
+milliseconds to a few hundred): the pool is then idle and the next call starts
+clean. Each part is its own ``_Part`` object, so a result can only reach the
+call that handed its part out.
+
 Example:
     >>> import numpy as np
     >>> x = np.arange(8.0)
@@ -16,42 +24,83 @@ Example:
 """
 import contextvars
 import os
+import queue
+import signal
 import threading
 
 
-class _Worker:
-    """One daemon thread that runs the task it is handed and signals when done."""
+class _Part:
+    """One row range handed to a worker, with its own result and finish flag."""
 
-    def __init__(self):
-        self._go = threading.Lock()
-        self._go.acquire()
+    __slots__ = ("context", "fn", "lo", "hi", "result", "error", "finished", "_done")
+
+    def __init__(self, context, fn, lo, hi):
+        self.context, self.fn, self.lo, self.hi = context, fn, lo, hi
+        self.result = self.error = None
+        self.finished = False
         self._done = threading.Lock()
         self._done.acquire()
-        self._task = None
-        self.result = self.error = None
+
+    def run(self):
+        try:
+            self.result = self.context.run(self.fn, self.lo, self.hi)
+        except BaseException as e:   # handed back to the caller, raised there
+            self.error = e
+        self.finished = True          # before the release: a waiter may test it first
+        self._done.release()
+
+    def wait(self):
+        """Blocks until the part has run. ``finished`` is tested before every wait,
+        so an exception raised inside the wait (a signal handler's) cannot make a
+        second wait block on a lock already taken."""
+        while not self.finished:
+            self._done.acquire()
+
+
+class _Worker:
+    """One daemon thread that runs the parts put on its queue, in order."""
+
+    def __init__(self):
+        self._parts = queue.SimpleQueue()
         threading.Thread(target=self._loop, name="engine-kernel-worker", daemon=True).start()
 
     def _loop(self):
         while True:
-            self._go.acquire()
-            context, fn, lo, hi = self._task
-            try:
-                self.result, self.error = context.run(fn, lo, hi), None
-            except BaseException as e:   # handed back to the caller, raised there
-                self.result, self.error = None, e
-            self._task = None
-            self._done.release()
+            self._parts.get().run()
 
-    def start(self, context, fn, lo, hi):
-        self._task = (context, fn, lo, hi)
-        self._go.release()
+    def start(self, part):
+        self._parts.put(part)
 
-    def join(self):
-        self._done.acquire()
-        if self.error is not None:
-            error, self.error = self.error, None
-            raise error
-        return self.result
+
+class _InterruptsHeld:
+    """Holds back SIGINT on the main thread while the block runs, then raises it.
+
+    Elsewhere (another thread, a SIGINT handler not set from Python) it does
+    nothing: only the main thread runs Python signal handlers.
+    """
+
+    __slots__ = ("_old", "_caught")
+
+    def __enter__(self):
+        self._old = None
+        self._caught = None
+        if threading.current_thread() is threading.main_thread():
+            old = signal.getsignal(signal.SIGINT)
+            if callable(old):
+                signal.signal(signal.SIGINT, self._hold)
+                self._old = old
+        return self
+
+    def _hold(self, signum, frame):
+        if self._caught is None:
+            self._caught = (signum, frame)
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+            if self._caught is not None:
+                self._old(*self._caught)   # default handler: raises KeyboardInterrupt
+        return False
 
 
 _workers = []
@@ -83,38 +132,50 @@ def row_bounds(n, rows, threads):
     return [min(n, (t * blocks // parts) * rows) for t in range(parts + 1)]
 
 
+def _serial(fn, bounds):
+    return [fn(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)]
+
+
 def run_split(fn, bounds):
     """``[fn(bounds[0], bounds[1]), fn(bounds[1], bounds[2]), ...]``, the calls after
     the first on worker threads while the calling thread runs the first.
 
     ``fn`` must only write its own part of any shared output (rows ``lo:hi``).
-    An exception in any part is raised here once every part has finished.
+    An exception in any part is raised here once every part has finished; so is
+    a Ctrl-C that arrives meanwhile.
     """
+    if len(bounds) <= 2:
+        return _serial(fn, bounds)
+    with _InterruptsHeld():
+        if _busy.acquire(blocking=False):
+            try:
+                return _split(fn, bounds)
+            finally:
+                _busy.release()
+    # The pool is busy: outside the held block, so a kernel inside a kernel
+    # stays interruptible.
+    return _serial(fn, bounds)
+
+
+def _split(fn, bounds):
     parts = len(bounds) - 1
-    if parts == 1 or not _busy.acquire(blocking=False):
-        return [fn(bounds[k], bounds[k + 1]) for k in range(parts)]
+    while len(_workers) < parts - 1:
+        _workers.append(_Worker())
+    started = []
     try:
-        while len(_workers) < parts - 1:
-            _workers.append(_Worker())
-        started = []
-        try:
-            for k in range(1, parts):
-                # The caller's context (numpy's errstate, the engine's flags) goes
-                # with each part: a worker behaves as the calling thread would.
-                _workers[k - 1].start(contextvars.copy_context(), fn, bounds[k], bounds[k + 1])
-                started.append(_workers[k - 1])
-            first = fn(bounds[0], bounds[1])
-        finally:
-            # Every started part finishes before any result (or error) leaves here:
-            # nothing may still write into the outputs after the kernel returns.
-            results, errors = [], []
-            for w in started:
-                try:
-                    results.append(w.join())
-                except BaseException as e:
-                    errors.append(e)
-        if errors:
-            raise errors[0]
-        return [first] + results
+        for k in range(1, parts):
+            # The caller's context (numpy's errstate, the engine's flags) goes
+            # with each part: a worker behaves as the calling thread would.
+            part = _Part(contextvars.copy_context(), fn, bounds[k], bounds[k + 1])
+            started.append(part)
+            _workers[k - 1].start(part)
+        first = fn(bounds[0], bounds[1])
     finally:
-        _busy.release()
+        # Every started part finishes before any result (or error) leaves here:
+        # nothing may still write into the outputs after the kernel returns.
+        for part in started:
+            part.wait()
+    for part in started:
+        if part.error is not None:
+            raise part.error
+    return [first] + [part.result for part in started]

@@ -1,6 +1,8 @@
 """Fused kernels walked by several threads (``en.config.fusion_threads``, ``graph/parallel.py``):
 the same results as numpy, and the same bits whatever the thread count."""
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -112,3 +114,90 @@ def test_workers_run_in_the_callers_context(threads):
         with np.errstate(over="raise"):
             with pytest.raises(FloatingPointError, match="overflow"):
                 f(en.tensor(x))
+
+
+def _interrupt_main_thread_later(*delays):
+    """Sends SIGINT to the main thread after each delay (seconds), from a timer thread."""
+    def fire():
+        for d in delays:
+            time.sleep(d)
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+    timer = threading.Thread(target=fire, daemon=True)
+    timer.start()
+    return timer
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach the main thread only")
+def test_ctrl_c_during_a_split_is_raised_only_after_every_part_has_finished():
+    # Two SIGINTs 20 ms apart: the first while the caller runs its own rows, the
+    # second while it waits for the worker. The worker's rows must be written
+    # when the KeyboardInterrupt arrives, and the pool must work afterwards.
+    out = np.zeros(2)
+
+    def part(lo, hi):
+        if lo == 0:
+            timer[0] = _interrupt_main_thread_later(0.0, 0.02)
+            time.sleep(0.01)
+        else:
+            time.sleep(0.25)
+            out[lo] = 1.0
+    timer = [None]
+    with pytest.raises(KeyboardInterrupt):
+        run_split(part, [0, 1, 2])
+    timer[0].join()
+    assert out[1] == 1.0
+    assert not parallel._busy.locked()
+    assert run_split(lambda lo, hi: list(range(lo, hi)), [0, 2, 5]) == [[0, 1], [2, 3, 4]]
+
+
+_CTRL_C_SCRIPT = r"""
+import signal, sys, threading, time
+import numpy as np
+import engine as en
+from graph import parallel
+
+en.config.fusion_threads = 2
+x = np.random.default_rng(0).standard_normal(1 << 23).astype(np.float32)
+want = 3.0 / (1.0 + np.exp(-(2.0 * x.astype(np.float64) + 1.0))) - x
+f = en.function(lambda x: en.sigmoid(x * 2.0 + 1.0) * 3.0 - x)
+t = en.tensor(x)
+f(t)
+
+def two_sigints():
+    for d in (0.005, 0.02):
+        time.sleep(d)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+interrupted = 0
+for trial in range(12):
+    timer = threading.Thread(target=two_sigints)
+    timer.start()
+    try:
+        try:
+            for _ in range(50):
+                f(t)
+        except KeyboardInterrupt:
+            interrupted += 1
+            assert not parallel._busy.locked(), "the pool is still busy after the interrupt"
+        time.sleep(0.05)   # the second SIGINT may land here
+    except KeyboardInterrupt:
+        interrupted += 1
+    timer.join()
+    for _ in range(3):
+        got = f(t).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+print("interrupted", interrupted)
+"""
+
+
+def test_ctrl_c_in_a_threaded_kernel_leaves_the_pool_usable_and_the_answers_right():
+    # In a child process with a timeout: a broken pool hangs in join.
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_SCRIPT], cwd=root, capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert int(done.stdout.split()[-1]) >= 12   # every trial was interrupted at least once
