@@ -186,11 +186,11 @@ class EagerMode:
             raise located(err) from None
         if kind == "assign":
             new = value if immutable and value.flags.c_contiguous else np.array(value, copy=True)
-        elif kind == "assign_add":
-            new = var._value + value
-        else:
-            new = var._value - value
-        var._set(new)
+            with var._lock:     # waits for a graph call that is writing var
+                var._set(new)
+            return var
+        with var._lock:         # read-modify-write: no other thread's write in between
+            var._set(var._value + value if kind == "assign_add" else var._value - value)
         return var
 
 
@@ -200,7 +200,8 @@ def _scatter_update(var, indices, updates):
     updates = _plain_array(updates, var.dtype)
     try:
         check_scatter(var, (indices.shape, indices.dtype), (updates.shape, updates.dtype))
-        var._scatter(indices, updates)
+        with var._lock:
+            var._scatter(indices, updates)
     except EngineError as err:
         raise located(err) from None
     return var

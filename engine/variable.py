@@ -26,6 +26,7 @@ from .errors import DTypeError, EngineError, ShapeError
 from .lifting import as_array
 from .modes import current_mode
 from .tensor import Tensor, TensorOps
+from .transaction import LOGS as _TXN_LOGS, log_pointer, log_rows
 
 _ids = itertools.count()
 
@@ -46,7 +47,10 @@ class Variable(TensorOps):
         self.trainable = bool(trainable)
         self.shape = value.shape
         self.dtype = value.dtype
-        self._lock = threading.Lock()
+        # Held for a read-modify-write (assign_add) and, by a compiled graph
+        # that writes this variable, for the whole call; re-entrant, since a
+        # py_function inside that call may assign the variable again.
+        self._lock = threading.RLock()
 
     def read(self):
         """The current value as a tensor (recorded on tapes; traced in graphs)."""
@@ -113,6 +117,10 @@ class Variable(TensorOps):
         array = np.asarray(array)
         if array.flags.writeable:
             array.flags.writeable = False
+        if _TXN_LOGS:    # a transaction is open somewhere: if in this thread, log the old array
+            log = _TXN_LOGS.get(threading.get_ident())
+            if log is not None:
+                log_pointer(self, log)
         self._value = array
 
     def _scatter(self, indices, updates):
@@ -122,8 +130,13 @@ class Variable(TensorOps):
         # Write in place when only this variable refers to the array (the three
         # references: the attribute, ``value`` and getrefcount's argument) and the
         # array owns its memory; otherwise copy, so no earlier read changes.
+        log = _TXN_LOGS.get(threading.get_ident()) if _TXN_LOGS else None
         if value.base is not None or sys.getrefcount(value) > 3:
             value = np.array(value, copy=True)
+            if log is not None:
+                log_pointer(self, log)
+        elif log is not None:     # in place inside a transaction: keep the old rows
+            log_rows(self, indices, log)
         value.flags.writeable = True
         try:
             value[indices] = updates

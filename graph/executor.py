@@ -5,6 +5,7 @@ import numpy as np
 from engine.autodiff.tape import _TAPES
 from engine.errors import EngineError, format_location
 from engine.tensor import Tensor, wrap
+from engine.transaction import atomic_call
 
 from .codegen import lower
 
@@ -24,6 +25,11 @@ class CompiledGraph:
         self.graph = graph
         self.lowered = lower(graph, kernel_for)
         self.fn = self.lowered.build()
+        # A call's variable writes take effect together or (if it raises) not at
+        # all, and no other thread writes those variables in the middle of it.
+        written = written_variables(graph)
+        if written:
+            self.fn = atomic_call(self.fn, written)
         self.source = self.lowered.source
         plan = getattr(graph, "memory_plan", None)
         self._plan = plan if plan is not None and plan.views else None
@@ -137,6 +143,12 @@ class CompiledGraph:
 
     def __call__(self, arrays):
         return self.run(arrays)
+
+
+def written_variables(graph):
+    """The variables ``graph`` assigns, its control-flow bodies included."""
+    from .tracer import _body_variables
+    return _body_variables([graph])[1]
 
 
 def wrap_outputs(arrays, dtypes):

@@ -24,6 +24,7 @@ from .. import ops
 from ..autodiff import GradientTape
 from ..errors import DTypeError, EngineError, ShapeError
 from ..tensor import Tensor, tensor
+from ..transaction import all_or_nothing
 from ..variable import Variable
 
 
@@ -84,13 +85,16 @@ class Optimizer:
     def step(self, grads, vars):
         """Apply one update to ``vars`` from ``grads`` (same structure). Returns ``vars``.
 
-        A gradient of ``None`` leaves its variable unchanged (SGD, Adam).
+        A gradient of ``None`` leaves its variable unchanged (SGD, Adam). A step
+        is all or nothing: if it raises part way (``check_numerics`` stopping
+        at a NaN), the variables, the state and ``iterations`` are as before.
         """
         var_list = _as_var_list(vars, f"{type(self).__name__}.step")
         grad_list = _as_grad_list(grads, var_list, f"{type(self).__name__}.step")
         self.build(var_list)
-        self._update(grad_list, var_list)
-        self.iterations.assign_add(1)
+        with all_or_nothing():   # a step that raises (check_numerics, a bad shape) undoes itself
+            self._update(grad_list, var_list)
+            self.iterations.assign_add(1)
         return vars
 
     def apply_gradients(self, grads_and_vars):

@@ -60,6 +60,7 @@ from ..config import config
 from ..errors import EngineError
 from ..modes import current_mode
 from ..tensor import Tensor, tensor
+from ..transaction import all_or_nothing
 from ..variable import Variable
 from .base import Optimizer, _as_grad_list, _as_var_list, as_dtype
 
@@ -213,7 +214,8 @@ class LBFGS(Optimizer):
                               "opt.step(grads, vars, loss_fn=loss_fn)")
         self.build(var_list)
         grad_list = [ops.zeros_like(v) if g is None else g for g, v in zip(grad_list, var_list)]
-        self._update(grad_list, var_list, loss_fn, loss)
+        with all_or_nothing():   # all or nothing, as Optimizer.step
+            self._update(grad_list, var_list, loss_fn, loss)
         return vars
 
     def _minimize_step(self, loss_fn, loss, grads, var_list):
