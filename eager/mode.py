@@ -1,15 +1,14 @@
-"""Eager mode: validate with the op's shape rule, run its numpy kernel, record on tapes.
+"""Eager mode: validate with the op's shape rule, then run its numpy kernel at once.
 
 Validation is cached per (op, params, input shapes and dtypes), so the common
 case of a repeated call costs one dictionary lookup before the kernel runs.
 """
 import numpy as np
 
-from engine.autodiff.tape import _TAPES, record, watch_variable_read
 from engine.config import config
 from engine.errors import EngineError, TracingError, format_location, user_frame
 from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
-from engine.modes import set_default_mode
+from engine.modes import Mode, read_variable
 from engine.op import freeze_params
 from engine.tensor import Tensor, wrap
 from engine.variable import Variable, check_scatter
@@ -57,10 +56,11 @@ def located(err):
     return type(err)(f"{err}\n  at {format_location(user_frame())}")
 
 
-class EagerMode:
-    """Runs ops at once on numpy. The default mode."""
+class EagerMode(Mode):
+    """Runs ops at once on numpy. The default mode (registered by ``engine/__init__.py``)."""
 
     name = "eager"
+    is_concrete = True
 
     def lift(self, args):
         """Turn op arguments into concrete tensors (scalars weakly typed)."""
@@ -80,7 +80,7 @@ class EagerMode:
             elif t in WEAK_SCALAR_TYPES:
                 weak = True
             elif isinstance(a, Variable):
-                a = self.read_variable(a)
+                a = read_variable(a, self)
             elif isinstance(a, Tensor):
                 pass
             else:
@@ -143,8 +143,6 @@ class EagerMode:
                 buffer_cache.adopt(out, result)
         if _CHECK_NUMERICS.get():
             check_outputs(op, out, tensors)
-        if _TAPES.get():
-            record(op, tensors, out, params)
         return out
 
     @staticmethod
@@ -164,10 +162,7 @@ class EagerMode:
         return checked
 
     def read_variable(self, var):
-        t = wrap(var._value)
-        if _TAPES.get():
-            watch_variable_read(var, t)
-        return t
+        return wrap(var._value)
 
     def assign_variable(self, var, value, kind, indices=None):
         if kind == "scatter_update":
@@ -192,6 +187,9 @@ class EagerMode:
         with var._lock:         # read-modify-write: no other thread's write in between
             var._set(var._value + value if kind == "assign_add" else var._value - value)
         return var
+
+    def cond(self, pred, true_fn, false_fn, *operands):
+        return true_fn(*operands) if bool(pred) else false_fn(*operands)
 
 
 def _scatter_update(var, indices, updates):
@@ -252,4 +250,3 @@ def _as_output(result, dtype):
 
 
 EAGER = EagerMode()
-set_default_mode(EAGER)

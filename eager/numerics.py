@@ -1,10 +1,8 @@
-"""``check_numerics``: stop at the first op that makes NaN or Inf."""
-import contextlib
-
+"""The check behind ``en.debug.check_numerics()``: eager mode calls :func:`check_outputs`
+after each op while the switch is on."""
 import numpy as np
 
 from engine import dtypes
-from engine.config import config
 from engine.errors import NumericsError, describe_inputs, format_location, user_frame
 
 
@@ -21,21 +19,3 @@ def check_outputs(op, out, inputs):
                 f"check_numerics: op '{op.name}' produced {kind} from inputs "
                 f"{describe_inputs([(t.shape, t.dtype) for t in inputs])}\n"
                 f"  at {format_location(user_frame())}")
-
-
-@contextlib.contextmanager
-def check_numerics(enabled=True):
-    """Within the block, raise :class:`NumericsError` at the first op (forward or
-    backward) that produces NaN or Inf.
-
-    Example:
-        >>> import engine as en
-        >>> with en.debug.check_numerics():  # doctest: +SKIP
-        ...     en.log(en.tensor(-1.0))
-        NumericsError: check_numerics: op 'log' produced NaN ...
-    """
-    token = config._check_numerics.set(bool(enabled))
-    try:
-        yield
-    finally:
-        config._check_numerics.reset(token)

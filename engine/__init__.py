@@ -1,5 +1,10 @@
 """A dual-mode array engine: eager numpy execution and traced, optimized graphs.
 
+This file is the public facade and the one place that wires the layers: the
+core (everything else under ``engine/``) imports neither the eager
+interpreter (``eager/``) nor graph mode (``graph/``); the facade imports all
+three and registers eager execution as the default mode.
+
 Example:
     >>> import engine as en
     >>> x = en.tensor([1.0, 2.0, 3.0])
@@ -11,6 +16,7 @@ from .config import config
 from .dtypes import bool_, float32, float64, int32, int64
 from .errors import (DTypeError, EngineError, LoadError, NotDifferentiableError,
                      NumericsError, ShapeError, TracingError)
+from . import modes
 from .modes import apply
 from .op import REGISTRY, Op
 from .tensor import Tensor, tensor
@@ -18,12 +24,14 @@ from .variable import Variable
 from . import ops
 from .ops import *  # noqa: F401,F403  (the op functions: en.add, en.matmul, ...)
 from .ops import abs, pow, sum, max, min  # noqa: F401
-import eager as _eager  # noqa: F401  (installs eager mode as the default)
 from .autodiff import GradientTape, custom_gradient, grad, value_and_grad
 from . import debug
 from . import random
 from . import optim, data  # noqa: E402
-# Graph mode, imported module by module so that ``import graph`` first works too.
+# The modes, imported module by module so that ``import eager`` or ``import graph``
+# first works too (their packages import this facade first).
+from eager.mode import EAGER as _EAGER  # noqa: E402
+modes.set_default_mode(_EAGER)
 from graph.function import Function, function, run_functions_eagerly  # noqa: E402
 from graph.signature import TensorSpec  # noqa: E402
 from graph.tracer import is_tracing  # noqa: E402

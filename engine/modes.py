@@ -1,29 +1,106 @@
-"""The mode stack and the single entry point :func:`apply`.
+"""The mode protocol, the mode stack and the single entry point :func:`apply`.
 
-Every op call in every mode goes through ``apply(op, *inputs, **params)``,
-which hands the call to the current mode (eager execution, or graph tracing).
-The current mode and the active gradient tapes live in context variables, so
-each thread (and each asyncio task) has its own.
+Every op call in every mode goes through ``apply(op, *inputs, **params)``
+(the op functions ``en.add``, ``en.matmul``, ... are made by
+:func:`op_function` and do the same), which hands the call to the current
+mode and records it on the active gradient tapes. A mode is an object
+following :class:`Mode`: eager execution (``eager.EagerMode``) and graph
+tracing (``graph.tracer.TraceMode``) are the two. The core never imports
+them: the public facade (``engine/__init__.py``) registers the eager mode as
+the default with :func:`set_default_mode`, and a tracer pushes its mode with
+:func:`use_mode`. The current mode lives in a context variable, so each thread
+(and each asyncio task) has its own.
+
+Code outside a mode asks the mode, never which mode it is:
+``current_mode().is_concrete`` (do values exist now?), ``current_mode().cond``
+(branch on a tensor), ``current_mode().lift`` (tensors of this mode).
 
 Example:
     >>> import engine as en
     >>> en.apply(en.ops.add_op, en.tensor(1.0), 2.0)
     tensor(3., shape=(), dtype=float64)
+    >>> current_mode().is_concrete
+    True
 """
+import abc
 import contextlib
 import contextvars
 
+from .recording import active_tapes, record, watch_variable_read
+
+
+class Mode(abc.ABC):
+    """What a mode provides. :func:`apply` and the op functions dispatch to it.
+
+    Attributes:
+        name: a short label for messages ("eager", "trace"); never test it.
+        is_concrete: ``True`` when the tensors this mode makes hold values now
+            (eager), ``False`` when they stand for values computed later (a
+            graph being traced). Code that needs a value (a Python ``if``, a
+            numpy shortcut) asks this instead of the mode's type.
+
+    A mode never touches gradient tapes: :func:`apply` records each op call
+    on them (with the tensors ``lift`` made) and :func:`read_variable` each
+    variable read.
+    """
+
+    name = None
+    is_concrete = None
+
+    @abc.abstractmethod
+    def lift(self, args):
+        """The op arguments ``args`` (tensors, variables, arrays, Python scalars) as a
+        list of tensors of this mode; tensors already of this mode are kept as they are.
+        Python scalars are weakly typed against the other arguments; variables are
+        read with :func:`read_variable` (so tapes see the read)."""
+
+    @abc.abstractmethod
+    def apply(self, op, args, params):
+        """Run (or stage) ``op`` on ``args`` (lifted here when needed) with keyword
+        ``params``; return the result tensor (a tuple for ``op.multiple_results``).
+        Bad input raises the op's shape or dtype error naming the user's line."""
+
+    @abc.abstractmethod
+    def read_variable(self, var):
+        """The current value of ``var`` as a tensor of this mode (no tape bookkeeping:
+        call :func:`read_variable` to read a variable)."""
+
+    @abc.abstractmethod
+    def assign_variable(self, var, value, kind, indices=None):
+        """Validate, then write ``var``: ``kind`` is ``"assign"``, ``"assign_add"``,
+        ``"assign_sub"`` or ``"scatter_update"`` (rows ``indices``). Returns ``var``."""
+
+    @abc.abstractmethod
+    def cond(self, pred, true_fn, false_fn, *operands):
+        """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``: a Python
+        ``if`` where values are concrete, both branches staged where they are not."""
+
+
 _MODE = contextvars.ContextVar("engine_mode")
-_DEFAULT_MODE = [None]   # set by eager.mode when it is imported
+_default = None   # the mode used where none is pushed; registered by the facade
+
+#: ``pushed_mode(default)``: the mode pushed by :func:`use_mode` in this context, or
+#: ``default`` when none is (the bound ``ContextVar.get``, for hot paths:
+#: ``pushed_mode(None) is None`` means "the default mode").
+pushed_mode = _MODE.get
+
+
+def set_default_mode(mode):
+    """Make ``mode`` the mode used wherever none is pushed (the facade registers eager)."""
+    global _default
+    if not isinstance(mode, Mode):
+        raise TypeError(f"set_default_mode: {mode!r} does not implement engine.modes.Mode")
+    _default = mode
+
+
+def default_mode():
+    """The mode used wherever none is pushed (eager execution)."""
+    return _default
 
 
 def current_mode():
     """The mode that ``apply`` dispatches to now."""
-    return _MODE.get(_DEFAULT_MODE[0])
-
-
-def set_default_mode(mode):
-    _DEFAULT_MODE[0] = mode
+    return _MODE.get(_default)
 
 
 @contextlib.contextmanager
@@ -40,6 +117,41 @@ def apply(op, *inputs, **params):
     """Run ``op`` on ``inputs`` in the current mode and return its result.
 
     Inputs may be tensors, variables, numpy arrays or Python scalars
-    (scalars are weakly typed).
+    (scalars are weakly typed). Under active tapes the call is recorded.
     """
-    return _MODE.get(_DEFAULT_MODE[0]).apply(op, inputs, params)
+    if active_tapes():
+        return _apply_recorded(op, inputs, params)
+    return _MODE.get(_default).apply(op, inputs, params)
+
+
+def op_function(op):
+    """The public function ``f(*inputs, **params)`` for ``op``: :func:`apply`, inlined
+    (this wrapper runs for every op call, in every mode)."""
+    get_mode = _MODE.get
+
+    def f(*inputs, **params):
+        if active_tapes():
+            return _apply_recorded(op, inputs, params)
+        return get_mode(_default).apply(op, inputs, params)
+    f.__name__ = op.name
+    f.__qualname__ = op.name
+    f.__doc__ = op.doc
+    return f
+
+
+def _apply_recorded(op, inputs, params):
+    """``apply`` under active tapes: the entry holds the tensors the mode lifted."""
+    mode = _MODE.get(_default)
+    tensors = mode.lift(inputs)
+    out = mode.apply(op, tensors, params)
+    record(op, tensors, out, params)
+    return out
+
+
+def read_variable(var, mode=None):
+    """``var``'s current value as a tensor of ``mode`` (the current one by default),
+    recorded on the active tapes; what ``var.read()`` does."""
+    t = (mode or _MODE.get(_default)).read_variable(var)
+    if active_tapes():
+        watch_variable_read(var, t)
+    return t

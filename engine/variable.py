@@ -24,7 +24,7 @@ import numpy as np
 
 from .errors import DTypeError, EngineError, ShapeError
 from .lifting import as_array
-from .modes import current_mode
+from .modes import current_mode, read_variable
 from .tensor import Tensor, TensorOps
 from .transaction import LOGS as _TXN_LOGS, log_pointer, log_rows
 
@@ -54,7 +54,7 @@ class Variable(TensorOps):
 
     def read(self):
         """The current value as a tensor (recorded on tapes; traced in graphs)."""
-        return current_mode().read_variable(self)
+        return read_variable(self)
 
     def value(self):
         return self.read()

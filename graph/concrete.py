@@ -1,11 +1,12 @@
 """One traced signature of an ``en.function``: its graph, compiled code and gradient."""
 import numpy as np
 
-from engine import dtypes
-from engine.autodiff.tape import _TAPES, GradientTape, record
+from engine import dtypes, ops
+from engine.autodiff import GradientTape
 from engine.errors import EngineError
-from engine.modes import use_mode
+from engine.modes import default_mode, read_variable, use_mode
 from engine.pytree import LEAF, flatten, unflatten
+from engine.recording import TapeRule, no_tapes, record
 from engine.tensor import Tensor
 from engine.variable import Variable
 
@@ -13,7 +14,9 @@ from .executor import CompiledGraph, wrap_outputs
 from .ir import Graph
 from .graph_ops import assign_variable_op, read_variable_op
 from .interpret import interpret, replay_nodes
-from .tracer import TraceMode, output_nodes
+from .passes import optimize
+from .passes.memory_planning import memory_planning
+from .tracer import TraceMode
 
 
 def _out_leaf(x):
@@ -25,9 +28,13 @@ class ConcreteFunction:
 
     Attributes: ``graph`` (what runs), ``unoptimized_graph``, ``source`` (the
     generated Python), ``report`` (what each optimization pass did).
+
+    ``compile_function(fn, name)`` makes the ``en.function`` that the gradient
+    of a call runs (``graph.function.Function``, which makes these objects).
     """
 
-    def __init__(self, fn, name, key, leaves, treedef, specs=None, passes=None):
+    def __init__(self, fn, name, key, leaves, treedef, specs=None, passes=None,
+                 compile_function=None):
         self.python_function = fn
         self.name = name
         self.key = key
@@ -38,6 +45,7 @@ class ConcreteFunction:
         self._forward = None
         self._replay = None
         self._passes = passes
+        self._compile_function = compile_function
         graph = self._trace(Graph(name))
         self.unoptimized_graph = graph
         self.graph, self.report = _optimize(graph, passes)
@@ -61,15 +69,11 @@ class ConcreteFunction:
     # -- tracing -----------------------------------------------------------------
     def _trace(self, graph):
         mode = TraceMode(graph)
-        tape_token = _TAPES.set(())   # eager tapes must not see traced tensors
-        try:
-            with use_mode(mode):
-                args, kwargs = self._traced_arguments(mode)
-                result = self.python_function(*args, **kwargs)
-        finally:
-            _TAPES.reset(tape_token)
+        with no_tapes(), use_mode(mode):   # eager tapes must not see traced tensors
+            args, kwargs = self._traced_arguments(mode)
+            result = self.python_function(*args, **kwargs)
         out_leaves, out_tree = flatten(result, is_leaf=_out_leaf)
-        graph.outputs = output_nodes(mode, out_leaves)
+        graph.outputs = mode.output_nodes(out_leaves)
         graph.output_tree = out_tree
         return graph
 
@@ -96,7 +100,6 @@ class ConcreteFunction:
         planned_nodes, in_place, and unplanned_peak_bytes for comparison."""
         plan = getattr(self.graph, "memory_plan", None)
         if plan is None:
-            from .passes.memory_planning import memory_planning
             probe = self.graph.copy()
             memory_planning(probe)
             data = probe.memory_plan.as_dict()
@@ -137,20 +140,19 @@ class ConcreteFunction:
     def _call_recorded(self, tensors, arrays):
         """Run under active tapes and record the call as one op whose VJP is a compiled
         backward graph fed by this call's residuals (nothing runs twice)."""
-        from eager.mode import EAGER
         compiled, dtypes_ = self._forward_with_residuals()
         results = wrap_outputs(compiled.run(arrays), dtypes_)
         n = len(self.graph.outputs)
         outs, residuals = results[:n], results[n:]
-        reads = [EAGER.read_variable(v) for v in self._float_vars]
-        record(_CallOp(self, residuals), list(tensors) + reads, tuple(outs), {})
+        mode = default_mode()   # the values are concrete whatever mode is current
+        reads = [read_variable(v, mode) for v in self._float_vars]
+        record(_call_rule(self, residuals), list(tensors) + reads, tuple(outs), {})
         return unflatten(self.graph.output_tree, outs)
 
     def backward_function(self):
         """An ``en.function`` from (inputs, variable values, residuals, output cotangents)
         to the gradients of the float inputs and the trainable float variables."""
         if self._backward is None:
-            from .function import Function
             self._forward_with_residuals()
             graph = self.unoptimized_graph
             n_in = len(graph.inputs)
@@ -179,33 +181,25 @@ class ConcreteFunction:
                 grads = tape.gradient([o for o, _ in pairs], sources,
                                       output_gradients=[g for _, g in pairs]) if pairs else \
                     [None] * len(sources)
-                from engine import ops
                 return tuple(ops.zeros_like(s) if g is None else g for s, g in zip(sources, grads))
 
-            self._backward = Function(backward, name=f"{self.name}_backward")
+            self._backward = self._compile_function(backward, f"{self.name}_backward")
         return self._backward
 
 
-class _CallOp:
-    """Tape entry for one compiled-function call (not a registry op)."""
-
-    multiple_results = True
-
-    def __init__(self, concrete, residuals):
-        self.concrete = concrete
-        self.residuals = residuals
-        self.name = f"call[{concrete.name}]"
-
-    def vjp(self, gs, outs, *inputs):
-        n_vars = len(self.concrete._float_vars)
+def _call_rule(concrete, residuals):
+    """The tape rule of one compiled-function call: its VJP runs the compiled backward
+    graph on this call's residuals."""
+    def vjp(gs, outs, *inputs):
+        n_vars = len(concrete._float_vars)
         xs = inputs[:len(inputs) - n_vars]
         vs = inputs[len(inputs) - n_vars:]
-        grads = iter(self.concrete.backward_function()(*xs, *vs, *self.residuals, *gs))
+        grads = iter(concrete.backward_function()(*xs, *vs, *residuals, *gs))
         return tuple(next(grads) if x.dtype in dtypes.FLOATS else None for x in xs) + \
             tuple(next(grads) for _ in vs)
+    return TapeRule(f"call[{concrete.name}]", vjp, multiple_results=True)
 
 
 def _optimize(graph, passes):
     """Run the optimization pipeline (``passes=None``: the default one)."""
-    from .passes import optimize
     return optimize(graph, passes)

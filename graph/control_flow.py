@@ -8,22 +8,16 @@ graph has no gradient (its trip count is only known at run time).
 """
 import numpy as np
 
-from engine import dtypes
-from engine.autodiff.tape import GradientTape
+from engine import dtypes, ops
+from engine.autodiff import GradientTape
 from engine.errors import DTypeError, NotDifferentiableError, ShapeError, describe_inputs
 from engine.modes import apply, current_mode
 from engine.op import Op
-from engine.pytree import flatten, unflatten
+from engine.pytree import LEAF, TreeDef, flatten, unflatten
 
 from .graph_ops import _structural
 from .interpret import interpret, replay_nodes
 from .subgraph import SubGraph, check_same_outputs, _leaf
-from .tracer import TraceMode
-
-
-def _tracing():
-    mode = current_mode()
-    return mode if isinstance(mode, TraceMode) else None
 
 
 def _avals(tensors):
@@ -39,7 +33,6 @@ def _vjp_of(run, inputs, cotangents):
 
     Returns one gradient per input (zeros for non-float or unconnected inputs).
     """
-    from engine import ops
     floats = [x for x in inputs if _is_float(x)]
     with GradientTape() as tape:
         tape.watch(floats)
@@ -76,7 +69,6 @@ def _cond_vjp(gs, outs, pred, *rest, true, false, n_ops):
             mine = ins[:n_ops] + ins[cap_lo:cap_hi]
             # replay={}: the branch's side effects ran in the forward pass already.
             grads = _vjp_of(lambda *xs: interpret(sub.graph, list(xs), replay={}), mine, g)
-            from engine import ops
             full = [ops.zeros_like(x) for x in ins]
             for k, gk in zip(list(range(n_ops)) + list(range(cap_lo, cap_hi)), grads):
                 full[k] = gk
@@ -96,7 +88,8 @@ def cond(pred, true_fn, false_fn, *operands):
     """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``, in both modes.
 
     In a traced function both branches are traced (they must return the same
-    structure, shapes and dtypes) and the choice is made at run time.
+    structure, shapes and dtypes) and the choice is made at run time. The
+    current mode decides which (``Mode.cond``).
 
     Example:
         >>> import engine as en
@@ -104,9 +97,12 @@ def cond(pred, true_fn, false_fn, *operands):
         >>> float(en.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x))
         6.0
     """
-    mode = _tracing()
-    if mode is None:
-        return true_fn(*operands) if bool(pred) else false_fn(*operands)
+    return current_mode().cond(pred, true_fn, false_fn, *operands)
+
+
+def traced_cond(mode, pred, true_fn, false_fn, operands):
+    """``cond`` while ``mode`` (a ``TraceMode``) traces: both branches become
+    subgraphs of one ``cond`` node."""
     leaves, tree = flatten(tuple(operands), is_leaf=_leaf)
     leaves = mode.lift(leaves)
     (pred,) = mode.lift([pred])
@@ -116,15 +112,14 @@ def cond(pred, true_fn, false_fn, *operands):
     check_same_outputs("cond", t, f, "true_fn", "false_fn")
     outs = apply(cond_op, pred, *leaves, *t.captures, *f.captures, true=t, false=f,
                  n_ops=len(leaves))
-    _mark_effects(outs, t.has_side_effects or f.has_side_effects, (t, f))
+    _mark_effects(mode, outs, t.has_side_effects or f.has_side_effects, (t, f))
     return unflatten(t.out_tree, list(outs))
 
 
-def _mark_effects(outs, effects, bodies):
+def _mark_effects(mode, outs, effects, bodies):
     if not outs:
         return
     node = outs[0]._node.inputs[0]
-    mode = _tracing()
     if effects:
         node.meta["side_effects"] = True
         mode._order_effect(node)
@@ -173,8 +168,8 @@ def while_loop(cond_fn, body_fn, loop_vars):
     """
     if not isinstance(loop_vars, (tuple, list)):
         raise TypeError("while_loop: loop_vars must be a tuple or list")
-    mode = _tracing()
-    if mode is None:
+    mode = current_mode()
+    if mode.is_concrete:
         vals = tuple(loop_vars)
         while bool(cond_fn(*vals)):
             vals = body_fn(*vals)
@@ -194,7 +189,7 @@ def while_loop(cond_fn, body_fn, loop_vars):
                          f"dtypes: got {describe_inputs(b.out_avals)} for "
                          f"{describe_inputs(avals)}")
     outs = apply(while_op, *leaves, *c.captures, *b.captures, cond=c, body=b, n_vars=len(leaves))
-    _mark_effects(outs, c.has_side_effects or b.has_side_effects, (c, b))
+    _mark_effects(mode, outs, c.has_side_effects or b.has_side_effects, (c, b))
     return type(loop_vars)(unflatten(tree, list(outs)))
 
 
@@ -236,7 +231,6 @@ def _scan_eval(*rest, body, n_carry, n_x, length, reverse):
 
 
 def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse):
-    from engine import ops
     n_real = len(body.out_avals)
     n_y = n_real - n_carry
     n_res = len(body.replay)
@@ -293,7 +287,6 @@ def scan(fn, init, xs=None, length=None, reverse=False):
         >>> partial.numpy().tolist()
         [1.0, 3.0, 6.0]
     """
-    from engine import ops
     x_leaves, x_tree = flatten(xs, is_leaf=_leaf)
     if length is None:
         if not x_leaves:
@@ -303,8 +296,8 @@ def scan(fn, init, xs=None, length=None, reverse=False):
         if not x.shape or (x.shape[0] != length and None not in (x.shape[0], length)):
             raise ShapeError(f"scan: every x must have leading dimension {length}, got "
                              f"shape {x.shape}")
-    mode = _tracing()
-    if mode is None:
+    mode = current_mode()
+    if mode.is_concrete:
         carry = init
         ys = [None] * length
         steps = range(length - 1, -1, -1) if reverse else range(length)
@@ -336,7 +329,6 @@ def scan(fn, init, xs=None, length=None, reverse=False):
                              f"({c_tree} vs {nc_tree})")
         return tuple(nc) + tuple(y_leaves)
 
-    from engine.pytree import TreeDef, LEAF
     in_tree = TreeDef(tuple, None, tuple(LEAF for _ in range(n_c + len(x_leaves))))
     body = SubGraph(body_fn, c_avals + x_avals, in_tree, "scan_body", mode)
     # Values a backward re-run could not reproduce are also returned, stacked per step.
@@ -350,7 +342,7 @@ def scan(fn, init, xs=None, length=None, reverse=False):
     outs = apply(scan_op, *c_leaves, *x_leaves, *body.captures, body=body, n_carry=n_c,
                  n_x=len(x_leaves), length=None if length is None else int(length),
                  reverse=bool(reverse))
-    _mark_effects(outs, body.has_side_effects, (body,))
+    _mark_effects(mode, outs, body.has_side_effects, (body,))
     n_y = len(body.out_avals) - n_c
     carry = unflatten(c_tree, list(outs[:n_c]))
     ys = unflatten(holder["y_tree"], list(outs[n_c:n_c + n_y]))

@@ -9,13 +9,12 @@ import numpy as np
 
 from engine.errors import EngineError, NotDifferentiableError, ShapeError, DTypeError
 from engine.lifting import as_array
-from engine.modes import apply, current_mode, use_mode
+from engine.modes import apply, current_mode, default_mode, use_mode
 from engine.op import Op
 from engine.tensor import Tensor, wrap
 
 from .graph_ops import _structural
 from .signature import TensorSpec
-from .tracer import TraceMode
 
 
 class _PyFn:
@@ -48,8 +47,7 @@ def _check_outputs(name, outs, specs):
 
 
 def _run_python(fn, arrays, specs):
-    from eager.mode import EAGER
-    with use_mode(EAGER):
+    with use_mode(default_mode()):   # run time: values are concrete
         outs = fn.fn(*[wrap(np.asarray(a)) for a in arrays])
     outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
     return _check_outputs(getattr(fn.fn, "__name__", "fn"), outs, specs)
@@ -89,8 +87,9 @@ def py_function(fn, inputs, output_spec):
     single = isinstance(output_spec, TensorSpec)
     specs = (output_spec,) if single else tuple(output_spec)
     inputs = list(inputs)
-    if not isinstance(current_mode(), TraceMode):
-        tensors = current_mode().lift(inputs)
+    mode = current_mode()
+    if mode.is_concrete:
+        tensors = mode.lift(inputs)
         arrays = _run_python(_PyFn(fn), [t._value for t in tensors], specs)
         outs = [wrap(a) for a in arrays]
     else:
@@ -124,7 +123,7 @@ def print(*values, sep=" ", end="\n", file=None):
     tensors = [v for v in values if isinstance(v, Tensor) or hasattr(v, "assign")]
     template = tuple(None if (isinstance(v, Tensor) or hasattr(v, "assign")) else str(v)
                      for v in values)
-    if not isinstance(current_mode(), TraceMode):
+    if current_mode().is_concrete:
         arrays = [t.numpy() for t in tensors]
         _print_impl(*arrays, template=template, sep=sep, end=end, file=file)
         return None

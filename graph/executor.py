@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from engine.autodiff.tape import _TAPES
 from engine.errors import EngineError, format_location
+from engine.recording import active_tapes
 from engine.tensor import Tensor, wrap
 from engine.transaction import atomic_call
 
@@ -69,7 +69,7 @@ class CompiledGraph:
         ``MISS`` if not, so a caller may try it on any arguments.
         """
         ts = [f"t{i}" for i in range(n_inputs)]
-        namespace = {"tapes_get": _TAPES.get, "on_tape": on_tape, "fn": self.fn,
+        namespace = {"tapes_get": active_tapes, "on_tape": on_tape, "fn": self.fn,
                      "reraise": self._reraise, "finish": finish, "ndarray": np.ndarray,
                      "dtype": single_dtype, "new": object.__new__, "Tensor": Tensor,
                      "buffer_sets": self._buffer_sets, "MISS": MISS,

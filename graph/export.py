@@ -61,10 +61,14 @@ import numpy as np
 
 from engine import dtypes
 from engine.errors import EngineError, LoadError, describe_aval, format_location
-from engine.pytree import TreeDef
+from engine.op import REGISTRY
+from engine.pytree import LEAF, NONE, TreeDef
 from engine.tensor import Tensor
 
+from .concrete import ConcreteFunction
+from .function import Function, function
 from .graph_ops import VarRef
+from .subgraph import SubGraph
 
 FORMAT = "dualmode-engine.graph"
 VERSION = 1
@@ -145,15 +149,12 @@ def save(fn, path, *example_args):
 
 def concrete_function_for(fn, example_args, what):
     """The ConcreteFunction to save or export for ``fn`` and its example arguments."""
-    from .concrete import ConcreteFunction
-    from .function import Function
     if isinstance(fn, ConcreteFunction):
         return fn
     if not isinstance(fn, Function):
         if not callable(fn):
             raise TypeError(f"{what}: expected an en.function or a Python function, got "
                             f"{type(fn).__name__}")
-        from .function import function
         fn = function(fn)
     if example_args or (fn.input_signature is None and _takes_no_arguments(fn)):
         return fn.get_concrete_function(*example_args)
@@ -259,7 +260,6 @@ class _Encoder:
 
     def node(self, node, index, depth):
         op = node.op
-        from engine.op import REGISTRY
         if REGISTRY.get(op.name) is not op and op.name not in STRUCTURAL_OPS:
             why = ("it runs Python code, which a saved graph never holds"
                    if op.name in ("py_function", "print") else
@@ -309,7 +309,6 @@ class _Encoder:
             if i is None:
                 raise self._error(node, key, value, "the variable is not among the graph's")
             return {"$var": i}
-        from .subgraph import SubGraph
         if isinstance(value, SubGraph):
             return {"$subgraph": self.subgraph(value, depth + 1)}
         raise self._error(node, key, value, f"a {t.__name__} has no saved form")
@@ -382,7 +381,6 @@ def tree_json(td):
 
 def tree_from_json(doc, depth=0):
     """The :class:`TreeDef` for :func:`tree_json` output. Raises ValueError when malformed."""
-    from engine.pytree import LEAF, NONE
     if depth > 64:
         raise ValueError("the output structure is nested too deeply")
     if doc == "*":

@@ -18,13 +18,13 @@ import warnings
 
 from engine.config import config
 from engine.errors import EngineError, format_location, user_frame
-from engine.modes import _DEFAULT_MODE, _MODE
+from engine.modes import current_mode, pushed_mode
 from engine.tensor import Tensor
 
 from .concrete import ConcreteFunction
 from .executor import MISS
+from .notebook import explain
 from .signature import TensorSpec, check_against_specs, describe_change, signature_of
-from .tracer import TraceMode
 
 log = logging.getLogger("engine.graph")
 
@@ -61,7 +61,7 @@ class Function:
         # The common case first, kept lean: default (eager) mode, no switches on,
         # positional concrete tensors, a signature seen before.
         local = config._run_eagerly.get()
-        if not kwargs and self.input_signature is None and _MODE.get(None) is None \
+        if not kwargs and self.input_signature is None and pushed_mode(None) is None \
                 and (local is False or local is None and not config.run_functions_eagerly_global):
             # First the signature called last: its entry checks the arguments itself.
             result = self._last_entry(args)
@@ -80,7 +80,7 @@ class Function:
                     concrete = self._fast[key] = self.get_concrete_function(*args)
                 self._last_entry = concrete.guarded_entry
                 return concrete.entry(args)
-        if type(_MODE.get(_DEFAULT_MODE[0])) is TraceMode or config.run_functions_eagerly:
+        if not current_mode().is_concrete or config.run_functions_eagerly:
             # Inside another trace, inline into that graph; eagerly on request.
             return self.python_function(*args, **kwargs)
         concrete, tensors = self._concrete_and_tensors(args, kwargs)
@@ -130,7 +130,8 @@ class Function:
                     "input_signature=[en.TensorSpec(shape=(None, ...), dtype=...)] to trace once "
                     "for every size", stacklevel=4)
             concrete = ConcreteFunction(self.python_function, self.name, key, leaves, treedef,
-                                        specs=specs, passes=self._passes())
+                                        specs=specs, passes=self._passes(),
+                                        compile_function=named_function)
             self._cache[key] = concrete
             self._last_key = key
             self.trace_count += 1
@@ -167,11 +168,15 @@ class Function:
         trace signature, what each pass changed, node counts before and after, the memory
         plan and the generated source (with fused kernels). Prints as text; renders as
         HTML in notebooks."""
-        from .notebook import explain
         return explain(self, *args, **kwargs)
 
     def __repr__(self):
         return f"<en.function {self.name} traces={self.trace_count}>"
+
+
+def named_function(fn, name):
+    """``en.function(fn)`` named ``name``: what a ConcreteFunction compiles its gradient with."""
+    return Function(fn, name=name)
 
 
 def function(fn=None, *, input_signature=None, optimize=True, passes=None, max_traces=8):

@@ -3,12 +3,12 @@
 Used to inline a traced body into another trace (so tapes see every op and
 the body can be differentiated), and to run a graph eagerly for debugging.
 """
-from engine.modes import apply, current_mode
+from engine.modes import apply, current_mode, read_variable
 from engine.tensor import wrap
 
-from .tracer import TraceMode
 from .graph_ops import (assign_variable_op, constant_op, placeholder_op, read_variable_op,
                         unpack_op)
+from .subgraph import SubGraph
 
 
 def _effectful(node):
@@ -61,19 +61,19 @@ def interpret(graph, inputs, replay=None):
         if op is constant_op:
             env[node] = wrap(node.params["value"])
         elif op is read_variable_op:
-            env[node] = mode.read_variable(node.params["var"].var)
+            env[node] = read_variable(node.params["var"].var, mode)
         elif op is assign_variable_op:
             var = node.params["var"].var
             mode.assign_variable(var, env[node.inputs[0]], node.params["kind"],
                                  *[env[i] for i in node.inputs[1:]])
-            env[node] = mode.read_variable(var)
+            env[node] = read_variable(var, mode)
         elif op is unpack_op:
             env[node] = env[node.inputs[0]][node.params["index"]]
         elif op is placeholder_op:
             raise ValueError(f"interpret: unbound input {node.name}")
         else:
             env[node] = outs = apply(op, *[env[i] for i in node.inputs], **node.params)
-            if op.multiple_results and isinstance(mode, TraceMode):
+            if op.multiple_results and not mode.is_concrete:   # tracing: see below
                 _inline_effects(mode, node, outs)
     return [env[o] for o in graph.outputs]
 
@@ -82,7 +82,6 @@ def _inline_effects(mode, node, outs):
     """What tracing a control-flow construct does beyond adding its node: the enclosing
     graph learns the bodies' variables, effects inside keep their order, and the node
     is ordered by the variables its bodies read and assign."""
-    from .subgraph import SubGraph
     subs = [p for p in node.params.values() if isinstance(p, SubGraph)]
     for sub in subs:
         for var in sub.variables:

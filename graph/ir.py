@@ -19,6 +19,9 @@ import numpy as np
 
 from engine.errors import EngineError, describe_inputs
 
+from .notebook import graph_html, graph_svg
+from .printing import graph_to_dot, graph_to_text
+
 
 class Node:
     """One value-producing operation in a graph.
@@ -227,21 +230,17 @@ class Graph:
         return True
 
     def __str__(self):
-        from .printing import graph_to_text
         return graph_to_text(self)
 
     def to_dot(self):
-        from .printing import graph_to_dot
         return graph_to_dot(self)
 
     def _repr_svg_(self):
         """The graph drawn by Graphviz's ``dot`` (None when it is not installed)."""
-        from .notebook import graph_svg
         return graph_svg(self)
 
     def _repr_html_(self):
         """The drawing when ``dot`` is installed, else a table of the nodes."""
-        from .notebook import graph_html
         return graph_html(self)
 
 

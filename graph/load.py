@@ -44,7 +44,7 @@ from .export import (DTYPES, FORMAT, LABEL_RE, MAX_DEPTH, MAX_DIM, MAX_ITEMS, MA
                      check_count, check_dtype, check_earlier, check_index, check_list,
                      check_name, check_object, check_shape, check_size, decode_param,
                      describe_avals, norm_aval, paths_for, short, tree_from_json)
-from .function import Function
+from .function import Function, named_function
 from .graph_ops import (STRUCTURAL, VarRef, assign_variable_op, constant_op, placeholder_op,
                         read_variable_op, unpack_op)
 from .interpret import interpret
@@ -626,7 +626,8 @@ class _LoadedConcrete(ConcreteFunction):
 
     def __init__(self, graph, name, specs, body):
         self._loaded_graph = graph
-        super().__init__(body, name, ("input_signature",), None, None, specs=specs)
+        super().__init__(body, name, ("input_signature",), None, None, specs=specs,
+                         compile_function=named_function)
 
     def _trace(self, graph):
         return self._loaded_graph

@@ -24,7 +24,7 @@ import subprocess
 
 from engine.errors import describe_aval
 
-from .printing import graph_to_dot
+from .printing import _param_text, graph_to_dot
 
 # Graphs larger than this are shown as tables: dot would take long and draw a tangle.
 MAX_SVG_NODES = 400
@@ -58,7 +58,6 @@ def _type_text(node):
 
 
 def _params_text(node):
-    from .printing import _param_text
     parts = []
     for key, value in sorted(node.params.items()):
         text = _param_text(value)

@@ -25,6 +25,7 @@ from engine import dtypes
 from engine.errors import EngineError, format_location
 
 from .export import concrete_function_for, safe_name
+from .passes import optimize
 from .graph_ops import constant_op, placeholder_op, read_variable_op, unpack_op
 
 OPSET = 17
@@ -64,7 +65,6 @@ def export_onnx(fn, path, *example_args, opset=OPSET):
 def to_onnx(graph, name="graph", opset=OPSET):
     """An ``onnx.ModelProto`` for an (unoptimized) engine graph."""
     onnx, helper, _ = _onnx()
-    from .passes import optimize
     graph, _ = optimize(graph, ["cleanup"])
     b = _Builder(graph)
     for node in graph.topo_order():

@@ -1,17 +1,16 @@
 """Bodies of control-flow ops (``cond`` branches, loop bodies), traced once into graphs."""
 import numpy as np
 
-from engine.autodiff.tape import _TAPES
 from engine.errors import ShapeError, describe_inputs
 from engine.modes import use_mode
 from engine.pytree import flatten, unflatten
+from engine.recording import no_tapes
 from engine.tensor import Tensor
 from engine.variable import Variable
 
 from .executor import CompiledGraph
 from .graph_ops import assign_variable_op
 from .ir import Graph
-from .tracer import TraceMode, output_nodes
 
 
 def _leaf(x):
@@ -19,7 +18,7 @@ def _leaf(x):
 
 
 class SubGraph:
-    """``fn`` traced on inputs of the given avals, inside the trace ``parent``.
+    """``fn`` traced on inputs of the given avals, inside the trace ``parent`` (a ``TraceMode``).
 
     Tensors of enclosing graphs that ``fn`` uses become extra inputs
     (``captures``, outer tensors in the order the graph's extra inputs expect).
@@ -28,17 +27,13 @@ class SubGraph:
     def __init__(self, fn, in_avals, in_tree, name, parent):
         self.name = name
         graph = Graph(name)
-        mode = TraceMode(graph, parent=parent)
-        token = _TAPES.set(())
-        try:
-            with use_mode(mode):
-                phs = [mode.placeholder(shape, dtype, name=f"{name}_in{i}")
-                       for i, (shape, dtype) in enumerate(in_avals)]
-                result = fn(*unflatten(in_tree, phs))
-                out_leaves, self.out_tree = flatten(result, is_leaf=_leaf)
-        finally:
-            _TAPES.reset(token)
-        graph.outputs = output_nodes(mode, out_leaves)
+        mode = parent.nested(graph)
+        with no_tapes(), use_mode(mode):
+            phs = [mode.placeholder(shape, dtype, name=f"{name}_in{i}")
+                   for i, (shape, dtype) in enumerate(in_avals)]
+            result = fn(*unflatten(in_tree, phs))
+            out_leaves, self.out_tree = flatten(result, is_leaf=_leaf)
+        graph.outputs = mode.output_nodes(out_leaves)
         graph.output_tree = self.out_tree
         self.graph = graph
         self.captures = [outer for outer, _ in mode.captures]

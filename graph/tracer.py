@@ -2,21 +2,22 @@
 
 While a function is traced, ``apply`` runs each op's ``abstract_eval`` (no
 numpy kernel runs) and adds a node that remembers the user's source line.
-Tapes record traced tensors exactly as they record eager ones, so gradients
-taken inside a traced function become part of the graph.
+Tapes record traced tensors exactly as they record eager ones (``apply``
+records them, in every mode), so gradients taken inside a traced function
+become part of the graph.
 
 Nested tracers (the bodies of ``cond``, ``while_loop`` and ``scan``) capture
 tensors of the enclosing graph as extra inputs.
 """
 import numpy as np
 
-from engine.autodiff.tape import _TAPES, record, watch_variable_read
 from engine.errors import EngineError, TracingError, format_location, user_frame
 from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
-from engine.modes import current_mode, use_mode
+from engine.modes import Mode, current_mode, read_variable, use_mode
 from engine.tensor import Tensor, traced
 from engine.variable import Variable, check_scatter
 
+from .control_flow import traced_cond
 from .graph_ops import (VarRef, assign_variable_op, constant_op, placeholder_op,
                         read_variable_op, unpack_op)
 
@@ -24,10 +25,11 @@ def _located(err):
     return type(err)(f"{err}\n  at {format_location(user_frame())}")
 
 
-class TraceMode:
+class TraceMode(Mode):
     """The mode that turns op calls into nodes of ``self.graph``."""
 
     name = "trace"
+    is_concrete = False
 
     def __init__(self, graph, parent=None):
         self.graph = graph
@@ -37,6 +39,11 @@ class TraceMode:
         self._consts = {}           # id(source object) -> (source, tensor)
         self._var_state = {}        # variable -> [last assign node, reads since]
         self._last_effect = None
+
+    def nested(self, graph):
+        """The mode tracing a body (of ``cond``, ``while_loop``, ``scan``) into ``graph``:
+        it captures this trace's tensors as extra inputs."""
+        return TraceMode(graph, parent=self)
 
     # -- inputs ---------------------------------------------------------------
     def placeholder(self, shape, dtype, name="x"):
@@ -89,7 +96,7 @@ class TraceMode:
             elif type(a) in WEAK_SCALAR_TYPES:
                 weak = True
             elif isinstance(a, Variable):
-                a = self.read_variable(a)
+                a = read_variable(a, self)
             else:
                 a = self.constant(as_array(a))
             out.append(a)
@@ -107,10 +114,10 @@ class TraceMode:
         except EngineError as err:
             raise _located(err) from None
         node = self.add_node(op, [t._node for t in tensors], params, aval)
-        out = self.outputs_of(node)
-        if _TAPES.get():
-            record(op, tensors, out, params)
-        return out
+        return self.outputs_of(node)
+
+    def cond(self, pred, true_fn, false_fn, *operands):
+        return traced_cond(self, pred, true_fn, false_fn, operands)
 
     def add_node(self, op, inputs, params, aval, name=None):
         """Add a node for ``op`` and order it after earlier side effects when needed."""
@@ -148,10 +155,7 @@ class TraceMode:
         if state[0] is not None:
             self.graph.add_control_dep(node, state[0])   # see the latest assign
         state[1].append(node)
-        t = traced(node.shape, node.dtype, node)
-        if _TAPES.get():
-            watch_variable_read(var, t)
-        return t
+        return traced(node.shape, node.dtype, node)
 
     def assign_variable(self, var, value, kind, indices=None):
         self._use_variable(var)
@@ -204,6 +208,21 @@ class TraceMode:
                 self.graph.add_control_dep(node, state[0])
             state[0], state[1] = node, []
 
+    def output_nodes(self, leaves):
+        """Nodes for a traced function's flat outputs (constants for non-traced values)."""
+        nodes = []
+        with use_mode(self):
+            for leaf in leaves:
+                if (isinstance(leaf, (Tensor, Variable, np.ndarray))
+                        or type(leaf) in WEAK_SCALAR_TYPES):
+                    (t,) = self.lift([leaf])
+                    nodes.append(t._node)
+                else:
+                    raise TracingError(
+                        f"a traced function returned {type(leaf).__name__} {leaf!r}; "
+                        "return tensors, arrays, numbers or tuples/lists/dicts of them")
+        return nodes
+
 
 def _body_variables(graphs):
     """The variables read and assigned in ``graphs`` and their nested bodies (by identity)."""
@@ -229,18 +248,4 @@ def _var_name(var):
 
 def is_tracing():
     """True while a function is being traced in this thread."""
-    return isinstance(current_mode(), TraceMode)
-
-
-def output_nodes(mode, leaves):
-    """Nodes for a traced function's flat outputs (constants for non-traced values)."""
-    nodes = []
-    with use_mode(mode):
-        for leaf in leaves:
-            if isinstance(leaf, (Tensor, Variable, np.ndarray)) or type(leaf) in WEAK_SCALAR_TYPES:
-                (t,) = mode.lift([leaf])
-                nodes.append(t._node)
-            else:
-                raise TracingError(f"a traced function returned {type(leaf).__name__} {leaf!r}; "
-                                   "return tensors, arrays, numbers or tuples/lists/dicts of them")
-    return nodes
+    return not current_mode().is_concrete

@@ -1,28 +1,23 @@
 """``custom_gradient``: give a function a hand-written backward rule."""
 import functools
 
+from .. import ops
 from ..errors import EngineError
-from .tape import _TAPES, record
+from ..modes import current_mode
+from ..recording import TapeRule, active_tapes, paused, record
 
 
-class _CustomGradientOp:
-    """Tape entry for one call of a custom-gradient function (not a registry op)."""
-
-    __slots__ = ("name", "grad_fn", "multiple_results")
-
-    def __init__(self, name, grad_fn, multiple_results):
-        self.name = name
-        self.grad_fn = grad_fn
-        self.multiple_results = multiple_results
-
-    def vjp(self, g, out, *inputs):
-        grads = self.grad_fn(g)
+def _custom_rule(name, grad_fn, multiple_results):
+    """The tape rule of one call of a custom-gradient function: its VJP is ``grad_fn``."""
+    def vjp(g, out, *inputs):
+        grads = grad_fn(g)
         if not isinstance(grads, (tuple, list)):
             grads = (grads,)
         if len(grads) != len(inputs):
-            raise EngineError(f"custom_gradient {self.name}: grad_fn returned {len(grads)} "
+            raise EngineError(f"custom_gradient {name}: grad_fn returned {len(grads)} "
                               f"gradients for {len(inputs)} inputs")
         return tuple(grads)
+    return TapeRule(name, vjp, multiple_results)
 
 
 def custom_gradient(f):
@@ -44,22 +39,14 @@ def custom_gradient(f):
 
     @functools.wraps(f)
     def wrapped(*args):
-        from ..modes import current_mode
         inputs = current_mode().lift(list(args))
-        from .. import ops
-        tapes = _TAPES.get()
-        saved = [t._recording for t in tapes]
-        for t in tapes:
-            t._recording = False
-        try:
+        tapes = active_tapes()
+        with paused(tapes):
             y, grad_fn = f(*inputs)
             multiple = isinstance(y, (tuple, list))
             # Fresh output tensors, so an output that is an input keeps its own identity.
             out = tuple(ops.identity(v) for v in y) if multiple else ops.identity(y)
-        finally:
-            for t, was in zip(tapes, saved):
-                t._recording = was
         if tapes:
-            record(_CustomGradientOp(name, grad_fn, multiple), inputs, out, {})
+            record(_custom_rule(name, grad_fn, multiple), inputs, out, {})
         return list(out) if isinstance(y, list) else out
     return wrapped

@@ -1,7 +1,7 @@
 """Functional gradients: :func:`grad` and :func:`value_and_grad`, nestable to any order."""
 import functools
 
-from .. import dtypes
+from .. import dtypes, ops
 from ..errors import DTypeError, EngineError
 from ..tensor import Tensor, tensor
 from ..variable import Variable
@@ -56,7 +56,6 @@ def value_and_grad(f, argnums=0, has_aux=False):
         if value.shape != ():
             raise EngineError(f"grad({name}): the function must return a scalar, got shape "
                               f"{value.shape}; sum it, or use GradientTape for non-scalar targets")
-        from .. import ops
         grads = tape.gradient(value, sources)
         grads = [ops.zeros_like(s.read() if isinstance(s, Variable) else s) if g is None else g
                  for s, g in zip(sources, grads)]

@@ -1,96 +1,24 @@
-"""Reverse-mode autodiff: :class:`GradientTape` and the recording hook every mode calls.
+"""Reverse-mode autodiff: :class:`GradientTape` and the backward pass.
 
-A tape records ``(op, inputs, out, params)`` for each op whose inputs it
+A tape holds entries ``(rule, inputs, out, params)`` (see
+:mod:`engine.recording`, which records them) for each op whose inputs it
 watches. ``gradient`` walks those entries backwards calling each op's VJP,
 which is written in engine ops: the backward pass runs through ``apply`` like
 any user code, so outer tapes record it (higher-order gradients) and the
 tracer captures it (gradients inside graphs).
 """
 import contextlib
-import contextvars
 
-from .. import dtypes
+from .. import dtypes, ops
 from ..errors import EngineError, NotDifferentiableError, NumericsError
-
-_TAPES = contextvars.ContextVar("engine_tapes", default=())
-
-
-def active_tapes():
-    """The tapes recording now, innermost last."""
-    return _TAPES.get()
-
+from ..recording import paused, pop_tape, push_tape
 
 _FLOATS = dtypes.FLOATS
 
 
 def _is_float(t):
-    return t.dtype in dtypes.FLOATS
+    return t.dtype in _FLOATS
 
-
-def record(op, inputs, out, params):
-    """Record an op on every active tape that watches one of its inputs.
-
-    Called by each mode after it has computed (or traced) ``out``. Ops with no
-    floating-point output carry no gradient and are not recorded.
-    """
-    for tape in _TAPES.get():
-        if not tape._recording:
-            continue
-        watched = tape._watched
-        for x in inputs:
-            if id(x) in watched:
-                break
-        else:
-            continue
-        if not op.multiple_results:
-            if out.dtype in _FLOATS:        # the common case, kept cheap
-                tape._entries.append((op, inputs, out, params))
-                watched[id(out)] = out
-            continue
-        floats = [o for o in out if _is_float(o)]
-        if not floats:
-            continue
-        tape._entries.append((op, inputs, out, params))
-        for o in floats:
-            watched[id(o)] = o
-
-
-def watch_variable_read(var, value):
-    """Record a variable read; trainable variables are watched automatically."""
-    for tape in _TAPES.get():
-        if not tape._recording:
-            continue
-        watched = tape._watched
-        if id(var) not in watched:
-            if not (var.trainable and tape._watch_accessed_variables and _is_float(value)):
-                continue
-            watched[id(var)] = var
-            tape._variables.append(var)
-        tape._entries.append((_READ, (var,), value, {}))
-        watched[id(value)] = value
-
-
-class _ReadVariable:
-    """Tape entry marker for a variable read: the cotangent goes to the variable."""
-    name = "read_variable"
-    multiple_results = False
-
-    @staticmethod
-    def vjp(g, out, var):
-        return (g,)
-
-
-_READ = _ReadVariable()
-
-
-@contextlib.contextmanager
-def _paused(tape):
-    was = tape._recording
-    tape._recording = False
-    try:
-        yield
-    finally:
-        tape._recording = was
 
 
 class GradientTape:
@@ -124,12 +52,12 @@ class GradientTape:
         if self._token is not None:
             raise EngineError("this GradientTape is already active; make a new one")
         self._recording = True
-        self._token = _TAPES.set(_TAPES.get() + (self,))
+        self._token = push_tape(self)
         return self
 
     def __exit__(self, *exc):
         self._recording = False
-        _TAPES.reset(self._token)
+        pop_tape(self._token)
         self._token = None
         return False
 
@@ -144,7 +72,7 @@ class GradientTape:
     @contextlib.contextmanager
     def stop_recording(self):
         """Temporarily stop recording on this tape."""
-        with _paused(self):
+        with paused((self,)):
             yield
 
     def watched_variables(self):
@@ -169,9 +97,8 @@ class GradientTape:
             seeds = [None] * len(targets)
         else:
             seeds, _ = _flatten(output_gradients)
-        from .. import ops
-        with _paused(self):
-            grads = backward(self._entries, targets, seeds, flat_sources, ops)
+        with paused((self,)):
+            grads = backward(self._entries, targets, seeds, flat_sources)
         if not self.persistent:
             # Drop every reference so arrays are freed by reference counting.
             self._entries = None
@@ -183,7 +110,7 @@ class GradientTape:
         self._entries = None
 
 
-def backward(entries, targets, seeds, sources, ops):
+def backward(entries, targets, seeds, sources):
     """Walk ``entries`` backwards from ``targets``; return one cotangent per source."""
     reach = {id(s) for s in sources}
     relevant = []
@@ -203,7 +130,7 @@ def backward(entries, targets, seeds, sources, ops):
         if id(t) not in reach:
             continue
         g = ops.ones_like(t) if seed is None else seed
-        _accumulate(cot, t, g, ops)
+        _accumulate(cot, t, g)
 
     keep = {id(s) for s in sources}
     for op, inputs, out, params in reversed(relevant):
@@ -220,7 +147,7 @@ def backward(entries, targets, seeds, sources, ops):
             raise NotDifferentiableError(
                 f"op '{op.name}' has no gradient, but a gradient was requested through it")
         try:
-            if getattr(op, "vjp_needs", False):
+            if op.vjp_needs:
                 # The rule skips the work for inputs that need no gradient.
                 needs = tuple(id(x) in reach for x in inputs)
                 in_grads = op.vjp(g, out, *inputs, needs=needs, **params)
@@ -231,11 +158,11 @@ def backward(entries, targets, seeds, sources, ops):
             raise NumericsError(f"{err}\n  in the gradient of op '{op.name}'") from None
         for x, gx in zip(inputs, in_grads):
             if gx is not None and id(x) in reach:
-                _accumulate(cot, x, gx, ops)
+                _accumulate(cot, x, gx)
     return [cot.get(id(s)) for s in sources]
 
 
-def _accumulate(cot, x, g, ops):
+def _accumulate(cot, x, g):
     if g.dtype != x.dtype:
         g = ops.cast(g, x.dtype)
     prev = cot.get(id(x))

@@ -3,7 +3,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import DTypeError, ShapeError, describe_inputs
-from ..modes import _DEFAULT_MODE, _MODE
+from ..modes import op_function
 from ..op import Op, register
 from ..shapes import broadcast_shapes
 
@@ -98,10 +98,5 @@ def unbroadcast(g, shape):
 
 
 def call(op):
-    """A public function ``f(*inputs, **params)`` for ``op``."""
-    def f(*inputs, **params):
-        # apply(), inlined: this wrapper runs for every eager op.
-        return _MODE.get(_DEFAULT_MODE[0]).apply(op, inputs, params)
-    f.__name__ = op.name
-    f.__doc__ = op.doc
-    return f
+    """A public function ``f(*inputs, **params)`` for ``op`` (see ``engine.modes.op_function``)."""
+    return op_function(op)

@@ -413,15 +413,18 @@ def _as_tensor(x):
 
 
 def _cond(pred, true_fn, false_fn):
-    from graph.control_flow import cond    # graph mode imports engine, not the reverse
-    return cond(pred, true_fn, false_fn)
+    # The mode branches: a Python ``if`` eagerly, a traced ``cond`` node in a graph.
+    return current_mode().cond(pred, true_fn, false_fn)
 
 
 def _concrete(t):
-    """The numpy value of a concrete tensor or a numpy value, ``None`` while tracing."""
+    """The numpy value of a numpy value, or of a tensor where values are concrete;
+    ``None`` while tracing."""
     if isinstance(t, (np.ndarray, np.generic)):
         return t
-    return getattr(t, "_value", None)
+    if isinstance(t, Tensor) and current_mode().is_concrete:
+        return t.numpy()
+    return None
 
 
 class _EngineMath:
@@ -525,7 +528,7 @@ class _NumpyMath:
 
 def _math_namespace():
     """numpy eagerly (unless numerics are being checked op by op), engine ops while tracing."""
-    if current_mode().name == "eager" and not config.check_numerics:
+    if current_mode().is_concrete and not config.check_numerics:
         return _NumpyMath
     return _EngineMath
 

@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 
+from engine import ops
 from engine.config import config
 from engine.op import Op
 
@@ -394,7 +395,6 @@ def _may_overwrite(members, inputs, outputs):
 
 def _full_reduction(graph, root):
     """The sum or mean over all elements that alone consumes ``root``, if there is one."""
-    from engine import ops
     users = graph.users(root)
     if len(users) != 1 or root in graph.outputs or root.dtype.kind != "f":
         return None

@@ -1,0 +1,140 @@
+"""The active gradient tapes, and the one place where computations are recorded on them.
+
+A tape entry is a tuple ``(rule, inputs, out, params)``: ``rule`` says how the
+entry differentiates. Registry ops (:class:`engine.op.Op`) are their own
+rules; computations that are not registry ops (a variable read, a call of a
+compiled function, a custom-gradient function) record a :class:`TapeRule`.
+Both have the fields ``name``, ``multiple_results``, ``vjp`` and ``vjp_needs``.
+
+Modes never record: :func:`engine.modes.apply` (and every op function) records
+each op call, and :func:`engine.modes.read_variable` each variable read, so a
+new mode gets tapes for free. The tape stack lives in a context variable, so
+each thread (and each asyncio task) has its own.
+
+Example:
+    >>> import engine as en
+    >>> from engine.recording import active_tapes
+    >>> with en.GradientTape() as tape:
+    ...     active_tapes() == (tape,)
+    True
+"""
+import contextlib
+import contextvars
+
+from . import dtypes
+
+_TAPES = contextvars.ContextVar("engine_tapes", default=())
+_FLOATS = dtypes.FLOATS
+
+#: ``active_tapes()``: the tapes recording now, innermost last (``()`` when none).
+#: The bound ``ContextVar.get`` itself, since hot paths call it once per op.
+active_tapes = _TAPES.get
+
+
+class TapeRule:
+    """How a recorded computation that is not a registry op differentiates.
+
+    ``vjp(g, out, *inputs, **params)`` returns one cotangent (or ``None``) per
+    input, as an op's VJP does; ``g`` and ``out`` are tuples when
+    ``multiple_results``. With ``vjp_needs`` it also takes ``needs=`` (one bool
+    per input) and may skip inputs that need no gradient.
+
+    Example:
+        >>> rule = TapeRule("double", lambda g, out, x: (g * 2.0,))
+        >>> rule.name, rule.multiple_results
+        ('double', False)
+    """
+
+    __slots__ = ("name", "vjp", "multiple_results", "vjp_needs")
+
+    def __init__(self, name, vjp, multiple_results=False, vjp_needs=False):
+        self.name = name
+        self.vjp = vjp
+        self.multiple_results = multiple_results
+        self.vjp_needs = vjp_needs
+
+    def __repr__(self):
+        return f"<tape rule {self.name}>"
+
+
+#: The rule of a variable read: the cotangent of the value goes to the variable.
+READ_VARIABLE = TapeRule("read_variable", lambda g, out, var: (g,))
+
+
+def push_tape(tape):
+    """Make ``tape`` the innermost active tape; returns the token for :func:`pop_tape`."""
+    return _TAPES.set(_TAPES.get() + (tape,))
+
+
+def pop_tape(token):
+    """Undo the :func:`push_tape` that returned ``token``."""
+    _TAPES.reset(token)
+
+
+@contextlib.contextmanager
+def no_tapes():
+    """Run a block with no active tape (a trace: outer tapes must not see traced tensors)."""
+    token = _TAPES.set(())
+    try:
+        yield
+    finally:
+        _TAPES.reset(token)
+
+
+@contextlib.contextmanager
+def paused(tapes):
+    """Stop ``tapes`` recording within the block (each as it was afterwards)."""
+    saved = [t._recording for t in tapes]
+    for t in tapes:
+        t._recording = False
+    try:
+        yield
+    finally:
+        for t, was in zip(tapes, saved):
+            t._recording = was
+
+
+def record(rule, inputs, out, params):
+    """Record a computation on every active tape that watches one of its inputs.
+
+    ``rule`` is an ``Op`` or a :class:`TapeRule`; ``inputs`` are the tensors it
+    was given (as the mode lifted them), ``out`` its result (a tuple when
+    ``rule.multiple_results``). Results that are not floating point carry no
+    gradient: a computation with no floating-point result is not recorded.
+    """
+    for tape in _TAPES.get():
+        if not tape._recording:
+            continue
+        watched = tape._watched
+        for x in inputs:
+            if id(x) in watched:
+                break
+        else:
+            continue
+        if not rule.multiple_results:
+            if out.dtype in _FLOATS:        # the common case, kept cheap
+                tape._entries.append((rule, inputs, out, params))
+                watched[id(out)] = out
+            continue
+        floats = [o for o in out if o.dtype in _FLOATS]
+        if not floats:
+            continue
+        tape._entries.append((rule, inputs, out, params))
+        for o in floats:
+            watched[id(o)] = o
+
+
+def watch_variable_read(var, value):
+    """Record that ``var`` was read as ``value``; tapes watch trainable variables by themselves."""
+    for tape in _TAPES.get():
+        if not tape._recording:
+            continue
+        watched = tape._watched
+        if id(var) not in watched:
+            if not (var.trainable and tape._watch_accessed_variables
+                    and value.dtype in _FLOATS):
+                continue
+            watched[id(var)] = var
+            tape._variables.append(var)
+        tape._entries.append((READ_VARIABLE, (var,), value, {}))
+        watched[id(value)] = value
