@@ -8,6 +8,7 @@ from engine.tensor import Tensor, wrap
 from engine.transaction import atomic_call
 
 from .codegen import lower
+from .graph_ops import body_variables
 
 
 # What a guarded entry returns for arguments it was not made for.
@@ -147,8 +148,7 @@ class CompiledGraph:
 
 def written_variables(graph):
     """The variables ``graph`` assigns, its control-flow bodies included."""
-    from .tracer import _body_variables
-    return _body_variables([graph])[1]
+    return body_variables([graph])[1]
 
 
 def wrap_outputs(arrays, dtypes):

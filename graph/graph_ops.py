@@ -109,3 +109,21 @@ def _unpack_eval(avals, *, index):
 
 unpack_op = _structural(Op("unpack", _unpack_impl, _unpack_eval, None, n_inputs=1,
                            doc="Result ``index`` of a multiple-result node."))
+
+
+def body_variables(graphs):
+    """The variables read and assigned in ``graphs`` and their nested bodies (by identity)."""
+    reads, writes = {}, {}
+    todo = list(graphs)
+    while todo:
+        graph = todo.pop()
+        for n in graph.nodes:
+            if n.op is read_variable_op:
+                reads[id(n.params["var"].var)] = n.params["var"].var
+            elif n.op is assign_variable_op:
+                writes[id(n.params["var"].var)] = n.params["var"].var
+            for p in n.params.values():
+                sub = getattr(p, "graph", None)
+                if sub is not None and hasattr(sub, "nodes"):
+                    todo.append(sub)
+    return list(reads.values()), list(writes.values())

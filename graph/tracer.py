@@ -18,8 +18,8 @@ from engine.tensor import Tensor, traced
 from engine.variable import Variable, check_scatter
 
 from .control_flow import traced_cond
-from .graph_ops import (VarRef, assign_variable_op, constant_op, placeholder_op,
-                        read_variable_op, unpack_op)
+from .graph_ops import (VarRef, assign_variable_op, body_variables, constant_op,
+                        placeholder_op, read_variable_op, unpack_op)
 
 def _located(err):
     return type(err)(f"{err}\n  at {format_location(user_frame())}")
@@ -193,7 +193,7 @@ class TraceMode(Mode):
         assigns are seen by reads made after it (the same ordering a direct
         read or assign gets), with nested bodies included.
         """
-        reads, writes = _body_variables([b.graph for b in bodies])
+        reads, writes = body_variables([b.graph for b in bodies])
         for var in reads:
             state = self._var_state.setdefault(var, [None, []])
             if state[0] is not None and state[0] is not node:
@@ -222,24 +222,6 @@ class TraceMode(Mode):
                         f"a traced function returned {type(leaf).__name__} {leaf!r}; "
                         "return tensors, arrays, numbers or tuples/lists/dicts of them")
         return nodes
-
-
-def _body_variables(graphs):
-    """The variables read and assigned in ``graphs`` and their nested bodies (by identity)."""
-    reads, writes = {}, {}
-    todo = list(graphs)
-    while todo:
-        graph = todo.pop()
-        for n in graph.nodes:
-            if n.op is read_variable_op:
-                reads[id(n.params["var"].var)] = n.params["var"].var
-            elif n.op is assign_variable_op:
-                writes[id(n.params["var"].var)] = n.params["var"].var
-            for p in n.params.values():
-                sub = getattr(p, "graph", None)
-                if sub is not None and hasattr(sub, "nodes"):
-                    todo.append(sub)
-    return list(reads.values()), list(writes.values())
 
 
 def _var_name(var):
