@@ -12,6 +12,7 @@ Example:
     >>> [n.op.name for n in g.topo_order()]
     ['placeholder', 'exp', 'constant', 'add']
 """
+import heapq
 import itertools
 
 import networkx as nx
@@ -79,6 +80,7 @@ class Graph:
         self.output_tree = None  # pytree TreeDef of the outputs
         self.variables = []     # captured variables, in first-use order
         self.names = set()
+        self._next_suffix = {}  # base name -> the suffix to try first (see _unique_name)
         self.notes = []         # what passes did, read by the optimization report
 
     # -- building ---------------------------------------------------------
@@ -101,13 +103,20 @@ class Graph:
         self._g.add_edge(before, node)
 
     def _unique_name(self, base):
+        """``base`` made an identifier, or ``base_i`` for the first free ``i`` from the
+        last one handed out for ``base``: O(1) per name however often a base repeats
+        (trying ``base_1``, ``base_2``, ... from 1 made a trace quadratic)."""
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
         if not base or base[0].isdigit():
             base = "v_" + base
-        name, i = base, 1
-        while name in self.names:
+        name = base
+        if name in self.names:
+            i = self._next_suffix.get(base, 1)
             name = f"{base}_{i}"
-            i += 1
+            while name in self.names:     # taken by a name given explicitly
+                i += 1
+                name = f"{base}_{i}"
+            self._next_suffix[base] = i + 1
         self.names.add(name)
         return name
 
@@ -135,7 +144,23 @@ class Graph:
 
     def topo_order(self):
         """Nodes in a topological order that keeps creation order where it can."""
-        return list(nx.lexicographical_topological_sort(self._g, key=lambda n: n.id))
+        # Kahn's algorithm with the ready nodes in a heap by id: the order networkx's
+        # lexicographical_topological_sort gives, without its per-node view objects.
+        pred, succ = self._g.pred, self._g.succ
+        waiting = {n: len(p) for n, p in pred.items()}
+        ready = [(n.id, n) for n, k in waiting.items() if k == 0]   # ids are unique
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            node = heapq.heappop(ready)[1]
+            order.append(node)
+            for user in succ[node]:
+                waiting[user] -= 1
+                if not waiting[user]:
+                    heapq.heappush(ready, (user.id, user))
+        if len(order) != len(waiting):
+            raise EngineError(f"graph {self.name} has a cycle")
+        return order
 
     # -- editing ------------------------------------------------------------
     def replace_all_uses_with(self, old, new):

@@ -78,3 +78,12 @@ def test_kernel_threads_below_one_is_refused():
     proc = _run(["lbfgs", "--kernel-threads", "0"], timeout=60)
     assert proc.returncode == 2
     assert "--kernel-threads must be at least 1, got 0" in proc.stderr
+
+
+def test_trace_scaling_prints_a_row_per_program_and_size(capsys):
+    from bench import trace_scaling
+    rows = trace_scaling.main(["--ops", "100,200"])
+    assert [(r["program"], r["ops"]) for r in rows] == [("chain", 100), ("chain", 200),
+                                                       ("grad", 100), ("grad", 200)]
+    assert all(r["traced_ops"] >= r["ops"] * 0.8 for r in rows)
+    assert "us/op" in capsys.readouterr().out
