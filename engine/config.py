@@ -24,6 +24,10 @@ class _Config:
         # they help only where the BLAS's threads sleep between calls (OpenBLAS
         # spins ~0.1 s after each; see the README, "Kernel threads").
         self.fusion_threads = 1
+        # Traces each en.function keeps, least recently used dropped first (None:
+        # all). Each holds its graphs, generated code and planned buffers; 32 covers
+        # the shapes a training loop alternates between (last batch, eval batch).
+        self.max_cached_traces = 32
         # Eager mode recycles large freed arrays up to this many bytes (0: off).
         self.eager_cache_bytes = 2 << 30
         # Kernels borrow one per-thread scratch buffer (im2col patches) up to

@@ -49,7 +49,9 @@ class Lowered:
         lines = self.source.splitlines(True)
         linecache.cache[self.filename] = (len(self.source), None, lines, self.filename)
         exec(code, self.namespace)
-        return self.namespace[self.fn_name]
+        # Popped: a function kept in its own globals is a reference cycle, and
+        # the cycle would keep the graph's constants alive after the graph is dropped.
+        return self.namespace.pop(self.fn_name)
 
 
 def lower(graph, kernel_for=None):

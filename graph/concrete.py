@@ -1,4 +1,6 @@
 """One traced signature of an ``en.function``: its graph, compiled code and gradient."""
+import weakref
+
 import numpy as np
 
 from engine import dtypes, ops
@@ -21,6 +23,27 @@ from .tracer import TraceMode
 
 def _out_leaf(x):
     return isinstance(x, (Tensor, Variable, np.ndarray))
+
+
+def _finisher(out_dtypes, single_output, tree):
+    """``finish(results)``: tensors for the graph's output arrays, in the structure
+    the function returned."""
+    def finish(results):
+        outs = wrap_outputs(results, out_dtypes)
+        return outs[0] if single_output else unflatten(tree, outs)
+    return finish
+
+
+def _weak_method(method):
+    """``method`` called through a weak reference to its object."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args):
+        bound = ref()
+        if bound is None:
+            raise EngineError("this traced function's graph has been freed")
+        return bound(*args)
+    return call
 
 
 class ConcreteFunction:
@@ -57,11 +80,16 @@ class ConcreteFunction:
         # guarded_entry(args): the same, checking first that args are such tensors.
         single = self._out_dtypes[0] if self._single_output else None
         n = len(self.graph.inputs)
-        self.entry = self.compiled.tensor_entry(n, self._on_tape, self._finish, single)
+        # What the entries call must not hold this object, which holds them: the
+        # cycle would leave a dropped trace (evicted, or its en.function deleted)
+        # to the cycle collector, arrays and all.
+        finish = _finisher(self._out_dtypes, self._single_output, self.graph.output_tree)
+        on_tape = _weak_method(self._on_tape)
+        self.entry = self.compiled.tensor_entry(n, on_tape, finish, single)
         self.guarded_entry = None
         if specs is None:   # traced for these very shapes
             guard = [(p.shape, p.dtype) for p in self.graph.inputs]
-            self.guarded_entry = self.compiled.tensor_entry(n, self._on_tape, self._finish,
+            self.guarded_entry = self.compiled.tensor_entry(n, on_tape, finish,
                                                             single, guard)
         self._float_vars = [v for v in self.graph.variables
                             if v.trainable and v.dtype in dtypes.FLOATS]
@@ -118,11 +146,6 @@ class ConcreteFunction:
 
     def _on_tape(self, tensors):
         return self._call_recorded(tensors, [t._value for t in tensors])
-
-    def _finish(self, results):
-        """Tensors for the graph's output arrays, in the structure the function returned."""
-        outs = wrap_outputs(results, self._out_dtypes)
-        return outs[0] if self._single_output else unflatten(self.graph.output_tree, outs)
 
     # -- gradients -----------------------------------------------------------------
     def _forward_with_residuals(self):

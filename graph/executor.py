@@ -118,7 +118,7 @@ class CompiledGraph:
         lines.append("    return finish(results)")
         source = "\n".join(lines) + "\n"
         exec(compile(source, f"<entry {self.graph.name}>", "exec"), namespace)
-        return namespace["entry"]
+        return namespace.pop("entry")   # not kept in its own globals: no cycle
 
     def _reraise(self, err):
         """Raise ``err`` again, of the same class where possible, naming the failing node."""

@@ -10,6 +10,7 @@ Example:
     >>> f.trace_count
     1
 """
+import collections
 import contextlib
 import functools
 import logging
@@ -33,11 +34,17 @@ def _miss(args):
     return MISS
 
 
+def _check_cache_limit(limit):
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise EngineError(f"max_cached_traces must be a positive int or None, got {limit!r}")
+    return limit
+
+
 class Function:
     """A Python function compiled to a graph per input signature. See :func:`function`."""
 
     def __init__(self, fn, input_signature=None, optimize=True, passes=None, max_traces=8,
-                 name=None):
+                 name=None, max_cached_traces=None):
         functools.update_wrapper(self, fn)
         self.python_function = fn
         self.name = name or getattr(fn, "__name__", "function")
@@ -48,8 +55,15 @@ class Function:
         self.optimize = optimize
         self.passes = passes
         self.max_traces = max_traces
+        self.max_cached_traces = _check_cache_limit(max_cached_traces)
+        # Traces by key; _recent holds them least recently used first, each with its
+        # key (keyed by the trace itself: hashing a signature key costs microseconds);
+        # _fast finds them by the arguments' shapes and dtypes, _fast_keys says which
+        # _fast keys each trace has. See _evict.
         self._cache = {}
+        self._recent = collections.OrderedDict()
         self._fast = {}
+        self._fast_keys = {}
         self._last_entry = _miss
         self._lock = threading.RLock()
         self._last_key = None
@@ -77,7 +91,12 @@ class Function:
                 key = tuple(key)
                 concrete = self._fast.get(key)
                 if concrete is None:
-                    concrete = self._fast[key] = self.get_concrete_function(*args)
+                    concrete = self._remember_fast(key, self.get_concrete_function(*args))
+                else:
+                    try:    # now the most recently used (the signature called last is)
+                        self._recent.move_to_end(concrete)
+                    except KeyError:   # evicted by another thread meanwhile
+                        pass
                 self._last_entry = concrete.guarded_entry
                 return concrete.entry(args)
         if not current_mode().is_concrete or config.run_functions_eagerly:
@@ -107,6 +126,11 @@ class Function:
         concrete = self._cache.get(key)
         if concrete is None:
             concrete = self._trace(key, tensors, leaves, treedef)
+        else:
+            try:
+                self._recent.move_to_end(concrete)
+            except KeyError:   # evicted by another thread meanwhile
+                pass
         return concrete, tensors
 
     def get_concrete_function(self, *args, **kwargs):
@@ -133,9 +157,37 @@ class Function:
                                         specs=specs, passes=self._passes(),
                                         compile_function=named_function)
             self._cache[key] = concrete
+            self._recent[concrete] = key
             self._last_key = key
             self.trace_count += 1
+            self._evict()
             return concrete
+
+    def _remember_fast(self, key, concrete):
+        with self._lock:
+            if concrete in self._recent:   # not evicted meanwhile
+                self._fast[key] = concrete
+                self._fast_keys.setdefault(concrete, []).append(key)
+        return concrete
+
+    def _evict(self):
+        """Drops the least recently used traces past the bound (``max_cached_traces``,
+        else ``en.config.max_cached_traces``; None: no bound). Nothing else holds a
+        dropped trace, so its graphs and buffers are freed at once."""
+        limit = self.max_cached_traces
+        if limit is None:
+            limit = config.max_cached_traces
+        if limit is None:
+            return
+        while len(self._recent) > max(1, limit):
+            concrete, key = self._recent.popitem(last=False)
+            self._cache.pop(key, None)
+            for fast_key in self._fast_keys.pop(concrete, ()):
+                self._fast.pop(fast_key, None)
+            if self._last_entry is concrete.guarded_entry:
+                self._last_entry = _miss
+            log.info("%s: dropped the least recently used trace (%s traces kept)", self.name,
+                     limit)
 
     def _passes(self):
         if not self.optimize:
@@ -179,12 +231,17 @@ def named_function(fn, name):
     return Function(fn, name=name)
 
 
-def function(fn=None, *, input_signature=None, optimize=True, passes=None, max_traces=8):
+def function(fn=None, *, input_signature=None, optimize=True, passes=None, max_traces=8,
+             max_cached_traces=None):
     """Compile ``fn`` to a graph, traced once per input signature.
 
     Usable as ``@en.function`` or ``en.function(fn, input_signature=[...])``.
     The first call with a new signature runs the Python body once with traced
     tensors; later calls run the compiled graph without running Python.
+    ``max_traces`` traces in, a warning suggests an ``input_signature``. The
+    ``max_cached_traces`` most recently used traces are kept (default
+    ``en.config.max_cached_traces``, 32; None: all of them); an older one is
+    dropped, its graphs and buffers freed, and traced again if called again.
 
     Example:
         >>> import engine as en
@@ -194,7 +251,7 @@ def function(fn=None, *, input_signature=None, optimize=True, passes=None, max_t
     """
     def wrap(f):
         return Function(f, input_signature=input_signature, optimize=optimize, passes=passes,
-                        max_traces=max_traces)
+                        max_traces=max_traces, max_cached_traces=max_cached_traces)
     return wrap(fn) if fn is not None else wrap
 
 

@@ -14,6 +14,7 @@ Example:
 """
 import heapq
 import itertools
+import weakref
 
 import networkx as nx
 import numpy as np
@@ -35,7 +36,7 @@ class Node:
     """
 
     __slots__ = ("id", "op", "inputs", "params", "shape", "dtype", "avals", "name", "source",
-                 "meta", "control_deps", "graph", "__weakref__")
+                 "meta", "control_deps", "_graph", "__weakref__")
 
     def __init__(self, id, op, inputs, params, aval, name, source, graph):
         self.id = id
@@ -52,7 +53,15 @@ class Node:
         self.source = source
         self.meta = {}
         self.control_deps = []
-        self.graph = graph
+        # Weak: a graph and its nodes would otherwise form a reference cycle, and a
+        # dropped graph (an evicted trace, a deleted en.function) would wait for the
+        # cycle collector to free its arrays.
+        self._graph = weakref.ref(graph)
+
+    @property
+    def graph(self):
+        """The graph the node was added to (None once that graph is freed)."""
+        return self._graph()
 
     @property
     def aval(self):

@@ -323,7 +323,7 @@ class FusedKernel:
         namespace["new_small_scratch"] = lambda: [np.empty(static, d) for d in small_dtypes]
         fresh = dict(namespace)   # before exec: the fresh kernel keeps its own scratch
         exec(compile(self.source, f"<fused kernel {name}>", "exec"), namespace)
-        self.out_impl = namespace[name]
+        self.out_impl = namespace.pop(name)   # not kept in its own globals: no cycle
         self.backend = "numpy"
         one_value = len(outputs) == 1 and outputs[0][1] is None
         if config.fusion_backend == "numba" and one_value:
@@ -340,7 +340,7 @@ class FusedKernel:
                          small_scratch=[], new_small_scratch=lambda: [
                              np.empty(static, d) for d in fresh_dtypes])
             exec(compile(fresh_source, f"<fused kernel {name}_fresh>", "exec"), fresh)
-            self.impl = fresh[name + "_fresh"]
+            self.impl = fresh.pop(name + "_fresh")
             self.source += "\n" + fresh_source
         self.results = [r if r is not None else m for m, r in outputs]
         self.avals = [(r.shape, r.dtype) for r in self.results]
