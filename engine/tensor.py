@@ -10,10 +10,12 @@ Example:
     >>> (x * 2.0).dtype
     dtype('float32')
 """
+from html import escape
+
 import numpy as np
 
 from . import ops as _ops
-from .errors import TracingError
+from .errors import TracingError, format_location, user_frame
 from .lifting import as_array
 
 
@@ -155,7 +157,6 @@ class Tensor(TensorOps):
 
     def _concrete(self, what):
         if self._value is None:
-            from .errors import format_location, user_frame
             raise TracingError(
                 f"{what} needs a concrete value, but {self._describe()} is traced "
                 f"(at {format_location(user_frame())}). Python control flow on traced "
@@ -181,7 +182,6 @@ class Tensor(TensorOps):
         return f"tensor({body}, shape={self.shape}, dtype={self.dtype})"
 
     def _repr_html_(self):
-        from html import escape
         return f"<pre>{escape(repr(self))}</pre>"
 
     def __reduce__(self):

@@ -38,6 +38,7 @@ class OnnxExportError(EngineError):
 
 
 def _onnx():
+    # onnx is an optional dependency, imported only when a model is exported.
     try:
         import onnx
         from onnx import helper, numpy_helper

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ShapeError
+from ..modes import apply
 from ..op import Op, register
 from ._define import call
 
@@ -50,19 +51,16 @@ full_op = register(Op("full", _full_impl, _full_eval, None, n_inputs=0,
 
 def zeros(shape, dtype="float64"):
     """A tensor of zeros. Example: ``en.zeros((2, 3), dtype="float32")``."""
-    from ..modes import apply
     return apply(zeros_op, shape=check_shape("zeros", shape), dtype=dtypes.as_dtype(dtype))
 
 
 def ones(shape, dtype="float64"):
     """A tensor of ones. Example: ``en.ones(3)``."""
-    from ..modes import apply
     return apply(ones_op, shape=check_shape("ones", shape), dtype=dtypes.as_dtype(dtype))
 
 
 def full(shape, value, dtype=None):
     """A tensor filled with ``value``; the dtype follows the value unless given."""
-    from ..modes import apply
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(value)
     return apply(full_op, shape=check_shape("full", shape), value=value, dtype=dt)
 
@@ -113,7 +111,6 @@ def arange(start, stop=None, step=1, dtype=None):
         >>> en.arange(0.0, 1.0, 0.25).numpy()
         array([0.  , 0.25, 0.5 , 0.75])
     """
-    from ..modes import apply
     if stop is None:
         start, stop = 0, start
     start = _number("arange", start, "start")
@@ -150,7 +147,6 @@ def eye(n, m=None, dtype="float64", k=0):
         array([[1., 0.],
                [0., 1.]])
     """
-    from ..modes import apply
     n = operator.index(n)
     m = n if m is None else operator.index(m)
     return apply(eye_op, n=n, m=m, k=operator.index(k), dtype=dtypes.as_dtype(dtype))
@@ -205,5 +201,4 @@ cast_op = register(Op("cast", _cast_impl, _cast_eval, _cast_vjp, elementwise=Tru
 
 def cast(x, dtype):
     """Convert ``x`` to ``dtype``. Example: ``en.cast(x, "float32")``."""
-    from ..modes import apply
     return apply(cast_op, x, dtype=dtypes.as_dtype(dtype))

@@ -52,7 +52,7 @@ SCALAR_FORMS = {
 
 
 def available():
-    try:
+    try:   # numba is optional and slow to import: only when a numba kernel is asked for
         import numba  # noqa: F401
     except ImportError:
         return False
@@ -63,7 +63,7 @@ def build(name, members, inputs):
     """A numba ufunc computing the region, or None when the region cannot be lowered."""
     if not available():
         return None
-    import numba
+    import numba   # optional, deferred (see available)
     if any(m.op not in SCALAR_FORMS and m.op is not ops.cast_op for m in members):
         return None
     names = {node: f"x{i}" for i, node in enumerate(inputs)}

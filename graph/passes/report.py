@@ -1,4 +1,5 @@
 """What the optimizer did: one record per pass run, printable and available as data."""
+from html import escape
 
 
 class PassRecord:
@@ -49,5 +50,4 @@ class OptimizationReport:
         return "\n".join(lines)
 
     def _repr_html_(self):
-        from html import escape
         return "<pre>" + escape(str(self)) + "</pre>"
