@@ -64,12 +64,20 @@ class EagerMode(Mode):
 
     def lift(self, args):
         """Turn op arguments into concrete tensors (scalars weakly typed)."""
-        if len(args) == 2:    # tensor-and-Python-scalar (x * 2.0): the common case
+        n = len(args)
+        if n == 2:    # tensor-and-Python-scalar (x * 2.0): the common case
             a, b = args
-            if type(a) is Tensor and a._value is not None and type(b) in WEAK_SCALAR_TYPES:
-                return [a, _scalar_tensor(b, a.dtype)]
-            if type(b) is Tensor and b._value is not None and type(a) in WEAK_SCALAR_TYPES:
+            if type(a) is Tensor and a._value is not None:
+                if type(b) in WEAK_SCALAR_TYPES:
+                    return [a, _scalar_tensor(b, a.dtype)]
+                if type(b) is Tensor and b._value is not None:
+                    return args   # concrete already (apply under a tape lifts first)
+            elif type(b) is Tensor and b._value is not None and type(a) in WEAK_SCALAR_TYPES:
                 return [_scalar_tensor(a, b.dtype), b]
+        elif n == 1:
+            a = args[0]
+            if type(a) is Tensor and a._value is not None:
+                return args
         out = []
         weak = False
         for a in args:

@@ -7,6 +7,17 @@ from .errors import DTypeError
 WEAK_SCALAR_TYPES = (bool, int, float)
 
 
+class TensorLike:
+    """The base class of :class:`engine.tensor.Tensor` and :class:`engine.variable.Variable`.
+
+    The op definitions sit below both (the tensor's operators call them), so
+    they recognise an engine value with ``isinstance(x, TensorLike)`` instead
+    of importing the classes.
+    """
+
+    __slots__ = ()
+
+
 def weak_scalar_array(value, others):
     """A 0-d array for the Python scalar ``value``, typed weakly against ``others``.
 

@@ -130,9 +130,13 @@ def op_function(op):
     get_mode = _MODE.get
 
     def f(*inputs, **params):
-        if active_tapes():
-            return _apply_recorded(op, inputs, params)
-        return get_mode(_default).apply(op, inputs, params)
+        mode = get_mode(_default)
+        if active_tapes():   # _apply_recorded, inlined
+            tensors = mode.lift(inputs)
+            out = mode.apply(op, tensors, params)
+            record(op, tensors, out, params)
+            return out
+        return mode.apply(op, inputs, params)
     f.__name__ = op.name
     f.__qualname__ = op.name
     f.__doc__ = op.doc

@@ -16,10 +16,10 @@ import numpy as np
 
 from . import ops as _ops
 from .errors import TracingError, format_location, user_frame
-from .lifting import as_array
+from .lifting import TensorLike, as_array
 
 
-class TensorOps:
+class TensorOps(TensorLike):
     """Operators and methods shared by :class:`Tensor` and ``Variable``."""
 
     __slots__ = ()

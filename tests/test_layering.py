@@ -23,20 +23,6 @@ PACKAGES = ("engine", "eager", "graph")
 MODES = ("eager", "graph")
 FACADE = "engine"
 
-# The op families reach one another at call time through the package namespace
-# (``from .. import ops``; a VJP calls ``ops.where``, ``ops.sum``, ...), and
-# ``sum``'s VJP broadcasts while ``broadcast_to``'s sums, ``where``'s VJP sums
-# while ``max``'s uses ``where``: mutually recursive rules in different files.
-# Until those rules are laid out acyclically this one strongly connected set is
-# tolerated; it may shrink, never grow, and no other cycle is allowed.
-KNOWN_OP_CYCLE = frozenset({
-    "engine.ops", "engine.ops._define", "engine.ops.compare", "engine.ops.creation",
-    "engine.ops.elementwise", "engine.ops.indexing", "engine.ops.join", "engine.ops.linalg",
-    "engine.ops.misc", "engine.ops.nn", "engine.ops.reduce", "engine.ops.shape_ops",
-    "engine.tensor", "engine.variable",
-})
-
-
 def discover(root, packages):
     """``{module name: path}`` for every ``.py`` file of ``packages`` under ``root``."""
     files = {}
@@ -149,8 +135,28 @@ def edges():
 
 
 def test_no_import_cycles(edges):
-    bad = [scc for scc in cycles(edges) if not scc <= KNOWN_OP_CYCLE]
+    bad = cycles(edges)
     assert not bad, "\n".join(_describe(scc, edges) for scc in bad)
+
+
+def test_no_project_imports_inside_functions():
+    # An import inside a function is how a cycle hides; only optional third-party
+    # packages (numba, onnx) are imported late, when a feature needs them.
+    files = discover(ROOT, PACKAGES)
+    bad = []
+    for module, path in files.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename=path)
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in _imports(fn):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""])
+                if (isinstance(node, ast.ImportFrom) and node.level) or any(
+                        n.split(".")[0] in PACKAGES for n in names):
+                    bad.append(f"{module} (line {node.lineno}, in {fn.name})")
+    assert not bad, "imports of the engine's own modules inside functions:\n  " + "\n  ".join(bad)
 
 
 def test_the_core_imports_no_mode(edges):

@@ -1,8 +1,14 @@
 """Every op definition, one module per family. ``engine.ops.NAME`` is the public
 function and ``engine.ops.NAME_op`` the registry entry.
 
-Modules are imported in dependency order; VJPs refer to other ops through this
-package at call time, so the order only matters for import-time references.
+Each family imports the families its rules call (``from . import compare``),
+never this package, so the families form a hierarchy with no cycle:
+``creation``, ``shape_ops``, ``misc`` and ``conv`` import no family;
+``compare`` builds on ``creation``, ``elementwise`` on ``compare``, ``reduce``
+on those and ``shape_ops``; ``indexing`` (and ``join`` on it), ``linalg`` and
+the composites in ``nn`` sit on top.
+``_define.unbroadcast`` (used by every family) sums and reshapes through the
+cotangent's own methods, since the reductions' VJPs broadcast.
 """
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import abs, pow  # noqa: F401  (shadow builtins on purpose)

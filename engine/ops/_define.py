@@ -77,13 +77,13 @@ def unbroadcast(g, shape):
     """Sum the cotangent ``g`` back down to ``shape`` (undo numpy broadcasting).
 
     The one helper every VJP uses; written in engine ops so it can be traced
-    and differentiated again.
+    and differentiated again. It calls them as the tensor's own methods
+    (``g.sum``, ``g.reshape``): the reductions' VJPs broadcast, so this module,
+    which every op family imports, cannot import the reductions.
     """
     gshape = g.shape
     if gshape == tuple(shape):
         return g
-    from .reduce import sum as reduce_sum
-    from .shape_ops import reshape
     lead = len(gshape) - len(shape)
     axes = list(range(lead))
     for i, d in enumerate(shape):
@@ -91,9 +91,9 @@ def unbroadcast(g, shape):
         if d == 1 and gd != 1:
             axes.append(lead + i)
     if axes:
-        g = reduce_sum(g, axis=tuple(axes), keepdims=False)
+        g = g.sum(axis=tuple(axes), keepdims=False)
     if g.shape != tuple(shape):
-        g = reshape(g, tuple(-1 if d is None else d for d in shape))
+        g = g.reshape(tuple(-1 if d is None else d for d in shape))
     return g
 
 

@@ -6,7 +6,7 @@ from ..errors import DTypeError, describe_inputs
 from ..op import Op, register
 from ..shapes import broadcast_shapes
 from ._define import binary, call, unary, unbroadcast
-from .. import ops
+from . import creation
 
 _B = dtypes.bool_
 _ALL = dtypes.ALL
@@ -46,7 +46,7 @@ def _where_eval(cond, x, y):
 
 
 def _where_vjp(g, out, cond, x, y):
-    zero = ops.zeros_like(g)
+    zero = creation.zeros_like(g)
     return (None, unbroadcast(where(cond, g, zero), x.shape),
             unbroadcast(where(cond, zero, g), y.shape))
 

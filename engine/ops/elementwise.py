@@ -2,8 +2,8 @@
 import numpy as np
 
 from .. import dtypes
-from .. import ops  # vjps call other ops through the package namespace, at call time
 from ._define import binary, call, unary, unbroadcast
+from . import compare, creation
 
 NUM = dtypes.NUMERIC
 
@@ -13,7 +13,7 @@ neg_op = unary("neg", np.negative, lambda g, out, x: (neg(g),), allowed=NUM, wha
                doc="Elementwise ``-x``.")
 abs_op = unary("abs", np.abs, lambda g, out, x: (g * sign(x),), allowed=NUM, what="numeric",
                doc="Elementwise absolute value.")
-sign_op = unary("sign", np.sign, lambda g, out, x: (ops.zeros_like(x),), allowed=NUM,
+sign_op = unary("sign", np.sign, lambda g, out, x: (creation.zeros_like(x),), allowed=NUM,
                 what="numeric", doc="Elementwise sign (-1, 0 or 1); its gradient is zero.")
 exp_op = unary("exp", np.exp, lambda g, out, x: (g * out,), doc="Elementwise ``e**x``.")
 log_op = unary("log", np.log, lambda g, out, x: (g / x,), doc="Natural logarithm.")
@@ -104,7 +104,11 @@ def _relu_out(x, out):
     return np.maximum(x, np.zeros((), x.dtype), out=out)
 
 
-relu_op = unary("relu", _relu_impl, lambda g, out, x: (ops.where(ops.greater(x, 0), g, ops.zeros_like(g)),),
+def _relu_vjp(g, out, x):
+    return (compare.where(compare.greater(x, 0), g, creation.zeros_like(g)),)
+
+
+relu_op = unary("relu", _relu_impl, _relu_vjp,
                 allowed=NUM, what="numeric", doc="``max(x, 0)``.", out_impl=_relu_out)
 
 neg = call(neg_op)
@@ -157,15 +161,15 @@ def _pow_vjp(g, out, x, y, needs=_BOTH):
     if needs[1]:
         # d/dy x**y = log(x) * x**y; defined as 0 where x <= 0 (as TensorFlow does), so
         # an exponent gradient nobody asked for, as in (x - 1) ** 2, never holds NaN.
-        safe_log = log(ops.where(ops.greater(x, 0), x, ops.ones_like(x)))
+        safe_log = log(compare.where(compare.greater(x, 0), x, creation.ones_like(x)))
         gy = unbroadcast(g * out * safe_log, y.shape)
     return gx, gy
 
 
 def _minmax_vjp(g, out, x, y, needs=_BOTH):
     # Ties split the gradient evenly, so the rule is symmetric.
-    xm = ops.cast(ops.equal(x, out), g.dtype)
-    ym = ops.cast(ops.equal(y, out), g.dtype)
+    xm = creation.cast(compare.equal(x, out), g.dtype)
+    ym = creation.cast(compare.equal(y, out), g.dtype)
     total = xm + ym
     return (unbroadcast(g * xm / total, x.shape) if needs[0] else None,
             unbroadcast(g * ym / total, y.shape) if needs[1] else None)

@@ -23,12 +23,13 @@ import operator
 import numpy as np
 
 from .. import dtypes
-from .. import ops
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
+from ..lifting import TensorLike
 from ..modes import apply
 from ..op import Op, register
 from ..shapes import broadcast_shapes
 from ._define import unbroadcast
+from . import creation
 
 _INDEX_DTYPES = dtypes.INTS
 
@@ -47,12 +48,9 @@ def _slice_bound(value):
 
 
 def _array_item(item):
-    """A concrete or traced index array (tensor or numpy array), or None when not array-like."""
-    from ..tensor import Tensor
-    from ..variable import Variable
-    if isinstance(item, Variable):
-        return item.read()
-    if isinstance(item, Tensor):
+    """A concrete or traced index array (tensor, variable or numpy array), or None when
+    not array-like. (A variable is read where the op lifts its inputs.)"""
+    if isinstance(item, TensorLike):
         return item
     if isinstance(item, (list, np.ndarray)):
         arr = np.asarray(item)
@@ -236,7 +234,7 @@ def _getitem_impl(x, *arrays, spec):
 
 
 def _getitem_vjp(g, out, x, *arrays, spec):
-    return (scatter_add_op_apply(ops.zeros_like(x), g, arrays, spec),) + (None,) * len(arrays)
+    return (scatter_add_op_apply(creation.zeros_like(x), g, arrays, spec),) + (None,) * len(arrays)
 
 
 getitem_op = register(Op("getitem", _getitem_impl, _getitem_eval, _getitem_vjp,

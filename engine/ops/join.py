@@ -8,11 +8,11 @@ one index per input.
 import numpy as np
 
 from .. import dtypes
-from .. import ops
 from ..errors import ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, register
 from ..shapes import normalize_axis
+from . import indexing
 
 
 def _merge_dim(name, avals, i, a, b):
@@ -123,7 +123,7 @@ def _stack_impl(*arrays, axis):
 def _stack_vjp(g, out, *inputs, axis):
     ax = axis % g.ndim
     lead = (slice(None),) * ax
-    return tuple(ops.getitem(g, lead + (i,)) for i in range(len(inputs)))
+    return tuple(indexing.getitem(g, lead + (i,)) for i in range(len(inputs)))
 
 
 stack_op = register(Op("stack", _stack_impl, _stack_eval, _stack_vjp, dtypes=dtypes.ALL,

@@ -2,11 +2,12 @@
 import numpy as np
 
 from .. import dtypes
-from .. import ops
 from ..errors import DTypeError, ShapeError, describe_inputs
+from ..modes import current_mode
 from ..op import Op, register
 from ..shapes import broadcast_shapes
 from ._define import call, unbroadcast
+from . import elementwise, reduce, shape_ops
 
 
 def _matmul_eval(x, y):
@@ -31,39 +32,41 @@ def _matmul_vjp(g, out, x, y, needs=(True, True)):
     if len(xs) == 1 and len(ys) == 1:            # inner product -> scalar
         return g * y, g * x
     if len(xs) == 1:                              # (k) @ (..., k, n) -> (..., n)
-        gx = ops.matmul(ops.expand_dims(g, -2), _mT(y))      # (..., 1, k)
-        gx = unbroadcast(ops.reshape(gx, (-1, xs[0])) if gx.ndim > 1 else gx, (xs[0],))
-        gy = ops.expand_dims(x, -1) * ops.expand_dims(g, -2)  # (..., k, n)
+        gx = matmul(shape_ops.expand_dims(g, -2), _mT(y))      # (..., 1, k)
+        gx = unbroadcast(shape_ops.reshape(gx, (-1, xs[0])) if gx.ndim > 1 else gx, (xs[0],))
+        gy = shape_ops.expand_dims(x, -1) * shape_ops.expand_dims(g, -2)  # (..., k, n)
         return gx, unbroadcast(gy, ys)
     if len(ys) == 1:                              # (..., m, k) @ (k) -> (..., m)
-        gx = ops.expand_dims(g, -1) * y                       # (..., m, k)
-        gy = ops.matmul(_mT(x), ops.expand_dims(g, -1))       # (..., k, 1)
-        gy = ops.sum(ops.reshape(gy, (-1, ys[0])), axis=0)
+        gx = shape_ops.expand_dims(g, -1) * y                       # (..., m, k)
+        gy = matmul(_mT(x), shape_ops.expand_dims(g, -1))       # (..., k, 1)
+        gy = reduce.sum(shape_ops.reshape(gy, (-1, ys[0])), axis=0)
         return unbroadcast(gx, xs), gy
     gx = gy = None
     if needs[0]:
         # An input that is a transposed matrix gets its gradient made transposed
         # too ((y gᵀ)ᵀ for g yᵀ): the transpose's own gradient is then a
         # contiguous array, not a strided view that every later add must walk.
-        gx = _mT(ops.matmul(y, _mT(g))) if _transposed(x) else ops.matmul(g, _mT(y))
+        gx = _mT(matmul(y, _mT(g))) if _transposed(x) else matmul(g, _mT(y))
         gx = unbroadcast(gx, xs)
     if needs[1]:
-        gy = _mT(ops.matmul(_mT(g), x)) if _transposed(y) else ops.matmul(_mT(x), g)
+        gy = _mT(matmul(_mT(g), x)) if _transposed(y) else matmul(_mT(x), g)
         gy = unbroadcast(gy, ys)
     return gx, gy
 
 
 def _mT(a):
     nd = a.ndim
-    return ops.transpose(a, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+    return shape_ops.transpose(a, tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 
 def _transposed(t):
     """Whether a concrete 2-D tensor's array is laid out column by column (the
     view of a transposed matrix). Unknown while tracing: False (graph mode has
     its own layout pass)."""
-    a = getattr(t, "_value", None)
-    return (a is not None and a.ndim == 2 and a.shape[0] > 1 and a.shape[1] > 1
+    if not current_mode().is_concrete:
+        return False
+    a = t.numpy()
+    return (a.ndim == 2 and a.shape[0] > 1 and a.shape[1] > 1
             and a.flags.f_contiguous and not a.flags.c_contiguous)
 
 
@@ -92,9 +95,10 @@ def dot(x, y):
     """
     if getattr(x, "ndim", 0) == 1 and getattr(y, "ndim", 0) == 1:
         return matmul(x, y)  # BLAS dot: one kernel, no temporary
-    return ops.sum(ops.mul(x, y))
+    return reduce.sum(elementwise.mul(x, y))
 
 
 def outer(x, y):
     """Outer product of two vectors: ``out[i, j] = x[i] * y[j]``."""
-    return ops.mul(ops.expand_dims(ops.reshape(x, (-1,)), 1), ops.reshape(y, (-1,)))
+    column = shape_ops.expand_dims(shape_ops.reshape(x, (-1,)), 1)
+    return elementwise.mul(column, shape_ops.reshape(y, (-1,)))

@@ -8,16 +8,19 @@ before exponentiating, so large inputs never overflow.
 import numpy as np
 
 from .. import dtypes
-from .. import ops
 from ..errors import DTypeError, ShapeError
+from ..modes import current_mode
 from ..shapes import normalize_axes, normalize_axis
+from . import compare, creation, elementwise, misc, reduce, shape_ops
+
+
+def _tensor(x):
+    """``x`` (a tensor, variable, array or number) as a tensor of the current mode."""
+    return current_mode().lift([x])[0]
 
 
 def _float_input(name, x):
-    from ..tensor import Tensor, tensor
-    from ..variable import Variable
-    if not isinstance(x, (Tensor, Variable)):
-        x = tensor(x)
+    x = _tensor(x)
     if x.dtype not in dtypes.FLOATS:
         raise DTypeError(f"{name}: expected a floating-point input, got dtype {x.dtype}")
     return x
@@ -29,9 +32,9 @@ def _shifted(x, axis):
     A max of +-inf (a row of -inf, or an inf) is replaced by 0 so the
     subtraction never makes NaN where the true result is defined.
     """
-    m = ops.stop_gradient(ops.max(x, axis=axis, keepdims=True))
-    m = ops.where(ops.equal(ops.abs(m), np.inf), ops.zeros_like(m), m)
-    return ops.sub(x, m), m
+    m = misc.stop_gradient(reduce.max(x, axis=axis, keepdims=True))
+    m = compare.where(compare.equal(elementwise.abs(m), np.inf), creation.zeros_like(m), m)
+    return elementwise.sub(x, m), m
 
 
 def softmax(x, axis=-1):
@@ -44,8 +47,8 @@ def softmax(x, axis=-1):
     """
     x = _float_input("softmax", x)
     z, _ = _shifted(x, axis)
-    e = ops.exp(z)
-    return ops.div(e, ops.sum(e, axis=axis, keepdims=True))
+    e = elementwise.exp(z)
+    return elementwise.div(e, reduce.sum(e, axis=axis, keepdims=True))
 
 
 def log_softmax(x, axis=-1):
@@ -58,7 +61,8 @@ def log_softmax(x, axis=-1):
     """
     x = _float_input("log_softmax", x)
     z, _ = _shifted(x, axis)
-    return ops.sub(z, ops.log(ops.sum(ops.exp(z), axis=axis, keepdims=True)))
+    total = reduce.sum(elementwise.exp(z), axis=axis, keepdims=True)
+    return elementwise.sub(z, elementwise.log(total))
 
 
 def logsumexp(x, axis=None, keepdims=False):
@@ -73,10 +77,11 @@ def logsumexp(x, axis=None, keepdims=False):
     if isinstance(axis, list):
         axis = tuple(axis)
     z, m = _shifted(x, axis)
-    out = ops.add(ops.log(ops.sum(ops.exp(z), axis=axis, keepdims=True)), m)
+    total = reduce.sum(elementwise.exp(z), axis=axis, keepdims=True)
+    out = elementwise.add(elementwise.log(total), m)
     if keepdims:
         return out
-    return ops.squeeze(out, axis=normalize_axes(axis, x.ndim, "logsumexp"))
+    return shape_ops.squeeze(out, axis=normalize_axes(axis, x.ndim, "logsumexp"))
 
 
 def mse(pred, target):
@@ -87,7 +92,7 @@ def mse(pred, target):
         >>> float(en.mse(en.tensor([1.0, 2.0]), en.tensor([1.0, 4.0])))
         2.0
     """
-    return ops.mean(ops.square(ops.sub(pred, target)))
+    return reduce.mean(elementwise.square(elementwise.sub(pred, target)))
 
 
 def cross_entropy(logits, labels, axis=-1):
@@ -102,11 +107,8 @@ def cross_entropy(logits, labels, axis=-1):
         >>> round(float(en.cross_entropy(logits, en.tensor([0, 1]))), 4)
         0.1269
     """
-    from ..tensor import Tensor, tensor
-    from ..variable import Variable
     logits = _float_input("cross_entropy", logits)
-    if not isinstance(labels, (Tensor, Variable)):
-        labels = tensor(labels)
+    labels = _tensor(labels)
     nd = logits.ndim
     if nd == 0:
         raise ShapeError("cross_entropy: logits must have a class axis, got a scalar")
@@ -120,15 +122,16 @@ def cross_entropy(logits, labels, axis=-1):
             raise ShapeError("cross_entropy: the number of classes must be known for integer "
                              "labels (the class axis of the logits is unknown)")
         _check_label_range(labels, n_classes)
-        classes = ops.reshape(ops.arange(n_classes), (n_classes,) + (1,) * (nd - 1 - ax))
-        target = ops.cast(ops.equal(ops.expand_dims(labels, ax), classes), logp.dtype)
+        classes = shape_ops.reshape(creation.arange(n_classes), (n_classes,) + (1,) * (nd - 1 - ax))
+        hits = compare.equal(shape_ops.expand_dims(labels, ax), classes)
+        target = creation.cast(hits, logp.dtype)
     elif labels.dtype in dtypes.FLOATS:
         _check_same_shape("probability labels", labels.shape, logits.shape, logits.shape)
         target = labels
     else:
         raise DTypeError(f"cross_entropy: labels must be integer class ids or float "
                          f"probabilities, got dtype {labels.dtype}")
-    return ops.mean(ops.neg(ops.sum(ops.mul(target, logp), axis=ax)))
+    return reduce.mean(elementwise.neg(reduce.sum(elementwise.mul(target, logp), axis=ax)))
 
 
 def _check_same_shape(what, got, expected, logits_shape):
@@ -140,9 +143,11 @@ def _check_same_shape(what, got, expected, logits_shape):
 
 
 def _check_label_range(labels, n_classes):
-    value = getattr(labels, "_value", None)
-    if value is None or value.size == 0:
+    if not current_mode().is_concrete:
         return  # traced labels cannot be checked; an out-of-range id gets a zero target
+    value = labels.numpy()
+    if value.size == 0:
+        return
     lo, hi = int(value.min()), int(value.max())
     if lo < 0 or hi >= n_classes:
         raise ShapeError(f"cross_entropy: label ids must be in [0, {n_classes}), "

@@ -4,11 +4,11 @@ import builtins
 import numpy as np
 
 from .. import dtypes
-from .. import ops
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, register
 from ..shapes import normalize_axes, reduced_shape
+from . import compare, creation, shape_ops
 
 
 def _sum_dtype(dt):
@@ -61,11 +61,11 @@ def _expand_back(g, x, axis, keepdims):
         return g
     axes = normalize_axes(axis, x.ndim, "reduce")
     shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    return ops.reshape(g, tuple(-1 if d is None else d for d in shape))
+    return shape_ops.reshape(g, tuple(-1 if d is None else d for d in shape))
 
 
 def _sum_vjp(g, out, x, *, axis, keepdims):
-    return (ops.broadcast_to_shape_of(_expand_back(g, x, axis, keepdims), x),)
+    return (shape_ops.broadcast_to_shape_of(_expand_back(g, x, axis, keepdims), x),)
 
 
 def _count(x, axis):
@@ -82,17 +82,17 @@ def _mean_vjp(g, out, x, *, axis, keepdims):
     g = _expand_back(g, x, axis, keepdims)
     axes = normalize_axes(axis, x.ndim, "mean")
     if any(x.shape[a] is None for a in axes):   # size known only at run time
-        n = ops.count(x, axes, dtype=g.dtype)
+        n = shape_ops.count(x, axes, dtype=g.dtype)
     else:   # builtins.max: this module defines its own max (the reduction)
         n = float(builtins.max(_count(x, axis), 1))
-    return (ops.broadcast_to_shape_of(g / n, x),)
+    return (shape_ops.broadcast_to_shape_of(g / n, x),)
 
 
 def _extreme_vjp(g, out, x, *, axis, keepdims):
     # Ties share the gradient equally, like the elementwise maximum.
     out_b = _expand_back(out, x, axis, keepdims)
-    mask = ops.cast(ops.equal(x, out_b), g.dtype)
-    count = ops.sum(mask, axis=axis, keepdims=True)
+    mask = creation.cast(compare.equal(x, out_b), g.dtype)
+    count = sum(mask, axis=axis, keepdims=True)
     return (mask / count * _expand_back(g, x, axis, keepdims),)
 
 
@@ -106,19 +106,19 @@ def _prod_vjp(g, out, x, *, axis, keepdims):
     # derivative (x_k is "the sum of the zeros minus x_i").
     gb = _expand_back(g, x, axis, keepdims)
     outb = _expand_back(out, x, axis, keepdims)
-    nonzero = ops.not_equal(x, 0)
-    is_zero = ops.logical_not(nonzero)
-    safe_x = ops.where(nonzero, x, ops.ones_like(x))
-    prod_nonzero = ops.prod(safe_x, axis=axis, keepdims=True)
-    zeros_count = ops.sum(ops.cast(is_zero, dtypes.int64), axis=axis, keepdims=True)
-    zero_value = ops.sum(ops.where(nonzero, ops.zeros_like(x), x), axis=axis, keepdims=True)
-    one_zero = ops.where(is_zero, ops.broadcast_to(prod_nonzero, x.shape),
+    nonzero = compare.not_equal(x, 0)
+    is_zero = compare.logical_not(nonzero)
+    safe_x = compare.where(nonzero, x, creation.ones_like(x))
+    prod_nonzero = prod(safe_x, axis=axis, keepdims=True)
+    zeros_count = sum(creation.cast(is_zero, dtypes.int64), axis=axis, keepdims=True)
+    zero_value = sum(compare.where(nonzero, creation.zeros_like(x), x), axis=axis, keepdims=True)
+    one_zero = compare.where(is_zero, shape_ops.broadcast_to(prod_nonzero, x.shape),
                          zero_value * prod_nonzero / safe_x)
-    two_zeros = ops.where(is_zero, (zero_value - x) * prod_nonzero, ops.zeros_like(x))
-    grad = ops.where(ops.equal(zeros_count, 0), outb / safe_x,
-                     ops.where(ops.equal(zeros_count, 1), one_zero,
-                               ops.where(ops.equal(zeros_count, 2), two_zeros,
-                                         ops.zeros_like(x))))
+    two_zeros = compare.where(is_zero, (zero_value - x) * prod_nonzero, creation.zeros_like(x))
+    grad = compare.where(compare.equal(zeros_count, 0), outb / safe_x,
+                         compare.where(compare.equal(zeros_count, 1), one_zero,
+                                       compare.where(compare.equal(zeros_count, 2), two_zeros,
+                                                     creation.zeros_like(x))))
     return (gb * grad,)
 
 
