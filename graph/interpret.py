@@ -73,7 +73,7 @@ def interpret(graph, inputs, replay=None):
             raise ValueError(f"interpret: unbound input {node.name}")
         else:
             env[node] = outs = apply(op, *[env[i] for i in node.inputs], **node.params)
-            if op.multiple_results and not mode.is_concrete:   # tracing: see below
+            if op.multiple_results and not mode.is_concrete:   # a control-flow node was traced
                 _inline_effects(mode, node, outs)
     return [env[o] for o in graph.outputs]
 

@@ -8,15 +8,17 @@ before exponentiating, so large inputs never overflow.
 import numpy as np
 
 from .. import dtypes
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, ShapeError, TracingError
+from ..lifting import TensorLike
 from ..modes import current_mode
 from ..shapes import normalize_axes, normalize_axis
 from . import compare, creation, elementwise, misc, reduce, shape_ops
 
 
 def _tensor(x):
-    """``x`` (a tensor, variable, array or number) as a tensor of the current mode."""
-    return current_mode().lift([x])[0]
+    """``x`` as an engine value: a tensor or variable as it is, anything else (an
+    array, a number) lifted to a tensor by the current mode."""
+    return x if isinstance(x, TensorLike) else current_mode().lift([x])[0]
 
 
 def _float_input(name, x):
@@ -143,9 +145,10 @@ def _check_same_shape(what, got, expected, logits_shape):
 
 
 def _check_label_range(labels, n_classes):
-    if not current_mode().is_concrete:
+    try:
+        value = np.asarray(labels)
+    except TracingError:
         return  # traced labels cannot be checked; an out-of-range id gets a zero target
-    value = labels.numpy()
     if value.size == 0:
         return
     lo, hi = int(value.min()), int(value.max())
