@@ -21,6 +21,7 @@ class Adam(Optimizer):
     """
 
     def __init__(self, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, name="Adam"):
+        """``lr`` is a float or a schedule of the step number (:mod:`engine.optim.schedules`)."""
         for label, b in (("beta1", beta1), ("beta2", beta2)):
             if not 0.0 <= b < 1.0:
                 raise ValueError(f"Adam: {label} must be in [0, 1), got {b}")
@@ -48,4 +49,5 @@ class Adam(Optimizer):
             v.assign(v_new)
             m_hat = m_new / (1.0 - ops.pow(self.beta1, tf))
             v_hat = v_new / (1.0 - ops.pow(self.beta2, tf))
-            w.assign_sub(as_dtype(m_hat / (ops.sqrt(v_hat) + self.eps) * self.lr, w.dtype))
+            w.assign_sub(as_dtype(m_hat / (ops.sqrt(v_hat) + self.eps) * self.learning_rate(w.dtype),
+                                  w.dtype))

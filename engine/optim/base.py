@@ -81,6 +81,16 @@ class Optimizer:
             out.extend(slots.values())
         return out
 
+    def learning_rate(self, dtype="float64"):
+        """This step's learning rate: ``lr``, or a schedule's value at ``iterations``.
+
+        A schedule (see :mod:`engine.optim.schedules`) is evaluated in engine ops
+        on the step counter, so a traced step reads it when the graph runs.
+        """
+        if callable(self.lr):
+            return ops.cast(self.lr(self.iterations), dtype)
+        return self.lr
+
     # -- stepping ---------------------------------------------------------------
     def step(self, grads, vars):
         """Apply one update to ``vars`` from ``grads`` (same structure). Returns ``vars``.

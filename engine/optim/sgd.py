@@ -26,6 +26,7 @@ class SGD(Optimizer):
     """
 
     def __init__(self, lr=0.01, momentum=0.0, nesterov=False, name="SGD"):
+        """``lr`` is a float or a schedule of the step number (:mod:`engine.optim.schedules`)."""
         if momentum < 0:
             raise ValueError(f"SGD: momentum must be >= 0, got {momentum}")
         if nesterov and momentum == 0:
@@ -42,11 +43,12 @@ class SGD(Optimizer):
         for g, w in zip(grads, vars):
             if g is None:
                 continue
+            lr = self.learning_rate(w.dtype)
             if not self.momentum:
-                w.assign_sub(as_dtype(g * self.lr, w.dtype))
+                w.assign_sub(as_dtype(g * lr, w.dtype))
                 continue
             v = self.slot(w, "velocity")
             v_new = as_dtype(v * self.momentum + g, w.dtype)
             v.assign(v_new)
             direction = g + v_new * self.momentum if self.nesterov else v_new
-            w.assign_sub(as_dtype(direction * self.lr, w.dtype))
+            w.assign_sub(as_dtype(direction * lr, w.dtype))
