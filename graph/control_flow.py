@@ -205,10 +205,14 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse):
     n_y = len(body.out_avals) - n_carry
     if length is None:  # unknown while tracing (a None dim): known now
         length = np.shape(xs[0])[0]
-    ys = [np.empty((length,) + tuple(s), d) for s, d in body.out_avals[n_carry:]]
+    # Per-step shapes may hold None (an unknown batch size while tracing): the stacked
+    # buffers take their shapes from the first step's values.
+    y_avals = [(tuple(s), d) for s, d in body.out_avals[n_carry:]]
+    res_avals = [(tuple(n.shape), n.dtype) for n in body.replay]
+    ys = [_stack_buffer(length, a) for a in y_avals]
     carries = [np.empty((length,) + np.shape(c), np.asarray(c).dtype) for c in carry]
     n_real = len(body.out_avals)
-    residuals = [np.empty((length,) + tuple(n.shape), n.dtype) for n in body.replay]
+    residuals = [_stack_buffer(length, a) for a in res_avals]
     steps = range(length - 1, -1, -1) if reverse else range(length)
     for t in steps:
         for k, c in enumerate(carry):
@@ -216,10 +220,26 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse):
         outs = body.run(carry + [x[t] for x in xs] + caps)
         carry = list(outs[:n_carry])
         for k in range(n_y):
+            ys[k] = _stack_buffer(length, y_avals[k], ys[k], outs[n_carry + k])
             ys[k][t] = outs[n_carry + k]
-        for k, r in enumerate(residuals):
-            r[t] = outs[n_real + k]
+        for k in range(len(residuals)):
+            residuals[k] = _stack_buffer(length, res_avals[k], residuals[k], outs[n_real + k])
+            residuals[k][t] = outs[n_real + k]
+    if length == 0:
+        ys = [np.empty((0,) + tuple(0 if d is None else d for d in s), dt) for s, dt in y_avals]
+        residuals = [np.empty((0,) + tuple(0 if d is None else d for d in s), dt)
+                     for s, dt in res_avals]
     return tuple(np.asarray(c) for c in carry) + tuple(ys) + tuple(carries) + tuple(residuals)
+
+
+def _stack_buffer(length, aval, buf=None, value=None):
+    """A ``(length,) + shape`` buffer for ``aval``; made from ``value``'s shape if unknown."""
+    if buf is not None:
+        return buf
+    shape, dtype = aval
+    if None not in shape:
+        return np.empty((length,) + shape, dtype)
+    return None if value is None else np.empty((length,) + np.shape(value), dtype)
 
 
 def _scan_eval(*rest, body, n_carry, n_x, length, reverse):
