@@ -28,6 +28,9 @@ from .autodiff import GradientTape, custom_gradient, grad, value_and_grad
 from . import debug
 from . import random
 from . import optim, data  # noqa: E402
+# The layers package; an absolute import, because ``from .ops import *`` above bound the name
+# ``nn`` to engine.ops.nn (the softmax/cross_entropy module, still reachable as en.softmax).
+import engine.nn as nn  # noqa: E402
 # The modes, imported module by module so that ``import eager`` or ``import graph``
 # first works too (their packages import this facade first).
 from eager.mode import EAGER as _EAGER  # noqa: E402

@@ -1,0 +1,34 @@
+"""Modules and layers: ``en.nn``.
+
+:class:`Module` finds its parameters in its attributes; layers are built from
+the engine's ops, so they run eagerly, under tapes and inside ``en.function``.
+Images are NHWC; dense weights are ``(in, out)``. ``en.nn.functional`` has
+the stateless forms (and ``softmax``, ``cross_entropy`` and friends);
+``en.nn.init`` the seeded initializers; ``save`` / ``load_into`` a safe file
+format for a module's variables.
+
+Example:
+    >>> import engine as en
+    >>> model = en.nn.Sequential(en.nn.Linear(4, 16, generator=0), en.nn.ReLU(),
+    ...                          en.nn.Linear(16, 3, generator=1))
+    >>> model
+    Sequential(  # 131 parameters
+      (0): Linear(in_features=4, out_features=16, bias=True)  # 80 parameters
+      (1): ReLU()
+      (2): Linear(in_features=16, out_features=3, bias=True)  # 51 parameters
+    )
+"""
+from . import functional, init  # noqa: F401
+from .module import Module  # noqa: F401
+from .layers import AvgPool2D, Conv2D, Dropout, Flatten, Linear, MaxPool2D  # noqa: F401
+from .normalization import BatchNorm, LayerNorm  # noqa: F401
+from .embedding import Embedding  # noqa: F401
+from .recurrent import GRUCell, LSTMCell, RNN  # noqa: F401
+from .containers import ModuleList, Sequential  # noqa: F401
+from .activations import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh  # noqa: F401
+from .serialization import load_into, save  # noqa: F401
+
+__all__ = ["Module", "Linear", "Conv2D", "MaxPool2D", "AvgPool2D", "Flatten", "Dropout",
+           "LayerNorm", "BatchNorm", "Embedding", "LSTMCell", "GRUCell", "RNN", "Sequential",
+           "ModuleList", "ReLU", "LeakyReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax",
+           "functional", "init", "save", "load_into"]

@@ -1,0 +1,38 @@
+"""The :class:`Embedding` layer: a table of vectors looked up by integer ids.
+
+Example:
+    >>> import engine as en
+    >>> emb = en.nn.Embedding(10, 4, generator=0)
+    >>> emb(en.tensor([[1, 2, 3]])).shape
+    (1, 3, 4)
+"""
+from ..variable import Variable
+from . import functional as F
+from . import init as initializers
+from .layers import _generator, _positive_int
+from .module import Module
+
+
+class Embedding(Module):
+    """``weight[ids]`` with ``weight`` of shape ``(num_embeddings, embedding_dim)``.
+
+    The table starts from a standard normal draw (PyTorch's default); the
+    gradient is a scatter-add into the rows that were looked up.
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, init=None, dtype="float32",
+                 generator=None, name="embedding"):
+        super().__init__()
+        self.num_embeddings = _positive_int("Embedding", "num_embeddings", num_embeddings)
+        self.embedding_dim = _positive_int("Embedding", "embedding_dim", embedding_dim)
+        shape = (num_embeddings, embedding_dim)
+        gen = _generator(generator)
+        value = (initializers._normal(shape, 1.0, dtype, gen) if init is None
+                 else initializers.get(init)(shape, dtype, gen))
+        self.weight = Variable(value, name=f"{name}/weight")
+
+    def forward(self, ids):
+        return F.embedding(ids, self.weight)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}"

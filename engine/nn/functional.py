@@ -1,0 +1,226 @@
+"""Stateless forms of the layers (PyTorch's ``torch.nn.functional``), built from engine ops.
+
+Everything here is a composite of registry ops, so it gets gradients (of any
+order) and graph tracing from the ops it is made of. ``softmax``,
+``log_softmax``, ``logsumexp``, ``mse`` and ``cross_entropy`` are the same
+functions as ``en.softmax`` and friends. Images are NHWC, as in ``en.conv2d``.
+
+Example:
+    >>> import engine as en
+    >>> F = en.nn.functional
+    >>> F.relu(en.tensor([-1.0, 2.0])).numpy()
+    array([0., 2.])
+    >>> F.avg_pool2d(en.ones((1, 4, 4, 1)), 2).shape
+    (1, 2, 2, 1)
+"""
+import math
+
+import numpy as np
+
+from .. import dtypes, ops
+from ..errors import DTypeError, ShapeError
+from ..ops.conv import conv2d, max_pool2d  # noqa: F401  (re-exported)
+from ..ops.nn import cross_entropy, log_softmax, logsumexp, mse, softmax  # noqa: F401
+from ..tensor import Tensor, tensor
+from ..variable import Variable
+
+
+def _as_tensor(x):
+    return x if isinstance(x, (Tensor, Variable)) else tensor(x)
+
+
+# ---- activations ------------------------------------------------------------------------
+def relu(x):
+    """``max(x, 0)``."""
+    return ops.relu(x)
+
+
+def sigmoid(x):
+    """``1 / (1 + exp(-x))``."""
+    return ops.sigmoid(x)
+
+
+def tanh(x):
+    """Hyperbolic tangent."""
+    return ops.tanh(x)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """``x`` where positive, ``negative_slope * x`` elsewhere."""
+    x = _as_tensor(x)
+    return ops.where(ops.greater(x, 0.0), x, ops.mul(x, negative_slope))
+
+
+def gelu(x, approximate="tanh"):
+    """Gaussian error linear unit, in its tanh form (Hendrycks and Gimpel):
+
+    ``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x**3)))``, PyTorch's
+    ``gelu(approximate="tanh")``; it differs from the erf form by under 5e-4.
+    The engine has no ``erf`` op, so the exact form is not offered.
+
+    Example:
+        >>> import engine as en
+        >>> round(float(en.nn.functional.gelu(en.tensor(1.0))), 6)
+        0.841192
+    """
+    if approximate != "tanh":
+        raise ValueError(f"gelu: approximate must be 'tanh' (the engine has no erf op for the "
+                         f"exact form), got {approximate!r}")
+    x = _as_tensor(x)
+    inner = ops.mul(ops.add(x, ops.mul(ops.mul(ops.square(x), x), 0.044715)),
+                    math.sqrt(2.0 / math.pi))
+    return ops.mul(ops.mul(x, 0.5), ops.add(ops.tanh(inner), 1.0))
+
+
+# ---- dense and convolution --------------------------------------------------------------
+def linear(x, weight, bias=None):
+    """``x @ weight + bias`` with ``weight`` shaped ``(in, out)`` (any leading dims of ``x``)."""
+    y = ops.matmul(x, weight)
+    return y if bias is None else ops.add(y, bias)
+
+
+def _pair(who, value, what):
+    if isinstance(value, int):
+        return (value, value)
+    pair = tuple(value)
+    if len(pair) != 2 or not all(isinstance(v, int) and v > 0 for v in pair):
+        raise ValueError(f"{who}: {what} must be a positive int or a pair of them, got {value!r}")
+    return pair
+
+
+def _window_geometry(who, size, k, s, padding):
+    """``(out, pad_before, pad_after)`` for one spatial axis, TensorFlow's rule."""
+    if size is None:
+        raise ShapeError(f"{who}: the spatial size must be known when tracing, got None")
+    if padding == "valid":
+        if size < k:
+            raise ShapeError(f"{who}: window {k} is larger than the input size {size}")
+        return (size - k) // s + 1, 0, 0
+    out = -(-size // s)
+    total = max((out - 1) * s + k - size, 0)
+    return out, total // 2, total - total // 2
+
+
+def _pad_axis(x, axis, before, after):
+    """``x`` with zeros added along ``axis`` (shape-agnostic: works with an unknown batch)."""
+    if not before and not after:
+        return x
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(0, 1)
+    zero = ops.zeros_like(ops.getitem(x, tuple(index)))
+    parts = [zero] * before + [x] + [zero] * after
+    return ops.concat(parts, axis=axis)
+
+
+def avg_pool2d(x, pool_size=2, strides=None, padding="valid"):
+    """Mean over (pool_size) windows of an NHWC input, moved by ``strides``.
+
+    ``strides`` defaults to ``pool_size``. With ``padding="same"`` the padded
+    positions are left out of each window's mean (TensorFlow's rule, PyTorch's
+    ``count_include_pad=False``). A sum of strided slices, one per window
+    position, so it differentiates and traces like any composite.
+
+    Example:
+        >>> import engine as en
+        >>> x = en.reshape(en.arange(16.0), (1, 4, 4, 1))
+        >>> en.nn.functional.avg_pool2d(x, 2)[0, :, :, 0].numpy()
+        array([[ 2.5,  4.5],
+               [10.5, 12.5]])
+    """
+    x = _as_tensor(x)
+    if x.ndim != 4:
+        raise ShapeError(f"avg_pool2d: expected an NHWC input of rank 4, got shape {x.shape}")
+    if x.dtype not in dtypes.FLOATS:
+        raise DTypeError(f"avg_pool2d: expected a floating-point input, got {x.dtype}")
+    if padding not in ("valid", "same"):
+        raise ValueError(f"avg_pool2d: padding must be 'valid' or 'same', got {padding!r}")
+    kh, kw = _pair("avg_pool2d", pool_size, "pool_size")
+    sh, sw = (kh, kw) if strides is None else _pair("avg_pool2d", strides, "strides")
+    oh, top, bottom = _window_geometry("avg_pool2d", x.shape[1], kh, sh, padding)
+    ow, left, right = _window_geometry("avg_pool2d", x.shape[2], kw, sw, padding)
+    xp = _pad_axis(_pad_axis(x, 1, top, bottom), 2, left, right)
+    total = None
+    for i in range(kh):
+        for j in range(kw):
+            part = xp[:, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw, :]
+            total = part if total is None else ops.add(total, part)
+    if padding == "valid":
+        return ops.mul(total, 1.0 / (kh * kw))
+    # Window counts without the padding, computed once here from the static sizes.
+    ones = np.pad(np.ones((x.shape[1], x.shape[2])), ((top, bottom), (left, right)))
+    counts = sum(ones[i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
+                 for i in range(kh) for j in range(kw))
+    return ops.div(total, tensor((counts[None, :, :, None]).astype(x.dtype)))
+
+
+def flatten(x, start_axis=1):
+    """``x`` with the axes from ``start_axis`` on merged into one."""
+    x = _as_tensor(x)
+    tail = x.shape[start_axis:]
+    if None in tail:
+        raise ShapeError(f"flatten: the axes to merge must be known, got shape {x.shape}")
+    head = x.shape[:start_axis]
+    if None in head:
+        if head.count(None) > 1:
+            raise ShapeError(f"flatten: at most one unknown leading axis, got shape {x.shape}")
+        head = tuple(-1 if d is None else d for d in head)
+    return ops.reshape(x, tuple(head) + (int(np.prod(tail)),))
+
+
+# ---- regularization and normalization -------------------------------------------------
+def dropout(x, rate, generator, training=True):
+    """Zero each entry with probability ``rate`` and scale the rest by ``1 / (1 - rate)``.
+
+    The mask is drawn from ``generator`` (an ``en.random.Generator``), so the
+    same seed drops the same entries in eager mode and in graphs. Random
+    draws need a known shape: trace with a fixed batch size. With
+    ``training=False`` (or ``rate == 0``) returns ``x`` unchanged.
+    """
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout: rate must be in [0, 1), got {rate}")
+    x = _as_tensor(x)
+    if not training or rate == 0.0:
+        return x
+    if None in tuple(x.shape):
+        raise ShapeError(f"dropout: the input shape {x.shape} has unknown dimensions; random "
+                         "draws need a known shape (trace with a fixed batch size, or call "
+                         "the model in eval mode)")
+    keep = ops.greater_equal(generator.uniform(x.shape, dtype=x.dtype), rate)
+    return ops.mul(ops.where(keep, x, ops.zeros_like(x)), 1.0 / (1.0 - rate))
+
+
+def layer_norm(x, weight=None, bias=None, axes=(-1,), eps=1e-5):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over ``axes`` (biased variance)."""
+    x = _as_tensor(x)
+    mean = ops.mean(x, axis=tuple(axes), keepdims=True)
+    centered = ops.sub(x, mean)
+    var = ops.mean(ops.square(centered), axis=tuple(axes), keepdims=True)
+    y = ops.mul(centered, ops.reciprocal(ops.sqrt(ops.add(var, eps))))
+    if weight is not None:
+        y = ops.mul(y, weight)
+    if bias is not None:
+        y = ops.add(y, bias)
+    return y
+
+
+def batch_norm_apply(x, mean, var, weight, bias, eps):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` with given statistics (broadcast)."""
+    y = ops.mul(ops.sub(x, mean), ops.reciprocal(ops.sqrt(ops.add(var, eps))))
+    if weight is not None:
+        y = ops.mul(y, weight)
+    if bias is not None:
+        y = ops.add(y, bias)
+    return y
+
+
+def embedding(ids, weight):
+    """The rows of ``weight`` picked by the integer ``ids`` (any shape): ``weight[ids]``."""
+    ids = _as_tensor(ids)
+    if ids.dtype not in dtypes.INTS:
+        raise DTypeError(f"embedding: ids must be integers, got dtype {ids.dtype}")
+    return ops.getitem(weight, ids)
+
+
+__all__ = ["softmax", "log_softmax", "logsumexp", "mse", "cross_entropy", "relu", "sigmoid",
+           "tanh", "leaky_relu", "gelu", "linear", "conv2d", "max_pool2d", "avg_pool2d",
+           "flatten", "dropout", "layer_norm", "batch_norm_apply", "embedding"]

@@ -1,0 +1,213 @@
+"""The :class:`Module` base class: parameters found by walking attributes.
+
+A module's parameters are the :class:`~engine.Variable`\\ s it holds in its
+attributes, directly or inside nested modules, lists, tuples and dicts, in
+the order the attributes were set. Each has a dotted name (``"0.weight"``,
+``"encoder.layers.1.bias"``). Attributes whose names start with ``_`` are
+private and not walked. A variable held twice (tied weights) is listed once,
+under its first name.
+
+Example:
+    >>> import engine as en
+    >>> class Affine(en.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.scale = en.Variable([2.0])
+    ...         self.shift = en.Variable([1.0])
+    ...     def forward(self, x):
+    ...         return x * self.scale + self.shift
+    >>> m = Affine()
+    >>> [name for name, _ in m.named_variables()]
+    ['scale', 'shift']
+    >>> m(en.tensor([3.0])).numpy()
+    array([7.])
+"""
+from collections import OrderedDict
+
+import numpy as np
+
+from ..errors import EngineError, LoadError
+from ..variable import Variable
+
+
+class Module:
+    """Base class of layers and models: override ``forward``; call the module to run it.
+
+    ``training`` (True after construction) is switched for the whole tree by
+    :meth:`train` and :meth:`eval`; layers such as Dropout and BatchNorm read
+    it. It is a Python value, read when a function is traced: trace the
+    training step and the evaluation function separately (as ``en.function``
+    caches them, switching modes costs no retrace after the first).
+    """
+
+    training = True   # a class default, so a subclass that skips __init__ still works
+
+    def __init__(self):
+        self.training = True
+
+    # -- calling --------------------------------------------------------------------
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -- walking the tree ---------------------------------------------------------------
+    def _public_items(self):
+        for name, value in vars(self).items():
+            if not name.startswith("_") and name != "training":
+                yield name, value
+
+    def named_children(self):
+        """``(name, module)`` for the modules held directly (in attributes, lists, dicts)."""
+        out = []
+        for name, value in self._public_items():
+            for sub, leaf in _walk(value, name):
+                if isinstance(leaf, Module):
+                    out.append((sub, leaf))
+        return out
+
+    def children(self):
+        """The modules held directly by this one."""
+        return [m for _, m in self.named_children()]
+
+    def named_modules(self, prefix=""):
+        """``(dotted name, module)`` for this module (name ``""``) and every one below it."""
+        out, seen = [], set()
+
+        def visit(module, name):
+            if id(module) in seen:
+                return
+            seen.add(id(module))
+            out.append((name, module))
+            for child_name, child in module.named_children():
+                visit(child, f"{name}.{child_name}" if name else child_name)
+
+        visit(self, prefix)
+        return out
+
+    def modules(self):
+        """This module and every module below it, each once."""
+        return [m for _, m in self.named_modules()]
+
+    def named_variables(self):
+        """``(dotted name, Variable)`` for every variable in the tree, each listed once."""
+        out, seen, visited = [], set(), set()
+
+        def visit(module, prefix):
+            if id(module) in visited:
+                return
+            visited.add(id(module))
+            for name, value in module._public_items():
+                for path, leaf in _walk(value, prefix + name):
+                    if isinstance(leaf, Variable):
+                        if id(leaf) not in seen:
+                            seen.add(id(leaf))
+                            out.append((path, leaf))
+                    elif isinstance(leaf, Module):
+                        visit(leaf, path + ".")
+
+        visit(self, "")
+        return out
+
+    @property
+    def variables(self):
+        """Every variable (trainable or not, such as BatchNorm's running statistics)."""
+        return [v for _, v in self.named_variables()]
+
+    @property
+    def trainable_variables(self):
+        """The variables an optimizer should update (``trainable=True``)."""
+        return [v for _, v in self.named_variables() if v.trainable]
+
+    def num_parameters(self, trainable_only=False):
+        """The number of scalar entries in the (trainable) variables."""
+        vs = self.trainable_variables if trainable_only else self.variables
+        return int(sum(int(np.prod(v.shape)) for v in vs))
+
+    # -- modes --------------------------------------------------------------------------
+    def train(self, mode=True):
+        """Put this module and every module below it in training mode. Returns ``self``."""
+        for m in self.modules():
+            m.training = bool(mode)
+        return self
+
+    def eval(self):
+        """Put the whole tree in evaluation mode (``train(False)``). Returns ``self``."""
+        return self.train(False)
+
+    # -- state ---------------------------------------------------------------------------
+    def state_dict(self):
+        """An ordered ``{dotted name: numpy array}`` copy of every variable's value."""
+        return OrderedDict((name, np.array(v.numpy(), copy=True))
+                           for name, v in self.named_variables())
+
+    def load_state_dict(self, state):
+        """Assign every variable from ``state`` (as :meth:`state_dict` makes it).
+
+        The names must match exactly and each value must have its variable's
+        shape and dtype; anything else raises ``en.LoadError`` naming the
+        entries, before any variable changes.
+        """
+        named = OrderedDict(self.named_variables())
+        check_state(type(self).__name__, named,
+                    {k: (np.shape(v), np.asarray(v).dtype) for k, v in state.items()})
+        for name, var in named.items():
+            var.assign(np.asarray(state[name]))
+        return self
+
+    # -- printing --------------------------------------------------------------------------
+    def extra_repr(self):
+        """The text inside this module's parentheses (its settings); override per layer."""
+        return ""
+
+    def __repr__(self):
+        children = self.named_children()
+        own = self.extra_repr()
+        count = self.num_parameters()
+        suffix = f"  # {count:,} parameters" if count else ""
+        if not children:
+            return f"{type(self).__name__}({own}){suffix}"
+        lines = [f"{type(self).__name__}({own}{',' if own else ''}{suffix}"]
+        for name, child in children:
+            text = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {text}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def check_state(who, named, entries):
+    """Raise ``LoadError`` unless ``entries`` ({name: (shape, dtype)}) fits ``named`` variables."""
+    missing = [k for k in named if k not in entries]
+    unexpected = [k for k in entries if k not in named]
+    problems = []
+    if missing:
+        problems.append(f"missing {missing}")
+    if unexpected:
+        problems.append(f"unexpected {unexpected}")
+    for name, var in named.items():
+        if name in entries:
+            shape, dtype = entries[name]
+            if tuple(shape) != tuple(var.shape) or np.dtype(dtype) != var.dtype:
+                problems.append(f"{name!r} is {np.dtype(dtype)}{list(shape)}, the module's "
+                                f"variable is {var.dtype}{list(var.shape)}")
+    if problems:
+        raise LoadError(f"{who}: the saved state does not match the module: "
+                        + "; ".join(problems))
+
+
+def _walk(value, path):
+    """``(dotted path, leaf)`` for the Variables and Modules in ``value`` (lists/dicts opened)."""
+    if isinstance(value, (Variable, Module)):
+        yield path, value
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _walk(item, f"{path}.{i}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                if isinstance(item, (Variable, Module)):
+                    raise EngineError(f"module attribute {path!r}: dict keys holding variables "
+                                      f"or modules must be strings, got {key!r}")
+                continue
+            yield from _walk(item, f"{path}.{key}")

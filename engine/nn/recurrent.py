@@ -1,0 +1,180 @@
+"""Recurrent layers: :class:`LSTMCell`, :class:`GRUCell` and :class:`RNN`, which runs a cell
+over a sequence (an ``en.scan``, so one loop node in graphs).
+
+A cell maps ``(x, state) -> (output, new_state)``; the gate equations are
+PyTorch's (``torch.nn.LSTMCell``, ``torch.nn.GRUCell``) with weights laid
+out ``(in, gates * hidden)`` and the gates in PyTorch's order.
+
+Example:
+    >>> import engine as en
+    >>> rnn = en.nn.RNN(en.nn.GRUCell(3, 5, generator=0))
+    >>> outputs, last = rnn(en.ones((2, 7, 3), dtype="float32"))   # (batch, time, features)
+    >>> outputs.shape, last.shape
+    ((2, 7, 5), (2, 5))
+"""
+import numpy as np
+
+from .. import ops
+from ..errors import ShapeError
+from ..variable import Variable
+from . import init as initializers
+from .layers import _generator, _positive_int
+from .module import Module
+
+
+class _Cell(Module):
+    """Shared parts: weights ``weight_ih (in, G*H)``, ``weight_hh (H, G*H)``, two biases."""
+
+    gates = 1
+
+    def __init__(self, input_size, hidden_size, bias, dtype, generator, name):
+        super().__init__()
+        self.input_size = _positive_int(type(self).__name__, "input_size", input_size)
+        self.hidden_size = _positive_int(type(self).__name__, "hidden_size", hidden_size)
+        gen = _generator(generator)
+        g = self.gates * hidden_size
+        self.weight_ih = Variable(initializers.glorot_uniform((input_size, g), dtype, gen),
+                                  name=f"{name}/weight_ih")
+        # One orthogonal block per gate keeps each gate's recurrence well conditioned.
+        blocks = [initializers.orthogonal((hidden_size, hidden_size), dtype, gen)
+                  for _ in range(self.gates)]
+        self.weight_hh = Variable(np.concatenate(blocks, axis=1), name=f"{name}/weight_hh")
+        if bias:
+            self.bias_ih = Variable(initializers.zeros((g,), dtype), name=f"{name}/bias_ih")
+            self.bias_hh = Variable(initializers.zeros((g,), dtype), name=f"{name}/bias_hh")
+        else:
+            self.bias_ih = self.bias_hh = None
+
+    def params(self):
+        """The weights read once as tensors (what :meth:`step` takes)."""
+        read = [None if v is None else v.read()
+                for v in (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)]
+        return tuple(read)
+
+    def _projections(self, params, x, h):
+        w_ih, w_hh, b_ih, b_hh = params
+        gi, gh = ops.matmul(x, w_ih), ops.matmul(h, w_hh)
+        if b_ih is not None:
+            gi, gh = ops.add(gi, b_ih), ops.add(gh, b_hh)
+        return gi, gh
+
+    def _check_input(self, x):
+        if x.ndim != 2 or x.shape[-1] != self.input_size:
+            raise ShapeError(f"{type(self).__name__}: expected inputs of shape (batch, "
+                             f"{self.input_size}), got {tuple(x.shape)}")
+
+    def zeros_state(self, x):
+        """A zero hidden vector per row of ``x`` (works for an unknown batch size)."""
+        column = ops.zeros_like(ops.getitem(x, (slice(None), slice(0, 1))))
+        return ops.add(column, ops.zeros((self.hidden_size,), dtype=x.dtype))
+
+    def forward(self, x, state=None):
+        self._check_input(x)
+        if state is None:
+            state = self.initial_state(x)
+        return self.step(self.params(), x, state)
+
+    def extra_repr(self):
+        return f"{self.input_size}, {self.hidden_size}, bias={self.bias_ih is not None}"
+
+
+class LSTMCell(_Cell):
+    """Long short-term memory (Hochreiter and Schmidhuber); state ``(h, c)``, output ``h``::
+
+        i, f, g, o = split(x @ W_ih + b_ih + h @ W_hh + b_hh, 4)
+        c' = sigmoid(f) * c + sigmoid(i) * tanh(g);   h' = sigmoid(o) * tanh(c')
+    """
+
+    gates = 4
+
+    def __init__(self, input_size, hidden_size, bias=True, dtype="float32", generator=None,
+                 name="lstm_cell"):
+        super().__init__(input_size, hidden_size, bias, dtype, generator, name)
+
+    def initial_state(self, x):
+        z = self.zeros_state(x)
+        return (z, z)
+
+    def step(self, params, x, state):
+        h, c = state
+        gi, gh = self._projections(params, x, h)
+        i, f, g, o = ops.split(ops.add(gi, gh), 4, axis=-1)
+        c_new = ops.add(ops.mul(ops.sigmoid(f), c), ops.mul(ops.sigmoid(i), ops.tanh(g)))
+        h_new = ops.mul(ops.sigmoid(o), ops.tanh(c_new))
+        return h_new, (h_new, c_new)
+
+
+class GRUCell(_Cell):
+    """Gated recurrent unit (Cho et al.); state and output ``h``::
+
+        r = sigmoid(xr + hr);  z = sigmoid(xz + hz);  n = tanh(xn + r * hn)
+        h' = (1 - z) * n + z * h
+    where ``x @ W_ih + b_ih = [xr, xz, xn]`` and ``h @ W_hh + b_hh = [hr, hz, hn]``.
+    """
+
+    gates = 3
+
+    def __init__(self, input_size, hidden_size, bias=True, dtype="float32", generator=None,
+                 name="gru_cell"):
+        super().__init__(input_size, hidden_size, bias, dtype, generator, name)
+
+    def initial_state(self, x):
+        return self.zeros_state(x)
+
+    def step(self, params, x, h):
+        gi, gh = self._projections(params, x, h)
+        xr, xz, xn = ops.split(gi, 3, axis=-1)
+        hr, hz, hn = ops.split(gh, 3, axis=-1)
+        r = ops.sigmoid(ops.add(xr, hr))
+        z = ops.sigmoid(ops.add(xz, hz))
+        n = ops.tanh(ops.add(xn, ops.mul(r, hn)))
+        h_new = ops.add(ops.mul(ops.sub(1.0, z), n), ops.mul(z, h))
+        return h_new, h_new
+
+
+class RNN(Module):
+    """Run ``cell`` over the time axis of ``x``: returns ``(outputs, final_state)``.
+
+    ``x`` is ``(batch, time, features)`` (``batch_first=True``, the default)
+    or ``(time, batch, features)``; ``outputs`` stacks the cell's output at
+    every step in the same layout. The loop is an ``en.scan``: eagerly a
+    Python loop, traced a single loop node, differentiable in both. The
+    cell's weights are read once per call, before the loop.
+    """
+
+    def __init__(self, cell, batch_first=True, reverse=False):
+        super().__init__()
+        if not isinstance(cell, _Cell):
+            raise TypeError(f"RNN: cell must be an LSTMCell or GRUCell, got {type(cell).__name__}")
+        self.cell = cell
+        self.batch_first = bool(batch_first)
+        self.reverse = bool(reverse)
+
+    def forward(self, x, initial_state=None):
+        if x.ndim != 3 or x.shape[-1] != self.cell.input_size:
+            layout = "(batch, time, features)" if self.batch_first else "(time, batch, features)"
+            raise ShapeError(f"RNN: expected inputs {layout} with {self.cell.input_size} "
+                             f"features, got shape {tuple(x.shape)}")
+        xs = ops.transpose(x, (1, 0, 2)) if self.batch_first else x
+        if initial_state is None:
+            initial_state = self.cell.initial_state(ops.getitem(xs, 0))
+        params = self.cell.params()
+        scan = _scan()
+        final, ys = scan(lambda state, x_t: _swap(self.cell.step(params, x_t, state)),
+                         initial_state, xs, reverse=self.reverse)
+        outputs = ops.transpose(ys, (1, 0, 2)) if self.batch_first else ys
+        return outputs, final
+
+    def extra_repr(self):
+        return f"batch_first={self.batch_first}" + (", reverse=True" if self.reverse else "")
+
+
+def _swap(out_and_state):
+    output, state = out_and_state
+    return state, output
+
+
+def _scan():
+    # engine.scan is wired by the facade (the core does not import graph/).
+    import engine
+    return engine.scan

@@ -1,0 +1,169 @@
+"""Saving and loading a module's variables: ``save(module, path)`` / ``load_into(module, path)``.
+
+The file is one ``.npz`` (no pickle, no code) holding an array per variable
+(``v0.npy``, ``v1.npy``, ...) and ``meta.json``, a JSON list of each
+variable's dotted name, shape and dtype. Loading checks the JSON against the
+module and every array's header against the JSON before reading any data,
+and raises ``en.LoadError`` for anything that does not match, leaving the
+module unchanged. Saving writes a unique temporary file in the target folder
+and renames it over ``path`` (``os.replace``), so a crash or a concurrent
+reader never sees half a file.
+
+Example:
+    >>> import os, tempfile
+    >>> import engine as en
+    >>> model = en.nn.Linear(3, 2, generator=0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
+    >>> en.nn.save(model, path)
+    >>> other = en.nn.Linear(3, 2, generator=1)
+    >>> _ = en.nn.load_into(other, path)
+    >>> bool((other.weight.numpy() == model.weight.numpy()).all())
+    True
+"""
+import io
+import json
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import LoadError
+from .module import Module, check_state
+
+FORMAT = "engine.nn.state"
+VERSION = 1
+_META = "meta.json"
+_MAX_META_BYTES = 16 << 20
+
+
+def save(module, path):
+    """Write every variable of ``module`` to ``path`` (an ``.npz``), atomically."""
+    if not isinstance(module, Module):
+        raise TypeError(f"en.nn.save: expected an en.nn.Module, got {type(module).__name__}")
+    path = os.fspath(path)
+    entries, members = [], []
+    for i, (name, var) in enumerate(module.named_variables()):
+        value = np.asarray(var.numpy(), order="C")   # 0-d stays 0-d
+        entries.append({"name": name, "key": f"v{i}", "shape": list(value.shape),
+                        "dtype": value.dtype.name, "trainable": var.trainable})
+        members.append((f"v{i}.npy", value))
+    meta = {"format": FORMAT, "version": VERSION, "module": type(module).__name__,
+            "variables": entries}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr(_META, json.dumps(meta, indent=1))
+        for member, value in members:
+            data = io.BytesIO()
+            np.lib.format.write_array(data, value, allow_pickle=False)
+            zf.writestr(member, data.getvalue())
+    _write_atomically(path, buf.getvalue())
+
+
+def _write_atomically(path, data):
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def load_into(module, path):
+    """Assign ``module``'s variables from a file written by :func:`save`. Returns ``module``.
+
+    Raises ``en.LoadError`` (before changing any variable) when the file is
+    not such a file, or its names, shapes or dtypes differ from the module's.
+    """
+    if not isinstance(module, Module):
+        raise TypeError(f"en.nn.load_into: expected an en.nn.Module, got {type(module).__name__}")
+    path = os.fspath(path)
+    who = f"en.nn.load_into({path!r})"
+    try:
+        zf = zipfile.ZipFile(path)
+    except FileNotFoundError:
+        raise
+    except (zipfile.BadZipFile, OSError) as e:
+        raise LoadError(f"{who}: not a saved module (not a zip/npz file: {e})") from None
+    with zf:
+        entries = _read_meta(zf, who)
+        named = dict(module.named_variables())
+        check_state(who, named, {e["name"]: (e["shape"], e["dtype"]) for e in entries})
+        values = {}
+        for e in entries:
+            values[e["name"]] = _read_member(zf, e, who)
+    for name, var in named.items():
+        var.assign(values[name])
+    return module
+
+
+def _read_meta(zf, who):
+    try:
+        info = zf.getinfo(_META)
+    except KeyError:
+        raise LoadError(f"{who}: no {_META} in the file; it was not written by en.nn.save") from None
+    if info.file_size > _MAX_META_BYTES:
+        raise LoadError(f"{who}: {_META} is {info.file_size} bytes, over the "
+                        f"{_MAX_META_BYTES}-byte limit")
+    try:
+        meta = json.loads(zf.read(_META).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, zipfile.BadZipFile) as e:
+        raise LoadError(f"{who}: {_META} is not valid JSON ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise LoadError(f"{who}: not an en.nn.save file (format {meta.get('format')!r})"
+                        if isinstance(meta, dict) else f"{who}: {_META} is not a JSON object")
+    if meta.get("version") != VERSION:
+        raise LoadError(f"{who}: file version {meta.get('version')!r}; this engine reads "
+                        f"version {VERSION}")
+    entries = meta.get("variables")
+    if not isinstance(entries, list):
+        raise LoadError(f"{who}: 'variables' must be a list")
+    seen = set()
+    for i, e in enumerate(entries):
+        ok = (isinstance(e, dict) and isinstance(e.get("name"), str)
+              and isinstance(e.get("key"), str) and isinstance(e.get("shape"), list)
+              and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                      for d in e["shape"])
+              and isinstance(e.get("dtype"), str))
+        if not ok:
+            raise LoadError(f"{who}: variable entry {i} is malformed: {e!r:.200}")
+        if e["name"] in seen:
+            raise LoadError(f"{who}: variable {e['name']!r} is listed twice")
+        seen.add(e["name"])
+        try:
+            dt = dtypes.as_dtype(e["dtype"])
+        except Exception:
+            raise LoadError(f"{who}: variable {e['name']!r} has unsupported dtype "
+                            f"{e['dtype']!r}") from None
+        e["dtype"] = dt
+    return entries
+
+
+def _read_member(zf, entry, who):
+    member = entry["key"] + ".npy"
+    try:
+        with zf.open(member) as f:
+            version = np.lib.format.read_magic(f)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, fortran, dtype = read_header(f)
+        if tuple(shape) != tuple(entry["shape"]) or dtype != entry["dtype"] or dtype.hasobject:
+            raise LoadError(f"{who}: array {member} is {dtype}{list(shape)}, its entry says "
+                            f"{entry['dtype']}{entry['shape']} for {entry['name']!r}")
+        with zf.open(member) as f:
+            return np.lib.format.read_array(f, allow_pickle=False)
+    except KeyError:
+        raise LoadError(f"{who}: the file has no array {member} for {entry['name']!r}") from None
+    except LoadError:
+        raise
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as e:
+        raise LoadError(f"{who}: array {member} for {entry['name']!r} is unreadable ({e})") from None
