@@ -260,3 +260,18 @@ def test_clipping_errors():
 def test_docstring_examples(module):
     failures, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert failures == 0
+
+
+def test_schedule_over_several_variables_and_dtypes_eager():
+    """Every variable of a step gets that step's rate (evaluated once per step and dtype)."""
+    sched = SCHEDULES["warmup"]()
+    ws = [en.Variable(np.ones(3)), en.Variable(np.ones(2, np.float32)), en.Variable(np.ones(1))]
+    opt = en.optim.SGD(lr=sched, momentum=0.0)
+    expected = [np.ones(3), np.ones(2), np.ones(1)]
+    for t in range(6):
+        opt.step([en.tensor(np.ones(3)), en.tensor(np.ones(2, np.float32)),
+                  en.tensor(np.ones(1))], ws)
+        expected = [e - ref_schedule("warmup", t) for e in expected]
+    for w, e in zip(ws, expected):
+        np.testing.assert_allclose(w.numpy(), e, rtol=1e-6)
+    assert opt._lr_this_step is None

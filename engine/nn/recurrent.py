@@ -174,7 +174,17 @@ def _swap(out_and_state):
     return state, output
 
 
+# en.scan is graph mode's loop (graph/control_flow.py). The core imports no mode, so the
+# facade hands the function over when it wires the modes in (engine/__init__.py).
+_SCAN = [None]
+
+
+def use_scan(scan):
+    """Set the ``scan(fn, init, xs, reverse=)`` that :class:`RNN` loops with."""
+    _SCAN[0] = scan
+
+
 def _scan():
-    # engine.scan is wired by the facade (the core does not import graph/).
-    import engine
-    return engine.scan
+    if _SCAN[0] is None:
+        raise RuntimeError("en.nn.RNN: no scan registered; import engine (the facade) first")
+    return _SCAN[0]

@@ -87,9 +87,15 @@ class Optimizer:
         A schedule (see :mod:`engine.optim.schedules`) is evaluated in engine ops
         on the step counter, so a traced step reads it when the graph runs.
         """
-        if callable(self.lr):
+        if not callable(self.lr):
+            return self.lr
+        # One evaluation per step and dtype, however many variables the step updates.
+        cache = getattr(self, "_lr_this_step", None)
+        if cache is None:
             return ops.cast(self.lr(self.iterations), dtype)
-        return self.lr
+        if dtype not in cache:
+            cache[dtype] = ops.cast(self.lr(self.iterations), dtype)
+        return cache[dtype]
 
     # -- stepping ---------------------------------------------------------------
     def step(self, grads, vars):
@@ -102,9 +108,13 @@ class Optimizer:
         var_list = _as_var_list(vars, f"{type(self).__name__}.step")
         grad_list = _as_grad_list(grads, var_list, f"{type(self).__name__}.step")
         self.build(var_list)
-        with all_or_nothing():   # a step that raises (check_numerics, a bad shape) undoes itself
-            self._update(grad_list, var_list)
-            self.iterations.assign_add(1)
+        self._lr_this_step = {}
+        try:
+            with all_or_nothing():   # a step that raises (check_numerics, a bad shape) undoes itself
+                self._update(grad_list, var_list)
+                self.iterations.assign_add(1)
+        finally:
+            self._lr_this_step = None
         return vars
 
     def apply_gradients(self, grads_and_vars):
