@@ -323,8 +323,11 @@ def test_gelu_tanh_form_is_close_to_the_erf_form():
 
 
 def test_layers_reject_bad_inputs_with_clear_errors():
-    with pytest.raises(en.ShapeError, match="last dimension 4"):
+    with pytest.raises(en.ShapeError, match="last dimension 4, got float32\\[3,5\\]") as info:
         en.nn.Linear(4, 2)(en.ones((3, 5), dtype="float32"))
+    assert f"at {__file__}:" in str(info.value)           # the user's line, not the engine's
+    with pytest.raises(en.ShapeError, match="test_nn_layers.py"):
+        en.nn.Sequential(en.nn.Flatten(), en.nn.Linear(5, 2))(en.ones((2, 2, 2)))
     with pytest.raises(en.ShapeError, match="3 channels"):
         en.nn.Conv2D(3, 2, 3)(en.ones((1, 5, 5, 2), dtype="float32"))
     with pytest.raises(en.ShapeError, match="window 3 is larger"):

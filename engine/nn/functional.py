@@ -23,6 +23,7 @@ from ..ops.conv import conv2d, max_pool2d  # noqa: F401  (re-exported)
 from ..ops.nn import cross_entropy, log_softmax, logsumexp, mse, softmax  # noqa: F401
 from ..tensor import Tensor, tensor
 from ..variable import Variable
+from .module import input_error
 
 
 def _as_tensor(x):
@@ -91,10 +92,11 @@ def _pair(who, value, what):
 def _window_geometry(who, size, k, s, padding):
     """``(out, pad_before, pad_after)`` for one spatial axis, TensorFlow's rule."""
     if size is None:
-        raise ShapeError(f"{who}: the spatial size must be known when tracing, got None")
+        raise input_error(ShapeError, f"{who}: the spatial size must be known when tracing")
     if padding == "valid":
         if size < k:
-            raise ShapeError(f"{who}: window {k} is larger than the input size {size}")
+            raise input_error(ShapeError, f"{who}: window {k} is larger than the input size "
+                                          f"{size}")
         return (size - k) // s + 1, 0, 0
     out = -(-size // s)
     total = max((out - 1) * s + k - size, 0)
@@ -129,9 +131,9 @@ def avg_pool2d(x, pool_size=2, strides=None, padding="valid"):
     """
     x = _as_tensor(x)
     if x.ndim != 4:
-        raise ShapeError(f"avg_pool2d: expected an NHWC input of rank 4, got shape {x.shape}")
+        raise input_error(ShapeError, "avg_pool2d: expected an NHWC input of rank 4", x)
     if x.dtype not in dtypes.FLOATS:
-        raise DTypeError(f"avg_pool2d: expected a floating-point input, got {x.dtype}")
+        raise input_error(DTypeError, "avg_pool2d: expected a floating-point input", x)
     if padding not in ("valid", "same"):
         raise ValueError(f"avg_pool2d: padding must be 'valid' or 'same', got {padding!r}")
     kh, kw = _pair("avg_pool2d", pool_size, "pool_size")
@@ -158,11 +160,11 @@ def flatten(x, start_axis=1):
     x = _as_tensor(x)
     tail = x.shape[start_axis:]
     if None in tail:
-        raise ShapeError(f"flatten: the axes to merge must be known, got shape {x.shape}")
+        raise input_error(ShapeError, "flatten: the axes to merge must be known", x)
     head = x.shape[:start_axis]
     if None in head:
         if head.count(None) > 1:
-            raise ShapeError(f"flatten: at most one unknown leading axis, got shape {x.shape}")
+            raise input_error(ShapeError, "flatten: at most one unknown leading axis", x)
         head = tuple(-1 if d is None else d for d in head)
     return ops.reshape(x, tuple(head) + (int(np.prod(tail)),))
 
@@ -182,9 +184,9 @@ def dropout(x, rate, generator, training=True):
     if not training or rate == 0.0:
         return x
     if None in tuple(x.shape):
-        raise ShapeError(f"dropout: the input shape {x.shape} has unknown dimensions; random "
-                         "draws need a known shape (trace with a fixed batch size, or call "
-                         "the model in eval mode)")
+        raise input_error(ShapeError, "dropout: random draws need a known shape (trace with "
+                          "a fixed batch size, or call the model in eval mode); the input has "
+                          "unknown dimensions", x)
     keep = ops.greater_equal(generator.uniform(x.shape, dtype=x.dtype), rate)
     return ops.mul(ops.where(keep, x, ops.zeros_like(x)), 1.0 / (1.0 - rate))
 
@@ -217,7 +219,7 @@ def embedding(ids, weight):
     """The rows of ``weight`` picked by the integer ``ids`` (any shape): ``weight[ids]``."""
     ids = _as_tensor(ids)
     if ids.dtype not in dtypes.INTS:
-        raise DTypeError(f"embedding: ids must be integers, got dtype {ids.dtype}")
+        raise input_error(DTypeError, "embedding: ids must be integers", ids)
     return ops.getitem(weight, ids)
 
 

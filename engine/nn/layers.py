@@ -17,7 +17,7 @@ from ..random import Generator, default_generator
 from ..variable import Variable
 from . import functional as F
 from . import init as initializers
-from .module import Module
+from .module import Module, input_error
 
 
 def _generator(generator):
@@ -56,8 +56,8 @@ class Linear(Module):
 
     def forward(self, x):
         if x.shape[-1:] != (self.in_features,):
-            raise ShapeError(f"Linear: expected inputs with last dimension {self.in_features}, "
-                             f"got shape {tuple(x.shape)}")
+            raise input_error(ShapeError, f"Linear: expected inputs with last dimension "
+                                          f"{self.in_features}", x)
         return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self):
@@ -90,8 +90,8 @@ class Conv2D(Module):
 
     def forward(self, x):
         if x.ndim != 4 or x.shape[-1] != self.in_channels:
-            raise ShapeError(f"Conv2D: expected NHWC inputs with {self.in_channels} channels, "
-                             f"got shape {tuple(x.shape)}")
+            raise input_error(ShapeError, f"Conv2D: expected NHWC inputs with "
+                                          f"{self.in_channels} channels", x)
         y = F.conv2d(x, self.weight, stride=self.stride, padding=self.padding)
         return y if self.bias is None else y + self.bias
 

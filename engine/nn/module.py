@@ -26,7 +26,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..errors import EngineError, LoadError
+from ..errors import EngineError, LoadError, describe_aval, format_location, user_frame
 from ..variable import Variable
 
 
@@ -174,6 +174,20 @@ class Module:
             lines.append(f"  ({name}): {text}")
         lines.append(")")
         return "\n".join(lines)
+
+
+def input_error(cls, message, x=None):
+    """``cls(message)``, naming ``x`` (as ``float32[3,5]``) and the user's line that called in.
+
+    Example:
+        >>> import engine as en
+        >>> err = input_error(en.ShapeError, "Linear: expected 4 features", en.ones((3, 5)))
+        >>> str(err).splitlines()[0]
+        'Linear: expected 4 features, got float64[3,5]'
+    """
+    if x is not None:
+        message = f"{message}, got {describe_aval((tuple(x.shape), x.dtype))}"
+    return cls(f"{message}\n  at {format_location(user_frame())}")
 
 
 def check_state(who, named, entries):

@@ -16,7 +16,7 @@ from ..variable import Variable
 from . import functional as F
 from . import init as initializers
 from .layers import _positive_int
-from .module import Module
+from .module import Module, input_error
 
 
 def _normalized_shape(who, shape):
@@ -46,8 +46,8 @@ class LayerNorm(Module):
     def forward(self, x):
         k = len(self.normalized_shape)
         if tuple(x.shape[-k:]) != self.normalized_shape:
-            raise ShapeError(f"LayerNorm: expected inputs ending in {self.normalized_shape}, got "
-                             f"shape {tuple(x.shape)}")
+            raise input_error(ShapeError, f"LayerNorm: expected inputs ending in "
+                                          f"{self.normalized_shape}", x)
         return F.layer_norm(x, self.weight, self.bias, axes=tuple(range(-k, 0)), eps=self.eps)
 
     def extra_repr(self):
@@ -90,16 +90,16 @@ class BatchNorm(Module):
 
     def forward(self, x):
         if x.ndim < 2 or x.shape[-1] != self.num_features:
-            raise ShapeError(f"BatchNorm: expected inputs of rank >= 2 with {self.num_features} "
-                             f"features in the last axis, got shape {tuple(x.shape)}")
+            raise input_error(ShapeError, f"BatchNorm: expected inputs of rank >= 2 with "
+                                          f"{self.num_features} features in the last axis", x)
         if not self.training:
             return F.batch_norm_apply(x, self.running_mean, self.running_var, self.weight,
                                       self.bias, self.eps)
         axes = tuple(range(x.ndim - 1))
         known = [x.shape[a] for a in axes]
         if None not in known and int(np.prod(known)) < 2:
-            raise ShapeError(f"BatchNorm: training needs more than one value per feature, got "
-                             f"input shape {tuple(x.shape)}")
+            raise input_error(ShapeError, "BatchNorm: training needs more than one value per "
+                                          "feature", x)
         mean = ops.mean(x, axis=axes)
         var = ops.mean(ops.square(ops.sub(x, mean)), axis=axes)
         n = ops.count(x, axes=axes, dtype=x.dtype)

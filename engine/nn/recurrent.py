@@ -19,7 +19,7 @@ from ..errors import ShapeError
 from ..variable import Variable
 from . import init as initializers
 from .layers import _generator, _positive_int
-from .module import Module
+from .module import Module, input_error
 
 
 class _Cell(Module):
@@ -60,8 +60,8 @@ class _Cell(Module):
 
     def _check_input(self, x):
         if x.ndim != 2 or x.shape[-1] != self.input_size:
-            raise ShapeError(f"{type(self).__name__}: expected inputs of shape (batch, "
-                             f"{self.input_size}), got {tuple(x.shape)}")
+            raise input_error(ShapeError, f"{type(self).__name__}: expected inputs of shape "
+                                          f"(batch, {self.input_size})", x)
 
     def zeros_state(self, x):
         """A zero hidden vector per row of ``x`` (works for an unknown batch size)."""
@@ -153,8 +153,8 @@ class RNN(Module):
     def forward(self, x, initial_state=None):
         if x.ndim != 3 or x.shape[-1] != self.cell.input_size:
             layout = "(batch, time, features)" if self.batch_first else "(time, batch, features)"
-            raise ShapeError(f"RNN: expected inputs {layout} with {self.cell.input_size} "
-                             f"features, got shape {tuple(x.shape)}")
+            raise input_error(ShapeError, f"RNN: expected inputs {layout} with "
+                                          f"{self.cell.input_size} features", x)
         xs = ops.transpose(x, (1, 0, 2)) if self.batch_first else x
         if initial_state is None:
             initial_state = self.cell.initial_state(ops.getitem(xs, 0))
