@@ -61,6 +61,7 @@ class EagerMode(Mode):
 
     name = "eager"
     is_concrete = True
+    value_type = Tensor   # lift keeps concrete tensors, and apply refuses traced ones
 
     def lift(self, args):
         """Turn op arguments into concrete tensors (scalars weakly typed)."""

@@ -38,6 +38,9 @@ class Mode(abc.ABC):
             (eager), ``False`` when they stand for values computed later (a
             graph being traced). Code that needs a value (a Python ``if``, a
             numpy shortcut) asks this instead of the mode's type.
+        value_type: a class whose instances ``lift`` always keeps as they are
+            (or rejects), so a recorded call need not lift them first; ``None``
+            when there is none. A speed hint for the op functions under a tape.
 
     A mode never touches gradient tapes: :func:`apply` records each op call
     on them (with the tensors ``lift`` made) and :func:`read_variable` each
@@ -46,6 +49,7 @@ class Mode(abc.ABC):
 
     name = None
     is_concrete = None
+    value_type = None
 
     @abc.abstractmethod
     def lift(self, args):
@@ -131,10 +135,15 @@ def op_function(op):
 
     def f(*inputs, **params):
         mode = get_mode(_default)
-        if active_tapes():   # _apply_recorded, inlined
-            tensors = mode.lift(inputs)
-            out = mode.apply(op, tensors, params)
-            record(op, tensors, out, params)
+        tapes = active_tapes()
+        if tapes:   # _apply_recorded, inlined
+            kept = mode.value_type
+            for a in inputs:
+                if type(a) is not kept:
+                    inputs = mode.lift(inputs)
+                    break
+            out = mode.apply(op, inputs, params)
+            record(op, inputs, out, params, tapes)
             return out
         return mode.apply(op, inputs, params)
     f.__name__ = op.name
@@ -146,9 +155,13 @@ def op_function(op):
 def _apply_recorded(op, inputs, params):
     """``apply`` under active tapes: the entry holds the tensors the mode lifted."""
     mode = _MODE.get(_default)
-    tensors = mode.lift(inputs)
-    out = mode.apply(op, tensors, params)
-    record(op, tensors, out, params)
+    kept = mode.value_type
+    for a in inputs:
+        if type(a) is not kept:
+            inputs = mode.lift(inputs)
+            break
+    out = mode.apply(op, inputs, params)
+    record(op, inputs, out, params)
     return out
 
 

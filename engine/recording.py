@@ -94,15 +94,16 @@ def paused(tapes):
             t._recording = was
 
 
-def record(rule, inputs, out, params):
+def record(rule, inputs, out, params, tapes=None):
     """Record a computation on every active tape that watches one of its inputs.
 
     ``rule`` is an ``Op`` or a :class:`TapeRule`; ``inputs`` are the tensors it
     was given (as the mode lifted them), ``out`` its result (a tuple when
     ``rule.multiple_results``). Results that are not floating point carry no
     gradient: a computation with no floating-point result is not recorded.
+    ``tapes`` are the active tapes, when the caller has them at hand.
     """
-    for tape in _TAPES.get():
+    for tape in tapes or _TAPES.get():
         if not tape._recording:
             continue
         watched = tape._watched
