@@ -24,6 +24,7 @@ from .. import dtypes, workspace
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, register
+from . import conv_generic
 
 _PADDINGS = ("valid", "same")
 
@@ -163,7 +164,7 @@ def _conv2d_vjp(g, out, x, w, *, strides, padding):
 
 
 conv2d_op = register(Op("conv2d", _conv2d_impl, _conv2d_eval, _conv2d_vjp, n_inputs=2,
-                        dtypes=dtypes.FLOATS, out_impl=_conv2d_out,
+                        dtypes=dtypes.FLOATS, out_impl=_conv2d_out, generic=conv_generic.conv2d,
                         doc="2-D convolution (cross-correlation), NHWC input, HWIO filters."))
 
 
@@ -230,7 +231,7 @@ def _bp_input_vjp(u, out, g, w, *, input_hw, strides, padding):
 
 conv2d_backprop_input_op = register(Op(
     "conv2d_backprop_input", _bp_input_impl, _bp_input_eval, _bp_input_vjp, n_inputs=2,
-    dtypes=dtypes.FLOATS, doc="Gradient of conv2d with respect to its input."))
+    dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_input, doc="Gradient of conv2d with respect to its input."))
 
 
 def conv2d_backprop_input(g, w, input_hw, stride=1, padding="valid"):
@@ -278,7 +279,7 @@ def _bp_filter_vjp(u, out, x, g, *, kernel_hw, strides, padding):
 
 conv2d_backprop_filter_op = register(Op(
     "conv2d_backprop_filter", _bp_filter_impl, _bp_filter_eval, _bp_filter_vjp, n_inputs=2,
-    dtypes=dtypes.FLOATS, doc="Gradient of conv2d with respect to its filters."))
+    dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_filter, doc="Gradient of conv2d with respect to its filters."))
 
 
 def conv2d_backprop_filter(x, g, kernel_hw, stride=1, padding="valid"):
@@ -345,7 +346,7 @@ max_pool2d_op = register(Op(
     "max_pool2d", _max_pool_impl,
     lambda x, *, pool_size, strides, padding: _pool_eval("max_pool2d", x, pool_size, strides,
                                                          padding),
-    _max_pool_vjp, n_inputs=1, dtypes=dtypes.FLOATS,
+    _max_pool_vjp, n_inputs=1, dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d,
     doc="Maximum over 2-D windows of an NHWC input."))
 
 
@@ -375,7 +376,7 @@ def _pool_grad_vjp(u, out, x, g, *, pool_size, strides, padding):
 
 max_pool2d_grad_op = register(Op(
     "max_pool2d_grad", _pool_grad_impl, _pool_grad_eval, _pool_grad_vjp, n_inputs=2,
-    dtypes=dtypes.FLOATS,
+    dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d_grad,
     doc="Gradient of max_pool2d: each window's cotangent goes to its maximum."))
 
 
@@ -401,7 +402,7 @@ def _gather_vjp(v, out, x, u, *, pool_size, strides, padding):
 
 max_pool2d_gather_op = register(Op(
     "max_pool2d_gather", _gather_impl, _gather_eval, _gather_vjp, n_inputs=2,
-    dtypes=dtypes.FLOATS,
+    dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d_gather,
     doc="The values of ``u`` at each max_pool2d window's maximum of ``x``."))
 
 
