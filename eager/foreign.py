@@ -70,11 +70,13 @@ def _lift(mode, backend, args):
     for a in args:
         if isinstance(a, Tensor):
             if a._value is None:
-                mode.lift([a])        # raises eager mode's error for a leaked tensor
+                mode._lift([a])       # raises eager mode's error for a leaked tensor
         elif type(a) in WEAK_SCALAR_TYPES:
             weak = True
         elif backend.is_array(a):
             a = wrap_on(backend, backend.asarray(a))
+        elif isinstance(a, (Variable, np.ndarray)):
+            a = mode._lift([a])[0]    # numpy's: the op then names both back ends
         else:   # Python data (lists): made on this back end
             a = wrap_on(backend, backend.from_numpy(as_array(a)))
         out.append(a)

@@ -181,3 +181,14 @@ def test_variables_and_loaded_graphs_refuse_strict_tensors(tmp_path):
     with pytest.raises(en.BackendError, match="runs on numpy"):
         g(strict([1.0, 2.0]))
     np.testing.assert_allclose(g(en.tensor([0.5, 1.0])).numpy(), np.tanh([0.5, 1.0]) * 2.0)
+
+
+def test_mixing_under_a_tape_raises_too():
+    s, v = strict([1.0, 2.0]), en.Variable(np.ones(2))
+    with en.GradientTape() as tape:
+        tape.watch(s)
+        for other in (v, np.ones(2), en.ones(2)):
+            with pytest.raises(en.BackendError, match="'mul'"):
+                en.mul(s, other)
+        y = en.sum(s * [3.0, 4.0])    # Python data goes to the tensor's back end
+    np.testing.assert_array_equal(tape.gradient(y, s).numpy(), [3.0, 4.0])

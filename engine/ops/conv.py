@@ -25,6 +25,7 @@ from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, register
 from . import conv_generic
+from .conv_geometry import out_and_pads as _out_and_pads, spatial as _spatial  # noqa: F401
 
 _PADDINGS = ("valid", "same")
 
@@ -49,20 +50,6 @@ def _padding(name, padding):
     return p
 
 
-def _out_and_pads(name, size, k, s, padding, avals):
-    """(output size, pad before, pad after) along one spatial dim; ``None`` when unknown."""
-    if size is None or k is None:
-        return None, None, None
-    if padding == "valid":
-        if size < k:
-            raise ShapeError(f"{name}: window {k} is larger than the input size {size} with "
-                             f"'valid' padding: {describe_inputs(avals)}")
-        return (size - k) // s + 1, 0, 0
-    out = -(-size // s)
-    total = max((out - 1) * s + k - size, 0)
-    return out, total // 2, total - total // 2
-
-
 def _check_rank4(name, avals, what):
     if any(len(shape) != 4 for shape, _ in avals):
         raise ShapeError(f"{name}: expected {what}, got {describe_inputs(avals)}")
@@ -78,13 +65,6 @@ def _same(name, a, b, what, avals):
     if a is not None and b is not None and a != b:
         raise ShapeError(f"{name}: {what} differ ({a} vs {b}): {describe_inputs(avals)}")
     return a if a is not None else b
-
-
-def _spatial(name, hw, khw, strides, padding, avals):
-    """Output sizes and pads for both spatial dims."""
-    oh, pt, pb = _out_and_pads(name, hw[0], khw[0], strides[0], padding, avals)
-    ow, pl, pr = _out_and_pads(name, hw[1], khw[1], strides[1], padding, avals)
-    return (oh, ow), ((pt, pb), (pl, pr))
 
 
 def _check_cotangent_hw(name, g_hw, input_hw, khw, strides, padding, avals):

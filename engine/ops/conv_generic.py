@@ -15,11 +15,11 @@ Example:
 """
 import math
 
+from .conv_geometry import spatial
 from .index_generic import segment_sum
 
 
 def _spatial(name, hw, khw, strides, padding):
-    from .conv import _spatial as spatial
     return spatial(name, hw, khw, strides, padding, [])
 
 
