@@ -51,7 +51,9 @@ class SubGraph:
 
     def run(self, arrays):
         if self._compiled is None:
-            self._compiled = CompiledGraph(self.graph, backend=self.graph.backend)
+            # Bodies read back by en.load have no back end of their own: numpy.
+            backend = getattr(self.graph, "backend", NUMPY)
+            self._compiled = CompiledGraph(self.graph, backend=backend)
         return self._compiled.run(arrays)
 
     def __repr__(self):
