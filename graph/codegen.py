@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from engine.backend import NUMPY, bind, mismatch
+from engine.backend import NUMPY, bind, get, mismatch
 from engine.errors import BackendError
 
 from .graph_ops import constant_op, placeholder_op, unpack_op
@@ -85,7 +85,6 @@ def _constant(node, backend):
     value = node.params["value"]
     origin = node.meta.get("backend")
     if origin is not None and origin != backend.name:
-        from engine.backend import get
         raise mismatch(f"graph {graph_name(node)} (a tensor captured as constant {node.name})",
                        backend, get(origin))
     return value if backend is NUMPY else backend.from_numpy(np.asarray(value))

@@ -262,15 +262,13 @@ def getitem(x, index):
 
 def _on_backend_of(x, arrays):
     """Index arrays the index was made of (lists, numpy arrays, masks) are index
-    data: they go to the back end of ``x``."""
-    if not arrays:
+    data: they go to the back end of a concrete ``x`` (as that library's arrays)."""
+    if not arrays or getattr(x, "_value", None) is None:
         return arrays
-    backend = getattr(x, "backend", None)
+    backend = getattr(x, "backend", None)   # variables have none: numpy
     if backend is None or backend.name == "numpy":
         return arrays
-    from ..tensor import wrap_on
-    return [wrap_on(backend, backend.from_numpy(a)) if isinstance(a, np.ndarray) else a
-            for a in arrays]
+    return [backend.from_numpy(a) if isinstance(a, np.ndarray) else a for a in arrays]
 
 
 def _shape_of(x):
