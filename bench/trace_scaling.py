@@ -67,10 +67,10 @@ def _timed_phases(times):
         finally:
             times["trace"] += time.perf_counter() - start
 
-    def timed_compile(graph):
+    def timed_compile(graph, **kwargs):
         start = time.perf_counter()
         try:
-            return compiled(graph)
+            return compiled(graph, **kwargs)
         finally:
             times["lower"] += time.perf_counter() - start
     concrete.ConcreteFunction._trace = timed_trace

@@ -5,8 +5,9 @@ case of a repeated call costs one dictionary lookup before the kernel runs.
 """
 import numpy as np
 
+from engine.backend import current_override
 from engine.config import config
-from engine.errors import EngineError, TracingError, format_location, user_frame
+from engine.errors import BackendError, EngineError, TracingError, format_location, user_frame
 from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
 from engine.modes import Mode, read_variable
 from engine.op import freeze_params
@@ -14,6 +15,7 @@ from engine.tensor import Tensor, wrap
 from engine.variable import Variable, check_scatter
 
 from . import buffer_cache
+from .foreign import OnOtherBackend, apply_foreign, lift_foreign
 from .numerics import check_outputs
 
 _CHECK_NUMERICS = config._check_numerics
@@ -64,7 +66,17 @@ class EagerMode(Mode):
     value_type = Tensor   # lift keeps concrete tensors, and apply refuses traced ones
 
     def lift(self, args):
-        """Turn op arguments into concrete tensors (scalars weakly typed)."""
+        """Turn op arguments into concrete tensors (scalars weakly typed), on the back
+        end of their tensors."""
+        try:
+            return self._lift(args)
+        except OnOtherBackend:
+            pass
+        return lift_foreign(self, args)
+
+    def _lift(self, args):
+        """``lift`` for numpy tensors; raises OnOtherBackend at a tensor of another
+        back end (apply then runs the op there)."""
         n = len(args)
         if n == 2:    # tensor-and-Python-scalar (x * 2.0): the common case
             a, b = args
@@ -90,8 +102,8 @@ class EagerMode(Mode):
                 weak = True
             elif isinstance(a, Variable):
                 a = read_variable(a, self)
-            elif isinstance(a, Tensor):
-                pass
+            elif isinstance(a, Tensor):   # a ForeignTensor: another back end's kernels
+                raise OnOtherBackend()
             else:
                 a = Tensor(as_array(a))
             out.append(a)
@@ -107,8 +119,12 @@ class EagerMode(Mode):
         tensors = args
         for a in args:
             if type(a) is not Tensor or a._value is None:
-                tensors = self.lift(args)
-                break
+                try:
+                    tensors = self._lift(args)
+                    break
+                except OnOtherBackend:
+                    pass
+                return apply_foreign(self, op, args, params, located)
         n = len(tensors)
         if params:
             # Params in call order: one call site always passes them in the same
@@ -140,6 +156,8 @@ class EagerMode(Mode):
             elif n == 1:
                 result = op.impl(tensors[0]._value, **params)
             else:
+                if not n and current_override() is not None:   # en.backend.use(...)
+                    return apply_foreign(self, op, args, params, located)
                 result = op.impl(*[t._value for t in tensors], **params)
             if type(result) is not np.ndarray or result.dtype != aval[1]:
                 result = _as_array(result, aval[1])
@@ -221,6 +239,9 @@ def _plain_array(x, weak_dtype):
     if isinstance(x, Tensor):
         if x._value is None:
             raise _leaked(x)
+        if type(x) is not Tensor:   # a ForeignTensor: variables hold numpy arrays
+            raise BackendError(f"variables hold numpy arrays, got a tensor on back end "
+                               f"{x.backend.name}; move it with t.to('numpy')")
         return x._value
     if weak_dtype is not None and type(x) in WEAK_SCALAR_TYPES:
         return weak_scalar_array(x, [weak_dtype])

@@ -14,11 +14,12 @@ Example:
 from . import dtypes
 from .config import config
 from .dtypes import bool_, float32, float64, int32, int64
-from .errors import (DTypeError, EngineError, LoadError, NotDifferentiableError,
+from .errors import (BackendError, DTypeError, EngineError, LoadError, NotDifferentiableError,
                      NumericsError, ShapeError, TracingError)
 from . import modes
 from .modes import apply
 from .op import REGISTRY, Op
+from . import backend
 from .tensor import Tensor, tensor
 from .variable import Variable
 from . import ops

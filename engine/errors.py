@@ -37,6 +37,12 @@ class TracingError(EngineError):
     """Something that needs a concrete value was asked of a traced tensor."""
 
 
+class BackendError(EngineError, TypeError):
+    """Tensors of different array back ends met in one op (the engine never copies
+    between back ends on its own: use ``t.to(name)``), or an op has no kernel on a
+    back end."""
+
+
 class LoadError(EngineError):
     """A saved graph file is malformed or unsafe to load."""
 

@@ -3,6 +3,10 @@
 An op holds everything every mode needs to know about it:
 
 * ``impl(*arrays, **params)`` -- the numpy kernel (eager mode and compiled graphs),
+* ``generic`` -- the kernel written once against an array namespace: the name
+  of a namespace function (``"add"``) or ``f(backend, *arrays, **params)``;
+  ``overrides`` maps a back-end name to its own kernel, and ``kernels`` is the
+  table resolved from both when a back end is registered (``engine.backend``),
 * ``abstract_eval(*avals, **params)`` -- shape and dtype rule; an aval is a
   ``(shape, dtype)`` pair, shapes may hold ``None`` for unknown dims; raises
   :class:`ShapeError` / :class:`DTypeError` on bad input,
@@ -31,12 +35,14 @@ class Op:
         "name", "impl", "abstract_eval", "vjp", "elementwise", "reduction",
         "commutative", "side_effects", "differentiable", "multiple_results",
         "random", "n_inputs", "dtypes", "doc", "out_impl", "vjp_needs",
+        "generic", "overrides", "kernels",
     )
 
     def __init__(self, name, impl, abstract_eval, vjp=None, *, elementwise=False,
                  reduction=False, commutative=False, side_effects=False,
                  differentiable=True, multiple_results=False, random=False,
-                 n_inputs=None, dtypes=None, doc="", out_impl=None, vjp_needs=False):
+                 n_inputs=None, dtypes=None, doc="", out_impl=None, vjp_needs=False,
+                 generic=None, overrides=None):
         self.name = name
         self.impl = impl
         self.abstract_eval = abstract_eval
@@ -59,6 +65,9 @@ class Op:
         # for inputs that need no gradient, skipping their work (like PyTorch's
         # ctx.needs_input_grad). Called without it, every gradient is computed.
         self.vjp_needs = vjp_needs
+        self.generic = generic
+        self.overrides = dict(overrides or {})
+        self.kernels = {}   # back-end name -> kernel, filled by engine.backend
 
     def __repr__(self):
         return f"<op {self.name}>"
@@ -68,11 +77,23 @@ class Op:
         return (lookup, (self.name,))
 
 
+_ON_REGISTER = []
+
+
+def on_register(hook):
+    """Call ``hook(op)`` for every op registered from now on (the back ends resolve
+    their kernel tables this way, without this module importing them)."""
+    _ON_REGISTER.append(hook)
+    return hook
+
+
 def register(op):
     """Add ``op`` to the registry; names are unique."""
     if op.name in REGISTRY:
         raise EngineError(f"op {op.name!r} is already registered")
     REGISTRY[op.name] = op
+    for hook in _ON_REGISTER:
+        hook(op)
     return op
 
 

@@ -68,12 +68,24 @@ def _uniform_impl(key, *, shape, dtype, minval, maxval):
     return u
 
 
+def _drawn_on_host(impl):
+    """A random op's kernel on any back end: the key's stream is numpy's generator
+    by definition (the same key gives the same numbers everywhere), so the draw
+    happens on the host and moves to the back end through its conversions."""
+    def kernel(be, key, **params):
+        return be.from_numpy(impl(be.to_numpy(key), **params))
+    kernel.__name__ = f"{impl.__name__}_on_host"
+    return kernel
+
+
 random_normal_op = register(Op(
     "random_normal", _normal_impl, _random_eval("random_normal"), None, random=True,
+    generic=_drawn_on_host(_normal_impl),
     differentiable=False, n_inputs=1, dtypes=dtypes.FLOATS,
     doc="Normal samples drawn from an int64 key [seed, counter] (same key, same numbers)."))
 random_uniform_op = register(Op(
     "random_uniform", _uniform_impl, _random_eval("random_uniform"), None, random=True,
+    generic=_drawn_on_host(_uniform_impl),
     differentiable=False, n_inputs=1, dtypes=dtypes.FLOATS,
     doc="Uniform samples in [minval, maxval) drawn from an int64 key [seed, counter]."))
 

@@ -1,8 +1,11 @@
 """The immutable :class:`Tensor` and the operator methods it shares with variables.
 
-A tensor is either *concrete* (it holds a numpy array, eager mode) or *traced*
+A tensor is either *concrete* (it holds an array, eager mode) or *traced*
 (it stands for a graph node while a function is being traced). Both kinds have
-``shape`` and ``dtype``; only concrete tensors have values.
+``shape`` and ``dtype`` (an engine dtype, i.e. a numpy dtype, on every back
+end); only concrete tensors have values. A :class:`Tensor` holds a numpy array;
+its subclass :class:`ForeignTensor` holds an array of another back end
+(``t.backend`` says which), so eager dispatch on numpy tensors tests nothing more.
 
 Example:
     >>> import engine as en
@@ -14,7 +17,9 @@ from html import escape
 
 import numpy as np
 
+from . import backend as _backends
 from . import ops as _ops
+from .backend import NUMPY
 from .errors import TracingError, format_location, user_frame
 from .lifting import TensorLike, as_array
 
@@ -125,6 +130,37 @@ class Tensor(TensorOps):
         self.dtype = value.dtype
         self._node = None
 
+    # -- back ends --------------------------------------------------------
+    @property
+    def backend(self):
+        """The :class:`engine.backend.Backend` that holds this tensor's value (for a
+        traced tensor, the one its graph is compiled for).
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([1.0]).backend.name
+            'numpy'
+        """
+        if self._value is None:
+            return getattr(self._node.graph, "backend", NUMPY)
+        return NUMPY
+
+    def to(self, backend):
+        """This tensor's values on ``backend`` (a name or a Backend): the one explicit
+        way to move data between back ends (ops never copy across them).
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([1.0, 2.0]).to("array_api_strict").backend.name
+            'array_api_strict'
+        """
+        target = _backends.get(backend)
+        source = self.backend
+        if target is source:
+            return self
+        value = self._concrete(f"moving a tensor to back end {target.name!r}")
+        return wrap_on(target, target.from_numpy(source.to_numpy(value)))
+
     # -- concrete values ------------------------------------------------
     def numpy(self):
         """The value as a numpy array (a read-only view: tensors are immutable)."""
@@ -188,6 +224,49 @@ class Tensor(TensorOps):
         return (Tensor, (self.numpy(),))
 
 
+class ForeignTensor(Tensor):
+    """A concrete tensor whose value is an array of a back end other than numpy
+    (``t.backend``). Made by ``en.tensor(x, backend=...)``, ``t.to(...)`` and by
+    ops on such tensors; an op never mixes it with tensors of another back end.
+    """
+
+    __slots__ = ("_backend",)
+
+    @property
+    def backend(self):
+        return self._backend
+
+    def numpy(self):
+        """The values as a read-only numpy array (converted through the back end)."""
+        view = np.asarray(self._backend.to_numpy(self._value)).view()
+        view.flags.writeable = False
+        return view
+
+    def _concrete(self, what):
+        return self._value
+
+    def __repr__(self):
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        return (f"tensor({body}, shape={self.shape}, dtype={self.dtype}, "
+                f"backend={self._backend.name})")
+
+    def __reduce__(self):
+        return (tensor, (self.numpy(), None, self._backend.name))
+
+
+def wrap_on(backend, value):
+    """A concrete tensor around an array of ``backend`` that the engine made."""
+    if backend is NUMPY:
+        return wrap(value)
+    t = object.__new__(ForeignTensor)
+    t._value = value
+    t.shape = tuple(value.shape)
+    t.dtype = backend.dtype_of(value)
+    t._node = None
+    t._backend = backend
+    return t
+
+
 def wrap(value):
     """Fast path: a concrete tensor around an array the engine made (no checks)."""
     t = object.__new__(Tensor)
@@ -208,16 +287,31 @@ def traced(shape, dtype, node):
     return t
 
 
-def tensor(data, dtype=None):
-    """Make a tensor from nested lists, scalars, numpy arrays or tensors.
+def tensor(data, dtype=None, backend=None):
+    """Make a tensor from nested lists, scalars, arrays or tensors.
+
+    An array of a back end's library (an ``array_api_strict`` array) makes a
+    tensor on that back end; Python data and numpy arrays make one on numpy
+    (or on the back end chosen with ``en.backend.use``). ``backend=`` moves the
+    data there explicitly.
 
     Example:
         >>> import engine as en
         >>> en.tensor([1.0, 2.0], dtype="float32")
         tensor([1., 2.], shape=(2,), dtype=float32)
+        >>> en.tensor([1.0], backend="array_api_strict").backend.name
+        'array_api_strict'
     """
     if isinstance(data, Tensor):
-        if dtype is None or np.dtype(dtype) == data.dtype:
-            return data
-        return _ops.cast(data, dtype)
-    return Tensor(data, dtype)
+        if dtype is not None and np.dtype(dtype) != data.dtype:
+            data = _ops.cast(data, dtype)
+        return data if backend is None else data.to(backend)
+    owner = None if type(data) is np.ndarray else _backends.of_array(data)
+    target = _backends.get(backend) if backend is not None else owner or _backends.default()
+    if target is NUMPY:
+        if owner is not None and owner is not NUMPY:   # an explicit move to numpy
+            data = np.array(owner.to_numpy(data), copy=True)
+        return Tensor(data, dtype)
+    if owner is not None and owner is not target:
+        data = owner.to_numpy(data)
+    return wrap_on(target, target.asarray(data, dtype))

@@ -6,8 +6,10 @@ returns the outputs as a tuple. Kernels, constants and non-literal params live
 in the function's namespace. Every line ends with a comment naming the user's
 source line, and a runtime failure is mapped back to its node.
 
-Lowering emits calls through one array back end (numpy today) by way of each
-op's ``impl``; nothing here names a specific op.
+Lowering emits calls through one array back end: numpy's kernels are each
+op's ``impl``; another back end's come from the op's kernel table
+(``op.kernels``) and its constants are converted to it once, here. Nothing
+here names a specific op.
 """
 import ast
 import itertools
@@ -17,7 +19,10 @@ import os
 
 import numpy as np
 
-from .graph_ops import constant_op, placeholder_op
+from engine.backend import NUMPY, bind, get, mismatch
+from engine.errors import BackendError
+
+from .graph_ops import constant_op, placeholder_op, unpack_op
 
 _counter = itertools.count()
 _RESERVED = ("k_", "c_", "p_", "_b", "run_", "__")
@@ -54,11 +59,43 @@ class Lowered:
         return self.namespace.pop(self.fn_name)
 
 
-def lower(graph, kernel_for=None):
+def _backend_kernel(node, backend):
+    """The kernel of ``node``'s op on a back end other than numpy."""
+    op = node.op
+    if op is unpack_op:
+        return op.impl   # a tuple index: the same on every back end
+    kernel = op.kernels.get(backend.name)
+    if kernel is None and op.generic is not None:   # graph-only ops (control flow)
+        kernel = bind(op.generic, backend)
+    if kernel is None:
+        what = ("variables hold numpy arrays" if op.name.endswith("_variable")
+                else "the op has no kernel there")
+        raise BackendError(f"graph {graph_name(node)}: node {node.name} (op '{op.name}') cannot "
+                           f"run on back end {backend.name}: {what}")
+    return kernel
+
+
+def graph_name(node):
+    return getattr(node.graph, "name", "?")
+
+
+def _constant(node, backend):
+    """A constant's value on ``backend`` (converted once, when the graph is lowered).
+    A tensor captured from another back end is refused: ops never copy across."""
+    value = node.params["value"]
+    origin = node.meta.get("backend")
+    if origin is not None and origin != backend.name:
+        raise mismatch(f"graph {graph_name(node)} (a tensor captured as constant {node.name})",
+                       backend, get(origin))
+    return value if backend is NUMPY else backend.from_numpy(np.asarray(value))
+
+
+def lower(graph, kernel_for=None, backend=NUMPY):
     """Return :class:`Lowered` source for ``graph``.
 
     ``kernel_for(node)`` may return a replacement callable for a node (used by
-    fusion); by default each node calls ``node.op.impl``.
+    fusion); by default each node calls ``node.op.impl`` (numpy), or its kernel
+    on ``backend``.
     """
     order = graph.topo_order()
     names = {}
@@ -67,6 +104,8 @@ def lower(graph, kernel_for=None):
 
     def kernel_name(node, buffered=False):
         fn = kernel_for(node) if kernel_for is not None else None
+        if fn is None and backend is not NUMPY:
+            fn = _backend_kernel(node, backend)
         fn = fn or (node.op.out_impl if buffered else node.op.impl)
         key = id(fn)
         if key not in kernels:
@@ -116,7 +155,7 @@ def lower(graph, kernel_for=None):
         target = names[node]
         if node.op is constant_op:
             cname = "c_" + target
-            namespace[cname] = node.params["value"]
+            namespace[cname] = _constant(node, backend)
             line = f"    {target} = {cname}"
         else:
             argv = [names[inp] for inp in node.inputs]

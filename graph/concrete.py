@@ -5,6 +5,8 @@ import numpy as np
 
 from engine import dtypes, ops
 from engine.autodiff import GradientTape
+from engine.backend import NUMPY
+from engine.config import config
 from engine.errors import EngineError
 from engine.modes import default_mode, read_variable, use_mode
 from engine.pytree import LEAF, flatten, unflatten
@@ -16,7 +18,7 @@ from .executor import CompiledGraph, wrap_outputs
 from .ir import Graph
 from .graph_ops import assign_variable_op, read_variable_op
 from .interpret import interpret, replay_nodes
-from .passes import optimize
+from .passes import DEFAULT_PIPELINE, optimize
 from .passes.memory_planning import memory_planning
 from .tracer import TraceMode
 
@@ -25,11 +27,11 @@ def _out_leaf(x):
     return isinstance(x, (Tensor, Variable, np.ndarray))
 
 
-def _finisher(out_dtypes, single_output, tree):
-    """``finish(results)``: tensors for the graph's output arrays, in the structure
-    the function returned."""
+def _finisher(out_dtypes, single_output, tree, backend):
+    """``finish(results)``: tensors (on ``backend``) for the graph's output arrays, in
+    the structure the function returned."""
     def finish(results):
-        outs = wrap_outputs(results, out_dtypes)
+        outs = wrap_outputs(results, out_dtypes, backend)
         return outs[0] if single_output else unflatten(tree, outs)
     return finish
 
@@ -57,7 +59,7 @@ class ConcreteFunction:
     """
 
     def __init__(self, fn, name, key, leaves, treedef, specs=None, passes=None,
-                 compile_function=None):
+                 compile_function=None, backend=NUMPY):
         self.python_function = fn
         self.name = name
         self.key = key
@@ -69,10 +71,13 @@ class ConcreteFunction:
         self._replay = None
         self._passes = passes
         self._compile_function = compile_function
-        graph = self._trace(Graph(name))
+        self.backend = backend
+        graph = Graph(name)
+        graph.backend = backend     # traced tensors report it; lowering binds its kernels
+        graph = self._trace(graph)
         self.unoptimized_graph = graph
-        self.graph, self.report = _optimize(graph, passes)
-        self.compiled = CompiledGraph(self.graph)
+        self.graph, self.report = _optimize(graph, passes, backend)
+        self.compiled = CompiledGraph(self.graph, backend=backend)
         self.source = self.compiled.source
         self._out_dtypes = [o.dtype for o in self.graph.outputs]
         self._single_output = self.graph.output_tree == LEAF
@@ -83,7 +88,8 @@ class ConcreteFunction:
         # What the entries call must not hold this object, which holds them: the
         # cycle would leave a dropped trace (evicted, or its en.function deleted)
         # to the cycle collector, arrays and all.
-        finish = _finisher(self._out_dtypes, self._single_output, self.graph.output_tree)
+        finish = _finisher(self._out_dtypes, self._single_output, self.graph.output_tree,
+                           backend)
         on_tape = _weak_method(self._on_tape)
         self.entry = self.compiled.tensor_entry(n, on_tape, finish, single)
         self.guarded_entry = None
@@ -156,15 +162,16 @@ class ConcreteFunction:
             graph = self.unoptimized_graph.copy(name=f"{self.name}_forward", mapping=mapping)
             self._replay = replay_nodes(self.unoptimized_graph)
             graph.outputs = graph.outputs + [mapping[n] for n in self._replay]
-            graph, _ = _optimize(graph, self._passes)
-            self._forward = (CompiledGraph(graph), [o.dtype for o in graph.outputs])
+            graph, _ = _optimize(graph, self._passes, self.backend)
+            self._forward = (CompiledGraph(graph, backend=self.backend),
+                             [o.dtype for o in graph.outputs])
         return self._forward
 
     def _call_recorded(self, tensors, arrays):
         """Run under active tapes and record the call as one op whose VJP is a compiled
         backward graph fed by this call's residuals (nothing runs twice)."""
         compiled, dtypes_ = self._forward_with_residuals()
-        results = wrap_outputs(compiled.run(arrays), dtypes_)
+        results = wrap_outputs(compiled.run(arrays), dtypes_, self.backend)
         n = len(self.graph.outputs)
         outs, residuals = results[:n], results[n:]
         mode = default_mode()   # the values are concrete whatever mode is current
@@ -223,6 +230,14 @@ def _call_rule(concrete, residuals):
     return TapeRule(f"call[{concrete.name}]", vjp, multiple_results=True)
 
 
-def _optimize(graph, passes):
+# Passes that write numpy into preallocated buffers or generate numpy loops: a
+# back end without out= kernels runs its kernels one by one instead.
+_NEEDS_OUT = ("fusion", "memory_planning")
+
+
+def _optimize(graph, passes, backend=NUMPY):
     """Run the optimization pipeline (``passes=None``: the default one)."""
+    if not backend.out_kernels:
+        chosen = passes if passes is not None else (config.default_passes or DEFAULT_PIPELINE)
+        passes = [p for p in chosen if getattr(p, "__name__", p) not in _NEEDS_OUT]
     return optimize(graph, passes)

@@ -80,7 +80,13 @@ def _cond_vjp(gs, outs, pred, *rest, true, false, n_ops):
     return (None,) + tuple(g if _is_float(x) else None for x, g in zip(rest, grads))
 
 
+def _same_on_any_backend(impl):
+    """A kernel that only runs subgraphs (each lowered for the graph's back end)."""
+    return lambda be, *arrays, **params: impl(*arrays, **params)
+
+
 cond_op = _structural(Op("cond", _cond_impl, _cond_eval, _cond_vjp, multiple_results=True,
+                         generic=_same_on_any_backend(_cond_impl),
                          doc="Run one of two traced branches, chosen by a bool scalar."))
 
 
@@ -150,7 +156,7 @@ def _while_vjp(gs, outs, *rest, cond, body, n_vars):
 
 
 while_op = _structural(Op("while_loop", _while_impl, _while_eval, _while_vjp,
-                          multiple_results=True,
+                          multiple_results=True, generic=_same_on_any_backend(_while_impl),
                           doc="Repeat a traced body while a traced condition holds."))
 
 
@@ -242,6 +248,37 @@ def _stack_buffer(length, aval, buf=None, value=None):
     return None if value is None else np.empty((length,) + np.shape(value), dtype)
 
 
+def _scan_generic(be, *rest, body, n_carry, n_x, length, reverse):
+    """``_scan_impl`` against the namespace: steps collected in lists, then stacked."""
+    xp = be.xp
+    carry = list(rest[:n_carry])
+    xs = rest[n_carry:n_carry + n_x]
+    caps = list(rest[n_carry + n_x:])
+    n_y = len(body.out_avals) - n_carry
+    n_real = len(body.out_avals)
+    if length is None:
+        length = xs[0].shape[0]
+    avals = ([(s, d) for s, d in body.out_avals[n_carry:]]
+             + [(tuple(c.shape), be.dtype_of(c)) for c in carry]
+             + [(tuple(n.shape), n.dtype) for n in body.replay])
+    steps = [[None] * length for _ in avals]
+    for t in (range(length - 1, -1, -1) if reverse else range(length)):
+        for k, c in enumerate(carry):
+            steps[n_y + k][t] = c
+        outs = body.run(carry + [x[t, ...] for x in xs] + caps)
+        carry = list(outs[:n_carry])
+        for k in range(n_y):
+            steps[k][t] = outs[n_carry + k]
+        for k in range(len(body.replay)):
+            steps[n_y + n_carry + k][t] = outs[n_real + k]
+    stacked = []
+    for parts, (shape, dt) in zip(steps, avals):
+        out = xp.stack(parts) if length else xp.zeros((0,) + tuple(d or 0 for d in shape),
+                                                         dtype=be.dtype(dt))
+        stacked.append(out if be.dtype_of(out) == dt else be.astype(out, dt))
+    return tuple(carry) + tuple(stacked)
+
+
 def _scan_eval(*rest, body, n_carry, n_x, length, reverse):
     carry = [(tuple(s), d) for s, d in rest[:n_carry]]
     ys = [((length,) + tuple(s), d) for s, d in body.out_avals[n_carry:]]
@@ -290,6 +327,7 @@ def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse):
 
 
 scan_op = _structural(Op("scan", _scan_impl, _scan_eval, _scan_vjp, multiple_results=True,
+                         generic=_scan_generic,
                          doc="Loop a traced body over the leading axis of its inputs."))
 
 

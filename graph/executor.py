@@ -2,9 +2,10 @@
 
 import numpy as np
 
+from engine.backend import NUMPY
 from engine.errors import EngineError, format_location
 from engine.recording import active_tapes
-from engine.tensor import Tensor, wrap
+from engine.tensor import Tensor, wrap, wrap_on
 from engine.transaction import atomic_call
 
 from .codegen import lower
@@ -22,9 +23,10 @@ class GraphRuntimeError(EngineError):
 class CompiledGraph:
     """A graph lowered to Python source and compiled. Call with input arrays."""
 
-    def __init__(self, graph, kernel_for=None):
+    def __init__(self, graph, kernel_for=None, backend=NUMPY):
         self.graph = graph
-        self.lowered = lower(graph, kernel_for)
+        self.backend = backend
+        self.lowered = lower(graph, kernel_for, backend)
         self.fn = self.lowered.build()
         # A call's variable writes take effect together or (if it raises) not at
         # all, and no other thread writes those variables in the middle of it.
@@ -106,7 +108,7 @@ class CompiledGraph:
         lines.append("        reraise(err)")
         if self._planned:
             lines.append("    buffer_sets.append(buffers)")
-        if single_dtype is not None:
+        if single_dtype is not None and self.backend is NUMPY:
             lines += ["    out = results[0]",
                       "    if type(out) is ndarray and out.dtype is dtype:",
                       "        t = new(Tensor)   # wrap(out), inlined",
@@ -151,9 +153,12 @@ def written_variables(graph):
     return body_variables([graph])[1]
 
 
-def wrap_outputs(arrays, dtypes):
+def wrap_outputs(arrays, dtypes, backend=NUMPY):
     """Concrete tensors for a graph's output arrays, with the dtypes the graph promised
     (numpy scalars become 0-d arrays), exactly as eager mode makes them."""
+    if backend is not NUMPY:
+        return [wrap_on(backend, a if backend.dtype_of(a) == dt else backend.astype(a, dt))
+                for a, dt in zip(arrays, dtypes)]
     out = []
     for a, dt in zip(arrays, dtypes):
         if type(a) is not np.ndarray:

@@ -17,6 +17,7 @@ import logging
 import threading
 import warnings
 
+from engine import backend as backends
 from engine.config import config
 from engine.errors import EngineError, format_location, user_frame
 from engine.modes import current_mode, pushed_mode
@@ -117,7 +118,9 @@ class Function:
                 raise EngineError(f"{self.name}: keyword arguments are not allowed with an "
                                   "input_signature")
             tensors = check_against_specs(self.name, self.input_signature, args)
-            key = ("input_signature",)
+            backend = _backend_of(self.name, tensors)
+            key = ("input_signature",) if backend is backends.NUMPY else \
+                ("input_signature", backend.name)
             concrete = self._cache.get(key)
             if concrete is None:
                 concrete = self._trace(key, tensors, None, None, specs=self.input_signature)
@@ -155,7 +158,8 @@ class Function:
                     "for every size", stacklevel=4)
             concrete = ConcreteFunction(self.python_function, self.name, key, leaves, treedef,
                                         specs=specs, passes=self._passes(),
-                                        compile_function=named_function)
+                                        compile_function=named_function,
+                                        backend=_backend_of(self.name, tensors))
             self._cache[key] = concrete
             self._recent[concrete] = key
             self._last_key = key
@@ -229,6 +233,17 @@ class Function:
 def named_function(fn, name):
     """``en.function(fn)`` named ``name``: what a ConcreteFunction compiles its gradient with."""
     return Function(fn, name=name)
+
+
+def _backend_of(name, tensors):
+    """The one back end of a call's tensors (numpy when there are none)."""
+    found = None
+    for t in tensors:
+        b = t.backend
+        if found is not None and b is not found:
+            raise backends.mismatch(f"function '{name}'", found, b)
+        found = b
+    return found or backends.NUMPY
 
 
 def function(fn=None, *, input_signature=None, optimize=True, passes=None, max_traces=8,

@@ -32,7 +32,7 @@ import zipfile
 
 import numpy as np
 
-from engine.errors import LoadError, describe_aval
+from engine.errors import BackendError, LoadError, describe_aval
 from engine.modes import current_mode
 from engine.op import REGISTRY
 from engine.pytree import unflatten
@@ -649,6 +649,9 @@ class LoadedFunction(Function):
         self.concrete = _LoadedConcrete(graph, name, specs, self.python_function)
 
     def _trace(self, key, tensors, leaves, treedef, specs=None):
+        if key != ("input_signature",):   # ("input_signature", back end): not numpy
+            raise BackendError(f"{self.name}: a loaded graph runs on numpy, got tensors on "
+                               f"back end {key[1]}; move them with t.to('numpy')")
         self._cache[key] = self.concrete
         return self.concrete
 

@@ -57,8 +57,10 @@ def _is_leaf(x):
 
 def describe_leaf(leaf):
     """The cache-key part for one argument leaf, and the tensor to pass (or None)."""
-    if type(leaf) is Tensor or isinstance(leaf, Tensor):
+    if type(leaf) is Tensor:
         return ("T", leaf.shape, leaf.dtype), leaf
+    if isinstance(leaf, Tensor):   # another back end: its own trace (kernels, passes)
+        return ("T", leaf.shape, leaf.dtype, leaf.backend.name), leaf
     if isinstance(leaf, Variable):
         return ("V", id(leaf)), None
     if isinstance(leaf, np.ndarray):

@@ -1,6 +1,7 @@
 """Bodies of control-flow ops (``cond`` branches, loop bodies), traced once into graphs."""
 import numpy as np
 
+from engine.backend import NUMPY
 from engine.errors import ShapeError, describe_inputs
 from engine.modes import use_mode
 from engine.pytree import flatten, unflatten
@@ -27,6 +28,7 @@ class SubGraph:
     def __init__(self, fn, in_avals, in_tree, name, parent):
         self.name = name
         graph = Graph(name)
+        graph.backend = getattr(parent.graph, "backend", NUMPY)   # the enclosing graph's
         mode = parent.nested(graph)
         with no_tapes(), use_mode(mode):
             phs = [mode.placeholder(shape, dtype, name=f"{name}_in{i}")
@@ -49,7 +51,9 @@ class SubGraph:
 
     def run(self, arrays):
         if self._compiled is None:
-            self._compiled = CompiledGraph(self.graph)
+            # Bodies read back by en.load have no back end of their own: numpy.
+            backend = getattr(self.graph, "backend", NUMPY)
+            self._compiled = CompiledGraph(self.graph, backend=backend)
         return self._compiled.run(arrays)
 
     def __repr__(self):

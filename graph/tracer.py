@@ -52,13 +52,17 @@ class TraceMode(Mode):
         self.graph.inputs.append(node)
         return traced(node.shape, node.dtype, node)
 
-    def constant(self, array, name="const", source_obj=None):
+    def constant(self, array, name="const", source_obj=None, backend=None):
+        """A constant node; ``backend`` names the back end a captured tensor came from
+        (lowering refuses it on another back end)."""
         key = id(source_obj) if source_obj is not None else None
         if key is not None and key in self._consts:
             return self._consts[key][1]
         array = np.asarray(array)
         node = self.graph.add(constant_op, (), {"value": array}, (array.shape, array.dtype),
                               name=name, source=user_frame())
+        if backend is not None:
+            node.meta["backend"] = backend
         t = traced(node.shape, node.dtype, node)
         if key is not None:
             self._consts[key] = (source_obj, t)
@@ -91,8 +95,9 @@ class TraceMode(Mode):
                 if a._value is None:
                     if a._node.graph is not self.graph:
                         a = self._capture(a)
-                else:
-                    a = self.constant(a._value, source_obj=a)
+                else:   # graphs keep constants as numpy; lowering converts them
+                    a = self.constant(a.numpy() if type(a) is not Tensor else a._value,
+                                      source_obj=a, backend=a.backend.name)
             elif type(a) in WEAK_SCALAR_TYPES:
                 weak = True
             elif isinstance(a, Variable):

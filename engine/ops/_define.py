@@ -48,6 +48,13 @@ def binary_rule(name, allowed, what, out_dtype=None, true_divide=False):
     return abstract_eval
 
 
+def _kernels(impl, generic):
+    """``(numpy kernel, generic kernel)``: a namespace function's name serves both."""
+    if isinstance(impl, str):
+        return getattr(np, impl), impl
+    return impl, generic
+
+
 def _default_out_impl(impl, out_impl):
     # A numpy ufunc takes out= itself.
     if out_impl is None and isinstance(impl, np.ufunc):
@@ -56,21 +63,27 @@ def _default_out_impl(impl, out_impl):
 
 
 def unary(name, impl, vjp, *, allowed=dtypes.FLOATS, what="floating-point", out_dtype=None,
-          differentiable=True, doc="", out_impl=None):
-    """Define and register a one-input elementwise op."""
+          differentiable=True, doc="", out_impl=None, generic=None):
+    """Define and register a one-input elementwise op. ``impl`` is the name of an
+    array-namespace function (the kernel on every back end) or numpy's kernel,
+    with ``generic`` the kernel written against the namespace."""
+    impl, generic = _kernels(impl, generic)
     return register(Op(name, impl, unary_rule(name, allowed, what, out_dtype), vjp,
                        elementwise=True, n_inputs=1, dtypes=allowed,
                        differentiable=differentiable, doc=doc,
-                       out_impl=_default_out_impl(impl, out_impl)))
+                       out_impl=_default_out_impl(impl, out_impl), generic=generic))
 
 
 def binary(name, impl, vjp, *, allowed=dtypes.NUMERIC, what="numeric", out_dtype=None,
-           commutative=False, true_divide=False, doc="", out_impl=None, vjp_needs=False):
-    """Define and register a two-input broadcasting elementwise op."""
+           commutative=False, true_divide=False, doc="", out_impl=None, vjp_needs=False,
+           generic=None):
+    """Define and register a two-input broadcasting elementwise op (``impl`` and
+    ``generic`` as for :func:`unary`)."""
+    impl, generic = _kernels(impl, generic)
     return register(Op(name, impl, binary_rule(name, allowed, what, out_dtype, true_divide), vjp,
                        elementwise=True, commutative=commutative, n_inputs=2, dtypes=allowed,
                        doc=doc, out_impl=_default_out_impl(impl, out_impl),
-                       vjp_needs=vjp_needs))
+                       vjp_needs=vjp_needs, generic=generic))
 
 
 def unbroadcast(g, shape):

@@ -11,21 +11,33 @@ from . import creation
 _B = dtypes.bool_
 _ALL = dtypes.ALL
 
-equal_op = binary("equal", np.equal, None, allowed=_ALL, what="any", out_dtype=_B,
+equal_op = binary("equal", "equal", None, allowed=_ALL, what="any", out_dtype=_B,
                   commutative=True, doc="Elementwise ``x == y`` (bool).")
-not_equal_op = binary("not_equal", np.not_equal, None, allowed=_ALL, what="any", out_dtype=_B,
+not_equal_op = binary("not_equal", "not_equal", None, allowed=_ALL, what="any", out_dtype=_B,
                       commutative=True, doc="Elementwise ``x != y`` (bool).")
-less_op = binary("less", np.less, None, out_dtype=_B, doc="Elementwise ``x < y`` (bool).")
-less_equal_op = binary("less_equal", np.less_equal, None, out_dtype=_B, doc="Elementwise ``x <= y``.")
-greater_op = binary("greater", np.greater, None, out_dtype=_B, doc="Elementwise ``x > y``.")
-greater_equal_op = binary("greater_equal", np.greater_equal, None, out_dtype=_B,
+less_op = binary("less", "less", None, out_dtype=_B, doc="Elementwise ``x < y`` (bool).")
+less_equal_op = binary("less_equal", "less_equal", None, out_dtype=_B, doc="Elementwise ``x <= y``.")
+greater_op = binary("greater", "greater", None, out_dtype=_B, doc="Elementwise ``x > y``.")
+greater_equal_op = binary("greater_equal", "greater_equal", None, out_dtype=_B,
                           doc="Elementwise ``x >= y``.")
+def _logical(name):
+    """A logical op written against the namespace: numbers count as ``x != 0``
+    (numpy's truth), the standard's logical functions take only bools."""
+    def kernel(be, *arrays):
+        arrays = [a if be.dtype_of(a) == _B else a != 0 for a in arrays]
+        return getattr(be.xp, name)(*arrays)
+    kernel.__name__ = name
+    return kernel
+
+
 logical_and_op = binary("logical_and", np.logical_and, None, allowed=_ALL, what="any",
-                        out_dtype=_B, commutative=True, doc="Elementwise logical and.")
+                        out_dtype=_B, commutative=True, doc="Elementwise logical and.",
+                        generic=_logical("logical_and"))
 logical_or_op = binary("logical_or", np.logical_or, None, allowed=_ALL, what="any",
-                       out_dtype=_B, commutative=True, doc="Elementwise logical or.")
+                       out_dtype=_B, commutative=True, doc="Elementwise logical or.",
+                       generic=_logical("logical_or"))
 logical_not_op = unary("logical_not", np.logical_not, None, allowed=_ALL, what="any",
-                       out_dtype=_B, doc="Elementwise logical not.")
+                       out_dtype=_B, doc="Elementwise logical not.", generic=_logical("logical_not"))
 
 equal = call(equal_op)
 not_equal = call(not_equal_op)
@@ -68,7 +80,11 @@ def _where_out(cond, x, y, out):
     return out
 
 
+def _where_generic(be, cond, x, y):
+    return be.xp.where(cond, *be.promote(x, y))
+
+
 where_op = register(Op("where", _where_impl, _where_eval, _where_vjp, elementwise=True,
-                       n_inputs=3, dtypes=_ALL, out_impl=_where_out,
+                       n_inputs=3, dtypes=_ALL, out_impl=_where_out, generic=_where_generic,
                        doc="``x`` where ``cond`` is true, else ``y``, with broadcasting."))
 where = call(where_op)

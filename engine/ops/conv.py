@@ -24,6 +24,8 @@ from .. import dtypes, workspace
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, register
+from . import conv_generic
+from .conv_geometry import out_and_pads as _out_and_pads, spatial as _spatial  # noqa: F401
 
 _PADDINGS = ("valid", "same")
 
@@ -48,20 +50,6 @@ def _padding(name, padding):
     return p
 
 
-def _out_and_pads(name, size, k, s, padding, avals):
-    """(output size, pad before, pad after) along one spatial dim; ``None`` when unknown."""
-    if size is None or k is None:
-        return None, None, None
-    if padding == "valid":
-        if size < k:
-            raise ShapeError(f"{name}: window {k} is larger than the input size {size} with "
-                             f"'valid' padding: {describe_inputs(avals)}")
-        return (size - k) // s + 1, 0, 0
-    out = -(-size // s)
-    total = max((out - 1) * s + k - size, 0)
-    return out, total // 2, total - total // 2
-
-
 def _check_rank4(name, avals, what):
     if any(len(shape) != 4 for shape, _ in avals):
         raise ShapeError(f"{name}: expected {what}, got {describe_inputs(avals)}")
@@ -77,13 +65,6 @@ def _same(name, a, b, what, avals):
     if a is not None and b is not None and a != b:
         raise ShapeError(f"{name}: {what} differ ({a} vs {b}): {describe_inputs(avals)}")
     return a if a is not None else b
-
-
-def _spatial(name, hw, khw, strides, padding, avals):
-    """Output sizes and pads for both spatial dims."""
-    oh, pt, pb = _out_and_pads(name, hw[0], khw[0], strides[0], padding, avals)
-    ow, pl, pr = _out_and_pads(name, hw[1], khw[1], strides[1], padding, avals)
-    return (oh, ow), ((pt, pb), (pl, pr))
 
 
 def _check_cotangent_hw(name, g_hw, input_hw, khw, strides, padding, avals):
@@ -163,7 +144,7 @@ def _conv2d_vjp(g, out, x, w, *, strides, padding):
 
 
 conv2d_op = register(Op("conv2d", _conv2d_impl, _conv2d_eval, _conv2d_vjp, n_inputs=2,
-                        dtypes=dtypes.FLOATS, out_impl=_conv2d_out,
+                        dtypes=dtypes.FLOATS, out_impl=_conv2d_out, generic=conv_generic.conv2d,
                         doc="2-D convolution (cross-correlation), NHWC input, HWIO filters."))
 
 
@@ -230,7 +211,7 @@ def _bp_input_vjp(u, out, g, w, *, input_hw, strides, padding):
 
 conv2d_backprop_input_op = register(Op(
     "conv2d_backprop_input", _bp_input_impl, _bp_input_eval, _bp_input_vjp, n_inputs=2,
-    dtypes=dtypes.FLOATS, doc="Gradient of conv2d with respect to its input."))
+    dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_input, doc="Gradient of conv2d with respect to its input."))
 
 
 def conv2d_backprop_input(g, w, input_hw, stride=1, padding="valid"):
@@ -278,7 +259,7 @@ def _bp_filter_vjp(u, out, x, g, *, kernel_hw, strides, padding):
 
 conv2d_backprop_filter_op = register(Op(
     "conv2d_backprop_filter", _bp_filter_impl, _bp_filter_eval, _bp_filter_vjp, n_inputs=2,
-    dtypes=dtypes.FLOATS, doc="Gradient of conv2d with respect to its filters."))
+    dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_filter, doc="Gradient of conv2d with respect to its filters."))
 
 
 def conv2d_backprop_filter(x, g, kernel_hw, stride=1, padding="valid"):
@@ -345,7 +326,7 @@ max_pool2d_op = register(Op(
     "max_pool2d", _max_pool_impl,
     lambda x, *, pool_size, strides, padding: _pool_eval("max_pool2d", x, pool_size, strides,
                                                          padding),
-    _max_pool_vjp, n_inputs=1, dtypes=dtypes.FLOATS,
+    _max_pool_vjp, n_inputs=1, dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d,
     doc="Maximum over 2-D windows of an NHWC input."))
 
 
@@ -375,7 +356,7 @@ def _pool_grad_vjp(u, out, x, g, *, pool_size, strides, padding):
 
 max_pool2d_grad_op = register(Op(
     "max_pool2d_grad", _pool_grad_impl, _pool_grad_eval, _pool_grad_vjp, n_inputs=2,
-    dtypes=dtypes.FLOATS,
+    dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d_grad,
     doc="Gradient of max_pool2d: each window's cotangent goes to its maximum."))
 
 
@@ -401,7 +382,7 @@ def _gather_vjp(v, out, x, u, *, pool_size, strides, padding):
 
 max_pool2d_gather_op = register(Op(
     "max_pool2d_gather", _gather_impl, _gather_eval, _gather_vjp, n_inputs=2,
-    dtypes=dtypes.FLOATS,
+    dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d_gather,
     doc="The values of ``u`` at each max_pool2d window's maximum of ``x``."))
 
 

@@ -23,13 +23,25 @@ def check_shape(name, shape):
     return shape
 
 
+def _fill_value(value, dtype):
+    """``value`` as the Python number numpy would store in an array of ``dtype``."""
+    return np.asarray(value).astype(dtype).item()
+
+
+def _full_generic(be, *, shape, value, dtype):
+    return be.xp.full(shape, _fill_value(value, dtype), dtype=be.dtype(dtype))
+
+
 def _filled(name, fill):
     def impl(*, shape, dtype):
         return np.full(shape, fill, dtype=dtype)
 
+    def generic(be, *, shape, dtype):
+        return _full_generic(be, shape=shape, value=fill, dtype=dtype)
+
     def abstract_eval(*, shape, dtype):
         return (check_shape(name, shape), dtypes.as_dtype(dtype))
-    return register(Op(name, impl, abstract_eval, None, n_inputs=0,
+    return register(Op(name, impl, abstract_eval, None, n_inputs=0, generic=generic,
                        doc=f"A new tensor of {fill}s."))
 
 
@@ -45,7 +57,7 @@ def _full_eval(*, shape, value, dtype):
     return (check_shape("full", shape), dtypes.as_dtype(dtype))
 
 
-full_op = register(Op("full", _full_impl, _full_eval, None, n_inputs=0,
+full_op = register(Op("full", _full_impl, _full_eval, None, n_inputs=0, generic=_full_generic,
                       doc="A new tensor filled with ``value``."))
 
 
@@ -88,7 +100,12 @@ def _arange_impl(*, start, stop, step, dtype):
     return np.arange(start, stop, step).astype(dtype, copy=False)
 
 
+def _arange_generic(be, *, start, stop, step, dtype):
+    return be.astype(be.xp.arange(start, stop, step), dtype)
+
+
 arange_op = register(Op("arange", _arange_impl, _arange_eval, None, n_inputs=0,
+                        generic=_arange_generic,
                         doc="Evenly spaced values in ``[start, stop)``."))
 
 
@@ -134,7 +151,11 @@ def _eye_impl(*, n, m, k, dtype):
     return np.eye(n, m, k, dtype=dtype)
 
 
-eye_op = register(Op("eye", _eye_impl, _eye_eval, None, n_inputs=0,
+def _eye_generic(be, *, n, m, k, dtype):
+    return be.xp.eye(n, m, k=k, dtype=be.dtype(dtype))
+
+
+eye_op = register(Op("eye", _eye_impl, _eye_eval, None, n_inputs=0, generic=_eye_generic,
                      doc="A 2-D tensor with ones on the ``k``-th diagonal."))
 
 
@@ -163,9 +184,12 @@ def _like(name, fill):
         out.fill(fill)
         return out
 
+    def generic(be, x):
+        return be.xp.full(x.shape, _fill_value(fill, be.dtype_of(x)), dtype=x.dtype)
+
     # The result does not depend on x's values, so no gradient flows to x.
     return register(Op(name, impl, abstract_eval, lambda g, out, x: (None,), n_inputs=1,
-                       elementwise=True, dtypes=dtypes.ALL, out_impl=out_impl,
+                       elementwise=True, dtypes=dtypes.ALL, out_impl=out_impl, generic=generic,
                        doc=f"A tensor of {fill}s shaped like ``x``."))
 
 
@@ -194,8 +218,12 @@ def _cast_vjp(g, out, x, *, dtype):
     return (cast(g, x.dtype),)
 
 
+def _cast_generic(be, x, *, dtype):
+    return be.astype(x, dtype)
+
+
 cast_op = register(Op("cast", _cast_impl, _cast_eval, _cast_vjp, elementwise=True, n_inputs=1,
-                      out_impl=_cast_out,
+                      out_impl=_cast_out, generic=_cast_generic,
                       dtypes=dtypes.ALL, doc="Convert to another dtype."))
 
 

@@ -9,18 +9,18 @@ NUM = dtypes.NUMERIC
 
 
 # ---- unary ---------------------------------------------------------------
-neg_op = unary("neg", np.negative, lambda g, out, x: (neg(g),), allowed=NUM, what="numeric",
+neg_op = unary("neg", "negative", lambda g, out, x: (neg(g),), allowed=NUM, what="numeric",
                doc="Elementwise ``-x``.")
-abs_op = unary("abs", np.abs, lambda g, out, x: (g * sign(x),), allowed=NUM, what="numeric",
+abs_op = unary("abs", "abs", lambda g, out, x: (g * sign(x),), allowed=NUM, what="numeric",
                doc="Elementwise absolute value.")
-sign_op = unary("sign", np.sign, lambda g, out, x: (creation.zeros_like(x),), allowed=NUM,
+sign_op = unary("sign", "sign", lambda g, out, x: (creation.zeros_like(x),), allowed=NUM,
                 what="numeric", doc="Elementwise sign (-1, 0 or 1); its gradient is zero.")
-exp_op = unary("exp", np.exp, lambda g, out, x: (g * out,), doc="Elementwise ``e**x``.")
-log_op = unary("log", np.log, lambda g, out, x: (g / x,), doc="Natural logarithm.")
-log1p_op = unary("log1p", np.log1p, lambda g, out, x: (g / (x + 1.0),), doc="``log(1 + x)``, accurate near 0.")
-expm1_op = unary("expm1", np.expm1, lambda g, out, x: (g * (out + 1.0),), doc="``exp(x) - 1``, accurate near 0.")
-sqrt_op = unary("sqrt", np.sqrt, lambda g, out, x: (g / (out * 2.0),), doc="Square root.")
-square_op = unary("square", np.square, lambda g, out, x: (g * (x * 2.0),), allowed=NUM,
+exp_op = unary("exp", "exp", lambda g, out, x: (g * out,), doc="Elementwise ``e**x``.")
+log_op = unary("log", "log", lambda g, out, x: (g / x,), doc="Natural logarithm.")
+log1p_op = unary("log1p", "log1p", lambda g, out, x: (g / (x + 1.0),), doc="``log(1 + x)``, accurate near 0.")
+expm1_op = unary("expm1", "expm1", lambda g, out, x: (g * (out + 1.0),), doc="``exp(x) - 1``, accurate near 0.")
+sqrt_op = unary("sqrt", "sqrt", lambda g, out, x: (g / (out * 2.0),), doc="Square root.")
+square_op = unary("square", "square", lambda g, out, x: (g * (x * 2.0),), allowed=NUM,
                   what="numeric", doc="``x * x``.")
 # numpy's reciprocal loop is not vectorized: on large arrays ``divide(1, x)``,
 # correctly rounded like it, runs twice as fast; on small ones the plain ufunc
@@ -39,10 +39,10 @@ def _reciprocal_impl(x):
 
 
 reciprocal_op = unary("reciprocal", _reciprocal_impl, lambda g, out, x: (neg(g * square(out)),),
-                      doc="``1 / x``.", out_impl=_reciprocal_out)
-sin_op = unary("sin", np.sin, lambda g, out, x: (g * cos(x),), doc="Sine.")
-cos_op = unary("cos", np.cos, lambda g, out, x: (neg(g * sin(x)),), doc="Cosine.")
-tanh_op = unary("tanh", np.tanh, lambda g, out, x: (g * (1.0 - square(out)),), doc="Hyperbolic tangent.")
+                      doc="``1 / x``.", out_impl=_reciprocal_out, generic="reciprocal")
+sin_op = unary("sin", "sin", lambda g, out, x: (g * cos(x),), doc="Sine.")
+cos_op = unary("cos", "cos", lambda g, out, x: (neg(g * sin(x)),), doc="Cosine.")
+tanh_op = unary("tanh", "tanh", lambda g, out, x: (g * (1.0 - square(out)),), doc="Hyperbolic tangent.")
 
 
 def _sigmoid_out(x, out):
@@ -62,8 +62,15 @@ def _sigmoid_impl(x):
     return _sigmoid_out(x, np.empty_like(x))
 
 
+def _sigmoid_generic(be, x):
+    # exp of -|x| never overflows, so no branch of the where warns.
+    e = be.xp.exp(-be.xp.abs(x))
+    return be.xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
 sigmoid_op = unary("sigmoid", _sigmoid_impl, lambda g, out, x: (sigmoid_grad(out, g),),
-                   doc="Logistic sigmoid ``1 / (1 + exp(-x))``.", out_impl=_sigmoid_out)
+                   doc="Logistic sigmoid ``1 / (1 + exp(-x))``.", out_impl=_sigmoid_out,
+                   generic=_sigmoid_generic)
 
 
 def _sigmoid_grad_out(y, g, out):
@@ -90,9 +97,14 @@ def _sigmoid_grad_vjp(c, out, y, g):
 
 # The sigmoid's backward pass as one op (TensorFlow's SigmoidGrad): eagerly one
 # dispatch and one result array instead of three.
+def _sigmoid_grad_generic(be, y, g):
+    y, g = be.promote(y, g)
+    return (1 - y) * y * g
+
+
 sigmoid_grad_op = binary("sigmoid_grad", _sigmoid_grad_impl, _sigmoid_grad_vjp,
                          allowed=dtypes.FLOATS, what="floating-point",
-                         out_impl=_sigmoid_grad_out,
+                         out_impl=_sigmoid_grad_out, generic=_sigmoid_grad_generic,
                          doc="``g * y * (1 - y)``: the sigmoid's gradient from its output ``y``.")
 
 
@@ -108,8 +120,13 @@ def _relu_vjp(g, out, x):
     return (compare.where(compare.greater(x, 0), g, creation.zeros_like(g)),)
 
 
+def _relu_generic(be, x):
+    return be.xp.maximum(x, be.xp.zeros((), dtype=x.dtype))
+
+
 relu_op = unary("relu", _relu_impl, _relu_vjp,
-                allowed=NUM, what="numeric", doc="``max(x, 0)``.", out_impl=_relu_out)
+                allowed=NUM, what="numeric", doc="``max(x, 0)``.", out_impl=_relu_out,
+                generic=_relu_generic)
 
 neg = call(neg_op)
 abs = call(abs_op)
@@ -175,14 +192,22 @@ def _minmax_vjp(g, out, x, y, needs=_BOTH):
             unbroadcast(g * ym / total, y.shape) if needs[1] else None)
 
 
-add_op = binary("add", np.add, _add_vjp, vjp_needs=True, commutative=True, doc="Elementwise ``x + y`` with broadcasting.")
-sub_op = binary("sub", np.subtract, _sub_vjp, vjp_needs=True, doc="Elementwise ``x - y``.")
-mul_op = binary("mul", np.multiply, _mul_vjp, vjp_needs=True, commutative=True, doc="Elementwise ``x * y``.")
-div_op = binary("div", np.true_divide, _div_vjp, vjp_needs=True, true_divide=True, doc="Elementwise true division ``x / y``.")
-pow_op = binary("pow", np.power, _pow_vjp, vjp_needs=True, doc="Elementwise ``x ** y``.")
-maximum_op = binary("maximum", np.maximum, _minmax_vjp, vjp_needs=True, commutative=True,
+def _div_generic(be, x, y):
+    # True division: integers divide as float64, as numpy divides them.
+    x, y = be.promote(x, y)
+    if be.dtype_of(x) not in dtypes.FLOATS:
+        x, y = be.astype(x, dtypes.float64), be.astype(y, dtypes.float64)
+    return be.xp.divide(x, y)
+
+
+add_op = binary("add", "add", _add_vjp, vjp_needs=True, commutative=True, doc="Elementwise ``x + y`` with broadcasting.")
+sub_op = binary("sub", "subtract", _sub_vjp, vjp_needs=True, doc="Elementwise ``x - y``.")
+mul_op = binary("mul", "multiply", _mul_vjp, vjp_needs=True, commutative=True, doc="Elementwise ``x * y``.")
+div_op = binary("div", np.true_divide, _div_vjp, vjp_needs=True, true_divide=True, generic=_div_generic, doc="Elementwise true division ``x / y``.")
+pow_op = binary("pow", "pow", _pow_vjp, vjp_needs=True, doc="Elementwise ``x ** y``.")
+maximum_op = binary("maximum", "maximum", _minmax_vjp, vjp_needs=True, commutative=True,
                     doc="Elementwise maximum; ties share the gradient.")
-minimum_op = binary("minimum", np.minimum, _minmax_vjp, vjp_needs=True, commutative=True,
+minimum_op = binary("minimum", "minimum", _minmax_vjp, vjp_needs=True, commutative=True,
                     doc="Elementwise minimum; ties share the gradient.")
 
 add = call(add_op)

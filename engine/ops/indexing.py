@@ -28,6 +28,7 @@ from ..lifting import TensorLike
 from ..modes import apply
 from ..op import Op, register
 from ..shapes import broadcast_shapes
+from . import index_generic
 from ._define import unbroadcast
 from . import creation
 
@@ -238,7 +239,7 @@ def _getitem_vjp(g, out, x, *arrays, spec):
 
 
 getitem_op = register(Op("getitem", _getitem_impl, _getitem_eval, _getitem_vjp,
-                         dtypes=dtypes.ALL,
+                         dtypes=dtypes.ALL, generic=index_generic.getitem,
                          doc="numpy indexing ``x[index]``; index arrays are extra inputs."))
 
 
@@ -256,7 +257,18 @@ def getitem(x, index):
         array([3, 4, 5])
     """
     spec, arrays = parse_index(_shape_of(x), index)
-    return apply(getitem_op, x, *arrays, spec=spec)
+    return apply(getitem_op, x, *_on_backend_of(x, arrays), spec=spec)
+
+
+def _on_backend_of(x, arrays):
+    """Index arrays the index was made of (lists, numpy arrays, masks) are index
+    data: they go to the back end of a concrete ``x`` (as that library's arrays)."""
+    if not arrays or getattr(x, "_value", None) is None:
+        return arrays
+    backend = getattr(x, "backend", None)   # variables have none: numpy
+    if backend is None or backend.name == "numpy":
+        return arrays
+    return [backend.from_numpy(a) if isinstance(a, np.ndarray) else a for a in arrays]
 
 
 def _shape_of(x):
@@ -300,7 +312,7 @@ def _scatter_add_vjp(g, out, x, updates, *arrays, spec):
 
 
 scatter_add_op = register(Op("scatter_add", _scatter_add_impl, _scatter_add_eval,
-                             _scatter_add_vjp, dtypes=dtypes.ALL,
+                             _scatter_add_vjp, dtypes=dtypes.ALL, generic=index_generic.scatter_add,
                              doc="A copy of ``x`` with ``updates`` added at ``x[index]``."))
 
 
@@ -321,7 +333,7 @@ def scatter_add(x, index, updates):
         array([2., 0., 1.])
     """
     spec, arrays = parse_index(_shape_of(x), index)
-    return apply(scatter_add_op, x, updates, *arrays, spec=spec)
+    return apply(scatter_add_op, x, updates, *_on_backend_of(x, arrays), spec=spec)
 
 
 __all__ = ["getitem", "getitem_op", "scatter_add", "scatter_add_op"]

@@ -81,8 +81,12 @@ def _concat_vjp(g, out, *inputs, axis):
     return tuple(split(g, sizes, axis=ax))
 
 
+def _concat_generic(be, *arrays, axis):
+    return be.xp.concat(list(be.promote(*arrays)), axis=axis)
+
+
 concat_op = register(Op("concat", _concat_impl, _concat_eval, _concat_vjp, dtypes=dtypes.ALL,
-                        out_impl=_concat_out,
+                        out_impl=_concat_out, generic=_concat_generic,
                         doc="Join tensors along an existing axis."))
 
 
@@ -126,7 +130,12 @@ def _stack_vjp(g, out, *inputs, axis):
     return tuple(indexing.getitem(g, lead + (i,)) for i in range(len(inputs)))
 
 
+def _stack_generic(be, *arrays, axis):
+    return be.xp.stack(list(be.promote(*arrays)), axis=axis)
+
+
 stack_op = register(Op("stack", _stack_impl, _stack_eval, _stack_vjp, dtypes=dtypes.ALL,
+                       generic=_stack_generic,
                        doc="Join same-shaped tensors along a new axis."))
 
 
@@ -198,6 +207,17 @@ def _split_impl(x, *, num_or_sizes, axis):
     return tuple(out)
 
 
+def _split_generic(be, x, *, num_or_sizes, axis):
+    ax = axis % x.ndim
+    sizes = _split_sizes((tuple(x.shape), be.dtype_of(x)), num_or_sizes, ax)
+    lead = (slice(None),) * ax
+    out, start = [], 0
+    for size in sizes:   # the standard indexes every dim or says "..."
+        out.append(x[lead + (slice(start, start + size), Ellipsis)])
+        start += size
+    return tuple(out)
+
+
 def _split_vjp(g, out, x, *, num_or_sizes, axis):
     # Cotangents of unused outputs arrive as zeros, so ``g`` is always complete.
     if len(g) == 1:
@@ -207,6 +227,7 @@ def _split_vjp(g, out, x, *, num_or_sizes, axis):
 
 split_op = register(Op("split", _split_impl, _split_eval, _split_vjp, multiple_results=True,
                        n_inputs=1, dtypes=dtypes.ALL,
+                       generic=_split_generic,
                        doc="Cut a tensor into parts along an axis (a tuple of tensors)."))
 
 

@@ -78,8 +78,12 @@ def _matmul_impl(x, y):
     return np.matmul(x, y)
 
 
+def _matmul_generic(be, x, y):
+    return be.xp.matmul(*be.promote(x, y))
+
+
 matmul_op = register(Op("matmul", _matmul_impl, _matmul_eval, _matmul_vjp, n_inputs=2,
-                        out_impl=np.matmul, vjp_needs=True,
+                        out_impl=np.matmul, vjp_needs=True, generic=_matmul_generic,
                         dtypes=dtypes.NUMERIC,
                         doc="Matrix product with numpy's ``@`` semantics (batched, 1-D promoted)."))
 matmul = call(matmul_op)

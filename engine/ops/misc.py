@@ -3,12 +3,18 @@ from .. import dtypes
 from ..op import Op, register
 from ._define import call
 
+def _same_generic(be, x):
+    return x
+
+
 stop_gradient_op = register(Op(
     "stop_gradient", lambda x: x, lambda x: x, lambda g, out, x: (None,), n_inputs=1,
+    generic=_same_generic,
     elementwise=True, dtypes=dtypes.ALL,
     doc="The value of ``x``, treated as a constant by autodiff."))
 identity_op = register(Op(
     "identity", lambda x: x, lambda x: x, lambda g, out, x: (g,), n_inputs=1,
+    generic=_same_generic,
     elementwise=True, dtypes=dtypes.ALL, doc="The value of ``x`` unchanged."))
 
 stop_gradient = call(stop_gradient_op)

@@ -8,6 +8,7 @@ before exponentiating, so large inputs never overflow.
 import numpy as np
 
 from .. import dtypes
+from ..backend import use as use_backend
 from ..errors import DTypeError, ShapeError, TracingError
 from ..lifting import TensorLike
 from ..modes import current_mode
@@ -124,7 +125,9 @@ def cross_entropy(logits, labels, axis=-1):
             raise ShapeError("cross_entropy: the number of classes must be known for integer "
                              "labels (the class axis of the logits is unknown)")
         _check_label_range(labels, n_classes)
-        classes = shape_ops.reshape(creation.arange(n_classes), (n_classes,) + (1,) * (nd - 1 - ax))
+        with use_backend(getattr(labels, "backend", "numpy")):   # class ids live where labels do
+            classes = creation.arange(n_classes)
+        classes = shape_ops.reshape(classes, (n_classes,) + (1,) * (nd - 1 - ax))
         hits = compare.equal(shape_ops.expand_dims(labels, ax), classes)
         target = creation.cast(hits, logp.dtype)
     elif labels.dtype in dtypes.FLOATS:

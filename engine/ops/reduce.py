@@ -20,7 +20,8 @@ def _mean_dtype(dt):
     return dt if dt in dtypes.FLOATS else dtypes.float64
 
 
-def _reduction(name, impl, vjp, out_dtype, allowed=dtypes.ALL, what="any", nonempty=False):
+def _reduction(name, impl, vjp, out_dtype, allowed=dtypes.ALL, what="any", nonempty=False,
+               generic=None):
     def abstract_eval(x, *, axis, keepdims):
         if x[1] not in allowed:
             raise DTypeError(f"{name}: expected {what} input, got {describe_inputs([x])}")
@@ -37,7 +38,7 @@ def _reduction(name, impl, vjp, out_dtype, allowed=dtypes.ALL, what="any", nonem
         return impl(x, axis=axis, keepdims=keepdims, out=out)
 
     op = register(Op(name, kernel, abstract_eval, vjp, reduction=True, n_inputs=1,
-                     dtypes=allowed, out_impl=out_kernel,
+                     dtypes=allowed, out_impl=out_kernel, generic=generic,
                      doc=f"``{name}`` over ``axis`` (all axes when None)."))
 
     def f(x, axis=None, keepdims=False):
@@ -158,13 +159,42 @@ def _blocked_mean(x, axis=None, keepdims=False, out=None):
     return np.true_divide(total, count, out=total if isinstance(total, np.ndarray) else None)
 
 
-sum_op, sum = _reduction("sum", _blocked_sum, _sum_vjp, _sum_dtype)
+def _generic_reduction(name, compute_dtype, out_dtype):
+    """A reduction written against the namespace. The standard's reductions take
+    only some dtypes (no bool sums, no integer means): the input is cast to
+    ``compute_dtype(dtype)`` first and the result to the engine's dtype after."""
+    def kernel(be, x, *, axis, keepdims):
+        dt = be.dtype_of(x)
+        work = compute_dtype(dt)
+        if work != dt:
+            x = be.astype(x, work)
+        out = getattr(be.xp, name)(x, axis=axis, keepdims=keepdims)
+        target = out_dtype(dt)
+        return out if be.dtype_of(out) == target else be.astype(out, target)
+    kernel.__name__ = f"{name}_generic"
+    return kernel
+
+
+def _same(d):
+    return d
+
+
+def _int_for_bool(d):
+    return dtypes.int64 if d == dtypes.bool_ else d
+
+
+sum_op, sum = _reduction("sum", _blocked_sum, _sum_vjp, _sum_dtype,
+                         generic=_generic_reduction("sum", _sum_dtype, _sum_dtype))
 mean_op, mean = _reduction("mean", _blocked_mean, _mean_vjp, _mean_dtype, allowed=dtypes.NUMERIC,
-                           what="numeric")
-max_op, max = _reduction("max", np.max, _extreme_vjp, lambda d: d, nonempty=True)
-min_op, min = _reduction("min", np.min, _extreme_vjp, lambda d: d, nonempty=True)
+                           what="numeric",
+                           generic=_generic_reduction("mean", _mean_dtype, _mean_dtype))
+max_op, max = _reduction("max", np.max, _extreme_vjp, _same, nonempty=True,
+                         generic=_generic_reduction("max", _int_for_bool, _same))
+min_op, min = _reduction("min", np.min, _extreme_vjp, _same, nonempty=True,
+                         generic=_generic_reduction("min", _int_for_bool, _same))
 prod_op, prod = _reduction("prod", np.prod, _prod_vjp, _sum_dtype, allowed=dtypes.NUMERIC,
-                           what="numeric")
+                           what="numeric",
+                           generic=_generic_reduction("prod", _sum_dtype, _sum_dtype))
 
 
 def _arg_reduction(name, impl):
@@ -184,8 +214,18 @@ def _arg_reduction(name, impl):
     def kernel(x, *, axis, keepdims):
         return np.asarray(impl(x, axis=axis, keepdims=keepdims), dtype=np.int64)
 
+    def generic(be, x, *, axis, keepdims):
+        if be.dtype_of(x) == dtypes.bool_:
+            x = be.astype(x, dtypes.int64)
+        if x.ndim == 0:   # the standard's argmax needs an axis to index
+            x = be.xp.reshape(x, (1,))
+            axis = None if axis is None else 0
+            keepdims = False
+        out = getattr(be.xp, name)(x, axis=axis, keepdims=keepdims)
+        return be.astype(out, dtypes.int64)
+
     op = register(Op(name, kernel, abstract_eval, None, reduction=True, n_inputs=1,
-                     dtypes=dtypes.NUMERIC | {dtypes.bool_},
+                     dtypes=dtypes.NUMERIC | {dtypes.bool_}, generic=generic,
                      doc=f"Index of the {name[3:]}imum along ``axis`` (flat index when None)."))
 
     def f(x, axis=None, keepdims=False):

@@ -41,6 +41,7 @@ def _reshape_vjp(g, out, x, *, shape):
 
 
 reshape_op = register(Op("reshape", _reshape_impl, _reshape_eval, _reshape_vjp, n_inputs=1,
+                         generic=lambda be, x, *, shape: be.xp.reshape(x, shape),
                          dtypes=dtypes.ALL, doc="Same values in a new shape; one dim may be -1."))
 
 
@@ -79,8 +80,14 @@ def _transpose_vjp(g, out, x, *, axes):
     return (transpose(g, inverse),)
 
 
+def _transpose_generic(be, x, *, axes):
+    nd = x.ndim
+    axes = tuple(range(nd))[::-1] if axes is None else tuple(a % nd for a in axes)
+    return be.xp.permute_dims(x, axes)
+
+
 transpose_op = register(Op("transpose", _transpose_impl, _transpose_eval, _transpose_vjp,
-                           n_inputs=1, dtypes=dtypes.ALL,
+                           n_inputs=1, dtypes=dtypes.ALL, generic=_transpose_generic,
                            doc="Permute axes (reverse them when ``axes`` is None)."))
 
 
@@ -117,6 +124,7 @@ def _broadcast_to_vjp(g, out, x, *, shape):
 
 broadcast_to_op = register(Op("broadcast_to", _broadcast_to_impl, _broadcast_to_eval,
                               _broadcast_to_vjp, n_inputs=1, dtypes=dtypes.ALL,
+                              generic=lambda be, x, *, shape: be.xp.broadcast_to(x, shape),
                               doc="Broadcast to a larger shape (numpy rules)."))
 
 
@@ -149,6 +157,7 @@ def _expand_dims_impl(x, *, axis):
 
 expand_dims_op = register(Op("expand_dims", _expand_dims_impl,
                              _expand_dims_eval, _expand_dims_vjp, n_inputs=1, dtypes=dtypes.ALL,
+                             generic=lambda be, x, *, axis: be.xp.expand_dims(x, axis=axis),
                              doc="Insert a size-1 axis at ``axis``."))
 
 
@@ -176,8 +185,18 @@ def _squeeze_impl(x, *, axis):
     return np.squeeze(x, axis=axis)
 
 
+def _squeeze_generic(be, x, *, axis):
+    shape = tuple(x.shape)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(shape) if d == 1)
+    else:
+        axes = normalize_axes(axis, len(shape), "squeeze")
+    return be.xp.squeeze(x, axis=axes) if axes else x
+
+
 squeeze_op = register(Op("squeeze", _squeeze_impl, _squeeze_eval, _expand_dims_vjp,
-                         n_inputs=1, dtypes=dtypes.ALL, doc="Remove size-1 axes."))
+                         n_inputs=1, dtypes=dtypes.ALL, doc="Remove size-1 axes.",
+                         generic=_squeeze_generic))
 
 
 def squeeze(x, axis=None):
@@ -204,6 +223,7 @@ def _broadcast_like_impl(x, like):
 broadcast_like_op = register(Op(
     "broadcast_like", _broadcast_like_impl, _broadcast_like_eval,
     lambda g, out, x, like: (unbroadcast(g, x.shape), None), n_inputs=2, dtypes=dtypes.ALL,
+    generic=lambda be, x, like: be.xp.broadcast_to(x, tuple(like.shape)),
     doc="Broadcast ``x`` to the (run-time) shape of ``like``."))
 
 
@@ -223,8 +243,16 @@ def _count_impl(x, *, axes, dtype):
     return np.asarray(n, dtype=dtype)
 
 
+def _count_generic(be, x, *, axes, dtype):
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return be.xp.asarray(n, dtype=be.dtype(dtype))
+
+
 count_op = register(Op(
     "count", _count_impl, _count_eval, lambda g, out, x, **p: (None,), n_inputs=1,
+    generic=_count_generic,
     dtypes=dtypes.ALL, doc="Number of elements of ``x`` along ``axes`` (a 0-d tensor)."))
 
 

@@ -1,0 +1,116 @@
+"""Eager ops on tensors of a back end other than numpy (``engine.backend``).
+
+numpy tensors never come here: eager mode sends a call here only when an
+argument is a :class:`~engine.tensor.ForeignTensor` (its lifting step finds
+one) or a creation op runs under ``en.backend.use``. The steps are eager
+mode's own -- the shape rule, the kernel -- with the kernel taken from the
+op's table for the back end and no numpy fast path (no buffer cache, no
+``out=``); ``engine.modes.apply`` records the call on tapes as for any op.
+
+Example:
+    >>> import engine as en
+    >>> x = en.tensor([1.0, 2.0], backend="array_api_strict")
+    >>> (x + 1.0).backend.name
+    'array_api_strict'
+"""
+import numpy as np
+
+from engine import backend as backends
+from engine.config import config
+from engine.errors import BackendError
+from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
+from engine.tensor import Tensor, wrap_on
+from engine.variable import Variable
+
+from .numerics import check_outputs
+
+_CHECK_NUMERICS = config._check_numerics
+
+
+class OnOtherBackend(Exception):
+    """Raised by eager lifting when an argument lives on a non-numpy back end."""
+
+
+def _backend_of(a):
+    """The back end an argument's data lives on, or None for Python data."""
+    if isinstance(a, Tensor):
+        return a.backend if a._value is not None else None
+    if isinstance(a, (Variable, np.ndarray)):
+        return backends.NUMPY   # variables hold numpy arrays
+    return backends.of_array(a)
+
+
+def backend_for(op, args):
+    """The one back end of ``op``'s arguments; a BackendError when they mix back ends."""
+    found = None
+    for a in args:
+        b = _backend_of(a)
+        if b is None or b is found:
+            continue
+        if found is not None:
+            raise backends.mismatch(f"op '{op.name}'", found, b)
+        found = b
+    return found or backends.default()
+
+
+def lift_foreign(mode, args):
+    """Eager mode's ``lift`` when an argument lives on another back end: the
+    arguments as tensors of that back end (a numpy tensor among them is kept, so
+    that the op then names both back ends)."""
+    backend = next(a.backend for a in args
+                   if isinstance(a, Tensor) and a._value is not None and a.backend is not
+                   backends.NUMPY)
+    return _lift(mode, backend, args)
+
+
+def _lift(mode, backend, args):
+    """Tensors on ``backend`` for the arguments (Python scalars weakly typed)."""
+    out = []
+    weak = False
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._value is None:
+                mode._lift([a])       # raises eager mode's error for a leaked tensor
+        elif type(a) in WEAK_SCALAR_TYPES:
+            weak = True
+        elif backend.is_array(a):
+            a = wrap_on(backend, backend.asarray(a))
+        elif isinstance(a, (Variable, np.ndarray)):
+            a = mode._lift([a])[0]    # numpy's: the op then names both back ends
+        else:   # Python data (lists): made on this back end
+            a = wrap_on(backend, backend.from_numpy(as_array(a)))
+        out.append(a)
+    if weak:
+        others = [a.dtype for a in out if type(a) not in WEAK_SCALAR_TYPES]
+        out = [wrap_on(backend, backend.from_numpy(weak_scalar_array(a, others)))
+               if type(a) in WEAK_SCALAR_TYPES else a for a in out]
+    return out
+
+
+def _result(backend, value, dtype):
+    if not backend.is_array(value):
+        value = backend.asarray(value)
+    if backend.dtype_of(value) != dtype:
+        value = backend.astype(value, dtype)
+    return wrap_on(backend, value)
+
+
+def apply_foreign(mode, op, args, params, located):
+    """Run ``op`` eagerly on the back end its arguments live on."""
+    try:
+        backend = backend_for(op, args)
+    except BackendError as err:
+        raise located(err) from None
+    kernel = op.kernels.get(backend.name)
+    if kernel is None:
+        raise located(BackendError(f"op '{op.name}' has no kernel on back end {backend.name}"))
+    tensors = _lift(mode, backend, args)
+    aval = mode._validate(op, tensors, params, None)[0]
+    result = kernel(*[t._value for t in tensors], **params)
+    if op.multiple_results:
+        out = tuple(_result(backend, r, a[1]) for r, a in zip(result, aval))
+    else:
+        out = _result(backend, result, aval[1])
+    if _CHECK_NUMERICS.get():
+        check_outputs(op, out, tensors)
+    return out

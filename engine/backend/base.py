@@ -1,0 +1,89 @@
+"""The :class:`Backend` interface: what the engine needs from an array library."""
+import numpy as np
+
+
+class Backend:
+    """One array library. Subclasses set the class attributes and the conversions.
+
+    Attributes:
+        name: the registry name (``"numpy"``).
+        xp: the array namespace (Array API functions: ``xp.add``, ``xp.reshape``...).
+        array_types: the library's array classes (the type test).
+        out_kernels: ops may write into preallocated arrays (``out=``); memory
+            planning and the eager buffer cache need it.
+        in_place: arrays may be updated in place (variables, scatter).
+        fused_loops: fusion may write block loops in this library's source.
+        numpy_promotion: the namespace promotes mixed dtype kinds as numpy does
+            (``int32 + float32``); otherwise kernels cast first (:meth:`promote`).
+    """
+
+    name = None
+    xp = None
+    array_types = ()
+    out_kernels = False
+    in_place = False
+    fused_loops = False
+    numpy_promotion = False
+
+    # -- arrays -----------------------------------------------------------------
+    def asarray(self, data, dtype=None):
+        """An array of this library from Python data, a numpy array or its own array
+        (always a fresh copy: a tensor's value must never change under it)."""
+        raise NotImplementedError
+
+    def from_numpy(self, array):
+        """This library's copy of a numpy array."""
+        return self.asarray(array)
+
+    def to_numpy(self, array):
+        """A numpy array with ``array``'s values (may share memory; do not write)."""
+        raise NotImplementedError
+
+    def is_array(self, value):
+        """The type test: whether ``value`` is an array of this library."""
+        return isinstance(value, self.array_types)
+
+    def dtype_of(self, array):
+        """The engine (numpy) dtype of an array of this library."""
+        raise NotImplementedError
+
+    def dtype(self, dtype):
+        """This library's dtype object for an engine dtype."""
+        raise NotImplementedError
+
+    def astype(self, array, dtype):
+        """``array`` converted to the engine dtype ``dtype``."""
+        return self.xp.astype(array, self.dtype(dtype))
+
+    def may_share_memory(self, a, b):
+        """The alias test; conservative (True) when the library cannot tell."""
+        return True
+
+    # -- helpers for kernels written against the namespace ----------------------
+    def promote(self, *arrays):
+        """The arrays cast to their common dtype, by numpy's promotion table (the
+        engine's rule; shape rules predict it), where the namespace does not."""
+        if self.numpy_promotion:
+            return arrays
+        dts = [self.dtype_of(a) for a in arrays]
+        first = dts[0]
+        if all(d == first for d in dts):
+            return arrays
+        target = np.result_type(*dts)
+        return tuple(a if d == target else self.astype(a, target) for a, d in zip(arrays, dts))
+
+    def function(self, name):
+        """The kernel for a namespace function ``name`` (``"add"``), promoting inputs
+        first where the namespace does not."""
+        fn = getattr(self.xp, name)
+        if self.numpy_promotion:
+            return fn
+        promote = self.promote
+
+        def kernel(*arrays):
+            return fn(*promote(*arrays))
+        kernel.__name__ = name
+        return kernel
+
+    def __repr__(self):
+        return f"<backend {self.name}>"
