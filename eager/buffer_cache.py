@@ -77,10 +77,12 @@ def take(shape, dtype):
 
 
 def _drop(key):
-    # Under _lock. The arrays go back to the allocator (and the OS) with the list.
+    # Under _lock, so nothing here may allocate a container (a collection could run
+    # the death callbacks, which take _lock). The arrays are freed with the list.
     pool = _free.pop(key, None)
     if pool:
-        _total[0] -= sum(a.nbytes for a in pool)
+        for a in pool:
+            _total[0] -= a.nbytes
 
 
 def _give(arr):
@@ -92,10 +94,11 @@ def _give(arr):
     nbytes = arr.nbytes
     limit = config.eager_cache_bytes
     key = (arr.shape, arr.dtype)
+    new_pool = []     # made outside the lock: see _drop
     with _lock:
         if _total[0] + nbytes > limit or key not in _wanted:
             return
-        _free.setdefault(key, []).append(arr)
+        _free.setdefault(key, new_pool).append(arr)
         _total[0] += nbytes
 
 
