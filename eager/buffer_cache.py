@@ -13,13 +13,25 @@ is 128 KiB, glibc's default threshold for mapping memory straight from the OS:
 arrays of a few hundred KiB churn too, and the allocator returns and re-faults
 their pages. An eager autoencoder loss and gradient at batch 100 (arrays of
 300-600 KiB) took 3.7 ms with 917 page faults per call when only arrays of
-1 MiB and up were recycled, 2.15 ms with none at 128 KiB. The cache holds at
-most ``en.config.eager_cache_bytes`` (0 turns it off).
+1 MiB and up were recycled, 2.15 ms with none at 128 KiB.
+
+What it may hold: arrays of the ``en.config.eager_cache_shapes`` (8) shapes and
+dtypes that eager ops asked for most recently, and at most
+``en.config.eager_cache_bytes`` (2 GiB; 0 turns recycling off). A shape that
+falls out of those 8 has its arrays dropped at once, so when shapes stop
+recurring the memory goes back within 8 new shapes, and no shape nobody asks for
+is kept. A loop needs few: every benchmark asks again for a shape before it has
+asked for 3 others (a training step's batch activations, hidden activations and
+weight gradients), so 8 is a margin of more than 2x. What stays in a steady loop
+is one step's working set, memory the step needs at its peak anyway (1.6 GiB for
+the autoencoder's loss and gradient at batch 60000, whose step spends 1.5 s more
+in page faults without it).
 
 Example:
     >>> import engine as en
     >>> en.config.eager_cache_bytes = 0    # doctest: +SKIP  (no recycling)
 """
+import collections
 import sys
 import threading
 import weakref
@@ -34,6 +46,9 @@ MIN_BYTES = 1 << 17
 _lock = threading.Lock()
 _free = {}          # (shape, dtype) -> [arrays]
 _total = [0]
+# The (shape, dtype)s eager ops asked for, least recently first: only these keep
+# arrays (at most config.eager_cache_shapes of them).
+_wanted = collections.OrderedDict()
 
 
 def take(shape, dtype):
@@ -42,16 +57,32 @@ def take(shape, dtype):
     The pool keeps the arrays themselves, not byte views of them: the array
     handed out owns its memory, so when its tensor dies it is offered back
     again (a view would never be, and every buffer would serve once).
+    Asking makes the shape the most recently wanted; the least recently wanted
+    past ``en.config.eager_cache_shapes`` is dropped with its arrays.
     """
-    if not _free:
-        return None
+    key = (shape, dtype)
     with _lock:
-        pool = _free.get((shape, dtype))
+        if key in _wanted:
+            _wanted.move_to_end(key)
+        else:
+            _wanted[key] = None
+            while len(_wanted) > max(0, config.eager_cache_shapes):
+                _drop(_wanted.popitem(last=False)[0])
+        pool = _free.get(key)
         if not pool:
             return None
         arr = pool.pop()
         _total[0] -= arr.nbytes
     return arr
+
+
+def _drop(key):
+    # Under _lock, so nothing here may allocate a container (a collection could run
+    # the death callbacks, which take _lock). The arrays are freed with the list.
+    pool = _free.pop(key, None)
+    if pool:
+        for a in pool:
+            _total[0] -= a.nbytes
 
 
 def _give(arr):
@@ -62,10 +93,12 @@ def _give(arr):
         return
     nbytes = arr.nbytes
     limit = config.eager_cache_bytes
+    key = (arr.shape, arr.dtype)
+    new_pool = []     # made outside the lock: see _drop
     with _lock:
-        if _total[0] + nbytes > limit:
+        if _total[0] + nbytes > limit or key not in _wanted:
             return
-        _free.setdefault((arr.shape, arr.dtype), []).append(arr)
+        _free.setdefault(key, new_pool).append(arr)
         _total[0] += nbytes
 
 
@@ -114,9 +147,10 @@ _BASELINE = _calibrate()
 
 
 def clear():
-    """Drop every cached array (returns their memory)."""
+    """Drop every cached array (returns their memory) and forget the wanted shapes."""
     with _lock:
         _free.clear()
+        _wanted.clear()
         _total[0] = 0
 
 

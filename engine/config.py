@@ -30,6 +30,10 @@ class _Config:
         self.max_cached_traces = 32
         # Eager mode recycles large freed arrays up to this many bytes (0: off).
         self.eager_cache_bytes = 2 << 30
+        # ... and only for this many of the shapes (and dtypes) eager ops asked for
+        # most recently: a shape left behind gives its arrays back (see
+        # eager/buffer_cache.py for why 8).
+        self.eager_cache_shapes = 8
         # Kernels borrow one per-thread scratch buffer (im2col patches) up to
         # this many bytes; bigger temporaries are allocated per call (0: off).
         self.workspace_bytes = 1 << 30

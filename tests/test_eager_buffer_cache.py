@@ -1,5 +1,6 @@
 """Eager mode recycles large freed arrays, but never one that something still refers to."""
 import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -113,3 +114,56 @@ def test_gradients_are_unchanged_by_recycling():
         np.testing.assert_array_equal(again, first)
     s = 1.0 / (1.0 + np.exp(-2.0 * a))
     np.testing.assert_allclose(first, 2.0 * s * s * (1.0 - s) * 2.0, rtol=1e-12)
+
+
+def _step(rows):
+    """A few large eager ops on arrays of ``rows`` x 300 float64 (>= 234 KiB each)."""
+    x = en.tensor(np.full((rows, 300), 0.5))
+    y = en.tanh(x * 2.0) + 1.0
+    np.testing.assert_allclose(y.numpy(), np.tanh(np.full((rows, 300), 1.0)) + 1.0)
+    return y.numpy().__array_interface__["data"][0]
+
+
+def test_after_160_shapes_only_the_most_recently_wanted_ones_keep_arrays():
+    for rows in range(100, 260):
+        _step(rows)
+    gc.collect()
+    kept = {shape for shape, dtype in buffer_cache._free if buffer_cache._free[(shape, dtype)]}
+    recent = {(rows, 300) for rows in range(252, 260)}
+    assert kept <= recent and kept
+    assert buffer_cache.cached_bytes() <= sum(3 * r * 300 * 8 for r, _ in recent)
+    # Before the bound it held every shape: 160 of them, about 90 MB here.
+
+
+def test_arrays_of_a_shape_that_stops_recurring_are_given_back():
+    for _ in range(3):
+        _step(400)
+    pool = buffer_cache._free[((400, 300), np.dtype(np.float64))]
+    refs = [weakref.ref(a) for a in pool]
+    assert refs
+    del pool
+    for rows in range(500, 500 + en.config.eager_cache_shapes):
+        _step(rows)                 # eight other shapes wanted since
+    gc.collect()
+    assert [r() for r in refs] == [None] * len(refs)   # freed, not just unlisted
+    assert ((400, 300), np.dtype(np.float64)) not in buffer_cache._free
+
+
+def test_a_loop_over_a_few_shapes_keeps_recycling():
+    shapes = [300, 301, 302, 303]
+    first = {r: _step(r) for r in shapes}
+    for _ in range(3):
+        for r in shapes:
+            assert _step(r) == first[r]   # the same memory, round after round
+
+
+def test_the_shape_bound_is_configurable():
+    previous = en.config.eager_cache_shapes
+    en.config.eager_cache_shapes = 1
+    try:
+        _step(300)
+        _step(301)
+        assert ((300, 300), np.dtype(np.float64)) not in buffer_cache._free
+        assert buffer_cache._free.get(((301, 300), np.dtype(np.float64)))
+    finally:
+        en.config.eager_cache_shapes = previous
