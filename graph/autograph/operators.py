@@ -19,7 +19,7 @@ import builtins
 import functools
 import logging
 
-from engine.tensor import Tensor
+from engine.tensor import Tensor, traced
 from engine.variable import Variable
 from engine import ops
 
@@ -54,14 +54,24 @@ def if_stmt(cond, body, orelse, get_state, set_state, names):
             orelse()
         return
     init = get_state()
+    pred = tc.predicate(cond)
+    if pred._node.op is ops.logical_not_op:
+        # `if not flag:` (the guards that break and return lower to): branch on the flag.
+        node = pred._node.inputs[0]
+        pred, body, orelse = traced(node.shape, node.dtype, node), orelse, body
+    # A state variable that is the condition itself is known inside each branch.
+    known = [i for i, v in enumerate(init) if tc.is_traced(v) and v._node is pred._node]
 
-    def branch(fn):
+    def branch(fn, value):
         def run():
-            set_state(init)
+            state = list(init)
+            for i in known:
+                state[i] = value
+            set_state(state)
             fn()
             return get_state()
         return run
-    set_state(tc.merge(tc.predicate(cond), branch(body), branch(orelse), names, "if"))
+    set_state(tc.merge(pred, branch(body, True), branch(orelse, False), names, "if"))
 
 
 def if_exp(cond, true_fn, false_fn):

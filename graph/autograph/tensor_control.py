@@ -125,6 +125,7 @@ def merge(pred, fn_true, fn_false, names, kind):
     Returns the merged values, one per name.
     """
     mode = tracing()
+    (pred,) = mode.lift([pred])
     return merge_traced(mode, pred, _Traced(fn_true, "cond_true", mode),
                         _Traced(fn_false, "cond_false", mode), names, kind)
 
@@ -191,6 +192,8 @@ def merge_traced(mode, pred, t, f, names, kind):
                 leaves.append(_Dynamic)
             elif _same_python(a, b):
                 leaves.append(a)
+            elif type(a) is bool and type(b) is bool:   # a flag set in one branch: the test
+                leaves.append(pred if a else ops.logical_not(pred))
             elif _weak(a) and _weak(b):   # two different numbers: a tensor of both
                 dtype = np.result_type(np.asarray(a).dtype, np.asarray(b).dtype)
                 t_outs.append(t.add_constant(a, dtype))
@@ -202,9 +205,22 @@ def merge_traced(mode, pred, t, f, names, kind):
     t.finish(t_outs)
     f.finish(f_outs)
     (pred,) = mode.lift([pred])
+    if all(o.dtype not in dtypes.FLOATS for o in t_outs) and \
+            _pure_elementwise(t.sub.graph) and _pure_elementwise(f.sub.graph):
+        # Flags and counters set by elementwise code (`found = True` before a break): a
+        # select on values both already computable is cheaper than a cond node, cannot
+        # fail, and no gradient goes through integers and bools.
+        outs = [ops.where(pred, a, b) for a, b in zip(
+            interpret(t.sub.graph, list(t.sub.captures)),
+            interpret(f.sub.graph, list(f.sub.captures)))]
+        return _rebuild(plans, outs)
     node, outs = emit(mode, cond_op, [pred, *t.sub.captures, *f.sub.captures],
                       dict(true=t.sub, false=f.sub, n_ops=0))
     mark_effects(mode, node, t.sub.has_side_effects or f.sub.has_side_effects, (t.sub, f.sub))
+    return _rebuild(plans, outs)
+
+
+def _rebuild(plans, outs):
     outs = iter(outs)
     return tuple(unflatten(tree, [next(outs) if leaf is _Dynamic else leaf for leaf in leaves])
                  for tree, leaves in plans)
