@@ -386,3 +386,16 @@ def test_effect_only_cond_keeps_its_print(capsys):
     assert capsys.readouterr().out == "yes\n"
     f(t(-1.0))
     assert capsys.readouterr().out == ""
+
+
+def test_example_with_a_data_dependent_loop_trains_and_traces_once(capsys):
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "examples", "data_dependent_loop.py")
+    spec = importlib.util.spec_from_file_location("data_dependent_loop", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    history, loss_traces, settle_traces = module.main(epochs=8)
+    assert history[-1] < history[0]
+    assert (loss_traces, settle_traces) == (1, 1)
