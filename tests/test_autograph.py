@@ -1,6 +1,8 @@
 """Python control flow inside en.function (issue 17): converted and traced, the result equals
 the plain Python function run eagerly, bit for bit in float64 with optimize=False, with the
 inputs as Python values and as tensors, for loops of 0, 1 and several iterations."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -548,3 +550,57 @@ def test_optimized_graphs_agree_too():
         g = en.function(fn)
         for x in xs:
             np.testing.assert_allclose(g(x).numpy(), fn(x).numpy(), rtol=1e-12)
+
+
+class _Base:
+    def f(self, x):
+        return x + 1.0
+
+
+class _Child(_Base):
+    def f(self, x):
+        if x > 0:
+            return super().f(x) * 2.0     # zero-argument super() inside a converted branch
+        return super().f(x)
+
+
+def _numbers():
+    yield 1.0
+    yield 2.0
+
+
+def test_methods_with_super_local_classes_generators_and_keywords():
+    def local_class(x):
+        class Scale:
+            def apply(self, v):
+                return v * 3.0 if v > 0 else v
+        return Scale().apply(x)
+
+    def keywords(x, *rest, scale=2.0, **opts):
+        if x > 0:
+            x = x * scale
+        for r in rest:
+            x = x + r
+        for n in _numbers():                # a generator is called as written
+            x = x + n
+        return x + opts.get("bias", 0.0)
+
+    def while_true(x):
+        while True:
+            x = x * 2.0
+            if x > 100.0:
+                break
+        return x
+    check(lambda x: _Child().f(x), (t(1.0),), (t(-3.0),), traces=1)
+    check(local_class, (t(2.0),), (t(-2.0),), traces=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(lambda x: keywords(x, 1.0, 2.0, scale=3.0, bias=0.5), (t(1.0),), (t(-1.0),),
+              traces=1)
+    check(while_true, (t(1.0),), (t(200.0),), traces=1)
+
+
+def test_conditional_expression_in_a_comprehension():
+    def f(xs):
+        return en.stack([r * 2.0 if en.sum(r) > 0 else -r for r in xs])
+    check(f, (t([[1.0, 2.0], [-1.0, -3.0]]),), traces=1)

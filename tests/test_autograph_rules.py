@@ -399,3 +399,18 @@ def test_example_with_a_data_dependent_loop_trains_and_traces_once(capsys):
     history, loss_traces, settle_traces = module.main(epochs=8)
     assert history[-1] < history[0]
     assert (loss_traces, settle_traces) == (1, 1)
+
+
+COUNTER = 0
+
+
+def test_assigning_a_python_global_in_tensor_code():
+    def model(x):
+        global COUNTER
+        if en.sum(x) > 0:
+            COUNTER += 1
+        return x
+    with pytest.raises(TracingError, match=r"the Python global 'COUNTER' is assigned in the if at "
+                       + where(model, "if en.sum") + r".*en.Variable"):
+        en.function(model)(t([1.0]))
+    assert COUNTER == 0

@@ -67,9 +67,13 @@ def do_not_convert(fn):
         return wrapper
 
 
+_NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
 def _convertible(fn):
+    # Generators and coroutines run as written (their control flow stays Python).
     return isinstance(fn, types.FunctionType) and not getattr(fn, _DO_NOT_CONVERT, False) and \
-        is_user_code(fn.__code__)
+        not fn.__code__.co_flags & _NOT_PLAIN and is_user_code(fn.__code__)
 
 
 def convert(fn, warn=True):
@@ -128,13 +132,11 @@ def converted_call(f, args, kwargs):
     if kwargs is None:
         kwargs = {}
     if isinstance(f, types.FunctionType):
-        if is_user_code(f.__code__) and not getattr(f, _DO_NOT_CONVERT, False):
+        if _convertible(f):
             f = convert(f)
     elif isinstance(f, types.MethodType):
-        func = f.__func__
-        if isinstance(func, types.FunctionType) and is_user_code(func.__code__) and \
-                not getattr(func, _DO_NOT_CONVERT, False):
-            return convert(func)(f.__self__, *args, **kwargs)
+        if _convertible(f.__func__):
+            return convert(f.__func__)(f.__self__, *args, **kwargs)
     elif f is range:
         return operators.range_(*args, **kwargs)
     elif f is len:
@@ -144,7 +146,7 @@ def converted_call(f, args, kwargs):
     elif not isinstance(f, type) and not inspect.isbuiltin(f) and \
             not getattr(f, _DO_NOT_CONVERT, False):
         call = getattr(type(f), "__call__", None)
-        if isinstance(call, types.FunctionType) and is_user_code(call.__code__):
+        if _convertible(call):
             return convert(call)(f, *args, **kwargs)
     return f(*args, **kwargs)
 

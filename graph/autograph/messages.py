@@ -101,3 +101,10 @@ def unknown_length(value, loc):
     return TracingError(f"len() of {describe(value)}, whose leading size is unknown while "
                         f"tracing (at {loc}); loop over the tensor itself (`for row in x`, an "
                         "en.scan) instead")
+
+
+def global_in_tensor_code(name, kind, loc):
+    return TracingError(
+        f"the Python global '{name[len('global '):]}' is assigned in the {kind} at {loc}, which "
+        "runs on tensors, so it is traced once rather than run when the graph runs; keep "
+        "run-time state in an en.Variable (assign it) or return the value instead")

@@ -18,6 +18,7 @@ Example:
 """
 import ast
 import copy
+import inspect
 import itertools
 import linecache
 import os
@@ -153,10 +154,12 @@ def _find_code(module_code, name):
 
 
 def _remember(code):
+    """Mark ``code`` and the functions nested in it as converted already (a class body
+    is not converted with its function, so its methods stay convertible)."""
     _CONVERTED_CODE.add(id(code))
     _USER_CODE[code] = False
     for const in code.co_consts:
-        if isinstance(const, types.CodeType):
+        if isinstance(const, types.CodeType) and const.co_flags & inspect.CO_OPTIMIZED:
             _remember(const)
 
 

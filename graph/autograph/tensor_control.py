@@ -161,6 +161,8 @@ def merge_traced(mode, pred, t, f, names, kind):
     """The ``cond`` node of two traced branches, and the merged state values."""
     t_outs, f_outs, plans = [], [], []
     for name, (tt, tl), (ft, fl) in zip(names, t.slots, f.slots):
+        if name.startswith("global "):
+            raise messages.global_in_tensor_code(name, kind, messages.here())
         t_undef = tt == LEAF and isinstance(tl[0], Undefined)
         f_undef = ft == LEAF and isinstance(fl[0], Undefined)
         if t_undef and f_undef:
@@ -262,6 +264,8 @@ class LoopState:
         self.names, self.kind = names, kind
         self.plans, self.init, self.first = [], [], []
         for i, (name, value) in enumerate(zip(names, values)):
+            if name.startswith("global "):
+                raise messages.global_in_tensor_code(name, kind, messages.here())
             if i in templates:
                 value = _like(value, templates[i])
             elif isinstance(value, Undefined) and not isinstance(value, UndefinedReturnValue):

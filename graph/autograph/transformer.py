@@ -78,6 +78,9 @@ def convert_function(fn, counter=None):
     analysis.annotate(fn, always_live=globals_ | nonlocals_)
     conv = _Statements(counter, globals_)
     args = fn.args
+    positional = args.posonlyargs + args.args
+    # Bodies become nested functions, where a zero-argument super() finds no arguments.
+    conv.exprs.super_args = ("__class__", positional[0].arg) if positional else None
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
     params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
     fn.body = conv.block(fn.body, params | globals_ | nonlocals_, set())
@@ -189,7 +192,8 @@ class _Statements:
         defs = [_place(d, ref) for d in _parse(src)]
         for d in defs:
             d._ag_skip = True
-        labels = tuple(names) + tuple(sorted(composites))
+        labels = tuple(f"global {x}" if x in self.globals else x for x in names) + \
+            tuple(sorted(composites))
         return defs, f"_ag_get_state_{n}", f"_ag_set_state_{n}", repr(labels)
 
     def lists(self, scope):
@@ -303,6 +307,8 @@ def _has_walrus(node):
 class _Expressions(ast.NodeTransformer):
     """Conditional expressions, and/or/not and calls inside one statement's expressions."""
 
+    super_args = None   # what a zero-argument super() is given: ("__class__", "self")
+
     def visit_Lambda(self, node):
         node.body = self.visit(node.body)
         return node
@@ -338,6 +344,9 @@ class _Expressions(ast.NodeTransformer):
         self.generic_visit(node)
         func = node.func
         if isinstance(func, ast.Name) and func.id == "super":
+            if not node.args and not node.keywords and self.super_args:
+                node.args = [ast.copy_location(ast.Name(n, ast.Load()), node)
+                             for n in self.super_args]
             return node
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
                 func.value.id == "ag__":
