@@ -604,3 +604,10 @@ def test_conditional_expression_in_a_comprehension():
     def f(xs):
         return en.stack([r * 2.0 if en.sum(r) > 0 else -r for r in xs])
     check(f, (t([[1.0, 2.0], [-1.0, -3.0]]),), traces=1)
+
+
+def test_callable_objects_and_partials_given_to_en_function_are_converted():
+    import functools
+    layer = Layer(2.0)
+    check(layer, (t([1.0]),), (t([-1.0]),), traces=1)
+    check(functools.partial(nested_ifs, y=t([2.0])), (t([1.0]),), (t([-1.0]),), traces=1)

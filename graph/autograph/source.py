@@ -31,7 +31,7 @@ from engine.errors import is_engine_file
 
 from .transformer import Unconvertible, convert_function
 
-_FILE_TREES = {}          # filename -> (number of lines, parsed module)
+_FILE_TREES = {}          # filename -> (its lines, parsed module)
 _BY_CODE = {}             # original code object -> (converted code, source text)
 _BY_FUNCTION = weakref.WeakKeyDictionary()   # original function -> converted function
 _CONVERTED_CODE = set()   # ids of code objects made here (never converted again)
@@ -62,10 +62,10 @@ def _module_tree(filename, module_globals):
     if not lines:
         raise Unconvertible("its source is not available (typed at a prompt or made by exec?)")
     cached = _FILE_TREES.get(filename)
-    if cached is not None and cached[0] == len(lines):
+    if cached is not None and (cached[0] is lines or cached[0] == lines):
         return cached[1]
     tree = ast.parse("".join(lines), filename)
-    _FILE_TREES[filename] = (len(lines), tree)
+    _FILE_TREES[filename] = (lines, tree)
     return tree
 
 
