@@ -414,3 +414,14 @@ def test_assigning_a_python_global_in_tensor_code():
                        + where(model, "if en.sum") + r".*en.Variable"):
         en.function(model)(t([1.0]))
     assert COUNTER == 0
+
+
+def test_appending_to_a_python_list_in_a_tensor_if():
+    def model(x):
+        outs = []
+        if en.sum(x) > 0:
+            outs.append(x)
+        return x
+    with pytest.raises(TracingError, match=r"the Python list 'outs' grows inside the if at "
+                       + where(model, "if en.sum") + r".*append after the if"):
+        en.function(model)(t([1.0]))

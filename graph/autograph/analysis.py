@@ -13,9 +13,9 @@ Every ``if``/``while``/``for`` of the function being converted is annotated
   live, since a closure may read them at any time);
 - ``live_head`` (loops): names live at the start of an iteration, so loop
   carried = modified and live at the head;
-- ``lists``: names/attributes on which the loop body calls ``append``,
-  ``extend`` or ``insert`` (checked at run time: a Python list must not grow
-  inside a tensor loop).
+- ``lists``: names/attributes on which the body calls ``append``, ``extend``
+  or ``insert`` (checked at run time: a Python list must not grow inside a
+  tensor loop or branch).
 
 Example:
     >>> import ast
@@ -249,6 +249,7 @@ def annotate(fn_node, always_live=()):
                 part = [sub] if not isinstance(sub, ast.If) else sub.body + sub.orelse
                 if isinstance(sub, ast.If):
                     sub._ag.modified, sub._ag.composites = assigned(sub.body + sub.orelse)
+                    sub._ag.lists = list_mutations(sub.body + sub.orelse)
                 else:
                     sub._ag.modified, sub._ag.composites = assigned(part)
                     sub._ag.lists = list_mutations(sub.body)

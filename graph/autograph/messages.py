@@ -80,6 +80,11 @@ def python_value_changed(name, kind, loc, before, after):
 
 
 def list_in_tensor_loop(name, kind, loc):
+    if kind == "if":
+        return TracingError(
+            f"the Python list '{name}' grows inside the if at {loc}, which runs on a tensor "
+            "condition (both branches are traced once, neither runs per call); assign a value "
+            "in both branches and append after the if instead")
     return TracingError(
         f"the Python list '{name}' grows inside the {kind} at {loc}, which runs on tensors (so its "
         "body is traced once, not run per iteration); collect per-step values as the outputs of "

@@ -44,7 +44,7 @@ def _as_condition(value):
 
 
 # ---- if and conditional expressions -------------------------------------------------
-def if_stmt(cond, body, orelse, get_state, set_state, names):
+def if_stmt(cond, body, orelse, get_state, set_state, names, lists=None):
     """``if cond: body() else: orelse()``, a ``cond`` node when ``cond`` is traced."""
     cond = _as_condition(cond)
     if not tc.is_traced(cond):
@@ -62,6 +62,8 @@ def if_stmt(cond, body, orelse, get_state, set_state, names):
     # A state variable that is the condition itself is known inside each branch.
     known = [i for i, v in enumerate(init) if tc.is_traced(v) and v._node is pred._node]
 
+    check = tc.lists_guard(lists, "if")
+
     def branch(fn, value):
         def run():
             state = list(init)
@@ -69,6 +71,7 @@ def if_stmt(cond, body, orelse, get_state, set_state, names):
                 state[i] = value
             set_state(state)
             fn()
+            check()
             return get_state()
         return run
     set_state(tc.merge(pred, branch(body, True), branch(orelse, False), names, "if"))

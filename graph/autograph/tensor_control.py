@@ -353,7 +353,7 @@ def _like(first, template):
     return unflatten(tree, out)
 
 
-def _lists_guard(lists, kind):
+def lists_guard(lists, kind):
     """Sizes of the Python lists the body appends to, and a check that none grew."""
     if lists is None:
         return lambda: None
@@ -371,7 +371,7 @@ def _retrying(run, names, get_state, set_state, kind, lists):
     """Trace a loop with ``run(state)``; retrace when a first value must change type."""
     templates = {}
     entry = get_state()
-    check = _lists_guard(lists, kind)
+    check = lists_guard(lists, kind)
     for _ in range(2 * len(names) + 2):
         state = LoopState(names, entry, kind, templates)
         try:

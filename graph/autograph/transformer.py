@@ -228,7 +228,7 @@ class _Statements:
         out.append(self.helper(f"_ag_if_false_{n}", [], orelse, scope, s))
         out.extend(defs)
         out.append(self.call(f"ag__.if_stmt(_ag_test, _ag_if_true_{n}, _ag_if_false_{n}, "
-                             f"{get}, {set_}, {labels})", s,
+                             f"{get}, {set_}, {labels}{self.lists(scope)})", s,
                              _ag_test=self.exprs.visit(s.test)))
         return out
 
