@@ -19,13 +19,14 @@ import builtins
 import functools
 import logging
 
-from engine.tensor import Tensor, traced
+from engine.tensor import traced
 from engine.variable import Variable
 from engine import ops
 
 from ..graph_ops import constant_op
 from . import messages, tensor_control as tc
-from .values import TensorRange, Undefined, UndefinedReturnValue, ld, retval  # noqa: F401
+# Undefined, UndefinedReturnValue and ld are what converted code calls as ag__.<name>.
+from .values import TensorRange, Undefined, UndefinedReturnValue, ld  # noqa: F401
 
 log = logging.getLogger("engine.autograph")
 

@@ -47,11 +47,6 @@ def ld(value):
     return value
 
 
-def retval(value):
-    """What the function returns: ``None`` when no ``return`` ran."""
-    return None if isinstance(value, UndefinedReturnValue) else value
-
-
 class TensorRange:
     """``range(start, stop, step)`` where some bound is a traced tensor (``for`` makes a loop)."""
 
