@@ -90,9 +90,11 @@ def convert(fn, warn=True):
         return fn
     try:
         return converted_function(fn)
-    except (Unconvertible, SyntaxError, OSError, TypeError) as err:
+    except Exception as err:   # noqa: BLE001 - a function that traced before must still trace
         if warn:
-            _warn_once(fn, str(err))
+            reason = str(err) if isinstance(err, (Unconvertible, OSError)) else \
+                f"the conversion failed: {type(err).__name__}: {err}"
+            _warn_once(fn, reason)
         return fn
 
 
