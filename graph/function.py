@@ -22,6 +22,7 @@ from engine.errors import EngineError, format_location, user_frame
 from engine.modes import current_mode, pushed_mode
 from engine.tensor import Tensor
 
+from .autograph import convert
 from .concrete import ConcreteFunction
 from .executor import MISS
 from .notebook import explain
@@ -169,7 +170,6 @@ class Function:
     def _traced_function(self):
         """What tracing runs: the function with its control flow converted (autograph)."""
         if self._converted is None:
-            from .autograph import convert
             self._converted = convert(self.python_function) if self.autograph else \
                 self.python_function
         return self._converted

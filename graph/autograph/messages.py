@@ -7,6 +7,8 @@ itself; :func:`here` formats it.
 from engine.errors import (DTypeError, ShapeError, TracingError, describe_aval, format_location,
                            user_frame)
 
+from .values import Undefined
+
 RETVAL = "_ag_retval"
 
 
@@ -25,7 +27,6 @@ def what(name):
 
 
 def describe(value):
-    from .values import Undefined
     if isinstance(value, Undefined):
         return "undefined"
     if hasattr(value, "shape") and hasattr(value, "dtype"):

@@ -31,6 +31,11 @@ from .values import TensorRange, Undefined, UndefinedReturnValue, ld  # noqa: F4
 log = logging.getLogger("engine.autograph")
 
 UNROLL_WARNING = 3000   # Python loop iterations while tracing before a warning
+
+#: ``converted_call(f, args, kwargs)``, what converted code calls functions through: set
+#: by ``graph.autograph`` (converting a callee needs the source machinery, which
+#: imports this module).
+converted_call = None
 _warned_sites = set()
 
 
@@ -168,7 +173,13 @@ def for_stmt(iterable, extra_test, body, get_state, set_state, names, lists=None
     if tc.is_traced(iterable):
         if not iterable.shape:
             raise TypeError(f"iteration over a 0-d tensor (at {messages.here()})")
-        tc.tensor_for_rows(iterable, extra_test, body, get_state, set_state, names, lists)
+        if extra_test is not None:   # after a break the remaining steps change nothing
+            run_body = body
+
+            def body(item):
+                if_stmt(extra_test(), functools.partial(run_body, item), _nothing, get_state,
+                        set_state, names)
+        tc.tensor_for_rows(iterable, body, get_state, set_state, names, lists)
         return
     count = 0
     for item in iterable:

@@ -29,6 +29,7 @@ import weakref
 
 from engine.errors import is_engine_file
 
+from . import operators
 from .transformer import Unconvertible, convert_function
 
 _FILE_TREES = {}          # filename -> (its lines, parsed module)
@@ -171,7 +172,6 @@ def converted_function(fn):
         pass
     except TypeError:   # not weak-referenceable
         pass
-    from . import operators
     code, _ = convert_code(fn)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     closure = []

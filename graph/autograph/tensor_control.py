@@ -431,19 +431,18 @@ def tensor_for_range(rng, extra_test, body, get_state, set_state, names, lists=N
     _retrying(run, names, get_state, set_state, kind, lists)
 
 
-def tensor_for_rows(xs, extra_test, body, get_state, set_state, names, lists=None):
-    """``for row in xs`` over a traced tensor, as one ``scan`` node over its leading axis."""
-    from .operators import if_stmt
+def tensor_for_rows(xs, body, get_state, set_state, names, lists=None):
+    """``for row in xs`` over a traced tensor, as one ``scan`` node over its leading axis.
+
+    (A loop with a ``break`` comes with a ``body`` that runs only while no break
+    happened: a scan always makes every step, later ones then change nothing.)
+    """
     kind = "for loop"
 
     def run(state, check):
         def step(carry, row):
             set_state(state.unpack(carry))
-            if extra_test is None:
-                body(row)
-            else:   # after a break the remaining steps change nothing
-                if_stmt(extra_test(), lambda: body(row), lambda: None, get_state, set_state,
-                        names)
+            body(row)
             check()
             return tuple(state.pack(get_state())), ()
         return scan(step, tuple(state.init), xs)[0]
