@@ -98,9 +98,12 @@ class _Statements:
         self.exprs = _Expressions()
         self.undefined = set()
 
-    def block(self, stmts, bound, seen):
+    def block(self, stmts, bound, seen, defined=frozenset()):
+        """Convert ``stmts``: ``bound`` names have a binding (a value or Undefined),
+        ``seen`` may have been assigned before, ``defined`` surely have a value."""
         out = []
         for s in stmts:
+            start = len(out)
             if isinstance(s, ast.If):
                 out.extend(self.if_(s, bound, seen))
             elif isinstance(s, ast.While):
@@ -116,10 +119,13 @@ class _Statements:
                 out.append(s)
             else:
                 out.append(self.simple(s, bound, seen))
+            for node in out[start:]:
+                node._ag_defined = defined    # loads of these names need no check
             names, _ = analysis.assigned([s])
             if not isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
                 bound = bound | names
             seen = seen | names
+            defined = defined | _surely_assigned(s)
         return out
 
     def simple(self, s, bound, seen):
@@ -363,19 +369,42 @@ class _Expressions(ast.NodeTransformer):
                                  node)
 
 
+def _surely_assigned(s):
+    """Names ``s`` assigns on every path through it (loops may not run, try may stop)."""
+    if isinstance(s, ast.If):
+        body = set().union(*[_surely_assigned(x) for x in s.body])
+        orelse = set().union(*[_surely_assigned(x) for x in s.orelse])
+        return body & orelse
+    if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.FunctionDef,
+                      ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+        return analysis.assigned([s])[0]
+    if isinstance(s, ast.With):
+        return set().union(*[_surely_assigned(x) for x in s.body])
+    return set()
+
+
 class _LoadChecks(ast.NodeTransformer):
     """Loads of names that may still be Undefined go through ``ag__.ld`` (which raises
     the plain program's UnboundLocalError)."""
 
     def __init__(self, names):
         self.names = names
+        self.defined = [frozenset()]
 
     def visit(self, node):
         if getattr(node, "_ag_skip", False):
             return node
-        return super().visit(node)
+        defined = getattr(node, "_ag_defined", None)
+        if defined is None:
+            return super().visit(node)
+        self.defined.append(defined)
+        try:
+            return super().visit(node)
+        finally:
+            self.defined.pop()
 
     def visit_Name(self, node):
-        if node.id in self.names and isinstance(node.ctx, ast.Load):
+        if node.id in self.names and isinstance(node.ctx, ast.Load) and \
+                node.id not in self.defined[-1]:
             return ast.copy_location(ast.Call(_ag("ld", node), [node], []), node)
         return node
