@@ -611,3 +611,30 @@ def test_callable_objects_and_partials_given_to_en_function_are_converted():
     layer = Layer(2.0)
     check(layer, (t([1.0]),), (t([-1.0]),), traces=1)
     check(functools.partial(nested_ifs, y=t([2.0])), (t([1.0]),), (t([-1.0]),), traces=1)
+
+
+def test_nn_modules_have_their_forward_converted():
+    class Gate(en.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = en.Variable([1.5, -0.5])
+
+        def forward(self, x):
+            if en.sum(x * self.w) > 0:
+                return x * self.w
+            return x
+
+    class Net(en.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = Gate()
+
+        def forward(self, xs):
+            h = en.zeros((2,))
+            for x in xs:
+                h = en.tanh(self.gate(x) + h)
+            return h
+    net = Net()
+    xs = t([[1.0, 0.5], [-2.0, 1.0], [0.25, 3.0]])
+    check(net, (xs,), (-xs,), traces=1)
+    check(lambda v: net(v) * 2.0, (xs,), (-xs,), traces=1)

@@ -34,6 +34,8 @@ import threading
 import types
 import warnings
 
+from engine.nn.module import Module
+
 from . import messages
 from .source import converted_function, converted_source, is_user_code
 from .transformer import Unconvertible
@@ -83,6 +85,8 @@ def convert(fn, warn=True):
         return types.MethodType(convert(fn.__func__, warn), fn.__self__)
     if isinstance(fn, functools.partial):
         return functools.partial(convert(fn.func, warn), *fn.args, **fn.keywords)
+    if isinstance(fn, Module) and _convertible(getattr(type(fn), "forward", None)):
+        return types.MethodType(convert(type(fn).forward, warn), fn)    # an en.nn model
     if not isinstance(fn, (types.FunctionType, type)) and callable(fn) and \
             _convertible(getattr(type(fn), "__call__", None)):
         return types.MethodType(convert(type(fn).__call__, warn), fn)   # a callable object
@@ -148,6 +152,10 @@ def converted_call(f, args, kwargs):
         return operators.range_(*args, **kwargs)
     elif f is len:
         return operators.len_(*args, **kwargs)
+    elif isinstance(f, Module):   # calling a model runs its forward, the user's code
+        forward = getattr(type(f), "forward", None)
+        if _convertible(forward):
+            return convert(forward)(f, *args, **kwargs)
     elif isinstance(f, functools.partial):
         return converted_call(f.func, tuple(f.args) + tuple(args), {**f.keywords, **kwargs})
     elif not isinstance(f, type) and not inspect.isbuiltin(f) and \
