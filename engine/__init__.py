@@ -41,6 +41,7 @@ from graph.signature import TensorSpec  # noqa: E402
 from graph.tracer import is_tracing  # noqa: E402
 from graph.control_flow import cond, scan, while_loop  # noqa: E402
 nn.recurrent.use_scan(scan)   # RNN's loop: one scan node when traced
+from graph import autograph  # noqa: E402
 from graph.effects import print, py_function  # noqa: E402
 from graph.export import save  # noqa: E402
 from graph.load import load  # noqa: E402

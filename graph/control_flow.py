@@ -10,8 +10,10 @@ import numpy as np
 
 from engine import dtypes, ops
 from engine.autodiff import GradientTape
-from engine.errors import DTypeError, NotDifferentiableError, ShapeError, describe_inputs
-from engine.modes import apply, current_mode
+from engine.errors import (DTypeError, EngineError, NotDifferentiableError, ShapeError,
+                           describe_inputs, format_location, user_frame)
+from engine.modes import current_mode
+from engine.recording import active_tapes, record
 from engine.op import Op
 from engine.pytree import LEAF, TreeDef, flatten, unflatten
 
@@ -116,16 +118,37 @@ def traced_cond(mode, pred, true_fn, false_fn, operands):
     t = SubGraph(lambda *a: true_fn(*a), avals, tree, "cond_true", mode)
     f = SubGraph(lambda *a: false_fn(*a), avals, tree, "cond_false", mode)
     check_same_outputs("cond", t, f, "true_fn", "false_fn")
-    outs = apply(cond_op, pred, *leaves, *t.captures, *f.captures, true=t, false=f,
-                 n_ops=len(leaves))
-    _mark_effects(mode, outs, t.has_side_effects or f.has_side_effects, (t, f))
+    node, outs = emit(mode, cond_op, [pred, *leaves, *t.captures, *f.captures],
+                      dict(true=t, false=f, n_ops=len(leaves)))
+    mark_effects(mode, node, t.has_side_effects or f.has_side_effects, (t, f))
     return unflatten(t.out_tree, list(outs))
 
 
-def _mark_effects(mode, outs, effects, bodies):
-    if not outs:
-        return
-    node = outs[0]._node.inputs[0]
+def _located(err):
+    return type(err)(f"{err}\n  at {format_location(user_frame())}")
+
+
+def emit(mode, op, args, params):
+    """Add a control-flow node for ``op`` to the trace ``mode``: ``(node, outputs)``.
+
+    What ``apply`` does, but the node is returned as well, since a construct
+    whose bodies only have side effects (an ``en.print`` in a branch) has no
+    outputs to reach it through.
+    """
+    tensors = mode.lift(list(args))
+    try:
+        aval = op.abstract_eval(*[(t.shape, t.dtype) for t in tensors], **params)
+    except EngineError as err:
+        raise _located(err) from None
+    node = mode.add_node(op, [t._node for t in tensors], params, aval)
+    outs = mode.outputs_of(node)
+    if active_tapes():
+        record(op, tensors, outs, params)
+    return node, outs
+
+
+def mark_effects(mode, node, effects, bodies):
+    """Order a control-flow node among the trace's side effects and variable accesses."""
     if effects:
         node.meta["side_effects"] = True
         mode._order_effect(node)
@@ -152,7 +175,9 @@ def _while_eval(*rest, cond, body, n_vars):
 def _while_vjp(gs, outs, *rest, cond, body, n_vars):
     raise NotDifferentiableError(
         "while_loop cannot be differentiated in graph mode: its number of iterations is only "
-        "known at run time. Use en.scan with a fixed number of steps (or differentiate eagerly)")
+        "known at run time. Use en.scan with a fixed number of steps, or in en.function a `for` "
+        "loop over a Python range (unrolled) or over a tensor's rows (an en.scan), or "
+        "differentiate eagerly")
 
 
 while_op = _structural(Op("while_loop", _while_impl, _while_eval, _while_vjp,
@@ -194,8 +219,9 @@ def while_loop(cond_fn, body_fn, loop_vars):
         raise ShapeError(f"while_loop: the body must return loop variables of the same shapes and "
                          f"dtypes: got {describe_inputs(b.out_avals)} for "
                          f"{describe_inputs(avals)}")
-    outs = apply(while_op, *leaves, *c.captures, *b.captures, cond=c, body=b, n_vars=len(leaves))
-    _mark_effects(mode, outs, c.has_side_effects or b.has_side_effects, (c, b))
+    node, outs = emit(mode, while_op, [*leaves, *c.captures, *b.captures],
+                      dict(cond=c, body=b, n_vars=len(leaves)))
+    mark_effects(mode, node, c.has_side_effects or b.has_side_effects, (c, b))
     return type(loop_vars)(unflatten(tree, list(outs)))
 
 
@@ -397,10 +423,10 @@ def scan(fn, init, xs=None, length=None, reverse=False):
             [d for _, d in got] != [d for _, d in c_avals]:
         raise ShapeError(f"scan: fn must keep the carry's shapes and dtypes: got "
                          f"{describe_inputs(got)} for {describe_inputs(c_avals)}")
-    outs = apply(scan_op, *c_leaves, *x_leaves, *body.captures, body=body, n_carry=n_c,
-                 n_x=len(x_leaves), length=None if length is None else int(length),
-                 reverse=bool(reverse))
-    _mark_effects(mode, outs, body.has_side_effects, (body,))
+    node, outs = emit(mode, scan_op, [*c_leaves, *x_leaves, *body.captures],
+                      dict(body=body, n_carry=n_c, n_x=len(x_leaves),
+                           length=None if length is None else int(length), reverse=bool(reverse)))
+    mark_effects(mode, node, body.has_side_effects, (body,))
     n_y = len(body.out_avals) - n_c
     carry = unflatten(c_tree, list(outs[:n_c]))
     ys = unflatten(holder["y_tree"], list(outs[n_c:n_c + n_y]))

@@ -23,6 +23,7 @@ from engine.errors import EngineError, format_location, user_frame
 from engine.modes import current_mode, pushed_mode
 from engine.tensor import Tensor
 
+from .autograph import convert
 from .concrete import ConcreteFunction
 from .executor import MISS
 from .notebook import explain
@@ -45,7 +46,7 @@ class Function:
     """A Python function compiled to a graph per input signature. See :func:`function`."""
 
     def __init__(self, fn, input_signature=None, optimize=True, passes=None, max_traces=8,
-                 name=None, max_cached_traces=None):
+                 name=None, max_cached_traces=None, autograph=True):
         functools.update_wrapper(self, fn)
         self.python_function = fn
         self.name = name or getattr(fn, "__name__", "function")
@@ -70,6 +71,8 @@ class Function:
         self._last_key = None
         self._warned = False
         self.trace_count = 0
+        self.autograph = autograph
+        self._converted = None
 
     # -- calling ---------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -100,8 +103,9 @@ class Function:
                         pass
                 self._last_entry = concrete.guarded_entry
                 return concrete.entry(args)
-        if not current_mode().is_concrete or config.run_functions_eagerly:
-            # Inside another trace, inline into that graph; eagerly on request.
+        if not current_mode().is_concrete:
+            return self._traced_function()(*args, **kwargs)   # inline into that graph
+        if config.run_functions_eagerly:
             return self.python_function(*args, **kwargs)
         concrete, tensors = self._concrete_and_tensors(args, kwargs)
         return concrete(tensors)
@@ -156,7 +160,7 @@ class Function:
                     f"{self.max_traces}); each new shape, dtype or Python value retraces. Pass "
                     "input_signature=[en.TensorSpec(shape=(None, ...), dtype=...)] to trace once "
                     "for every size", stacklevel=4)
-            concrete = ConcreteFunction(self.python_function, self.name, key, leaves, treedef,
+            concrete = ConcreteFunction(self._traced_function(), self.name, key, leaves, treedef,
                                         specs=specs, passes=self._passes(),
                                         compile_function=named_function,
                                         backend=_backend_of(self.name, tensors))
@@ -166,6 +170,13 @@ class Function:
             self.trace_count += 1
             self._evict()
             return concrete
+
+    def _traced_function(self):
+        """What tracing runs: the function with its control flow converted (autograph)."""
+        if self._converted is None:
+            self._converted = convert(self.python_function) if self.autograph else \
+                self.python_function
+        return self._converted
 
     def _remember_fast(self, key, concrete):
         with self._lock:
@@ -247,7 +258,7 @@ def _backend_of(name, tensors):
 
 
 def function(fn=None, *, input_signature=None, optimize=True, passes=None, max_traces=8,
-             max_cached_traces=None):
+             max_cached_traces=None, autograph=True):
     """Compile ``fn`` to a graph, traced once per input signature.
 
     Usable as ``@en.function`` or ``en.function(fn, input_signature=[...])``.
@@ -257,6 +268,10 @@ def function(fn=None, *, input_signature=None, optimize=True, passes=None, max_t
     ``max_cached_traces`` most recently used traces are kept (default
     ``en.config.max_cached_traces``, 32; None: all of them); an older one is
     dropped, its graphs and buffers freed, and traced again if called again.
+    Python control flow on tensors (``if``, ``while``, ``for``, ``and``/``or``/
+    ``not``, ``a if c else b``) is converted to ``en.cond``/``en.while_loop``/
+    ``en.scan`` where the value is traced (see ``en.autograph``);
+    ``autograph=False`` traces the function as written.
 
     Example:
         >>> import engine as en
@@ -266,7 +281,8 @@ def function(fn=None, *, input_signature=None, optimize=True, passes=None, max_t
     """
     def wrap(f):
         return Function(f, input_signature=input_signature, optimize=optimize, passes=passes,
-                        max_traces=max_traces, max_cached_traces=max_cached_traces)
+                        max_traces=max_traces, max_cached_traces=max_cached_traces,
+                        autograph=autograph)
     return wrap(fn) if fn is not None else wrap
 
 
