@@ -9,8 +9,15 @@ declared input types), shapes and dtypes (supported dtypes, no negative
 dims, at most ``MAX_ARRAY_BYTES`` an array and ``MAX_TOTAL_BYTES`` in all),
 that inputs refer only to earlier nodes (so the graph is a DAG), and the
 structure of ``cond``/``while_loop``/``scan`` bodies. Then the arrays are read
-(``np.load(allow_pickle=False)``), each checked against its declared shape,
-dtype and byte count. Any problem raises :class:`engine.errors.LoadError`.
+(:mod:`graph.load_arrays`: stored members only, no pickle), each checked
+against its declared shape, dtype and byte count. Any problem raises
+:class:`engine.errors.LoadError`.
+
+Cost follows the file's size, whatever the file holds: only regular files are
+opened (a FIFO would block forever), only the bytes a file has are read, a
+graph of more than ``MAX_NODES`` nodes is refused before any is built, names
+repeated in the file cost no more than distinct ones, and the constant
+folding the optimizer does at load is bounded (``en.config.fold_work_limit``).
 
 The graph is then re-optimized with the default passes and compiled.
 Variables become fresh ``en.Variable``\\ s holding the saved values.
@@ -28,11 +35,11 @@ Example:
 import inspect
 import json
 import os
-import zipfile
 
 import numpy as np
 
 from engine.errors import BackendError, LoadError, describe_aval
+from engine.files import open_regular
 from engine.modes import current_mode
 from engine.op import REGISTRY
 from engine.pytree import unflatten
@@ -48,6 +55,7 @@ from .function import Function, named_function
 from .graph_ops import (STRUCTURAL, VarRef, assign_variable_op, constant_op, placeholder_op,
                         read_variable_op, unpack_op)
 from .interpret import interpret
+from .load_arrays import read_arrays
 from .ir import Graph
 from .signature import TensorSpec
 from .subgraph import SubGraph
@@ -71,6 +79,7 @@ def load(path):
     json_path, npz_path = paths_for(path)
     try:
         doc = _read_json(json_path)
+        _check_node_count(doc)
         reader = _Reader()
         reader.read(doc)
         arrays = _read_arrays(npz_path, reader.array_avals)
@@ -87,14 +96,17 @@ def load(path):
 # ---- reading the files --------------------------------------------------------------------------
 def _read_json(path):
     try:
-        size = os.stat(path).st_size
-        if size > MAX_JSON_BYTES:
-            raise LoadError(f"{path}: {size} bytes, more than the {MAX_JSON_BYTES} a saved graph "
-                            "may have")
-        with open(path, "rb") as f:
-            data = f.read(MAX_JSON_BYTES + 1)
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_JSON_BYTES:
+                raise LoadError(f"{path}: {size} bytes, more than the {MAX_JSON_BYTES} a saved "
+                                "graph may have")
+            # Only what the file holds (one byte more tells a file that grew meanwhile).
+            data = f.read(size + 1)
     except OSError as err:
         raise LoadError(f"cannot read {path}: {err}") from None
+    if len(data) > MAX_JSON_BYTES:
+        raise LoadError(f"{path}: more than the {MAX_JSON_BYTES} bytes a saved graph may have")
     try:
         text = data.decode("utf-8")
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
@@ -102,6 +114,27 @@ def _read_json(path):
         raise LoadError(f"{path} is not valid JSON: {err}") from None
     except RecursionError:
         raise LoadError(f"{path}: the JSON is nested too deeply") from None
+
+
+def _check_node_count(doc):
+    """Refuse a file of more than ``MAX_NODES`` nodes (bodies included) before building any:
+    a quick walk over the parsed document that skips whatever is malformed (the full
+    checks report that)."""
+    graphs, count = [doc.get("graph") if type(doc) is dict else None], 0
+    while graphs:
+        g = graphs.pop()
+        nodes = g.get("nodes") if type(g) is dict else None
+        if type(nodes) is not list:
+            continue
+        count += len(nodes)
+        if count > MAX_NODES:
+            raise LoadError(f"the graph has more than {MAX_NODES} nodes (counting its "
+                            "control-flow bodies): refused before building any")
+        for nd in nodes:
+            params = nd.get("params") if type(nd) is dict else None
+            for value in params.values() if type(params) is dict else ():
+                if type(value) is dict and type(value.get("$subgraph")) is dict:
+                    graphs.append(value["$subgraph"].get("graph"))
 
 
 def _no_duplicates(pairs):
@@ -118,81 +151,11 @@ def _no_constant(name):
 def _read_arrays(path, avals):
     """The arrays of the ``.npz``, each checked against its declared aval."""
     try:
-        size = os.stat(path).st_size
+        f = open_regular(path)
     except OSError as err:
         raise LoadError(f"cannot read {path}: {err}") from None
-    expected = sum(_nbytes(s, d) for s, d in avals)
-    if size > expected + 4096 * (len(avals) + 1):
-        raise LoadError(f"{path} has {size} bytes, far more than the {expected} bytes of arrays "
-                        "the graph declares")
-    names = [f"a{i}.npy" for i in range(len(avals))]
-    if not avals:
-        try:
-            with zipfile.ZipFile(path) as zf:
-                present = zf.namelist()
-        except (zipfile.BadZipFile, OSError, ValueError) as err:
-            raise LoadError(f"{path} is not a valid .npz: {err}") from None
-        if present:
-            raise LoadError(f"{path} holds arrays {present[:5]} the graph does not declare")
-        return []
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except Exception as err:
-        raise LoadError(f"{path} is not a valid .npz: {type(err).__name__}: {err}") from None
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise LoadError(f"{path} is not an .npz archive")
-    with npz:
-        present = npz.zip.namelist()
-        if sorted(present) != sorted(names):
-            extra = sorted(set(present) - set(names))[:5]
-            missing = sorted(set(names) - set(present))[:5]
-            raise LoadError(f"{path} does not hold the arrays the graph declares (missing "
-                            f"{missing}, unexpected {extra}, {len(present)} members for "
-                            f"{len(names)} arrays)")
-        out = []
-        for i, (shape, dtype) in enumerate(avals):
-            out.append(_read_member(npz, path, i, shape, dtype))
-    return out
-
-
-def _read_member(npz, path, i, shape, dtype):
-    name = f"a{i}.npy"
-    what = f"{path}: array a{i} (declared {describe_aval((shape, dtype))})"
-    try:
-        info = npz.zip.getinfo(name)
-        with npz.zip.open(info) as f:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                header = np.lib.format.read_array_header_1_0(f, max_header_size=4096)
-            elif version == (2, 0):
-                header = np.lib.format.read_array_header_2_0(f, max_header_size=4096)
-            else:
-                raise ValueError(f"unsupported .npy version {version}")
-            offset = f.tell()
-    except Exception as err:
-        raise LoadError(f"{what}: bad .npy header: {type(err).__name__}: {err}") from None
-    h_shape, fortran, h_dtype = header
-    if tuple(h_shape) != tuple(shape) or h_dtype != dtype or fortran:
-        raise LoadError(f"{what}: the .npz holds {h_dtype}{list(h_shape)}"
-                        f"{' (Fortran order)' if fortran else ''}")
-    if info.file_size != offset + _nbytes(shape, dtype):
-        raise LoadError(f"{what}: {info.file_size - offset} bytes of data for "
-                        f"{_nbytes(shape, dtype)} expected")
-    try:
-        array = npz[f"a{i}"]
-    except Exception as err:   # CRC mismatch, truncation, bad compression
-        raise LoadError(f"{what}: cannot be read: {type(err).__name__}: {err}") from None
-    if array.shape != tuple(shape) or array.dtype != dtype:
-        raise LoadError(f"{what}: read {array.dtype}{list(array.shape)}")
-    array.flags.writeable = False
-    return array
-
-
-def _nbytes(shape, dtype):
-    n = dtype.itemsize
-    for d in shape:
-        n *= d
-    return n
+    with f:
+        return read_arrays(f, os.fstat(f.fileno()).st_size, avals, path)
 
 
 # ---- checking and rebuilding the graph ----------------------------------------------------------
@@ -281,12 +244,12 @@ class _Reader:
     def _graph(self, desc, depth, where, n_replay):
         desc = check_object(desc, where, ("name", "inputs", "outputs", "output_tree", "nodes"))
         graph = Graph(check_name(desc["name"], f"{where}.name"))
-        nodes = []
+        nodes, suffixes = [], {}
         for i, nd in enumerate(check_list(desc["nodes"], f"{where}.nodes")):
             self.n_nodes += 1
             if self.n_nodes > MAX_NODES:
                 raise LoadError(f"more than {MAX_NODES} nodes")
-            nodes.append(self._node(graph, nd, nodes, depth, f"{where} node {i}"))
+            nodes.append(self._node(graph, nd, nodes, depth, f"{where} node {i}", suffixes))
         inputs = [check_index(j, len(nodes), f"{where}.inputs")
                   for j in check_list(desc["inputs"], f"{where}.inputs")]
         if len(set(inputs)) != len(inputs):
@@ -319,7 +282,7 @@ class _Reader:
                             f"{len(graph.outputs) - n_replay} outputs")
         return graph
 
-    def _node(self, graph, nd, nodes, depth, where):
+    def _node(self, graph, nd, nodes, depth, where, suffixes):
         nd = check_object(nd, where, ("op", "name", "inputs", "after", "params"),
                           optional=("aval", "avals"))
         op_name = nd["op"]
@@ -345,7 +308,7 @@ class _Reader:
                 raise LoadError(f"{where}: {len(inputs)} inputs, kind {params['kind']!r} "
                                 f"takes {arity}")
         aval = self._aval(op, [i.aval for i in inputs], params, declared, where)
-        node = graph.add(op, inputs, params, aval, name=name)
+        node = graph.add(op, inputs, params, aval, name=_free_name(graph, name, suffixes))
         for dep in after:
             graph.add_control_dep(node, dep)
         if op is constant_op and isinstance(params["value"], _Pending):
@@ -486,6 +449,19 @@ class _Reader:
         except Exception as err:
             raise LoadError(f"the graph {self.name} cannot be compiled: "
                             f"{type(err).__name__}: {err}") from err
+
+
+def _free_name(graph, name, suffixes):
+    """``name``, or the first of ``name_1``, ``name_2``, ... not taken in ``graph`` (what
+    ``Graph.add`` would pick), found from where the last search for ``name`` stopped: a
+    file repeating one name n times costs O(n), not O(n**2)."""
+    if name not in graph.names:
+        return name
+    i = suffixes.get(name, 1)
+    while f"{name}_{i}" in graph.names:
+        i += 1
+    suffixes[name] = i + 1
+    return f"{name}_{i}"
 
 
 _KEYS = {}

@@ -1,6 +1,10 @@
 """Mini-batching, the MNIST IDX reader and the synthetic MNIST generator."""
 import gzip
+import os
 import struct
+import subprocess
+import sys
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -159,6 +163,74 @@ def test_load_mnist_bad_gzip(tmp_path):
     path.write_bytes(path.read_bytes()[:12])
     with pytest.raises(DataError, match="t10k-labels-idx1-ubyte.gz: cannot read"):
         en.data.load_mnist(tmp_path)
+
+
+def _peak_bytes(fn):
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        fn()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def test_load_mnist_stops_inflating_a_gz_bomb_at_the_declared_size(tmp_path):
+    # The header declares 3 labels; the gzip inflates to 64 MiB more (64 KB on disk).
+    _write_mnist(tmp_path, gz=True)
+    path = tmp_path / "t10k-labels-idx1-ubyte.gz"
+    labels = _idx_bytes(np.arange(3), 2049)
+    path.write_bytes(gzip.compress(labels + bytes(64 << 20), compresslevel=9))
+    assert path.stat().st_size < 100_000
+
+    def load():
+        with pytest.raises(DataError, match="t10k-labels-idx1-ubyte.gz: too long: the header "
+                                            "says shape \\(3,\\), which needs 11 bytes"):
+            en.data.load_mnist(tmp_path, split="test")
+    assert _peak_bytes(load) < 4 << 20
+
+
+def test_load_mnist_refuses_a_gz_declaring_more_than_it_can_inflate_to(tmp_path):
+    _write_mnist(tmp_path, gz=True)
+    path = tmp_path / "t10k-images-idx3-ubyte.gz"
+    header = struct.pack(">i3I", 2051, 1 << 20, 28, 28)     # 822 GB of images in 1 KB
+    path.write_bytes(gzip.compress(header + bytes(1000)))
+
+    def load():
+        with pytest.raises(DataError, match="more than a .gz of .* bytes can hold .*refused "
+                                            "before inflating"):
+            en.data.load_mnist(tmp_path, split="test")
+    assert _peak_bytes(load) < 4 << 20
+
+
+def test_load_mnist_refuses_a_plain_file_of_the_wrong_size_without_reading_it(tmp_path):
+    _write_mnist(tmp_path)
+    path = tmp_path / "t10k-labels-idx1-ubyte"
+    path.write_bytes(_idx_bytes(np.arange(3), 2049) + bytes(32 << 20))
+
+    def load():
+        with pytest.raises(DataError, match="too long: .* needs 11 bytes, but the file has "
+                                            f"{11 + (32 << 20)}"):
+            en.data.load_mnist(tmp_path, split="test")
+    assert _peak_bytes(load) < 4 << 20
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_read_idx_refuses_a_fifo_without_blocking(tmp_path):
+    fifo = tmp_path / "t10k-labels-idx1-ubyte"
+    os.mkfifo(fifo)
+    code = ("import sys, engine as en\n"
+            "try:\n    en.data.read_idx(sys.argv[1])\n"
+            "except en.data.DataError as err:\n    print('DataError:', err)\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        done = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True,
+                              text=True, timeout=90, env=dict(os.environ, PYTHONPATH=root))
+    except subprocess.TimeoutExpired:
+        pytest.fail("read_idx blocked on a FIFO")
+    assert "DataError: t10k-labels-idx1-ubyte: cannot read the file: " in done.stdout, done.stderr
+    assert "is a FIFO (named pipe), not a regular file" in done.stdout
 
 
 # ---- synthetic_mnist ------------------------------------------------------------------

@@ -6,11 +6,14 @@ number of dimensions, one 4-byte size per dimension, then the data. Image
 files have 3 dimensions (magic number 2051), label files 1 (magic 2049).
 """
 import gzip
+import math
 import os
 import struct
+import zlib
 
 import numpy as np
 
+from ..files import open_regular
 from .batching import DataError
 
 IMAGES_MAGIC = 2051
@@ -82,7 +85,10 @@ def read_idx(path, expect_magic=None):
     """Read one IDX file of unsigned bytes (plain or gzip) into a uint8 array.
 
     ``expect_magic`` (2051 for images, 2049 for labels) is checked when given.
-    The file size must match the sizes in its header exactly.
+    The file size must match the sizes in its header exactly. The header is
+    read first and nothing more is read (or inflated) than it declares: a
+    plain file of the wrong size, or a ``.gz`` declaring more than its bytes
+    can inflate to, is refused before its data is read.
 
     Example:
         >>> read_idx("train-labels-idx1-ubyte", expect_magic=2049)[:3]  # doctest: +SKIP
@@ -90,19 +96,29 @@ def read_idx(path, expect_magic=None):
     """
     name = os.path.basename(path)
     try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rb") as f:
-                data = f.read()
-        else:
-            with open(path, "rb") as f:
-                data = f.read()
-    except (OSError, EOFError) as err:     # gzip.BadGzipFile is an OSError
+        with open_regular(path) as raw:
+            size = os.fstat(raw.fileno()).st_size
+            if not path.endswith(".gz"):
+                return _read_idx_stream(raw, name, expect_magic, size, None)
+            with gzip.GzipFile(fileobj=raw, mode="rb") as f:
+                return _read_idx_stream(f, name, expect_magic, None, size)
+    except (OSError, EOFError, zlib.error) as err:     # gzip.BadGzipFile is an OSError
         raise DataError(f"{name}: cannot read the file: {err}") from None
-    if len(data) < 4:
-        raise DataError(f"{name}: not an IDX file: only {len(data)} bytes, fewer than the "
+
+
+# Deflate (gzip) turns one byte into at most 1032 (a 258-byte match per 2 bits).
+MAX_INFLATION = 1032
+
+
+def _read_idx_stream(f, name, expect_magic, size, gz_size):
+    """The array of the IDX stream ``f``: ``size`` bytes (a plain file), or the inflated
+    content of a ``.gz`` of ``gz_size`` bytes."""
+    head = _read_up_to(f, 4)
+    if len(head) < 4:
+        raise DataError(f"{name}: not an IDX file: only {len(head)} bytes, fewer than the "
                         "4-byte magic number")
-    magic = struct.unpack(">i", data[:4])[0]
-    zero, dtype_code, ndim = data[0:2], data[2], data[3]
+    magic = struct.unpack(">i", head)[0]
+    zero, dtype_code, ndim = head[0:2], head[2], head[3]
     want = f"{expect_magic} (0x{expect_magic:08x})" if expect_magic is not None else "0x000008NN"
     bad_magic = (f"{name}: bad magic number {magic} (0x{magic & 0xffffffff:08x}), expected "
                  f"{want}; is this the right file, and is it decompressed?")
@@ -114,16 +130,51 @@ def read_idx(path, expect_magic=None):
     if expect_magic is not None and magic != expect_magic:
         raise DataError(bad_magic)
     header = 4 + 4 * ndim
-    if len(data) < header:
+    sizes = _read_up_to(f, header - 4)
+    if len(sizes) < header - 4:
         raise DataError(f"{name}: truncated header: {ndim} dimensions need {header} bytes, the "
-                        f"file has {len(data)}")
-    dims = struct.unpack(f">{ndim}I", data[4:header])
-    expected = header + int(np.prod(dims, dtype=np.int64))
-    if len(data) != expected:
-        what = "truncated" if len(data) < expected else "too long"
-        raise DataError(f"{name}: {what}: the header says shape {tuple(dims)}, which needs "
-                        f"{expected} bytes, but the file has {len(data)}")
-    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(dims)
+                        f"file has {4 + len(sizes)}")
+    dims = struct.unpack(f">{ndim}I", sizes)
+    expected = header + math.prod(dims)
+    says = f"the header says shape {tuple(dims)}, which needs {expected} bytes"
+    if size is not None and size != expected:
+        what = "truncated" if size < expected else "too long"
+        raise DataError(f"{name}: {what}: {says}, but the file has {size}")
+    if gz_size is not None and expected > MAX_INFLATION * gz_size:
+        raise DataError(f"{name}: {says}, more than a .gz of {gz_size} bytes can hold "
+                        f"(deflate inflates a byte to at most {MAX_INFLATION}); refused before "
+                        "inflating it")
+    data = np.empty(expected - header, np.uint8)
+    got = header + _read_into(f, data)
+    if got < expected:
+        raise DataError(f"{name}: truncated: {says}, but the file has {got}")
+    if gz_size is not None and _read_up_to(f, 1):     # stop inflating one byte past the end
+        raise DataError(f"{name}: too long: {says}, but the file holds more (inflating "
+                        "stopped there)")
+    return data.reshape(dims)
+
+
+def _read_up_to(f, n):
+    """Up to ``n`` bytes (fewer only at the end of the stream)."""
+    parts, left = [], n
+    while left:
+        chunk = f.read(left)
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+def _read_into(f, out):
+    """Fill the uint8 array ``out`` from ``f``; returns how many bytes there were."""
+    view, done = memoryview(out), 0
+    while done < len(out):
+        n = f.readinto(view[done:done + (16 << 20)])
+        if not n:
+            break
+        done += n
+    return done
 
 
 def synthetic_mnist(n=60000, seed=0):
