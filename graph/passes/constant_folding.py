@@ -3,15 +3,19 @@
 Uses the registry's ``impl``. A folded constant may not exceed
 ``en.config.fold_size_limit_bytes``; random and side-effecting ops never fold.
 Ops whose result depends only on an input's shape (the per-op table
-``SHAPE_ONLY``) fold as soon as that shape is static.
+``SHAPE_ONLY``) fold as soon as that shape is static. All the folding in one
+graph shares one budget of work and bytes (:mod:`.fold_cost`); kernel scratch
+grown while folding is given back afterwards.
 """
 import numpy as np
 
+from engine import workspace
 from engine.config import config
 from engine.ops import ones_like_op, zeros_like_op, count_op
 
 from ..graph_ops import constant_op, read_variable_op, placeholder_op
 from .common import has_side_effects, is_constant, nbytes, replace_node, static_shape
+from .fold_cost import FoldBudget
 
 SHAPE_ONLY = frozenset([zeros_like_op, ones_like_op, count_op])
 
@@ -39,15 +43,26 @@ def _input_value(node):
 def constant_folding(graph):
     """Replace foldable nodes by constants. Returns True if any were folded."""
     folded = 0
-    for node in graph.topo_order():
-        if not _foldable(node):
-            continue
-        value = node.op.impl(*[_input_value(i) for i in node.inputs], **node.params)
-        value = np.array(value, dtype=node.dtype, copy=True)   # own its memory
-        const = graph.add(constant_op, (), {"value": value}, (value.shape, value.dtype),
-                          name=f"{node.name}_c", source=node.source)
-        replace_node(graph, node, const)
-        folded += 1
+    budget = FoldBudget.of(graph)
+    refused = budget.refused
+    scratch = workspace.held_bytes()
+    try:
+        for node in graph.topo_order():
+            if not _foldable(node) or not budget.take(node):
+                continue
+            value = node.op.impl(*[_input_value(i) for i in node.inputs], **node.params)
+            value = np.array(value, dtype=node.dtype, copy=True)   # own its memory
+            const = graph.add(constant_op, (), {"value": value}, (value.shape, value.dtype),
+                              name=f"{node.name}_c", source=node.source)
+            replace_node(graph, node, const)
+            folded += 1
+    finally:
+        if workspace.held_bytes() > scratch:   # grown for a folded kernel: not needed now
+            workspace.release()
     if folded:
         graph.notes.append(f"folded {folded} nodes into constants")
+    if budget.refused > refused:
+        graph.notes.append(f"left {budget.refused - refused} foldable nodes unfolded: the "
+                           "graph's folding budget (en.config.fold_work_limit, "
+                           "fold_bytes_limit) is spent")
     return bool(folded)
