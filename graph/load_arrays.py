@@ -17,6 +17,7 @@ Example:
     >>> read_arrays(io.BytesIO(raw), len(raw), [((3,), np.dtype("float64"))], "m.npz")[0]
     array([0., 1., 2.])
 """
+import re
 import zipfile
 
 import numpy as np
@@ -80,6 +81,38 @@ def _check_stored(info, size, path):
                         f"{size} bytes")
 
 
+# The header numpy writes (np.save, np.lib.format.write_array), e.g.
+# {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }, padded with spaces.
+_HEADER = re.compile(r"\{'descr': '([<>|=][a-z][0-9]{1,2})', 'fortran_order': (False|True), "
+                     r"'shape': \((|[0-9]{1,20},|[0-9]{1,20}(?:, [0-9]{1,20})+)\), \} *\n")
+
+
+def read_npy_header(f):
+    """``(shape, fortran_order, dtype, data offset)`` of the ``.npy`` stream ``f``.
+
+    Parsed by a pattern that accepts exactly what numpy writes, rather than by
+    numpy's reader (``ast.literal_eval``, which is not thread-safe in CPython
+    3.11: concurrent loads raised ``SystemError: AST constructor recursion depth
+    mismatch``).
+    """
+    magic = f.read(8)
+    if len(magic) != 8 or magic[:6] != b"\x93NUMPY" or magic[6:] not in (b"\x01\x00",
+                                                                       b"\x02\x00"):
+        raise ValueError(f"not a .npy (version 1.0 or 2.0) header: {magic[:8]!r}")
+    width = 2 if magic[6] == 1 else 4
+    raw = f.read(width)
+    n = int.from_bytes(raw, "little")
+    if len(raw) != width or n > 4096:
+        raise ValueError(f"a header of {n} bytes (at most 4096)")
+    text = f.read(n)
+    match = _HEADER.fullmatch(text.decode("latin1")) if len(text) == n else None
+    if match is None:
+        raise ValueError(f"not a header numpy writes: {text[:80]!r}")
+    descr, fortran, dims = match.groups()
+    shape = tuple(int(d) for d in dims.replace(",", " ").split())
+    return shape, fortran == "True", np.dtype(descr), 8 + width + n
+
+
 def _read_member(zf, path, i, shape, dtype):
     what = f"{path}: array a{i} (declared {describe_aval((shape, dtype))})"
     info = zf.getinfo(f"a{i}.npy")
@@ -89,17 +122,9 @@ def _read_member(zf, path, i, shape, dtype):
         raise LoadError(f"{what}: cannot be opened: {type(err).__name__}: {err}") from None
     with f:
         try:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                header = np.lib.format.read_array_header_1_0(f, max_header_size=4096)
-            elif version == (2, 0):
-                header = np.lib.format.read_array_header_2_0(f, max_header_size=4096)
-            else:
-                raise ValueError(f"unsupported .npy version {version}")
-            offset = f.tell()
+            h_shape, fortran, h_dtype, offset = read_npy_header(f)
         except Exception as err:
             raise LoadError(f"{what}: bad .npy header: {type(err).__name__}: {err}") from None
-        h_shape, fortran, h_dtype = header
         if tuple(h_shape) != tuple(shape) or h_dtype != dtype or fortran:
             raise LoadError(f"{what}: the .npz holds {h_dtype}{list(h_shape)}"
                             f"{' (Fortran order)' if fortran else ''}")
