@@ -6,12 +6,22 @@
 (placeholder, constant, read_variable, assign_variable, unpack, cond,
 while_loop, scan) appear; :func:`graph.load.load` re-optimizes. Two layouts:
 
-* ``path`` ending in ``.json``: ``path`` and the same name ending in ``.npz``;
-* any other ``path``: a directory holding ``graph.json`` and ``arrays.npz``.
+* ``path`` ending in ``.json``: ``path``, and beside it ``<stem>.<digest>.npz``
+  (``model.json`` and ``model.3f9a...c2.npz``);
+* any other ``path``: a directory holding ``graph.json`` and ``arrays.<digest>.npz``.
 
-The JSON side (keys sorted, so saving twice gives the same bytes) holds::
+The ``.npz``'s name carries the first 16 hex digits of its bytes' SHA-256, and
+the JSON names it (``arrays_file``): the JSON is the manifest, written last in
+one rename, so a save is atomic. Whatever fails midway (or however many threads
+and processes save to one path at once), the path holds a complete save, the
+old one or a new one, and no temporary files (:mod:`graph.atomic_save`).
+Version 1 files (the ``.npz`` at the fixed name ``<stem>.npz`` or ``arrays.npz``,
+no ``arrays_file``) still load.
 
-    {"format": "dualmode-engine.graph", "version": 1, "name": "mlp",
+The JSON side (keys sorted, so saving twice to a path gives the same bytes) holds::
+
+    {"format": "dualmode-engine.graph", "version": 2, "name": "mlp",
+     "arrays_file": "mlp.3f9a0c1d2e4b5a67.npz",
      "arrays": [{"dtype": "float32", "shape": [3, 4]}, ...],     # npz members a0, a1, ...
      "variables": [{"name": "w", "trainable": true, "shape": [3, 4], "dtype": "float32",
                     "array": 0}, ...],
@@ -48,6 +58,7 @@ Example:
     >>> g(en.tensor([0.5, 1.0])).numpy().round(4).tolist()
     [0.9242, 1.5232]
 """
+import hashlib
 import inspect
 import io
 import json
@@ -65,13 +76,15 @@ from engine.op import REGISTRY
 from engine.pytree import LEAF, NONE, TreeDef
 from engine.tensor import Tensor
 
+from .atomic_save import arrays_name, commit
 from .concrete import ConcreteFunction
 from .function import Function, function
 from .graph_ops import VarRef
 from .subgraph import SubGraph
 
 FORMAT = "dualmode-engine.graph"
-VERSION = 1
+VERSION = 2              # 2: the JSON names its .npz (arrays_file); 1: the fixed name
+READ_VERSIONS = (1, 2)
 GRAPH_FILE = "graph.json"
 ARRAYS_FILE = "arrays.npz"
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
@@ -84,6 +97,8 @@ STRUCTURAL_OPS = ("placeholder", "constant", "read_variable", "assign_variable",
 # What a name (of a graph or a node) and a variable's label may look like.
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 LABEL_RE = re.compile(r"[A-Za-z0-9_:.\- ]{0,256}\Z")
+# What the JSON's arrays_file may be: a plain file name beside the JSON.
+ARRAYS_FILE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,250}\.npz\Z")
 INT_LIMIT = 1 << 63
 # Limits a file must keep to (checked by graph.load before anything is allocated).
 MAX_JSON_BYTES = 64 << 20
@@ -97,11 +112,34 @@ MAX_DIM = 1 << 62
 
 
 def paths_for(path):
-    """``(json path, npz path)`` for a save location (see the module docstring)."""
+    """``(json path, npz path of a version-1 save)`` for a save location (see the module
+    docstring; :func:`saved_files` gives the ``.npz`` a save at ``path`` uses now)."""
     path = os.fspath(path)
     if path.endswith(".json"):
         return path, path[:-len(".json")] + ".npz"
     return os.path.join(path, GRAPH_FILE), os.path.join(path, ARRAYS_FILE)
+
+
+def arrays_stem(json_path):
+    """What the ``.npz`` names of a save whose JSON is ``json_path`` start with."""
+    name = os.path.basename(json_path)
+    return "arrays" if name == GRAPH_FILE else name[:-len(".json")]
+
+
+def saved_files(path):
+    """``(json path, npz path)`` of the save now at ``path`` (the ``.npz`` its JSON names).
+
+    Example:
+        >>> import engine as en, tempfile, os
+        >>> d = tempfile.mkdtemp()
+        >>> en.save(en.function(lambda x: x + 1.0), os.path.join(d, "m.json"), en.ones(2))
+        >>> [os.path.basename(p)[:2] for p in saved_files(os.path.join(d, "m.json"))]
+        ['m.', 'm.']
+    """
+    json_path, legacy = paths_for(path)
+    with open(json_path, "rb") as f:
+        name = json.load(f).get("arrays_file")
+    return json_path, legacy if name is None else os.path.join(os.path.dirname(json_path), name)
 
 
 def safe_name(name):
@@ -134,17 +172,23 @@ def save(fn, path, *example_args):
     ``ConcreteFunction``. Variables the function uses are saved with their
     current values. Saving the same function twice writes the same bytes.
     ``en.load(path)`` gives a callable back; see the module docstring for the
-    layout. Raises :class:`ExportError` for ops that run Python
+    layout. The save is atomic: if it fails, or other saves to ``path`` run at
+    the same time, ``path`` holds a complete save (the old one or a new one)
+    and no temporary files. Raises :class:`ExportError` for ops that run Python
     (``py_function``, ``print``).
     """
     concrete = concrete_function_for(fn, example_args, "en.save")
     doc, arrays = describe(concrete)
-    json_path, npz_path = paths_for(path)
-    folder = os.path.dirname(json_path)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    _write_atomically(npz_path, npz_bytes(arrays))
-    _write_atomically(json_path, json_bytes(doc))
+    json_path, _ = paths_for(path)
+    if os.path.isdir(json_path):
+        raise ExportError(f"en.save: cannot save to {json_path}: it is a directory")
+    folder, json_name = os.path.split(json_path)
+    folder = folder or "."
+    os.makedirs(folder, exist_ok=True)
+    npz = npz_bytes(arrays)
+    stem = arrays_stem(json_path)
+    doc["arrays_file"] = arrays_name(stem, hashlib.sha256(npz).hexdigest())
+    commit(folder, json_name, json_bytes(doc), doc["arrays_file"], npz, stem)
 
 
 def concrete_function_for(fn, example_args, what):
@@ -229,13 +273,6 @@ def npz_bytes(arrays):
             info.create_system = 3   # the same bytes whichever system writes them
             zf.writestr(info, member.getvalue())
     return buf.getvalue()
-
-
-def _write_atomically(path, data):
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
 
 
 class _Encoder:
@@ -432,6 +469,13 @@ def check_object(value, where, required=(), optional=()):
 def check_list(value, where):
     if type(value) is not list:
         raise LoadError(f"{where} must be a list, got {short(value)}")
+    return value
+
+
+def check_arrays_file(value, where):
+    if type(value) is not str or not ARRAYS_FILE_RE.match(value):
+        raise LoadError(f"{where}: {short(value)} is not the plain name of an .npz beside the "
+                        "JSON (letters, digits and _.- ending in .npz; no paths)")
     return value
 
 

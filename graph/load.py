@@ -47,10 +47,11 @@ from engine.variable import Variable
 
 from .concrete import ConcreteFunction
 from .export import (DTYPES, FORMAT, LABEL_RE, MAX_DEPTH, MAX_DIM, MAX_ITEMS, MAX_JSON_BYTES,
-                     MAX_NODES, MAX_TOTAL_BYTES, STRUCTURAL_OPS, VERSION, check_aval,
-                     check_count, check_dtype, check_earlier, check_index, check_list,
-                     check_name, check_object, check_shape, check_size, decode_param,
-                     describe_avals, norm_aval, paths_for, short, tree_from_json)
+                     MAX_NODES, MAX_TOTAL_BYTES, READ_VERSIONS, STRUCTURAL_OPS, VERSION,
+                     check_arrays_file, check_aval, check_count, check_dtype, check_earlier,
+                     check_index, check_list, check_name, check_object, check_shape,
+                     check_size, decode_param, describe_avals, norm_aval, paths_for, short,
+                     tree_from_json)
 from .function import Function, named_function
 from .graph_ops import (STRUCTURAL, VarRef, assign_variable_op, constant_op, placeholder_op,
                         read_variable_op, unpack_op)
@@ -76,14 +77,30 @@ def load(path):
     ``.variables`` holds fresh variables with the saved values. Raises
     :class:`LoadError` for a malformed or unsafe file.
     """
-    json_path, npz_path = paths_for(path)
+    json_path, legacy_npz = paths_for(path)
     try:
-        doc = _read_json(json_path)
-        _check_node_count(doc)
-        reader = _Reader()
-        reader.read(doc)
-        arrays = _read_arrays(npz_path, reader.array_avals)
-        return reader.finish(arrays)
+        for attempt in range(_ATTEMPTS):
+            data, doc = _read_json(json_path)
+            _check_node_count(doc)
+            reader = _Reader()
+            reader.read(doc)
+            name = reader.arrays_file
+            npz_path = legacy_npz if name is None else \
+                os.path.join(os.path.dirname(json_path), name)
+            try:
+                f = open_regular(npz_path)
+            except FileNotFoundError as err:
+                # A save that replaced the JSON since it was read removes the .npz the
+                # old JSON named: read the new one.
+                if attempt + 1 < _ATTEMPTS and _replaced(json_path, data):
+                    continue
+                raise LoadError(f"cannot read {npz_path}: {err}") from None
+            except OSError as err:
+                raise LoadError(f"cannot read {npz_path}: {err}") from None
+            with f:
+                arrays = read_arrays(f, os.fstat(f.fileno()).st_size, reader.array_avals,
+                                     npz_path)
+            return reader.finish(arrays)
     except LoadError:
         raise
     except (RecursionError, MemoryError) as err:
@@ -93,8 +110,19 @@ def load(path):
         raise LoadError(f"cannot load {path}: {type(err).__name__}: {err}") from err
 
 
+_ATTEMPTS = 8   # reads of a JSON that concurrent saves keep replacing
+
+
 # ---- reading the files --------------------------------------------------------------------------
+def _replaced(path, data):
+    try:
+        return _read_json(path)[0] != data
+    except LoadError:
+        return False
+
+
 def _read_json(path):
+    """``(bytes, parsed document)`` of the JSON at ``path``."""
     try:
         with open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
@@ -109,7 +137,8 @@ def _read_json(path):
         raise LoadError(f"{path}: more than the {MAX_JSON_BYTES} bytes a saved graph may have")
     try:
         text = data.decode("utf-8")
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        return data, json.loads(text, object_pairs_hook=_no_duplicates,
+                                parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError) as err:
         raise LoadError(f"{path} is not valid JSON: {err}") from None
     except RecursionError:
@@ -148,16 +177,6 @@ def _no_constant(name):
     raise ValueError(f"{name} is not allowed (non-finite floats are written as {{'$float': ...}})")
 
 
-def _read_arrays(path, avals):
-    """The arrays of the ``.npz``, each checked against its declared aval."""
-    try:
-        f = open_regular(path)
-    except OSError as err:
-        raise LoadError(f"cannot read {path}: {err}") from None
-    with f:
-        return read_arrays(f, os.fstat(f.fileno()).st_size, avals, path)
-
-
 # ---- checking and rebuilding the graph ----------------------------------------------------------
 class _Pending:
     """An array not read yet: the constant's value once the ``.npz`` is read."""
@@ -186,17 +205,23 @@ class _Reader:
     # -- the document ----------------------------------------------------------------
     def read(self, doc):
         doc = check_object(doc, "the file",
-                           ("format", "version", "name", "arrays", "variables", "graph"))
+                           ("format", "version", "name", "arrays", "variables", "graph"),
+                           ("arrays_file",))
         if doc["format"] != FORMAT:
             raise LoadError(f"not a saved graph: format is {short(doc['format'])}, expected "
                             f"{FORMAT!r}")
         version = doc["version"]
         if type(version) is not int:
             raise LoadError(f"the format version must be an integer, got {short(version)}")
-        if version != VERSION:
+        if version not in READ_VERSIONS:
             newer = " (written by a newer version of the engine)" if version > VERSION else ""
             raise LoadError(f"format version {version} is not supported{newer}; this engine "
-                            f"reads version {VERSION}")
+                            f"reads versions {', '.join(map(str, READ_VERSIONS))}")
+        if (version >= 2) != ("arrays_file" in doc):
+            raise LoadError("arrays_file (the .npz's name) is required from format version 2 "
+                            f"on, and unknown before; the file is version {version}")
+        self.arrays_file = (check_arrays_file(doc["arrays_file"], "arrays_file")
+                            if version >= 2 else None)
         self.name = check_name(doc["name"], "the function name")
         self.array_avals = self._array_table(doc["arrays"])
         self.var_specs, self.var_refs = self._variable_table(doc["variables"])

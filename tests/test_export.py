@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from graph.export import paths_for
+from graph.export import paths_for, saved_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -225,12 +225,12 @@ def test_saving_twice_gives_the_same_bytes(tmp_path):
         for i in range(2):
             path = str(tmp_path / f"{name}{i}")
             en.save(fn, path, *args)
-            blobs.append([open(p, "rb").read() for p in paths_for(path)])
+            blobs.append([open(p, "rb").read() for p in saved_files(path)])
         assert blobs[0] == blobs[1], name
         # A loaded function saves back to the very same bytes.
         again = str(tmp_path / f"{name}_again")
         en.save(en.load(str(tmp_path / f"{name}0")), again)
-        assert [open(p, "rb").read() for p in paths_for(again)] == blobs[0], name
+        assert [open(p, "rb").read() for p in saved_files(again)] == blobs[0], name
 
 
 def test_npz_has_no_pickle_and_fixed_dates(tmp_path):
@@ -238,9 +238,9 @@ def test_npz_has_no_pickle_and_fixed_dates(tmp_path):
     fn, args = make_mlp(_rng())
     path = str(tmp_path / "m.json")
     en.save(fn, path, *args)
-    with zipfile.ZipFile(paths_for(path)[1]) as zf:
+    with zipfile.ZipFile(saved_files(path)[1]) as zf:
         assert {i.date_time for i in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}
-    with np.load(paths_for(path)[1], allow_pickle=False) as npz:
+    with np.load(saved_files(path)[1], allow_pickle=False) as npz:
         assert sorted(npz.files) == [f"a{i}" for i in range(4)]
 
 
@@ -265,7 +265,7 @@ def test_missing_files_raise_load_error(tmp_path):
         en.load(str(tmp_path / "nothing"))
     fn, args = make_mlp(_rng())
     en.save(fn, str(tmp_path / "m"), *args)
-    os.remove(paths_for(str(tmp_path / "m"))[1])
+    os.remove(saved_files(str(tmp_path / "m"))[1])
     with pytest.raises(en.LoadError):
         en.load(str(tmp_path / "m"))
 
@@ -323,7 +323,9 @@ def test_load_in_a_fresh_process_without_the_defining_module(tmp_path):
                  x=x.numpy(), xs=xs.numpy())
     ''', str(work), str(src))
     (src / "my_model.py").unlink()
-    for name in ("graph.json", "arrays.npz"):
+    names = sorted(os.listdir(work / "saved"))
+    assert names == sorted(os.listdir(work / "saved_again")) and len(names) == 2
+    for name in names:
         assert (work / "saved" / name).read_bytes() == (work / "saved_again" / name).read_bytes()
     out = _run('''
         import sys, numpy as np

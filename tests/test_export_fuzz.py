@@ -1,23 +1,36 @@
-"""Malformed saved graphs: whatever is wrong with the files, ``en.load`` raises
+r"""Malformed saved graphs: whatever is wrong with the files, ``en.load`` raises
 ``en.LoadError`` (or loads a graph that still checks out) and never takes long.
 
 Valid files are saved from a few functions, then mutated by a seeded RNG:
 bit flips, truncation and inserted bytes in both files, and JSON field
 mutations (unknown ops, cycles, dangling inputs, huge shapes, wrong types,
-paths, missing and extra fields). Every case is timed.
+paths, missing and extra fields). Families of hostile files within every
+declared limit follow: arrays recompressed (deflate, bzip2, lzma: always
+refused), folding bombs added to the graph (chained matmuls of ``full``
+matrices, convolutions of ``full``\ s with large im2col patches, many ``full``
+constants), and node names all made the same. Every case is timed. (FIFOs,
+too many nodes and the read buffer are in tests/test_load_limits.py, where a
+hang cannot stop the run.)
 """
 import copy
 import json
+import os
+import sys
 import time
+import zipfile
 
 import numpy as np
 import pytest
 
 import engine as en
-from graph.export import paths_for
+from graph.export import paths_for, saved_files
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hostile_files as hf  # noqa: E402
 
 CASES_PER_KIND = {"bitflip_json": 150, "bitflip_npz": 120, "truncate": 120, "insert": 120,
-                  "field": 500, "swap": 100}
+                  "field": 500, "swap": 100, "compress": 30, "fold_bomb": 30, "same_names": 30}
+MUST_REJECT = {"compress"}
 SLOW = 1.0   # seconds: no case may take longer
 
 
@@ -59,13 +72,18 @@ def saved(tmp_path_factory):
         path = str(base / f"model{i}.json")
         en.save(fn, path, *args)
         en.load(path)    # the unmutated files load
-        jp, zp = paths_for(path)
+        jp, zp = saved_files(path)
         with open(jp, "rb") as f:
             j = f.read()
         with open(zp, "rb") as f:
             z = f.read()
         out.append((j, z))
     return out
+
+
+def _arrays_file(j):
+    """Where a case's ``.npz`` goes: the name the unmutated JSON gives it."""
+    return json.loads(j)["arrays_file"]
 
 
 # ---- mutations ----------------------------------------------------------------------------------
@@ -189,35 +207,86 @@ def _swap_arrays(z, rng, others):
     return buf.getvalue()
 
 
+def _recompress(z, rng):
+    method = (zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)[int(rng.integers(3))]
+    return hf.recompress(z, method)
+
+
+def _fold_bomb(j, rng):
+    """Foldable nodes appended to the graph, asking for far more work or memory than the
+    file's size (unused by the outputs: folding runs before dead code goes)."""
+    doc = json.loads(j)
+    nodes = doc["graph"]["nodes"]
+    base = len(nodes)
+    kind = int(rng.integers(3))
+    if kind == 0:      # chained products of a full matrix: size**3 multiply-adds each
+        size, count = int(rng.integers(200, 363)), int(rng.integers(10, 60))
+        nodes.append(hf.full("bomb_c", (size, size), 0.001))
+        prev = base
+        for i in range(count):
+            nodes.append(hf.node("matmul", f"bomb_m{i}", [prev, base], (size, size)))
+            prev = len(nodes) - 1
+    elif kind == 1:    # a convolution of fulls: (h-k+1)**2 * k*k*16 patch elements
+        h = int(rng.integers(64, 129))
+        k = int(rng.integers(h // 4, h // 2))
+        out = (1, h - k + 1, h - k + 1, 1)
+        nodes += [hf.full("bomb_x", (1, h, h, 16)), hf.full("bomb_w", (k, k, 16, 1)),
+                  hf.node("conv2d", "bomb_conv", [base, base + 1], out,
+                          params={"strides": [1, 1], "padding": "valid"})]
+    else:              # many constants of up to 1 MiB each
+        side = int(rng.integers(256, 513))
+        for i in range(int(rng.integers(40, 120))):
+            nodes.append(hf.full(f"bomb_f{i}", (side, side), float(i)))
+    return json.dumps(doc).encode()
+
+
+def _same_names(j, rng):
+    doc = json.loads(j)
+    nodes = _node_lists(doc)
+    name = ["x", "add", "x0", "n"][int(rng.integers(4))]
+    for nd in nodes[int(rng.integers(len(nodes)))]:
+        nd["name"] = name
+    return json.dumps(doc).encode()
+
+
 def _cases(saved):
     rng = np.random.default_rng(20240601)
     for kind, count in CASES_PER_KIND.items():
         for n in range(count):
-            j, z = saved[n % len(saved)]
+            m = n % len(saved)
+            j, z = saved[m]
             if kind == "bitflip_json":
-                yield kind, _flip(j, rng), z
+                yield kind, m, _flip(j, rng), z
             elif kind == "bitflip_npz":
-                yield kind, j, _flip(z, rng)
+                yield kind, m, j, _flip(z, rng)
             elif kind == "truncate":
-                yield (kind, _truncate(j, rng), z) if n % 2 else (kind, j, _truncate(z, rng))
+                yield (kind, m, _truncate(j, rng), z) if n % 2 else (kind, m, j, _truncate(z, rng))
             elif kind == "insert":
-                yield (kind, _insert(j, rng), z) if n % 2 else (kind, j, _insert(z, rng))
+                yield (kind, m, _insert(j, rng), z) if n % 2 else (kind, m, j, _insert(z, rng))
             elif kind == "field":
-                yield kind, _field(j, rng), z
+                yield kind, m, _field(j, rng), z
+            elif kind == "swap":
+                yield kind, m, j, _swap_arrays(z, rng, saved[(n + 1) % len(saved)][1])
+            elif kind == "compress":
+                yield kind, m, j, _recompress(z, rng)
+            elif kind == "fold_bomb":
+                yield kind, m, _fold_bomb(j, rng), z
             else:
-                yield kind, j, _swap_arrays(z, rng, saved[(n + 1) % len(saved)][1])
+                yield kind, m, _same_names(j, rng), z
 
 
 def test_mutated_files_raise_load_error_quickly(saved, tmp_path):
     path = str(tmp_path / "case.json")
-    jp, zp = paths_for(path)
+    jp = paths_for(path)[0]
     outcomes = {"rejected": 0, "loaded": 0}
     slowest = (0.0, None)
     n = 0
-    for n, (kind, j, z) in enumerate(_cases(saved), 1):
+    names = [_arrays_file(j) for j, _ in saved]
+    for n, (kind, m, j, z) in enumerate(_cases(saved), 1):
+        npz_name = names[m]
         with open(jp, "wb") as f:
             f.write(j)
-        with open(zp, "wb") as f:
+        with open(tmp_path / npz_name, "wb") as f:
             f.write(z)
         start = time.perf_counter()
         try:
@@ -229,6 +298,7 @@ def test_mutated_files_raise_load_error_quickly(saved, tmp_path):
             pytest.fail(f"case {n} ({kind}) raised {type(err).__name__}: {err}")
         else:
             assert isinstance(fn, en.Function)
+            assert kind not in MUST_REJECT, f"case {n} ({kind}) loaded"
             outcomes["loaded"] += 1
         took = time.perf_counter() - start
         slowest = max(slowest, (took, f"case {n} ({kind})"))
@@ -240,8 +310,8 @@ def test_mutated_files_raise_load_error_quickly(saved, tmp_path):
 
 def test_messages_name_the_problem(saved, tmp_path):
     path = str(tmp_path / "m.json")
-    jp, zp = paths_for(path)
     j, z = saved[0]
+    jp, zp = paths_for(path)[0], str(tmp_path / _arrays_file(j))
 
     def load_with(doc):
         with open(jp, "w") as f:
