@@ -40,10 +40,10 @@ class _Config:
         # Constant folding never creates a constant bigger than this.
         self.fold_size_limit_bytes = 1 << 20
         # ...and all the folding in one graph (one trace, one en.load) does at most this
-        # many element operations (a multiply-add counts one: ~0.1 s of numpy) and
-        # allocates at most this many bytes of results and temporaries; nodes past
-        # either limit are not folded and run with the graph (graph/passes/fold_cost.py).
-        self.fold_work_limit = 1 << 28
+        # many element operations (a multiply-add counts one; tens of milliseconds of
+        # numpy) and allocates at most this many bytes of results and temporaries;
+        # nodes past either limit run with the graph (graph/passes/fold_cost.py).
+        self.fold_work_limit = 1 << 26
         self.fold_bytes_limit = 64 << 20
 
     @property
