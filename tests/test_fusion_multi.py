@@ -1,5 +1,6 @@
 """Multi-output fusion: elementwise regions that feed one another run as one kernel with
 several results (``graph/passes/fusion_groups.py``), checked against numpy references."""
+import networkx as nx
 import numpy as np
 
 import engine as en
@@ -174,14 +175,87 @@ def test_a_result_overwrites_a_dying_input_only_when_the_input_is_no_longer_read
         assert node.meta["may_overwrite"][0] == []    # nothing is done with before a
 
 
+def _contracted(users, nodes_of):
+    from graph.passes.fusion_groups import _Contracted
+    preds = {n: [] for n in users}
+    for n, us in users.items():
+        for u in us:
+            preds[u].append(n)
+    dag = nx.DiGraph([(n, u) for n, us in users.items() for u in us])
+    dag.add_nodes_from(users)
+    order = list(nx.topological_sort(dag))
+    group_of = {n: g for g, nodes in nodes_of.items() for n in nodes}
+    return _Contracted(order, users, preds, group_of, nodes_of), group_of
+
+
 def test_cycle_search_follows_paths_through_other_groups_wherever_they_lead():
     # Merging s_a and s_b: s_b -> x, and x shares a group with x', which leads
     # through u (outside every group, after both s nodes) to w, whose group holds
     # w1 -> s_a. Contracted, that is a cycle, though no plain path leaves the
     # merged set and comes back, and u comes after everything merged.
-    from graph.passes.fusion_groups import _convex
     users = {"w1": ["s_a"], "s_a": [], "s_b": ["x"], "x": [], "x'": ["u"], "u": ["w"], "w": []}
-    nodes_of = {"X": {"x", "x'"}, "W": {"w1", "w"}}
-    group_of = {n: g for g, nodes in nodes_of.items() for n in nodes}
-    assert not _convex(users, {"s_a", "s_b"}, group_of, nodes_of)
-    assert _convex(users, {"s_a", "s_b"}, {}, {})     # without the groups: no cycle
+    groups = {"X": {"x", "x'"}, "W": {"w1", "w"}, "A": {"s_a"}, "B": {"s_b"}}
+    contracted, _ = _contracted(users, groups)
+    assert not contracted.merge(["A", "B"])
+    contracted, _ = _contracted(users, {"A": {"s_a"}, "B": {"s_b"}})
+    assert contracted.merge(["A", "B"])     # without the other groups: no cycle
+
+
+def _contracts_to_a_dag(edges, group_of):
+    g = nx.DiGraph()
+    g.add_nodes_from({group_of.get(n, n) for e in edges for n in e})
+    g.add_edges_from((group_of.get(a, a), group_of.get(b, b)) for a, b in edges
+                     if group_of.get(a, a) != group_of.get(b, b))
+    return nx.is_directed_acyclic_graph(g), g
+
+
+def test_merges_match_networkx_and_keep_the_order_topological_on_random_graphs():
+    # A random DAG, groups merged at random: each merge is accepted exactly when the
+    # contracted graph (by networkx) stays acyclic, and after each the kept order is
+    # a topological order of the contracted graph.
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n = int(rng.integers(8, 40))
+        edges = [(f"n{a}", f"n{b}") for a in range(n) for b in range(a + 1, n)
+                 if rng.random() < 2.5 / n]
+        users = {f"n{i}": [] for i in range(n)}
+        for a, b in edges:
+            users[a].append(b)
+        nodes_of = {f"g{i}": {f"n{i}"} for i in range(n)}
+        contracted, group_of = _contracted(users, nodes_of)
+        for _ in range(3 * n):
+            live = sorted(nodes_of)
+            k = int(rng.integers(2, 4))
+            groups = [live[i] for i in rng.choice(len(live), size=min(k, len(live)),
+                                                  replace=False)]
+            if len(groups) < 2:
+                break
+            trial_of = dict(group_of)
+            for g in groups[1:]:
+                for m in nodes_of[g]:
+                    trial_of[m] = groups[0]
+            acyclic, _ = _contracts_to_a_dag(edges, trial_of)
+            assert contracted.merge(groups, budget=10 ** 9) == acyclic
+            if acyclic:
+                for g in groups[1:]:
+                    for m in nodes_of.pop(g):
+                        group_of[m] = groups[0]
+                        nodes_of[groups[0]].add(m)
+                _, dag = _contracts_to_a_dag(edges, group_of)
+                for a, b in dag.edges:
+                    assert contracted.ord[a] < contracted.ord[b]
+
+
+def test_a_search_past_its_budget_refuses_the_merge():
+    # A chain a -> c1 -> ... -> c50 -> b: merging a and b is a cycle, found only by
+    # walking the whole chain; with a budget of 10 vertices the merge is refused too.
+    chain = [f"c{i}" for i in range(50)]
+    users = {"a": [chain[0]], "b": []}
+    for x, y in zip(chain, chain[1:] + ["b"]):
+        users[x] = [y]
+    groups = {"A": {"a"}, "B": {"b"}}
+    contracted, _ = _contracted(users, groups)
+    assert not contracted.merge(["A", "B"], budget=10)
+    users["a"], users[chain[-1]] = [], []   # no path: a merge a small budget allows
+    contracted, _ = _contracted(users, {"A": {"a"}, "B": {"b"}})
+    assert contracted.merge(["A", "B"], budget=10)
