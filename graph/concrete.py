@@ -1,4 +1,6 @@
 """One traced signature of an ``en.function``: its graph, compiled code and gradient."""
+import contextlib
+import gc
 import weakref
 
 import numpy as np
@@ -48,6 +50,21 @@ def _weak_method(method):
     return call
 
 
+@contextlib.contextmanager
+def _collector_paused():
+    """The cycle collector off while the passes and lowering run (engine code only:
+    the user's function has been traced). Each full collection walks every live
+    object, so collections during a big compile made it superlinear in op count
+    (a 20,000-op gradient: 424 us per op, 277 with it off; 265 at 2,000 ops)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 class ConcreteFunction:
     """The graph and compiled code for one input signature.
 
@@ -76,8 +93,9 @@ class ConcreteFunction:
         graph.backend = backend     # traced tensors report it; lowering binds its kernels
         graph = self._trace(graph)
         self.unoptimized_graph = graph
-        self.graph, self.report = _optimize(graph, passes, backend)
-        self.compiled = CompiledGraph(self.graph, backend=backend)
+        with _collector_paused():
+            self.graph, self.report = _optimize(graph, passes, backend)
+            self.compiled = CompiledGraph(self.graph, backend=backend)
         self.source = self.compiled.source
         self._out_dtypes = [o.dtype for o in self.graph.outputs]
         self._single_output = self.graph.output_tree == LEAF

@@ -135,3 +135,26 @@ def test_deleting_a_function_frees_its_graphs_without_the_cycle_collector():
         assert all(r() is not None for r in refs)
         del f
         assert [r() for r in refs] == [None] * len(refs)
+
+
+def test_the_cycle_collector_is_paused_while_a_trace_compiles_and_restored_after():
+    # Full collections during a big compile walk every live object each time:
+    # compiling 20,000 ops cost 1.5x per op what 2,000 did. Checked structurally.
+    from graph import concrete
+    seen = []
+    passes = concrete._optimize
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return passes(*args, **kwargs)
+    concrete._optimize = spy
+    try:
+        assert gc.isenabled()
+        f = en.function(_body)
+        f(_x(3))
+        assert seen == [False] and gc.isenabled()
+        with pytest.raises(ValueError):
+            en.function(_body, passes=["no_such_pass"])(_x(4))
+        assert gc.isenabled()
+    finally:
+        concrete._optimize = passes
