@@ -68,3 +68,33 @@ def as_array(value, dtype=None):
             hint = ""
         raise DTypeError(f"unsupported dtype {arr.dtype}{hint}; supported: {dtypes.names()}")
     return arr
+
+
+def caller_can_write(arr):
+    """True unless nobody holding ``arr`` can change its memory.
+
+    That is: ``arr`` and every array it is a view of are read-only, and the
+    memory at the bottom is not a writable buffer (a ``bytearray``, a writable
+    ``mmap``). A read-only view of a writable array counts as writable: its
+    base can still be written. Tensors may share memory only with arrays for
+    which this is False.
+
+    Example:
+        >>> a = np.zeros(3)
+        >>> v = a[:]
+        >>> v.flags.writeable = False
+        >>> caller_can_write(v), caller_can_write(np.frombuffer(b"12345678"))
+        (True, False)
+    """
+    while True:
+        if arr.flags.writeable:
+            return True
+        base = arr.base
+        if base is None:
+            return False
+        if not isinstance(base, np.ndarray):
+            try:
+                return not memoryview(base).readonly
+            except TypeError:
+                return True
+        arr = base

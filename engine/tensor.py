@@ -21,7 +21,7 @@ from . import backend as _backends
 from . import ops as _ops
 from .backend import NUMPY
 from .errors import TracingError, format_location, user_frame
-from .lifting import TensorLike, as_array
+from .lifting import TensorLike, as_array, caller_can_write
 
 
 class TensorOps(TensorLike):
@@ -108,6 +108,10 @@ class TensorOps(TensorLike):
     def flatten(self): return _ops.reshape(self, (-1,))
 
 
+# Python data that np.asarray always copies into a fresh array nobody else holds.
+_FRESH = (list, tuple, int, float, bool, complex)
+
+
 class Tensor(TensorOps):
     """An immutable n-dimensional array. Create one with :func:`engine.tensor`.
 
@@ -122,8 +126,10 @@ class Tensor(TensorOps):
 
     def __init__(self, data, dtype=None):
         value = as_array(data, dtype)
-        if isinstance(data, np.ndarray) and data.flags.writeable and np.may_share_memory(value, data):
-            # The caller can still write to ``data``; a tensor must never change.
+        if type(data) not in _FRESH and caller_can_write(value) and (
+                not isinstance(data, np.ndarray) or np.may_share_memory(value, data)):
+            # The caller can still write to this memory (``data``, the array it
+            # views, or the buffer behind an array-like); a tensor must never change.
             value = value.copy()
         self._value = value
         self.shape = value.shape

@@ -27,7 +27,8 @@ from .autograph import convert
 from .concrete import ConcreteFunction
 from .executor import MISS
 from .notebook import explain
-from .signature import TensorSpec, check_against_specs, describe_change, signature_of
+from .signature import (TensorSpec, borrowed_arrays, call_with_borrowed, check_against_specs,
+                        describe_change, signature_of)
 
 log = logging.getLogger("engine.graph")
 
@@ -107,7 +108,9 @@ class Function:
             return self._traced_function()(*args, **kwargs)   # inline into that graph
         if config.run_functions_eagerly:
             return self.python_function(*args, **kwargs)
-        concrete, tensors = self._concrete_and_tensors(args, kwargs)
+        concrete, tensors, borrowed = self._concrete_and_tensors(args, kwargs)
+        if borrowed:    # numpy arguments the caller can still write
+            return call_with_borrowed(concrete, tensors, borrowed)
         return concrete(tensors)
 
     def __get__(self, instance, owner):
@@ -128,7 +131,7 @@ class Function:
             concrete = self._cache.get(key)
             if concrete is None:
                 concrete = self._trace(key, tensors, None, None, specs=self.input_signature)
-            return concrete, tensors
+            return concrete, tensors, borrowed_arrays(args)
         key, tensors, leaves, treedef = signature_of(args, kwargs)
         concrete = self._cache.get(key)
         if concrete is None:
@@ -138,7 +141,7 @@ class Function:
                 self._recent.move_to_end(concrete)
             except KeyError:   # evicted by another thread meanwhile
                 pass
-        return concrete, tensors
+        return concrete, tensors, borrowed_arrays(leaves)
 
     def get_concrete_function(self, *args, **kwargs):
         """The :class:`ConcreteFunction` (graph and compiled code) for these arguments."""

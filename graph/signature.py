@@ -10,8 +10,9 @@ import numpy as np
 
 from engine import dtypes
 from engine.errors import EngineError, ShapeError, DTypeError
-from engine.lifting import as_array
-from engine.pytree import flatten
+from engine.recording import active_tapes
+from engine.lifting import as_array, caller_can_write
+from engine.pytree import flatten, unflatten
 from engine.tensor import Tensor, wrap
 from engine.variable import Variable
 
@@ -104,6 +105,42 @@ def signature_of(args, kwargs):
         if t is not None:
             tensors.append(t)
     return (treedef, tuple(parts)), tensors, leaves, treedef
+
+
+def borrowed_arrays(leaves):
+    """The numpy arrays among ``leaves`` that the caller can still write.
+
+    A compiled call takes them without a copy (``f(batch)`` costs no copy of
+    the batch); :func:`call_with_borrowed` then keeps them out of the results.
+    """
+    return [a for a in leaves if isinstance(a, np.ndarray) and caller_can_write(a)]
+
+
+def call_with_borrowed(concrete, tensors, borrowed):
+    """``concrete(tensors)`` where some tensors hold ``borrowed`` caller arrays.
+
+    A result that shares memory with one (``lambda x: x``, a slice, a reshape,
+    a transpose) is copied, so later writes to the argument never change it,
+    as in eager mode; results the graph computed are returned as they are.
+    Under a tape the inputs are copied first instead (the tape keeps them for
+    the backward pass).
+    """
+    if active_tapes():
+        tensors = [wrap(t._value.copy()) if any(t._value is a or np.may_share_memory(t._value, a)
+                                                for a in borrowed) else t for t in tensors]
+        return concrete(tensors)
+    result = concrete(tensors)
+    if type(result) is Tensor:
+        return _unshared(result, borrowed)
+    leaves, tree = flatten(result, is_leaf=_is_leaf)
+    return unflatten(tree, [_unshared(x, borrowed) if type(x) is Tensor else x for x in leaves])
+
+
+def _unshared(t, borrowed):
+    value = t._value
+    if any(np.may_share_memory(value, a) for a in borrowed):
+        return wrap(value.copy())
+    return t
 
 
 def check_against_specs(name, specs, args):
