@@ -7,8 +7,9 @@ import numpy as np
 
 from engine.backend import current_override
 from engine.config import config
-from engine.errors import BackendError, EngineError, TracingError, format_location, user_frame
-from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
+from engine.errors import (BackendError, DTypeError, EngineError, TracingError, format_location,
+                           user_frame)
+from engine.lifting import WEAK_SCALAR_TYPES, as_array, lift_error, weak_scalar_array
 from engine.modes import Mode, read_variable
 from engine.op import freeze_params
 from engine.tensor import Tensor, wrap
@@ -124,6 +125,8 @@ class EagerMode(Mode):
                     break
                 except OnOtherBackend:
                     pass
+                except (DTypeError, OverflowError) as err:   # a float16 array, int32 + 2**40
+                    raise lift_error(op, args, err) from None
                 return apply_foreign(self, op, args, params, located)
         n = len(tensors)
         if params:

@@ -17,6 +17,7 @@ from .dtypes import bool_, float32, float64, int32, int64
 from .errors import (BackendError, DTypeError, EngineError, LoadError, NotDifferentiableError,
                      NumericsError, ShapeError, TracingError)
 from . import modes
+from .errors import DomainError, ScalarOverflowError, ShapeTypeError  # noqa: F401
 from .modes import apply
 from .op import REGISTRY, Op
 from . import backend

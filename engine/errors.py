@@ -25,6 +25,21 @@ class DTypeError(EngineError, TypeError):
     """Input dtypes do not fit the op, or the dtype is not supported."""
 
 
+class ShapeTypeError(ShapeError, TypeError):
+    """A shape, dimension or axis is not an integer (``en.ones((2.5,))``); numpy
+    raises ``TypeError`` here, so this is one too."""
+
+
+class DomainError(EngineError, ValueError):
+    """An input value is outside what the op accepts (an integer to a negative
+    integer power)."""
+
+
+class ScalarOverflowError(EngineError, OverflowError):
+    """A Python integer does not fit the dtype it must take beside a tensor
+    (``int32_tensor + 2**40``; numpy raises ``OverflowError`` too)."""
+
+
 class NotDifferentiableError(EngineError):
     """A gradient was requested through an op that has none."""
 
@@ -78,6 +93,19 @@ def format_location(loc):
 def describe_inputs(avals):
     """Describe input abstract values as ``float32[3,4], int64[]`` for error messages."""
     return ", ".join(describe_aval(a) for a in avals)
+
+
+def describe_args(args):
+    """Describe op arguments for an error message: tensors and arrays as
+    ``float32[3,4]``, anything else by its repr (``int 1099511627776``)."""
+    parts = []
+    for a in args:
+        shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
+        if shape is not None and dtype is not None:
+            parts.append(describe_aval((shape, dtype)))
+        else:
+            parts.append(f"{type(a).__name__} {a!r}")
+    return ", ".join(parts)
 
 
 def describe_aval(aval):

@@ -98,3 +98,17 @@ def caller_can_write(arr):
             except TypeError:
                 return True
         arr = base
+
+
+def lift_error(op, args, err):
+    """The error to raise when an op's arguments cannot become tensors: ``err``
+    again, naming the op, every argument and the user's line.
+
+    An unsupported dtype (a float16 or complex array) stays a ``DTypeError``; a
+    Python int too large for the tensor beside it (``int32_tensor + 2**40``)
+    becomes a ``ScalarOverflowError`` (an ``OverflowError``, as in numpy).
+    """
+    from .errors import ScalarOverflowError, describe_args, format_location, user_frame
+    kind = type(err) if isinstance(err, DTypeError) else ScalarOverflowError
+    return kind(f"{op.name}: {err}; arguments {describe_args(args)}\n"
+                f"  at {format_location(user_frame())}")

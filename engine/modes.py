@@ -26,6 +26,8 @@ import abc
 import contextlib
 import contextvars
 
+from .errors import DTypeError
+from .lifting import lift_error
 from .recording import active_tapes, record, watch_variable_read
 
 
@@ -158,7 +160,10 @@ def _apply_recorded(op, inputs, params):
     kept = mode.value_type
     for a in inputs:
         if type(a) is not kept:
-            inputs = mode.lift(inputs)
+            try:
+                inputs = mode.lift(inputs)
+            except (DTypeError, OverflowError) as err:   # named as the modes' own apply names it
+                raise lift_error(op, inputs, err) from None
             break
     out = mode.apply(op, inputs, params)
     record(op, inputs, out, params)

@@ -19,7 +19,7 @@ import warnings
 
 from engine import backend as backends
 from engine.config import config
-from engine.errors import EngineError, format_location, user_frame
+from engine.errors import DTypeError, EngineError, format_location, user_frame
 from engine.modes import current_mode, pushed_mode
 from engine.tensor import Tensor
 
@@ -132,7 +132,10 @@ class Function:
             if concrete is None:
                 concrete = self._trace(key, tensors, None, None, specs=self.input_signature)
             return concrete, tensors, borrowed_arrays(args)
-        key, tensors, leaves, treedef = signature_of(args, kwargs)
+        try:
+            key, tensors, leaves, treedef = signature_of(args, kwargs)
+        except DTypeError as err:
+            raise DTypeError(f"{self.name}: {err}\n  at {format_location(user_frame())}") from None
         concrete = self._cache.get(key)
         if concrete is None:
             concrete = self._trace(key, tensors, leaves, treedef)

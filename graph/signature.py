@@ -99,8 +99,11 @@ def signature_of(args, kwargs):
     leaves, treedef = flatten((args, kwargs), is_leaf=_is_leaf)
     parts = []
     tensors = []
-    for leaf in leaves:
-        part, t = describe_leaf(leaf)
+    for i, leaf in enumerate(leaves):
+        try:
+            part, t = describe_leaf(leaf)
+        except DTypeError as err:      # an array of an unsupported dtype
+            raise DTypeError(f"argument {i}: {err}") from None
         parts.append(part)
         if t is not None:
             tensors.append(t)

@@ -11,8 +11,8 @@ tensors of the enclosing graph as extra inputs.
 """
 import numpy as np
 
-from engine.errors import EngineError, TracingError, format_location, user_frame
-from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
+from engine.errors import DTypeError, EngineError, TracingError, format_location, user_frame
+from engine.lifting import WEAK_SCALAR_TYPES, as_array, lift_error, weak_scalar_array
 from engine.modes import Mode, current_mode, read_variable, use_mode
 from engine.tensor import Tensor, traced
 from engine.variable import Variable, check_scatter
@@ -113,7 +113,10 @@ class TraceMode(Mode):
 
     # -- ops ------------------------------------------------------------------
     def apply(self, op, args, params):
-        tensors = self.lift(args)
+        try:
+            tensors = self.lift(args)
+        except (DTypeError, OverflowError) as err:   # as in eager mode
+            raise lift_error(op, args, err) from None
         try:
             aval = op.abstract_eval(*[(t.shape, t.dtype) for t in tensors], **params)
         except EngineError as err:

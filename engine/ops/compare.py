@@ -3,8 +3,10 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import DTypeError, describe_inputs
+from ..modes import apply
 from ..op import Op, register
 from ..shapes import broadcast_shapes
+from ._args import int_beside
 from ._define import binary, call, unary, unbroadcast
 from . import creation
 
@@ -39,12 +41,29 @@ logical_or_op = binary("logical_or", np.logical_or, None, allowed=_ALL, what="an
 logical_not_op = unary("logical_not", np.logical_not, None, allowed=_ALL, what="any",
                        out_dtype=_B, doc="Elementwise logical not.", generic=_logical("logical_not"))
 
-equal = call(equal_op)
-not_equal = call(not_equal_op)
-less = call(less_op)
-less_equal = call(less_equal_op)
-greater = call(greater_op)
-greater_equal = call(greater_equal_op)
+
+
+def _comparison(op):
+    """The public function of a comparison: like ``call(op)``, except that a Python
+    int too large for the other side's integer dtype compares exactly, as in
+    numpy 2 (``int32_tensor < 2**40`` is all True), instead of overflowing."""
+    def f(x, y):
+        if type(y) is int:
+            y = int_beside(y, x)
+        elif type(x) is int:
+            x = int_beside(x, y)
+        return apply(op, x, y)
+    f.__name__ = op.name
+    f.__doc__ = op.doc
+    return f
+
+
+equal = _comparison(equal_op)
+not_equal = _comparison(not_equal_op)
+less = _comparison(less_op)
+less_equal = _comparison(less_equal_op)
+greater = _comparison(greater_op)
+greater_equal = _comparison(greater_equal_op)
 logical_and = call(logical_and_op)
 logical_or = call(logical_or_op)
 logical_not = call(logical_not_op)

@@ -4,22 +4,26 @@ import operator
 import numpy as np
 
 from .. import dtypes
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError, ShapeTypeError, describe_inputs
 from ..modes import apply
 from ..op import Op, register
+from ._args import at_user_line, int_tuple
 from ._define import call
 
 
 def check_shape(name, shape):
-    """A static shape as a tuple of non-negative ints, or a ShapeError naming ``name``."""
+    """A static shape as a tuple of non-negative ints, or a ShapeError naming ``name``
+    (a ShapeTypeError, also a TypeError as in numpy, for a dim that is not an int)."""
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
-        shape = tuple(int(d) for d in shape)
+        dims = tuple(shape)
     except TypeError:
-        raise ShapeError(f"{name}: shape must be a tuple of ints, got {shape!r}") from None
+        raise ShapeTypeError(f"{name}: shape must be a tuple of ints, got "
+                             f"{shape!r}{at_user_line()}") from None
+    shape = int_tuple(name, dims, "shape")
     if any(d < 0 for d in shape):
-        raise ShapeError(f"{name}: negative dimension in shape {shape}")
+        raise ShapeError(f"{name}: negative dimension in shape {shape}{at_user_line()}")
     return shape
 
 
@@ -229,4 +233,10 @@ cast_op = register(Op("cast", _cast_impl, _cast_eval, _cast_vjp, elementwise=Tru
 
 def cast(x, dtype):
     """Convert ``x`` to ``dtype``. Example: ``en.cast(x, "float32")``."""
-    return apply(cast_op, x, dtype=dtypes.as_dtype(dtype))
+    try:
+        dt = dtypes.as_dtype(dtype)
+    except DTypeError as err:
+        aval = (getattr(x, "shape", np.shape(x)), getattr(x, "dtype", None) or np.asarray(x).dtype)
+        raise DTypeError(f"cast: cannot cast {describe_inputs([aval])} to {dtype!r}: "
+                         f"{err}{at_user_line()}") from None
+    return apply(cast_op, x, dtype=dt)

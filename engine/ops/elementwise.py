@@ -2,6 +2,9 @@
 import numpy as np
 
 from .. import dtypes
+from ..errors import DomainError, describe_args
+from ..modes import apply
+from ._args import at_user_line
 from ._define import binary, call, unary, unbroadcast
 from . import compare, creation
 
@@ -214,7 +217,27 @@ add = call(add_op)
 sub = call(sub_op)
 mul = call(mul_op)
 div = call(div_op)
-pow = call(pow_op)
+
+
+def pow(x, y):
+    """Elementwise ``x ** y``. An integer base with a negative integer exponent is
+    refused at the call (numpy raises at run time), eagerly and while tracing."""
+    int_base = type(x) is int or getattr(x, "dtype", None) in dtypes.INTS
+    if type(y) is int:
+        if y < 0 and int_base and type(x) is not int:
+            _negative_int_power(x, y)
+    elif int_base and getattr(y, "dtype", None) in dtypes.INTS:
+        value = getattr(y, "_value", None)   # a concrete exponent (None while tracing)
+        if value is not None and (value < 0).any():
+            _negative_int_power(x, y)
+    return apply(pow_op, x, y)
+
+
+def _negative_int_power(x, y):
+    raise DomainError(f"pow: integers to negative integer powers are not allowed, got "
+                      f"{describe_args([x, y])}; cast the base to a float dtype first"
+                      f"{at_user_line()}")
+
 maximum = call(maximum_op)
 minimum = call(minimum_op)
 

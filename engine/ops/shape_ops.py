@@ -6,6 +6,7 @@ from ..errors import ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, register
 from ..shapes import broadcast_shapes, normalize_axes, normalize_axis, size_of
+from ._args import int_tuple
 from ._define import unbroadcast
 
 
@@ -55,7 +56,7 @@ def reshape(x, shape):
     """
     if isinstance(shape, int):
         shape = (shape,)
-    return apply(reshape_op, x, shape=tuple(int(d) for d in shape))
+    return apply(reshape_op, x, shape=int_tuple("reshape", shape, "shape"))
 
 
 # ---- transpose ------------------------------------------------------------
@@ -63,7 +64,8 @@ def _transpose_eval(x, *, axes):
     nd = len(x[0])
     if axes is None:
         axes = tuple(range(nd))[::-1]
-    if sorted(a % nd if nd else a for a in axes) != list(range(nd)) or len(axes) != nd:
+    if len(axes) != nd or any(not -nd <= a < nd for a in axes) or \
+            sorted(a % nd for a in axes) != list(range(nd)):
         raise ShapeError(f"transpose: axes {axes} are not a permutation for {describe_inputs([x])}")
     return (tuple(x[0][a] for a in axes), x[1])
 
@@ -100,7 +102,7 @@ def transpose(x, axes=None):
         (3, 2, 4)
     """
     if axes is not None:
-        axes = tuple(int(a) for a in axes)
+        axes = int_tuple("transpose", axes, "axes")
     return apply(transpose_op, x, axes=axes)
 
 
