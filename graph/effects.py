@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from engine.errors import EngineError, NotDifferentiableError, ShapeError, DTypeError
-from engine.lifting import as_array
+from engine.lifting import as_array, caller_can_write
 from engine.modes import apply, current_mode, default_mode, use_mode
 from engine.op import Op
 from engine.tensor import Tensor, wrap
@@ -36,6 +36,8 @@ def _check_outputs(name, outs, specs):
     arrays = []
     for i, (o, spec) in enumerate(zip(outs, specs)):
         a = o._value if isinstance(o, Tensor) else as_array(o, spec.dtype)
+        if isinstance(o, np.ndarray) and caller_can_write(o) and np.may_share_memory(a, o):
+            a = a.copy()     # an array the Python side keeps (and may write) must not leak
         if a.dtype != spec.dtype:
             raise DTypeError(f"py_function {name}: output {i} has dtype {a.dtype}, "
                              f"output_spec says {spec}")

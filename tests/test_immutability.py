@@ -103,3 +103,13 @@ def test_function_under_tape_keeps_gradients_of_the_argument_it_saw():
         y = f(a, w)                          # the backward pass needs x
     a[:] = 100.0
     assert tape.gradient(y, w).numpy().tolist() == [1.0, 2.0]
+
+
+def test_py_function_returning_an_array_it_keeps_does_not_alias_it():
+    kept = np.zeros(3)
+    spec = en.TensorSpec((3,), "float64")
+    eager = en.py_function(lambda t: kept, [en.ones(3)], spec)
+    graph = en.function(lambda x: en.py_function(lambda t: kept, [x], spec))(en.ones(3))
+    kept[:] = 7.0
+    assert eager.numpy().tolist() == [0.0, 0.0, 0.0]
+    assert graph.numpy().tolist() == [0.0, 0.0, 0.0]
