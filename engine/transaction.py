@@ -13,7 +13,9 @@ graph writes for the whole call (taken in one global order, so two graphs
 never deadlock): another thread's read-modify-write of those variables waits
 until the call has finished or been undone, never lands in the middle.
 Reads from other threads take no lock: they may see a call's first write
-before its second.
+before its second. (So a ``py_function`` inside such a call must not wait
+for another thread that writes one of the call's variables: that thread
+waits for the call.)
 
 Example:
     >>> import engine as en
