@@ -2,7 +2,7 @@
 import numpy as np
 
 from . import dtypes
-from .errors import DTypeError
+from .errors import DTypeError, ScalarOverflowError, describe_args, format_location, user_frame
 
 WEAK_SCALAR_TYPES = (bool, int, float)
 
@@ -108,7 +108,6 @@ def lift_error(op, args, err):
     Python int too large for the tensor beside it (``int32_tensor + 2**40``)
     becomes a ``ScalarOverflowError`` (an ``OverflowError``, as in numpy).
     """
-    from .errors import ScalarOverflowError, describe_args, format_location, user_frame
     kind = type(err) if isinstance(err, DTypeError) else ScalarOverflowError
     return kind(f"{op.name}: {err}; arguments {describe_args(args)}\n"
                 f"  at {format_location(user_frame())}")
