@@ -177,6 +177,50 @@ def test_private_names_stay_in_their_package(edges):
     assert not bad, "private names imported across packages:\n  " + "\n  ".join(bad)
 
 
+MODE_CLASSES = ("EagerMode", "TraceMode")
+MODE_MODULES = ("eager.mode", "graph.tracer")
+
+
+def _mode_tests(tree):
+    """``isinstance(x, EagerMode/TraceMode)``, ``type(x) is ...Mode`` and ``.name == "..."``
+    comparisons of a mode: the places that test which mode runs instead of asking it."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" \
+                and len(node.args) == 2:
+            classes = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            if any(getattr(c, "id", getattr(c, "attr", None)) in MODE_CLASSES for c in classes):
+                found.append(node.lineno)
+        elif isinstance(node, ast.Compare):
+            sides = [node.left] + list(node.comparators)
+            if any(getattr(s, "id", getattr(s, "attr", None)) in MODE_CLASSES for s in sides):
+                found.append(node.lineno)
+            elif any(isinstance(s, ast.Attribute) and s.attr == "name"
+                     and isinstance(s.value, ast.Call)
+                     and getattr(s.value.func, "id", None) == "current_mode" for s in sides):
+                found.append(node.lineno)
+    return found
+
+
+def test_nothing_outside_a_mode_tests_which_mode_runs():
+    bad = []
+    for module, path in discover(ROOT, PACKAGES).items():
+        if module in MODE_MODULES:
+            continue
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename=path)
+        bad += [f"{module} (line {line})" for line in _mode_tests(tree)]
+    assert not bad, ("ask the mode (current_mode().is_concrete, .cond, .lift) instead of "
+                     "testing its type or name:\n  " + "\n  ".join(bad))
+
+
+def test_the_mode_test_finder_finds_them():
+    tree = ast.parse("isinstance(m, TraceMode)\ntype(m) is EagerMode\n"
+                     "current_mode().name == 'eager'\nisinstance(m, (int, graph.TraceMode))\n"
+                     "current_mode().is_concrete\n")
+    assert _mode_tests(tree) == [1, 2, 3, 4]
+
+
 # ---- the checks above can fail: a small package with the faults they look for ----------------
 def _write(root, files):
     for name, text in files.items():

@@ -22,7 +22,6 @@ from ..control_flow import cond_op, emit, mark_effects, scan, while_loop
 from ..graph_ops import constant_op, placeholder_op, unpack_op
 from ..interpret import interpret
 from ..subgraph import SubGraph
-from ..tracer import TraceMode
 from . import messages
 from .values import RETVAL_NAME, Undefined, UndefinedReturnValue
 
@@ -30,8 +29,9 @@ _NO_INPUTS = TreeDef(tuple, None, ())
 
 
 def tracing():
+    """The mode tracing now (a ``TraceMode``), or None where values are concrete."""
     mode = current_mode()
-    return mode if isinstance(mode, TraceMode) else None
+    return None if mode.is_concrete else mode
 
 
 def is_traced(x):
