@@ -14,9 +14,14 @@ An op holds everything every mode needs to know about it:
   ops, returning one cotangent (or ``None``) per input,
 * flags read by passes and modes (elementwise, reduction, commutative, ...),
 * optionally ``out_impl(*arrays, out=buf, **params)``, the kernel writing into a
-  preallocated buffer (used by fusion and memory planning).
+  preallocated buffer (used by fusion and memory planning),
+* ``rules``: what one consumer (an exporter, a pass, a back end) needs to know
+  about the op, one entry per kind of :data:`RULE_KINDS`, declared with
+  :func:`declare` in the op's own module, beside its definition. Rules are
+  data (or a callable taking what it works on as arguments), so the core never
+  imports the consumers that read them.
 
-Modes never switch on op names; they read these fields.
+Modes and passes never switch on op names; they read these fields.
 
 Example:
     >>> from engine.op import REGISTRY
@@ -35,7 +40,7 @@ class Op:
         "name", "impl", "abstract_eval", "vjp", "elementwise", "reduction",
         "commutative", "side_effects", "differentiable", "multiple_results",
         "random", "n_inputs", "dtypes", "doc", "out_impl", "vjp_needs",
-        "generic", "overrides", "kernels",
+        "generic", "overrides", "kernels", "rules",
     )
 
     def __init__(self, name, impl, abstract_eval, vjp=None, *, elementwise=False,
@@ -68,6 +73,16 @@ class Op:
         self.generic = generic
         self.overrides = dict(overrides or {})
         self.kernels = {}   # back-end name -> kernel, filled by engine.backend
+        self.rules = {}           # kind -> rule; see RULE_KINDS and declare()
+
+    def node_side_effects(self, params):
+        """Whether a node of this op with ``params`` changes state or talks to the
+        outside world (then it is never removed, merged, folded or reordered).
+        Computed once per node, when the node is added to a graph."""
+        if self.side_effects:
+            return True
+        rule = self.rules.get("side_effects_of")
+        return rule is not None and bool(rule(params))
 
     def __repr__(self):
         return f"<op {self.name}>"
@@ -75,6 +90,43 @@ class Op:
     def __reduce__(self):
         # Ops are singletons: pickling (e.g. for multiprocessing) refers by name.
         return (lookup, (self.name,))
+
+
+# What each kind of rule is; the consumer that reads it is named first.
+RULE_KINDS = {
+    "onnx": "ONNX export (graph/onnx_export.py): ``(pattern, *args)``, a pattern of "
+            "``onnx_export.PATTERNS`` and its arguments, e.g. ``(\"node\", \"Exp\")``; "
+            "None: the op has no ONNX equivalent (the exporter names it in its error)",
+    "scalar_form": "numba fusion (graph/passes/fusion_numba.py): the op on scalars, a format "
+                   "string over its inputs ``{0}, {1}, ...``, where ONE and ZERO stand for 1 and "
+                   "0 of the first input's dtype and ``np`` is numpy",
+    "shape_only": "constant folding: True when the result depends only on the inputs' shapes "
+                  "and dtypes, so the node folds once those shapes are static",
+    "positional_out": "fusion: True when ``out_impl`` takes the output array as its last "
+                      "positional argument (generated code then skips keyword parsing)",
+    "side_effects_of": "graph nodes: ``f(params) -> bool``, whether a node with these params "
+                       "has side effects although the op itself has none (control flow: "
+                       "one of its bodies has some); see Op.node_side_effects",
+    "load_check": "graph loading (graph/load.py): ``f(in_avals, params, declared, where)``, "
+                  "checks a loaded node's structure before ``abstract_eval`` runs and raises "
+                  "LoadError naming ``where``",
+}
+
+
+def declare(op, **rules):
+    """Declare ``op``'s rules (keyword: a kind of :data:`RULE_KINDS`); returns ``op``.
+
+    Example:
+        >>> from engine.op import REGISTRY
+        >>> REGISTRY["exp"].rules["onnx"]
+        ('node', 'Exp')
+    """
+    for kind, rule in rules.items():
+        if kind not in RULE_KINDS:
+            raise EngineError(f"{op.name}: unknown rule kind {kind!r}; known: "
+                              f"{', '.join(RULE_KINDS)}")
+        op.rules[kind] = rule
+    return op
 
 
 _ON_REGISTER = []

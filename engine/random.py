@@ -22,7 +22,7 @@ import numpy as np
 from . import dtypes
 from .errors import DTypeError, describe_inputs
 from .modes import apply
-from .op import Op, register
+from .op import Op, declare, register
 from .ops.creation import check_shape
 from .variable import Variable
 
@@ -83,11 +83,13 @@ random_normal_op = register(Op(
     generic=_drawn_on_host(_normal_impl),
     differentiable=False, n_inputs=1, dtypes=dtypes.FLOATS,
     doc="Normal samples drawn from an int64 key [seed, counter] (same key, same numbers)."))
+declare(random_normal_op, onnx=None)  # ONNX draws other numbers than the engine
 random_uniform_op = register(Op(
     "random_uniform", _uniform_impl, _random_eval("random_uniform"), None, random=True,
     generic=_drawn_on_host(_uniform_impl),
     differentiable=False, n_inputs=1, dtypes=dtypes.FLOATS,
     doc="Uniform samples in [minval, maxval) drawn from an int64 key [seed, counter]."))
+declare(random_uniform_op, onnx=None)  # ONNX draws other numbers than the engine
 
 
 def _key_for_seed(seed):

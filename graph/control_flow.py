@@ -14,9 +14,10 @@ from engine.errors import (DTypeError, EngineError, NotDifferentiableError, Shap
                            describe_inputs, format_location, user_frame)
 from engine.modes import current_mode
 from engine.recording import active_tapes, record
-from engine.op import Op
+from engine.op import Op, declare
 from engine.pytree import LEAF, TreeDef, flatten, unflatten
 
+from . import control_flow_checks
 from .graph_ops import _structural
 from .interpret import interpret, replay_nodes
 from .subgraph import SubGraph, check_same_outputs, _leaf
@@ -90,6 +91,8 @@ def _same_on_any_backend(impl):
 cond_op = _structural(Op("cond", _cond_impl, _cond_eval, _cond_vjp, multiple_results=True,
                          generic=_same_on_any_backend(_cond_impl),
                          doc="Run one of two traced branches, chosen by a bool scalar."))
+declare(cond_op, onnx=None, side_effects_of=lambda p: p["true"].has_side_effects or
+        p["false"].has_side_effects, load_check=control_flow_checks.check_cond)
 
 
 def cond(pred, true_fn, false_fn, *operands):
@@ -120,7 +123,7 @@ def traced_cond(mode, pred, true_fn, false_fn, operands):
     check_same_outputs("cond", t, f, "true_fn", "false_fn")
     node, outs = emit(mode, cond_op, [pred, *leaves, *t.captures, *f.captures],
                       dict(true=t, false=f, n_ops=len(leaves)))
-    mark_effects(mode, node, t.has_side_effects or f.has_side_effects, (t, f))
+    order_bodies(mode, node, (t, f))
     return unflatten(t.out_tree, list(outs))
 
 
@@ -147,13 +150,10 @@ def emit(mode, op, args, params):
     return node, outs
 
 
-def mark_effects(mode, node, effects, bodies):
-    """Order a control-flow node among the trace's side effects and variable accesses."""
-    if effects:
-        node.meta["side_effects"] = True
-        mode._order_effect(node)
-    # The bodies read and assign variables when the node runs: order it after
-    # earlier assigns, and later reads after it, as for a read or an assign.
+def order_bodies(mode, node, bodies):
+    """Order a control-flow node by the variables its bodies read and assign: after
+    earlier assigns, and later reads after it, as for a read or an assign. (Its side
+    effects, its bodies', were ordered when the node was added.)"""
     mode.order_body_variables(node, bodies)
 
 
@@ -183,6 +183,8 @@ def _while_vjp(gs, outs, *rest, cond, body, n_vars):
 while_op = _structural(Op("while_loop", _while_impl, _while_eval, _while_vjp,
                           multiple_results=True, generic=_same_on_any_backend(_while_impl),
                           doc="Repeat a traced body while a traced condition holds."))
+declare(while_op, onnx=None, side_effects_of=lambda p: p["cond"].has_side_effects or
+        p["body"].has_side_effects, load_check=control_flow_checks.check_while)
 
 
 def while_loop(cond_fn, body_fn, loop_vars):
@@ -221,7 +223,7 @@ def while_loop(cond_fn, body_fn, loop_vars):
                          f"{describe_inputs(avals)}")
     node, outs = emit(mode, while_op, [*leaves, *c.captures, *b.captures],
                       dict(cond=c, body=b, n_vars=len(leaves)))
-    mark_effects(mode, node, c.has_side_effects or b.has_side_effects, (c, b))
+    order_bodies(mode, node, (c, b))
     return type(loop_vars)(unflatten(tree, list(outs)))
 
 
@@ -355,6 +357,8 @@ def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse):
 scan_op = _structural(Op("scan", _scan_impl, _scan_eval, _scan_vjp, multiple_results=True,
                          generic=_scan_generic,
                          doc="Loop a traced body over the leading axis of its inputs."))
+declare(scan_op, onnx=None, side_effects_of=lambda p: p["body"].has_side_effects,
+        load_check=control_flow_checks.check_scan)
 
 
 def scan(fn, init, xs=None, length=None, reverse=False):
@@ -426,7 +430,7 @@ def scan(fn, init, xs=None, length=None, reverse=False):
     node, outs = emit(mode, scan_op, [*c_leaves, *x_leaves, *body.captures],
                       dict(body=body, n_carry=n_c, n_x=len(x_leaves),
                            length=None if length is None else int(length), reverse=bool(reverse)))
-    mark_effects(mode, node, body.has_side_effects, (body,))
+    order_bodies(mode, node, (body,))
     n_y = len(body.out_avals) - n_c
     carry = unflatten(c_tree, list(outs[:n_c]))
     ys = unflatten(holder["y_tree"], list(outs[n_c:n_c + n_y]))

@@ -10,7 +10,7 @@ import numpy as np
 from engine.errors import EngineError, NotDifferentiableError, ShapeError, DTypeError
 from engine.lifting import as_array, caller_can_write
 from engine.modes import apply, current_mode, default_mode, use_mode
-from engine.op import Op
+from engine.op import Op, declare
 from engine.tensor import Tensor, wrap
 
 from .graph_ops import _structural
@@ -71,6 +71,7 @@ def _py_vjp(gs, outs, *inputs, fn, specs):
 py_function_op = _structural(Op("py_function", _py_impl, _py_eval, _py_vjp,
                                 multiple_results=True, side_effects=True,
                                 doc="Run Python on concrete values at graph run time."))
+declare(py_function_op, onnx=None)
 
 
 def py_function(fn, inputs, output_spec):
@@ -112,6 +113,7 @@ def _print_eval(*avals, template, sep, end, file):
 
 print_op = _structural(Op("print", _print_impl, _print_eval, None, multiple_results=True,
                           side_effects=True, doc="Print values when the graph runs."))
+declare(print_op, onnx=None)
 
 
 def print(*values, sep=" ", end="\n", file=None):

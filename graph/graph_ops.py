@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from engine.op import Op
+from engine.op import Op, declare
 from engine.variable import check_scatter
 
 
@@ -39,6 +39,7 @@ def _structural(op):
 
 placeholder_op = _structural(Op("placeholder", None, None, None, n_inputs=0,
                                 doc="A graph input."))
+declare(placeholder_op, onnx=("input",))
 
 
 def _constant_impl(*, value):
@@ -47,6 +48,7 @@ def _constant_impl(*, value):
 
 constant_op = _structural(Op("constant", _constant_impl, None, None, n_inputs=0,
                              doc="A constant array baked into the graph."))
+declare(constant_op, onnx=("initializer",))
 
 
 def _read_impl(*, var):
@@ -59,6 +61,7 @@ def _read_eval(*, var):
 
 read_variable_op = _structural(Op("read_variable", _read_impl, _read_eval, None, n_inputs=0,
                                   doc="The variable's value when the node runs."))
+declare(read_variable_op, onnx=("variable",))   # its value at export, as an initializer
 
 
 def _assign_impl(value, *indices, var, kind):
@@ -97,6 +100,7 @@ assign_variable_op = _structural(Op("assign_variable", _assign_impl, _assign_eva
                                     side_effects=True,
                                     doc="Store a new value in a variable; returns it. Inputs: "
                                         "the value, then (kind scatter_update) the row indices."))
+declare(assign_variable_op, onnx=None)
 
 
 def _unpack_impl(values, *, index):
@@ -109,6 +113,7 @@ def _unpack_eval(avals, *, index):
 
 unpack_op = _structural(Op("unpack", _unpack_impl, _unpack_eval, None, n_inputs=1,
                            doc="Result ``index`` of a multiple-result node."))
+declare(unpack_op, onnx=("tuple_item",))
 
 
 def body_variables(graphs):

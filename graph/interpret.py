@@ -11,10 +11,6 @@ from .graph_ops import (assign_variable_op, constant_op, placeholder_op, read_va
 from .subgraph import SubGraph
 
 
-def _effectful(node):
-    return node.op.side_effects or bool(node.meta.get("side_effects"))
-
-
 def replay_nodes(graph, variables=None):
     """Nodes whose values a re-run could not reproduce, in schedule order.
 
@@ -31,9 +27,9 @@ def replay_nodes(graph, variables=None):
                 out.append(node)
         elif node.op.random:
             out.append(node)
-        elif node.op is unpack_op and _effectful(node.inputs[0]):
+        elif node.op is unpack_op and node.inputs[0].side_effects:
             out.append(node)
-        elif _effectful(node) and not node.op.multiple_results and graph.data_users(node):
+        elif node.side_effects and not node.op.multiple_results and graph.data_users(node):
             out.append(node)
     return out
 
@@ -55,7 +51,7 @@ def interpret(graph, inputs, replay=None):
     for node in graph.topo_order():
         if node in env:
             continue
-        if replay is not None and _effectful(node):
+        if replay is not None and node.side_effects:
             continue      # it ran in the forward pass; its values come from ``replay``
         op = node.op
         if op is constant_op:
@@ -80,16 +76,13 @@ def interpret(graph, inputs, replay=None):
 
 def _inline_effects(mode, node, outs):
     """What tracing a control-flow construct does beyond adding its node: the enclosing
-    graph learns the bodies' variables, effects inside keep their order, and the node
-    is ordered by the variables its bodies read and assign."""
+    graph learns the bodies' variables, and the node is ordered by the variables its
+    bodies read and assign."""
     subs = [p for p in node.params.values() if isinstance(p, SubGraph)]
     for sub in subs:
         for var in sub.variables:
             mode._use_variable(var)
     if not len(outs):
         return
-    new = outs[0]._node.inputs[0]
-    if node.meta.get("side_effects"):
-        new.meta["side_effects"] = True
-        mode._order_effect(new)
-    mode.order_body_variables(new, subs)
+    # The new node's effects come from its bodies (its params): it was ordered when added.
+    mode.order_body_variables(outs[0]._node.inputs[0], subs)

@@ -31,18 +31,21 @@ class Node:
     Fields: ``op`` (an :class:`engine.op.Op`), ``inputs`` (nodes, in argument
     order), ``params`` (dict), ``shape``/``dtype`` (for multi-result ops,
     ``avals`` holds one ``(shape, dtype)`` per result and shape/dtype are None),
-    ``name``, ``source`` (the user line that created it) and ``meta``
-    (a dict where passes keep their results).
+    ``name``, ``source`` (the user line that created it), ``meta`` (a dict where
+    passes keep notes for the report) and ``side_effects`` (whether the node changes
+    state or talks to the outside world, from its op and params: computed once here,
+    read by every pass).
     """
 
     __slots__ = ("id", "op", "inputs", "params", "shape", "dtype", "avals", "name", "source",
-                 "meta", "control_deps", "_graph", "__weakref__")
+                 "meta", "control_deps", "_graph", "side_effects", "__weakref__")
 
     def __init__(self, id, op, inputs, params, aval, name, source, graph):
         self.id = id
         self.op = op
         self.inputs = list(inputs)
         self.params = dict(params)
+        self.side_effects = op.node_side_effects(self.params)
         if op.multiple_results:
             self.avals = tuple(aval)
             self.shape = self.dtype = None

@@ -46,7 +46,7 @@ from engine.pytree import unflatten
 from engine.variable import Variable
 
 from .concrete import ConcreteFunction
-from .export import (DTYPES, FORMAT, LABEL_RE, MAX_DEPTH, MAX_DIM, MAX_ITEMS, MAX_JSON_BYTES,
+from .export import (FORMAT, LABEL_RE, MAX_DEPTH, MAX_ITEMS, MAX_JSON_BYTES,
                      MAX_NODES, MAX_TOTAL_BYTES, READ_VERSIONS, STRUCTURAL_OPS, VERSION,
                      check_arrays_file, check_aval, check_count, check_dtype, check_earlier,
                      check_index, check_list, check_name, check_object, check_shape,
@@ -61,12 +61,6 @@ from .ir import Graph
 from .signature import TensorSpec
 from .subgraph import SubGraph
 
-_STRUCTURAL_PARAMS = {
-    "placeholder": ((), ()), "constant": (("value",), ()), "read_variable": (("var",), ()),
-    "assign_variable": (("var", "kind"), ()), "unpack": (("index",), ()),
-    "cond": (("true", "false", "n_ops"), ()), "while_loop": (("cond", "body", "n_vars"), ()),
-    "scan": (("body", "n_carry", "n_x", "length", "reverse"), ()),
-}
 _ASSIGN_KINDS = ("assign", "assign_add", "assign_sub", "scatter_update")
 
 
@@ -338,9 +332,6 @@ class _Reader:
             graph.add_control_dep(node, dep)
         if op is constant_op and isinstance(params["value"], _Pending):
             self.pending.append((node, params["value"].index))
-        subs = [v for v in params.values() if isinstance(v, SubGraph)]
-        if any(s.has_side_effects for s in subs):
-            node.meta["side_effects"] = True
         return node
 
     def _declared(self, nd, op, where):
@@ -364,7 +355,9 @@ class _Reader:
             got = (self.array_avals[value.index] if isinstance(value, _Pending)
                    else (value.shape, value.dtype))
         else:
-            _PRECHECKS.get(op.name, _no_precheck)(in_avals, params, declared, where)
+            check = op.rules.get("load_check")   # bounds and structure the rule relies on
+            if check is not None:
+                check(in_avals, params, declared, where)
             try:
                 got = op.abstract_eval(*in_avals, **params)
             except Exception as err:
@@ -435,8 +428,7 @@ class _Reader:
         sub.replay = list(outs[len(outs) - n_replay:])
         sub.out_avals = tuple((o.shape, o.dtype) for o in outs[:len(outs) - n_replay])
         sub.out_tree = graph.output_tree
-        sub.has_side_effects = any(n.op.side_effects or n.meta.get("side_effects")
-                                   for n in graph.nodes)
+        sub.has_side_effects = any(n.side_effects for n in graph.nodes)
         sub._compiled = None
         self.subgraphs.append(sub)
         self._set_variables(sub)
@@ -507,9 +499,6 @@ def _op(name, where):
 
 def _param_keys(op):
     """``(required, allowed or None)`` param names, from the op's shape rule and kernel."""
-    if op.name in _STRUCTURAL_PARAMS:
-        required = _STRUCTURAL_PARAMS[op.name][0]
-        return required, required
     if op in _KEYS:
         return _KEYS[op]
     required, allowed, open_ = set(), set(), False
@@ -529,96 +518,6 @@ def _param_keys(op):
         open_ = False   # the kernel's keywords say which params are meant
     _KEYS[op] = (tuple(sorted(required)), None if open_ else tuple(sorted(allowed)))
     return _KEYS[op]
-
-
-# ---- structure of control-flow nodes ------------------------------------------------------------
-def _no_precheck(in_avals, params, declared, where):
-    pass
-
-
-def _body_inputs(sub):
-    return [(n.shape, n.dtype) for n in sub.graph.inputs]
-
-
-def _same(a, b):
-    return [norm_aval(x) for x in a] == [norm_aval(x) for x in b]
-
-
-def _need(cond, where, what):
-    if not cond:
-        raise LoadError(f"{where}: {what}")
-
-
-def _check_cond(in_avals, params, declared, where):
-    true, false, n_ops = params["true"], params["false"], params["n_ops"]
-    _need(isinstance(true, SubGraph) and isinstance(false, SubGraph), where,
-          "true and false must be bodies")
-    _need(type(n_ops) is int and n_ops >= 0, where, "n_ops must be a non-negative integer")
-    rest = in_avals[1:]
-    n_t, n_f = len(true.captures), len(false.captures)
-    _need(len(rest) == n_ops + n_t + n_f, where, "the inputs do not match the operands and "
-          "the branches' captures")
-    _need(_same(_body_inputs(true), rest[:n_ops + n_t]), where,
-          "the true branch's inputs do not match the node's")
-    _need(_same(_body_inputs(false), rest[:n_ops] + rest[n_ops + n_t:]), where,
-          "the false branch's inputs do not match the node's")
-    _need(_same(true.out_avals, false.out_avals), where, "the branches' outputs differ")
-    _need(not true.replay and not false.replay, where, "cond branches replay nothing")
-
-
-def _check_while(in_avals, params, declared, where):
-    cond, body, n_vars = params["cond"], params["body"], params["n_vars"]
-    _need(isinstance(cond, SubGraph) and isinstance(body, SubGraph), where,
-          "cond and body must be bodies")
-    _need(type(n_vars) is int and n_vars >= 0, where, "n_vars must be a non-negative integer")
-    n_c, n_b = len(cond.captures), len(body.captures)
-    _need(len(in_avals) == n_vars + n_c + n_b, where,
-          "the inputs do not match the loop variables and the bodies' captures")
-    loop = list(in_avals[:n_vars])
-    _need(_same(_body_inputs(cond), loop + in_avals[n_vars:n_vars + n_c]), where,
-          "the condition's inputs do not match the node's")
-    _need(_same(_body_inputs(body), loop + in_avals[n_vars + n_c:]), where,
-          "the body's inputs do not match the node's")
-    _need(_same(cond.out_avals, [((), DTYPES["bool"])]), where,
-          "the condition must give one bool scalar")
-    _need(_same(body.out_avals, loop), where, "the body must keep the loop variables' types")
-    _need(not cond.replay and not body.replay, where, "while_loop bodies replay nothing")
-
-
-def _check_scan(in_avals, params, declared, where):
-    body, n_carry, n_x = params["body"], params["n_carry"], params["n_x"]
-    length, reverse = params["length"], params["reverse"]
-    _need(isinstance(body, SubGraph), where, "body must be a body")
-    for k, v in (("n_carry", n_carry), ("n_x", n_x)):
-        _need(type(v) is int and v >= 0, where, f"{k} must be a non-negative integer")
-    _need(length is None or (type(length) is int and 0 <= length <= MAX_DIM), where,
-          "length must be null or a non-negative integer")
-    _need(type(reverse) is bool, where, "reverse must be true or false")
-    _need(length is not None or n_x > 0, where, "a scan without xs needs a length")
-    _need(len(in_avals) >= n_carry + n_x, where, "fewer inputs than carries and xs")
-    carry = list(in_avals[:n_carry])
-    xs = in_avals[n_carry:n_carry + n_x]
-    for s, _ in xs:
-        _need(len(s) >= 1 and (s[0] is None or length is None or s[0] == length), where,
-              f"every x needs a leading dimension of length {length}")
-    x_t = [(tuple(s[1:]), d) for s, d in xs]
-    _need(len(in_avals) == n_carry + n_x + len(body.captures), where,
-          "the inputs do not match the carries, xs and the body's captures")
-    _need(_same(_body_inputs(body), carry + x_t + list(in_avals[n_carry + n_x:])), where,
-          "the body's inputs do not match the node's")
-    _need(len(body.out_avals) >= n_carry and _same(body.out_avals[:n_carry], carry), where,
-          "the body must keep the carries' types")
-
-
-def _check_split(in_avals, params, declared, where):
-    # The rule builds one result per part: bound the count by the declared results first.
-    n = params.get("num_or_sizes")
-    if type(n) is int and not 0 < n <= len(declared):
-        raise LoadError(f"{where}: {n} parts, {len(declared)} results declared")
-
-
-_PRECHECKS = {"cond": _check_cond, "while_loop": _check_while, "scan": _check_scan,
-              "split": _check_split}
 
 
 # ---- the loaded function ------------------------------------------------------------------------

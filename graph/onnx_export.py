@@ -3,10 +3,13 @@
 ``en.export_onnx(fn, path, *example_args)`` traces ``fn`` (or uses its
 ``input_signature``), simplifies the graph (constant folding, CSE, dead code;
 no fusion, so only registry ops remain) and writes one ONNX node, or a short
-composition, per engine op. Variables become initializers holding their
-current values; unknown dims become symbolic dims. Ops without an ONNX
-equivalent (control flow, random draws, variable assignment, convolution...)
-raise :class:`OnnxExportError` naming the op and the line that created it.
+composition, per engine op. Each op says how in its ``onnx`` rule, declared
+beside it (``declare(exp_op, onnx=("node", "Exp"))``): a pattern of
+:data:`PATTERNS` and the pattern's arguments. Variables become initializers
+holding their current values; unknown dims become symbolic dims. Ops whose
+rule is None (control flow, random draws, variable assignment, gradients of
+convolution and pooling...) raise :class:`OnnxExportError` naming the op and
+the line that created it.
 
 Needs the optional ``onnx`` package (``pip install 'dualmode-engine[onnx]'``,
 which also brings onnxruntime to run the model).
@@ -19,6 +22,8 @@ Example:
     >>> [n.op_type for n in model.graph.node]                              # doctest: +SKIP
     ['Tanh', 'Mul', 'Identity']
 """
+import ast
+
 import numpy as np
 
 from engine import dtypes
@@ -26,7 +31,6 @@ from engine.errors import EngineError, format_location
 
 from .export import concrete_function_for, safe_name
 from .passes import optimize
-from .graph_ops import constant_op, placeholder_op, read_variable_op, unpack_op
 
 OPSET = 17
 INT64_MAX = np.iinfo(np.int64).max
@@ -148,78 +152,44 @@ class _Builder:
 
     # -- nodes -------------------------------------------------------------------------------
     def convert(self, node):
-        op = node.op
-        if op is placeholder_op:
-            return
-        if op is constant_op:
-            self.names[node] = self.const(node.params["value"], "c_" + node.name)
-            return
-        if op is read_variable_op:
-            var = node.params["var"].var
-            self.names[node] = self.const(var.numpy(), var.name, key=("var", id(var)))
-            return
-        if op is unpack_op:
-            self.names[node] = self.value(node.inputs[0])[node.params["index"]]
-            return
-        rule = RULES.get(op.name)
-        if rule is None and not node.inputs and not op.random and not op.side_effects \
-                and op.impl is not None and None not in node.shape:
-            # A creation op (zeros, arange, eye...): its value is known now.
-            self.names[node] = self.const(np.asarray(op.impl(**node.params), node.dtype),
-                                          node.name)
-            return
+        rule = node.op.rules.get("onnx")
         if rule is None:
             raise OnnxExportError(
-                f"en.export_onnx: op {op.name!r} (node {node.name}, created at "
-                f"{format_location(node.source)}) has no ONNX equivalent here; supported: "
-                f"{', '.join(sorted(RULES))}")
-        self.names[node] = rule(self, node)
+                f"en.export_onnx: op {node.op.name!r} (node {node.name}, created at "
+                f"{format_location(node.source)}) has no ONNX equivalent here; ops that do "
+                f"not export: {', '.join(not_exported())}")
+        pattern, *args = rule
+        value = PATTERNS[pattern](self, node, *args)
+        if value is not None:
+            self.names[node] = value
 
 
-# ---- rules: engine op name -> function(builder, node) -> ONNX value name(s) ---------------------
-def _unary(op_type):
-    def rule(b, node):
-        return b.emit(op_type, b.inputs_as(node, node.dtype))
-    return rule
+def not_exported():
+    """Names of the registered ops with no ONNX rule, sorted (for messages and the README)."""
+    from engine.op import REGISTRY
+    from .graph_ops import STRUCTURAL
+    ops = {**REGISTRY, **STRUCTURAL}
+    return sorted(name for name, op in ops.items() if op.rules.get("onnx") is None)
 
 
-def _binary(op_type):
-    def rule(b, node):
-        return b.emit(op_type, b.inputs_as(node, node.dtype))
-    return rule
+# ---- patterns: name -> function(builder, node, *args) -> ONNX value name(s) --------------------
+def _node(b, node, op_type):
+    """One ONNX node on the inputs cast to the result's dtype."""
+    return b.emit(op_type, b.inputs_as(node, node.dtype))
 
 
-def _compare(op_type, negate=False):
-    def rule(b, node):
-        dt = np.result_type(*[i.dtype for i in node.inputs])
-        out = b.emit(op_type, b.inputs_as(node, dt))
-        return b.emit("Not", [out]) if negate else out
-    return rule
+def _compare(b, node, op_type, negate=None):
+    dt = np.result_type(*[i.dtype for i in node.inputs])
+    out = b.emit(op_type, b.inputs_as(node, dt))
+    return b.emit("Not", [out]) if negate == "not" else out
 
 
-def _logical(op_type):
-    def rule(b, node):
-        return b.emit(op_type, b.inputs_as(node, dtypes.bool_))
-    return rule
+def _logical(b, node, op_type):
+    return b.emit(op_type, b.inputs_as(node, dtypes.bool_))
 
 
 def _scalar(b, value, dtype):
     return b.const(np.asarray(value, dtype=dtype), f"k{value}")
-
-
-def _square(b, node):
-    (x,) = b.inputs_as(node, node.dtype)
-    return b.emit("Mul", [x, x])
-
-
-def _log1p(b, node):
-    (x,) = b.inputs_as(node, node.dtype)
-    return b.emit("Log", [b.emit("Add", [x, _scalar(b, 1, node.dtype)])])
-
-
-def _expm1(b, node):
-    (x,) = b.inputs_as(node, node.dtype)
-    return b.emit("Sub", [b.emit("Exp", [x]), _scalar(b, 1, node.dtype)])
 
 
 def _where(b, node):
@@ -276,27 +246,23 @@ def _broadcast_like(b, node):
     return b.emit("Expand", [b.cast(b.value(x), x.dtype, node.dtype), shape])
 
 
-def _like(fill):
-    def rule(b, node):
-        (x,) = node.inputs
-        value = b.numpy_helper.from_array(np.asarray([fill], dtype=node.dtype), "value")
-        return b.emit("ConstantOfShape", [b.emit("Shape", [b.value(x)])], value=value)
-    return rule
+def _fill_like(b, node, fill):
+    (x,) = node.inputs
+    value = b.numpy_helper.from_array(np.asarray([fill], dtype=node.dtype), "value")
+    return b.emit("ConstantOfShape", [b.emit("Shape", [b.value(x)])], value=value)
 
 
-def _reduce(op_type, axes_as_input):
-    def rule(b, node):
-        (x,) = node.inputs
-        axis = node.params.get("axis")
-        keepdims = int(bool(node.params.get("keepdims", False)))
-        xin = b.cast(b.value(x), x.dtype, node.dtype)
-        if axis is None:
-            return b.emit(op_type, [xin], keepdims=keepdims)
-        axes = [axis] if isinstance(axis, int) else list(axis)
-        if axes_as_input:
-            return b.emit(op_type, [xin, b.ints(axes, "axes")], keepdims=keepdims)
-        return b.emit(op_type, [xin], axes=axes, keepdims=keepdims)
-    return rule
+def _reduce(b, node, op_type):
+    (x,) = node.inputs
+    axis = node.params.get("axis")
+    keepdims = int(bool(node.params.get("keepdims", False)))
+    xin = b.cast(b.value(x), x.dtype, node.dtype)
+    if axis is None:
+        return b.emit(op_type, [xin], keepdims=keepdims)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    if op_type == "ReduceSum":    # opset 17: ReduceSum takes its axes as an input, the others
+        return b.emit(op_type, [xin, b.ints(axes, "axes")], keepdims=keepdims)
+    return b.emit(op_type, [xin], axes=axes, keepdims=keepdims)   # as an attribute
 
 
 def _concat(b, node):
@@ -363,26 +329,140 @@ def _getitem(b, node):
     return value if value != b.value(x) else b.emit("Identity", [value])
 
 
-RULES = {
-    "neg": _unary("Neg"), "abs": _unary("Abs"), "sign": _unary("Sign"), "exp": _unary("Exp"),
-    "log": _unary("Log"), "sqrt": _unary("Sqrt"), "reciprocal": _unary("Reciprocal"),
-    "sin": _unary("Sin"), "cos": _unary("Cos"), "tanh": _unary("Tanh"),
-    "sigmoid": _unary("Sigmoid"), "relu": _unary("Relu"), "identity": _unary("Identity"),
-    "stop_gradient": _unary("Identity"), "logical_not": _logical("Not"),
-    "square": _square, "log1p": _log1p, "expm1": _expm1,
-    "add": _binary("Add"), "sub": _binary("Sub"), "mul": _binary("Mul"), "div": _binary("Div"),
-    "pow": _binary("Pow"), "maximum": _binary("Max"), "minimum": _binary("Min"),
-    "matmul": _binary("MatMul"),
-    "equal": _compare("Equal"), "not_equal": _compare("Equal", negate=True),
-    "greater": _compare("Greater"), "greater_equal": _compare("GreaterOrEqual"),
-    "less": _compare("Less"), "less_equal": _compare("LessOrEqual"),
-    "logical_and": _logical("And"), "logical_or": _logical("Or"),
-    "where": _where, "cast": _cast, "transpose": _transpose, "reshape": _reshape,
-    "expand_dims": _expand_dims, "squeeze": _squeeze, "broadcast_to": _broadcast_to,
-    "broadcast_like": _broadcast_like, "zeros_like": _like(0), "ones_like": _like(1),
-    # Opset 17: ReduceSum takes its axes as an input, the others as an attribute.
-    "sum": _reduce("ReduceSum", True), "mean": _reduce("ReduceMean", False),
-    "max": _reduce("ReduceMax", False), "min": _reduce("ReduceMin", False),
-    "prod": _reduce("ReduceProd", False),
-    "concat": _concat, "stack": _stack, "split": _split, "getitem": _getitem,
+# -- graph structure ------------------------------------------------------------------------------
+def _input(b, node):
+    return None          # named when the builder starts
+
+
+def _initializer(b, node):
+    return b.const(node.params["value"], "c_" + node.name)
+
+
+def _variable(b, node):
+    var = node.params["var"].var
+    return b.const(var.numpy(), var.name, key=("var", id(var)))
+
+
+def _unpack(b, node):
+    return b.value(node.inputs[0])[node.params["index"]]
+
+
+def _constant(b, node):
+    # A creation op (zeros, arange, eye...): its value is known at export time.
+    if None in node.shape:
+        raise OnnxExportError(f"en.export_onnx: node {node.name} ({node.op.name}) has a shape "
+                              f"{node.shape} not known at export time")
+    return b.const(np.asarray(node.op.impl(**node.params), node.dtype), node.name)
+
+
+# -- ops composed of several ONNX nodes --------------------------------------------------------------
+def _expr(b, node, expr):
+    """ONNX nodes for ``expr``, a nested call of ONNX op types on the inputs ``x0, x1, ...``
+    (cast to the result's dtype) and numbers (constants of that dtype), as in
+    ``"Log(Add(x0, 1))"``."""
+    inputs = b.inputs_as(node, node.dtype)
+
+    def build(e):
+        if isinstance(e, ast.Call):
+            return b.emit(e.func.id, [build(a) for a in e.args])
+        if isinstance(e, ast.Name):
+            return inputs[int(e.id[1:])]
+        return _scalar(b, e.value, node.dtype)
+    return build(ast.parse(expr, mode="eval").body)
+
+
+# ONNX's ArgMax/ArgMin run (in onnxruntime) on these types; others are cast first.
+_ARG_TYPES = ("float32", "float64", "int32")
+
+
+def _arg_reduce(b, node, op_type):
+    (x,) = node.inputs
+    axis, keepdims = node.params["axis"], node.params["keepdims"]
+    value = b.value(x)
+    if np.dtype(x.dtype).name not in _ARG_TYPES:
+        # Order-preserving: bool and int8..int32 fit int32; int64 goes through float64.
+        target = np.float64 if np.dtype(x.dtype).itemsize > 4 else np.int32
+        value = b.cast(value, x.dtype, target)
+    if axis is None:    # the index into the flattened input, as numpy gives it
+        flat = b.emit("Reshape", [value, b.ints([-1], "shape")])
+        out = b.emit(op_type, [flat], axis=0, keepdims=0, select_last_index=0)
+        return b.emit("Reshape", [out, b.ints([1] * len(x.shape), "shape")]) if keepdims else out
+    return b.emit(op_type, [value], axis=int(axis) % len(x.shape), keepdims=int(keepdims),
+                  select_last_index=0)   # the first extreme on ties, as numpy
+
+
+def _count(b, node):
+    (x,) = node.inputs
+    axes = list(node.params["axes"])
+    if not axes:
+        return b.const(np.asarray(1, node.dtype), "count")
+    dims = b.emit("Gather", [b.emit("Shape", [b.value(x)]), b.ints(axes, "axes")])
+    return b.emit("Cast", [b.emit("ReduceProd", [dims], keepdims=0)],
+                  to=_ONNX_TYPES[node.dtype.name])
+
+
+def _nchw(b, value):
+    return b.emit("Transpose", [value], perm=[0, 3, 1, 2])
+
+
+def _nhwc(b, value):
+    return b.emit("Transpose", [value], perm=[0, 2, 3, 1])
+
+
+def _window_pads(node, x, kernel):
+    """Conv/MaxPool attributes for the engine's padding: "valid" is none, "same" is
+    TensorFlow's (output ``ceil(size / stride)``, the odd extra pad at the end)."""
+    strides = [int(s) for s in node.params["strides"]]
+    attrs = {"kernel_shape": [int(k) for k in kernel], "strides": strides}
+    if node.params["padding"] == "valid":
+        return attrs
+    hw = x.shape[1:3]
+    if None not in hw:
+        before, after = [], []
+        for size, k, st in zip(hw, kernel, strides):
+            total = max((-(-size // st) - 1) * st + k - size, 0)
+            before.append(total // 2)
+            after.append(total - total // 2)
+        return {**attrs, "pads": before + after}
+    if any(st > k for k, st in zip(kernel, strides)):
+        # onnxruntime's SAME_UPPER would ask for a negative pad where TensorFlow's is 0.
+        raise OnnxExportError(f"en.export_onnx: node {node.name} ({node.op.name}) pads 'same' "
+                              "with a stride larger than its window over dims unknown at "
+                              "export time")
+    return {**attrs, "auto_pad": "SAME_UPPER"}
+
+
+def _conv(b, node):
+    x, w = b.inputs_as(node, node.dtype)
+    kh, kw = node.inputs[1].shape[:2]
+    if kh is None or kw is None:
+        raise OnnxExportError(f"en.export_onnx: conv2d node {node.name} has filters of unknown "
+                              "size")
+    w_oihw = b.emit("Transpose", [w], perm=[3, 2, 0, 1])       # (KH, KW, C, O) -> (O, C, KH, KW)
+    out = b.emit("Conv", [_nchw(b, x), w_oihw], **_window_pads(node, node.inputs[0], (kh, kw)))
+    return _nhwc(b, out)
+
+
+def _max_pool(b, node):
+    (x,) = b.inputs_as(node, node.dtype)
+    # ONNX pads max pooling with values that never win, as the engine's -inf.
+    out = b.emit("MaxPool", [_nchw(b, x)],
+                 **_window_pads(node, node.inputs[0], node.params["pool_size"]))
+    return _nhwc(b, out)
+
+
+# What an op's ``onnx`` rule may name: ``(pattern, *args)`` calls ``PATTERNS[pattern](builder,
+# node, *args)``, which emits the ONNX nodes and returns the value name(s) of the result.
+# Families of ops have lower-case patterns; a pattern built around one ONNX op (with the
+# engine's params turned into its attributes) has that op's name.
+PATTERNS = {
+    "input": _input, "initializer": _initializer, "variable": _variable,
+    "tuple_item": _unpack, "value_at_export": _constant,
+    "node": _node, "expr": _expr, "compare": _compare, "logical": _logical,
+    "reduce": _reduce, "arg_reduce": _arg_reduce, "shape_product": _count,
+    "Where": _where, "Cast": _cast, "ConstantOfShape": _fill_like,
+    "Transpose": _transpose, "Reshape": _reshape, "Unsqueeze": _expand_dims,
+    "Squeeze": _squeeze, "Expand": _broadcast_to, "ExpandToShapeOf": _broadcast_like,
+    "Concat": _concat, "UnsqueezeConcat": _stack, "Split": _split, "Slice": _getitem,
+    "Conv": _conv, "MaxPool": _max_pool,
 }

@@ -40,8 +40,7 @@ class SubGraph:
         self.graph = graph
         self.captures = [outer for outer, _ in mode.captures]
         self.out_avals = tuple((o.shape, o.dtype) for o in graph.outputs)
-        self.has_side_effects = any(n.op.side_effects or n.meta.get("side_effects")
-                                    for n in graph.nodes)
+        self.has_side_effects = any(n.side_effects for n in graph.nodes)
         self.variables = list(graph.variables)
         self.assigned = [n.params["var"].var for n in graph.nodes if n.op is assign_variable_op]
         self.replay = []    # nodes whose forward values a backward re-run reuses (scan)

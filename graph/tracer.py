@@ -130,7 +130,7 @@ class TraceMode(Mode):
     def add_node(self, op, inputs, params, aval, name=None):
         """Add a node for ``op`` and order it after earlier side effects when needed."""
         node = self.graph.add(op, inputs, params, aval, name=name, source=user_frame())
-        if op.side_effects or op.random:
+        if node.side_effects or op.random:
             self._order_effect(node)
         return node
 

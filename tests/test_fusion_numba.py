@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 import engine as en
-from graph.passes import fusion_numba
 
 numba = pytest.importorskip("numba", reason="the numba lowering needs numba (pip install '.[jit]')")
 
@@ -66,11 +65,11 @@ def test_ops_without_a_scalar_form_keep_the_numpy_lowering(numba_backend):
     node = _fused_nodes(f, x)[0]
     assert node.meta["backend"] == "numba"
     # Drop the scalar form of exp: the same region must fall back to numpy.
-    saved = fusion_numba.SCALAR_FORMS.pop(en.ops.exp_op)
+    saved = en.ops.exp_op.rules.pop("scalar_form")
     try:
         g = en.function(lambda v: en.exp(v) + 1.0)
         node = _fused_nodes(g, x)[0]
         assert node.meta["backend"] == "numpy"
         np.testing.assert_allclose(g(x).numpy(), np.exp(np.arange(6.0)) + 1.0, rtol=1e-15)
     finally:
-        fusion_numba.SCALAR_FORMS[en.ops.exp_op] = saved
+        en.ops.exp_op.rules["scalar_form"] = saved

@@ -110,3 +110,123 @@ def test_unsupported_op_names_itself(tmp_path):
         return x
     with pytest.raises(en.EngineError, match="assign_variable"):
         en.export_onnx(en.function(bump), str(tmp_path / "a.onnx"), en.ones((2,), dtype="float32"))
+
+
+def _export_and_run(fn, args, tmp_path, name):
+    path = str(tmp_path / f"{name}.onnx")
+    en.export_onnx(fn, path, *args)
+    return _run_onnx(path, [a.numpy() if isinstance(a, en.Tensor) else a for a in args])
+
+
+def _close(got, want, rtol=RTOL):
+    want = np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.shape)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6)
+
+
+def test_sigmoid_grad_and_creation_ops(tmp_path):
+    rng = np.random.default_rng(5)
+    y = rng.uniform(0.05, 0.95, (3, 4)).astype("float32")
+    g = rng.standard_normal((3, 4)).astype("float32")
+
+    def f(y, g):
+        return (en.ops.sigmoid_grad(y, g), en.zeros((2, 3)) + y[:2, :3],
+                en.arange(4, dtype="float32") * y[0], en.eye(4, dtype="float32") + y[:1],
+                en.full((3, 4), 2.5, dtype="float32") * g)
+    got = _export_and_run(en.function(f), (y, g), tmp_path, "sg")
+    want = [g * y * (1 - y), np.zeros((2, 3)) + y[:2, :3], np.arange(4, dtype="float32") * y[0],
+            np.eye(4, dtype="float32") + y[:1], np.full((3, 4), 2.5, "float32") * g]
+    for a, b in zip(got, want):
+        _close(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "bool"])
+def test_argmax_argmin_take_the_first_extreme(dtype, tmp_path):
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 3, (4, 5)).astype(dtype)    # many ties: the first index must win
+
+    def f(x):
+        return (en.argmax(x, axis=1), en.argmin(x, axis=0, keepdims=True), en.argmax(x),
+                en.argmin(x, keepdims=True), en.argmax(x, axis=-1, keepdims=True))
+    got = _export_and_run(en.function(f), (x,), tmp_path, f"arg_{dtype}")
+    want = [np.argmax(x, axis=1), np.argmin(x, axis=0, keepdims=True), np.argmax(x),
+            np.argmin(x, keepdims=True), np.argmax(x, axis=-1, keepdims=True)]
+    for a, b in zip(got, want):
+        _close(a, b.astype(np.int64))
+
+
+def test_mean_over_a_dynamic_batch_counts_at_run_time(tmp_path):
+    # mean's gradient divides by count(x), an op of its own: with an unknown batch
+    # size it is not folded and exports as Shape -> Gather -> ReduceProd.
+    @en.function(input_signature=[en.TensorSpec((None, 3), "float64")])
+    def f(x):
+        return en.ops.count(x, axes=(0,)), en.ops.count(x, axes=(0, 1), dtype="int32"), \
+            en.ops.count(x, axes=())
+    path = str(tmp_path / "count.onnx")
+    en.export_onnx(f, path)
+    for n in (1, 7):
+        got = _run_onnx(path, [np.zeros((n, 3))])
+        for a, b in zip(got, [np.float64(n), np.int32(n * 3), np.float64(1)]):
+            _close(a, np.asarray(b))
+
+
+def _conv_reference(x, w, stride, padding):
+    """Direct NHWC cross-correlation with TensorFlow's padding, one output pixel at a time."""
+    n, h, wd, c = x.shape
+    kh, kw, _, o = w.shape
+    sh, sw = stride
+    if padding == "same":
+        oh, ow = -(-h // sh), -(-wd // sw)
+        ph = max((oh - 1) * sh + kh - h, 0)
+        pw = max((ow - 1) * sw + kw - wd, 0)
+        x = np.pad(x, ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)))
+    else:
+        oh, ow = (h - kh) // sh + 1, (wd - kw) // sw + 1
+    out = np.zeros((n, oh, ow, o), x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            patch = x[:, i * sh:i * sh + kh, j * sw:j * sw + kw, :]
+            out[:, i, j, :] = np.einsum("nhwc,hwco->no", patch, w)
+    return out
+
+
+def _pool_reference(x, size, stride, padding):
+    n, h, wd, c = x.shape
+    (kh, kw), (sh, sw) = size, stride
+    if padding == "same":
+        oh, ow = -(-h // sh), -(-wd // sw)
+        ph = max((oh - 1) * sh + kh - h, 0)
+        pw = max((ow - 1) * sw + kw - wd, 0)
+        x = np.pad(x, ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)),
+                   constant_values=-np.inf)
+    else:
+        oh, ow = (h - kh) // sh + 1, (wd - kw) // sw + 1
+    out = np.empty((n, oh, ow, c), x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            out[:, i, j, :] = x[:, i * sh:i * sh + kh, j * sw:j * sw + kw, :].max(axis=(1, 2))
+    return out
+
+
+@pytest.mark.parametrize("stride,padding", [(1, "valid"), (2, "same"), ((2, 1), "valid"),
+                                            (3, "same")])
+def test_conv2d_and_max_pool2d_match_direct_loops(stride, padding, tmp_path):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 7, 8, 3)).astype("float32")
+    w = rng.standard_normal((3, 2, 3, 4)).astype("float32")
+    s = (stride, stride) if isinstance(stride, int) else stride
+
+    def f(x, w):
+        y = en.conv2d(x, w, stride=stride, padding=padding)
+        return y, en.max_pool2d(y, 2, strides=stride, padding=padding)
+    got = _export_and_run(en.function(f), (x, w), tmp_path, "conv")
+    y = _conv_reference(x.astype(np.float64), w.astype(np.float64), s, padding)
+    _close(got[0], y.astype("float32"), rtol=1e-4)
+    _close(got[1], _pool_reference(got[0], (2, 2), s, padding))
+
+
+def test_ops_that_do_not_export_are_listed_in_the_readme():
+    from graph.onnx_export import not_exported
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    missing = [name for name in not_exported() if f"`{name}`" not in readme]
+    assert not missing, f"README's ONNX section does not list {missing}"

@@ -4,7 +4,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import DTypeError, describe_inputs
 from ..modes import apply
-from ..op import Op, register
+from ..op import Op, declare, register
 from ..shapes import broadcast_shapes
 from ._args import int_beside
 from ._define import binary, call, unary, unbroadcast
@@ -15,13 +15,21 @@ _ALL = dtypes.ALL
 
 equal_op = binary("equal", "equal", None, allowed=_ALL, what="any", out_dtype=_B,
                   commutative=True, doc="Elementwise ``x == y`` (bool).")
+declare(equal_op, onnx=("compare", "Equal"), scalar_form="{0} == {1}", positional_out=True)
 not_equal_op = binary("not_equal", "not_equal", None, allowed=_ALL, what="any", out_dtype=_B,
                       commutative=True, doc="Elementwise ``x != y`` (bool).")
+declare(not_equal_op, onnx=("compare", "Equal", "not"), scalar_form="{0} != {1}", positional_out=True)
 less_op = binary("less", "less", None, out_dtype=_B, doc="Elementwise ``x < y`` (bool).")
+declare(less_op, onnx=("compare", "Less"), scalar_form="{0} < {1}", positional_out=True)
 less_equal_op = binary("less_equal", "less_equal", None, out_dtype=_B, doc="Elementwise ``x <= y``.")
+declare(less_equal_op, onnx=("compare", "LessOrEqual"), scalar_form="{0} <= {1}",
+        positional_out=True)
 greater_op = binary("greater", "greater", None, out_dtype=_B, doc="Elementwise ``x > y``.")
+declare(greater_op, onnx=("compare", "Greater"), scalar_form="{0} > {1}", positional_out=True)
 greater_equal_op = binary("greater_equal", "greater_equal", None, out_dtype=_B,
                           doc="Elementwise ``x >= y``.")
+declare(greater_equal_op, onnx=("compare", "GreaterOrEqual"), scalar_form="{0} >= {1}",
+        positional_out=True)
 def _logical(name):
     """A logical op written against the namespace: numbers count as ``x != 0``
     (numpy's truth), the standard's logical functions take only bools."""
@@ -35,11 +43,16 @@ def _logical(name):
 logical_and_op = binary("logical_and", np.logical_and, None, allowed=_ALL, what="any",
                         out_dtype=_B, commutative=True, doc="Elementwise logical and.",
                         generic=_logical("logical_and"))
+declare(logical_and_op, onnx=("logical", "And"), scalar_form="(bool({0}) and bool({1}))",
+        positional_out=True)
 logical_or_op = binary("logical_or", np.logical_or, None, allowed=_ALL, what="any",
                        out_dtype=_B, commutative=True, doc="Elementwise logical or.",
                        generic=_logical("logical_or"))
+declare(logical_or_op, onnx=("logical", "Or"), scalar_form="(bool({0}) or bool({1}))",
+        positional_out=True)
 logical_not_op = unary("logical_not", np.logical_not, None, allowed=_ALL, what="any",
                        out_dtype=_B, doc="Elementwise logical not.", generic=_logical("logical_not"))
+declare(logical_not_op, onnx=("logical", "Not"), scalar_form="(not bool({0}))", positional_out=True)
 
 
 
@@ -106,4 +119,5 @@ def _where_generic(be, cond, x, y):
 where_op = register(Op("where", _where_impl, _where_eval, _where_vjp, elementwise=True,
                        n_inputs=3, dtypes=_ALL, out_impl=_where_out, generic=_where_generic,
                        doc="``x`` where ``cond`` is true, else ``y``, with broadcasting."))
+declare(where_op, onnx=("Where",), scalar_form="({1} if {0} else {2})")
 where = call(where_op)

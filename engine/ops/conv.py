@@ -23,7 +23,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .. import dtypes, workspace
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
-from ..op import Op, register
+from ..op import Op, declare, register
 from . import conv_generic
 from .conv_geometry import out_and_pads as _out_and_pads, spatial as _spatial  # noqa: F401
 
@@ -146,6 +146,7 @@ def _conv2d_vjp(g, out, x, w, *, strides, padding):
 conv2d_op = register(Op("conv2d", _conv2d_impl, _conv2d_eval, _conv2d_vjp, n_inputs=2,
                         dtypes=dtypes.FLOATS, out_impl=_conv2d_out, generic=conv_generic.conv2d,
                         doc="2-D convolution (cross-correlation), NHWC input, HWIO filters."))
+declare(conv2d_op, onnx=("Conv",))
 
 
 def conv2d(x, w, stride=1, padding="valid"):
@@ -212,6 +213,7 @@ def _bp_input_vjp(u, out, g, w, *, input_hw, strides, padding):
 conv2d_backprop_input_op = register(Op(
     "conv2d_backprop_input", _bp_input_impl, _bp_input_eval, _bp_input_vjp, n_inputs=2,
     dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_input, doc="Gradient of conv2d with respect to its input."))
+declare(conv2d_backprop_input_op, onnx=None)
 
 
 def conv2d_backprop_input(g, w, input_hw, stride=1, padding="valid"):
@@ -260,6 +262,7 @@ def _bp_filter_vjp(u, out, x, g, *, kernel_hw, strides, padding):
 conv2d_backprop_filter_op = register(Op(
     "conv2d_backprop_filter", _bp_filter_impl, _bp_filter_eval, _bp_filter_vjp, n_inputs=2,
     dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_filter, doc="Gradient of conv2d with respect to its filters."))
+declare(conv2d_backprop_filter_op, onnx=None)
 
 
 def conv2d_backprop_filter(x, g, kernel_hw, stride=1, padding="valid"):
@@ -328,6 +331,7 @@ max_pool2d_op = register(Op(
                                                          padding),
     _max_pool_vjp, n_inputs=1, dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d,
     doc="Maximum over 2-D windows of an NHWC input."))
+declare(max_pool2d_op, onnx=("MaxPool",))
 
 
 def _pool_grad_eval(x, g, *, pool_size, strides, padding):
@@ -358,6 +362,7 @@ max_pool2d_grad_op = register(Op(
     "max_pool2d_grad", _pool_grad_impl, _pool_grad_eval, _pool_grad_vjp, n_inputs=2,
     dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d_grad,
     doc="Gradient of max_pool2d: each window's cotangent goes to its maximum."))
+declare(max_pool2d_grad_op, onnx=None)
 
 
 def _gather_eval(x, u, *, pool_size, strides, padding):
@@ -384,6 +389,7 @@ max_pool2d_gather_op = register(Op(
     "max_pool2d_gather", _gather_impl, _gather_eval, _gather_vjp, n_inputs=2,
     dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d_gather,
     doc="The values of ``u`` at each max_pool2d window's maximum of ``x``."))
+declare(max_pool2d_gather_op, onnx=None)
 
 
 def max_pool2d(x, pool_size=2, strides=None, padding="valid"):

@@ -6,7 +6,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import DTypeError, ShapeError, ShapeTypeError, describe_inputs
 from ..modes import apply
-from ..op import Op, register
+from ..op import Op, declare, register
 from ._args import at_user_line, int_tuple
 from ._define import call
 
@@ -50,7 +50,9 @@ def _filled(name, fill):
 
 
 zeros_op = _filled("zeros", 0)
+declare(zeros_op, onnx=("value_at_export",))
 ones_op = _filled("ones", 1)
+declare(ones_op, onnx=("value_at_export",))
 
 
 def _full_impl(*, shape, value, dtype):
@@ -63,6 +65,7 @@ def _full_eval(*, shape, value, dtype):
 
 full_op = register(Op("full", _full_impl, _full_eval, None, n_inputs=0, generic=_full_generic,
                       doc="A new tensor filled with ``value``."))
+declare(full_op, onnx=("value_at_export",))
 
 
 def zeros(shape, dtype="float64"):
@@ -111,6 +114,7 @@ def _arange_generic(be, *, start, stop, step, dtype):
 arange_op = register(Op("arange", _arange_impl, _arange_eval, None, n_inputs=0,
                         generic=_arange_generic,
                         doc="Evenly spaced values in ``[start, stop)``."))
+declare(arange_op, onnx=("value_at_export",))
 
 
 def _number(name, value, what):
@@ -161,6 +165,7 @@ def _eye_generic(be, *, n, m, k, dtype):
 
 eye_op = register(Op("eye", _eye_impl, _eye_eval, None, n_inputs=0, generic=_eye_generic,
                      doc="A 2-D tensor with ones on the ``k``-th diagonal."))
+declare(eye_op, onnx=("value_at_export",))
 
 
 def eye(n, m=None, dtype="float64", k=0):
@@ -198,7 +203,9 @@ def _like(name, fill):
 
 
 zeros_like_op = _like("zeros_like", 0)
+declare(zeros_like_op, onnx=("ConstantOfShape", 0), scalar_form="ZERO", shape_only=True)
 ones_like_op = _like("ones_like", 1)
+declare(ones_like_op, onnx=("ConstantOfShape", 1), scalar_form="ONE", shape_only=True)
 zeros_like = call(zeros_like_op)
 ones_like = call(ones_like_op)
 
@@ -229,6 +236,7 @@ def _cast_generic(be, x, *, dtype):
 cast_op = register(Op("cast", _cast_impl, _cast_eval, _cast_vjp, elementwise=True, n_inputs=1,
                       out_impl=_cast_out, generic=_cast_generic,
                       dtypes=dtypes.ALL, doc="Convert to another dtype."))
+declare(cast_op, onnx=("Cast",), scalar_form="{0}")  # each numba step converts to its dtype
 
 
 def cast(x, dtype):

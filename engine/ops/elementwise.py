@@ -4,6 +4,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import DomainError, describe_args
 from ..modes import apply
+from ..op import declare
 from ._args import at_user_line
 from ._define import binary, call, unary, unbroadcast
 from . import compare, creation
@@ -14,17 +15,26 @@ NUM = dtypes.NUMERIC
 # ---- unary ---------------------------------------------------------------
 neg_op = unary("neg", "negative", lambda g, out, x: (neg(g),), allowed=NUM, what="numeric",
                doc="Elementwise ``-x``.")
+declare(neg_op, onnx=("node", "Neg"), scalar_form="-{0}", positional_out=True)
 abs_op = unary("abs", "abs", lambda g, out, x: (g * sign(x),), allowed=NUM, what="numeric",
                doc="Elementwise absolute value.")
+declare(abs_op, onnx=("node", "Abs"), scalar_form="abs({0})", positional_out=True)
 sign_op = unary("sign", "sign", lambda g, out, x: (creation.zeros_like(x),), allowed=NUM,
                 what="numeric", doc="Elementwise sign (-1, 0 or 1); its gradient is zero.")
+declare(sign_op, onnx=("node", "Sign"), scalar_form="np.sign({0})", positional_out=True)
 exp_op = unary("exp", "exp", lambda g, out, x: (g * out,), doc="Elementwise ``e**x``.")
+declare(exp_op, onnx=("node", "Exp"), scalar_form="np.exp({0})", positional_out=True)
 log_op = unary("log", "log", lambda g, out, x: (g / x,), doc="Natural logarithm.")
+declare(log_op, onnx=("node", "Log"), scalar_form="np.log({0})", positional_out=True)
 log1p_op = unary("log1p", "log1p", lambda g, out, x: (g / (x + 1.0),), doc="``log(1 + x)``, accurate near 0.")
+declare(log1p_op, onnx=("expr", "Log(Add(x0, 1))"), scalar_form="np.log1p({0})", positional_out=True)
 expm1_op = unary("expm1", "expm1", lambda g, out, x: (g * (out + 1.0),), doc="``exp(x) - 1``, accurate near 0.")
+declare(expm1_op, onnx=("expr", "Sub(Exp(x0), 1)"), scalar_form="np.expm1({0})", positional_out=True)
 sqrt_op = unary("sqrt", "sqrt", lambda g, out, x: (g / (out * 2.0),), doc="Square root.")
+declare(sqrt_op, onnx=("node", "Sqrt"), scalar_form="np.sqrt({0})", positional_out=True)
 square_op = unary("square", "square", lambda g, out, x: (g * (x * 2.0),), allowed=NUM,
                   what="numeric", doc="``x * x``.")
+declare(square_op, onnx=("expr", "Mul(x0, x0)"), scalar_form="{0} * {0}", positional_out=True)
 # numpy's reciprocal loop is not vectorized: on large arrays ``divide(1, x)``,
 # correctly rounded like it, runs twice as fast; on small ones the plain ufunc
 # call costs less.
@@ -43,9 +53,13 @@ def _reciprocal_impl(x):
 
 reciprocal_op = unary("reciprocal", _reciprocal_impl, lambda g, out, x: (neg(g * square(out)),),
                       doc="``1 / x``.", out_impl=_reciprocal_out, generic="reciprocal")
+declare(reciprocal_op, onnx=("node", "Reciprocal"), scalar_form="ONE / {0}")
 sin_op = unary("sin", "sin", lambda g, out, x: (g * cos(x),), doc="Sine.")
+declare(sin_op, onnx=("node", "Sin"), scalar_form="np.sin({0})", positional_out=True)
 cos_op = unary("cos", "cos", lambda g, out, x: (neg(g * sin(x)),), doc="Cosine.")
+declare(cos_op, onnx=("node", "Cos"), scalar_form="np.cos({0})", positional_out=True)
 tanh_op = unary("tanh", "tanh", lambda g, out, x: (g * (1.0 - square(out)),), doc="Hyperbolic tangent.")
+declare(tanh_op, onnx=("node", "Tanh"), scalar_form="np.tanh({0})", positional_out=True)
 
 
 def _sigmoid_out(x, out):
@@ -74,6 +88,7 @@ def _sigmoid_generic(be, x):
 sigmoid_op = unary("sigmoid", _sigmoid_impl, lambda g, out, x: (sigmoid_grad(out, g),),
                    doc="Logistic sigmoid ``1 / (1 + exp(-x))``.", out_impl=_sigmoid_out,
                    generic=_sigmoid_generic)
+declare(sigmoid_op, onnx=("node", "Sigmoid"), scalar_form="ONE / (ONE + np.exp(-{0}))")
 
 
 def _sigmoid_grad_out(y, g, out):
@@ -109,6 +124,8 @@ sigmoid_grad_op = binary("sigmoid_grad", _sigmoid_grad_impl, _sigmoid_grad_vjp,
                          allowed=dtypes.FLOATS, what="floating-point",
                          out_impl=_sigmoid_grad_out, generic=_sigmoid_grad_generic,
                          doc="``g * y * (1 - y)``: the sigmoid's gradient from its output ``y``.")
+declare(sigmoid_grad_op, onnx=("expr", "Mul(Mul(Sub(1, x0), x0), x1)"),
+        scalar_form="((ONE - {0}) * {0}) * {1}")   # the numpy kernel's order
 
 
 def _relu_impl(x):
@@ -130,6 +147,7 @@ def _relu_generic(be, x):
 relu_op = unary("relu", _relu_impl, _relu_vjp,
                 allowed=NUM, what="numeric", doc="``max(x, 0)``.", out_impl=_relu_out,
                 generic=_relu_generic)
+declare(relu_op, onnx=("node", "Relu"), scalar_form="({0} if {0} > ZERO else ZERO)")
 
 neg = call(neg_op)
 abs = call(abs_op)
@@ -204,14 +222,21 @@ def _div_generic(be, x, y):
 
 
 add_op = binary("add", "add", _add_vjp, vjp_needs=True, commutative=True, doc="Elementwise ``x + y`` with broadcasting.")
+declare(add_op, onnx=("node", "Add"), scalar_form="{0} + {1}", positional_out=True)
 sub_op = binary("sub", "subtract", _sub_vjp, vjp_needs=True, doc="Elementwise ``x - y``.")
+declare(sub_op, onnx=("node", "Sub"), scalar_form="{0} - {1}", positional_out=True)
 mul_op = binary("mul", "multiply", _mul_vjp, vjp_needs=True, commutative=True, doc="Elementwise ``x * y``.")
+declare(mul_op, onnx=("node", "Mul"), scalar_form="{0} * {1}", positional_out=True)
 div_op = binary("div", np.true_divide, _div_vjp, vjp_needs=True, true_divide=True, generic=_div_generic, doc="Elementwise true division ``x / y``.")
+declare(div_op, onnx=("node", "Div"), scalar_form="{0} / {1}", positional_out=True)
 pow_op = binary("pow", "pow", _pow_vjp, vjp_needs=True, doc="Elementwise ``x ** y``.")
+declare(pow_op, onnx=("node", "Pow"), scalar_form="{0} ** {1}", positional_out=True)
 maximum_op = binary("maximum", "maximum", _minmax_vjp, vjp_needs=True, commutative=True,
                     doc="Elementwise maximum; ties share the gradient.")
+declare(maximum_op, onnx=("node", "Max"), scalar_form="np.maximum({0}, {1})")  # numpy: no positional out
 minimum_op = binary("minimum", "minimum", _minmax_vjp, vjp_needs=True, commutative=True,
                     doc="Elementwise minimum; ties share the gradient.")
+declare(minimum_op, onnx=("node", "Min"), scalar_form="np.minimum({0}, {1})")  # numpy: no positional out
 
 add = call(add_op)
 sub = call(sub_op)

@@ -26,7 +26,7 @@ from .. import dtypes
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..lifting import TensorLike
 from ..modes import apply
-from ..op import Op, register
+from ..op import Op, declare, register
 from ..shapes import broadcast_shapes
 from . import index_generic
 from ._define import unbroadcast
@@ -241,6 +241,7 @@ def _getitem_vjp(g, out, x, *arrays, spec):
 getitem_op = register(Op("getitem", _getitem_impl, _getitem_eval, _getitem_vjp,
                          dtypes=dtypes.ALL, generic=index_generic.getitem,
                          doc="numpy indexing ``x[index]``; index arrays are extra inputs."))
+declare(getitem_op, onnx=("Slice",))
 
 
 def getitem(x, index):
@@ -314,6 +315,7 @@ def _scatter_add_vjp(g, out, x, updates, *arrays, spec):
 scatter_add_op = register(Op("scatter_add", _scatter_add_impl, _scatter_add_eval,
                              _scatter_add_vjp, dtypes=dtypes.ALL, generic=index_generic.scatter_add,
                              doc="A copy of ``x`` with ``updates`` added at ``x[index]``."))
+declare(scatter_add_op, onnx=None)
 
 
 def scatter_add_op_apply(x, updates, arrays, spec):

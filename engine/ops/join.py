@@ -8,9 +8,9 @@ one index per input.
 import numpy as np
 
 from .. import dtypes
-from ..errors import ShapeError, TracingError, describe_inputs
+from ..errors import LoadError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
-from ..op import Op, register
+from ..op import Op, declare, register
 from ..shapes import normalize_axis
 from . import indexing
 
@@ -88,6 +88,7 @@ def _concat_generic(be, *arrays, axis):
 concat_op = register(Op("concat", _concat_impl, _concat_eval, _concat_vjp, dtypes=dtypes.ALL,
                         out_impl=_concat_out, generic=_concat_generic,
                         doc="Join tensors along an existing axis."))
+declare(concat_op, onnx=("Concat",))
 
 
 def concat(tensors, axis=0):
@@ -137,6 +138,7 @@ def _stack_generic(be, *arrays, axis):
 stack_op = register(Op("stack", _stack_impl, _stack_eval, _stack_vjp, dtypes=dtypes.ALL,
                        generic=_stack_generic,
                        doc="Join same-shaped tensors along a new axis."))
+declare(stack_op, onnx=("UnsqueezeConcat",))
 
 
 def stack(tensors, axis=0):
@@ -229,6 +231,17 @@ split_op = register(Op("split", _split_impl, _split_eval, _split_vjp, multiple_r
                        n_inputs=1, dtypes=dtypes.ALL,
                        generic=_split_generic,
                        doc="Cut a tensor into parts along an axis (a tuple of tensors)."))
+
+
+def _split_load_check(in_avals, params, declared, where):
+    # The shape rule builds one result per part: a loaded file's count is bounded
+    # by its declared results before the rule runs.
+    n = params.get("num_or_sizes")
+    if type(n) is int and not 0 < n <= len(declared):
+        raise LoadError(f"{where}: {n} parts, {len(declared)} results declared")
+
+
+declare(split_op, onnx=("Split",), load_check=_split_load_check)
 
 
 def split(x, num_or_sizes, axis=0):

@@ -4,7 +4,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..modes import current_mode
-from ..op import Op, register
+from ..op import Op, declare, register
 from ..shapes import broadcast_shapes
 from ._define import call, unbroadcast
 from . import elementwise, reduce, shape_ops
@@ -86,6 +86,7 @@ matmul_op = register(Op("matmul", _matmul_impl, _matmul_eval, _matmul_vjp, n_inp
                         out_impl=np.matmul, vjp_needs=True, generic=_matmul_generic,
                         dtypes=dtypes.NUMERIC,
                         doc="Matrix product with numpy's ``@`` semantics (batched, 1-D promoted)."))
+declare(matmul_op, onnx=("node", "MatMul"))
 matmul = call(matmul_op)
 
 

@@ -1,6 +1,6 @@
 """Identity-like ops: ``stop_gradient`` and ``identity``."""
 from .. import dtypes
-from ..op import Op, register
+from ..op import Op, declare, register
 from ._define import call
 
 def _same_generic(be, x):
@@ -12,10 +12,12 @@ stop_gradient_op = register(Op(
     generic=_same_generic,
     elementwise=True, dtypes=dtypes.ALL,
     doc="The value of ``x``, treated as a constant by autodiff."))
+declare(stop_gradient_op, onnx=("node", "Identity"))
 identity_op = register(Op(
     "identity", lambda x: x, lambda x: x, lambda g, out, x: (g,), n_inputs=1,
     generic=_same_generic,
     elementwise=True, dtypes=dtypes.ALL, doc="The value of ``x`` unchanged."))
+declare(identity_op, onnx=("node", "Identity"))
 
 stop_gradient = call(stop_gradient_op)
 identity = call(identity_op)

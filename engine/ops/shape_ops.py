@@ -4,7 +4,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import ShapeError, describe_inputs
 from ..modes import apply
-from ..op import Op, register
+from ..op import Op, declare, register
 from ..shapes import broadcast_shapes, normalize_axes, normalize_axis, size_of
 from ._args import int_tuple
 from ._define import unbroadcast
@@ -44,6 +44,7 @@ def _reshape_vjp(g, out, x, *, shape):
 reshape_op = register(Op("reshape", _reshape_impl, _reshape_eval, _reshape_vjp, n_inputs=1,
                          generic=lambda be, x, *, shape: be.xp.reshape(x, shape),
                          dtypes=dtypes.ALL, doc="Same values in a new shape; one dim may be -1."))
+declare(reshape_op, onnx=("Reshape",))
 
 
 def reshape(x, shape):
@@ -91,6 +92,7 @@ def _transpose_generic(be, x, *, axes):
 transpose_op = register(Op("transpose", _transpose_impl, _transpose_eval, _transpose_vjp,
                            n_inputs=1, dtypes=dtypes.ALL, generic=_transpose_generic,
                            doc="Permute axes (reverse them when ``axes`` is None)."))
+declare(transpose_op, onnx=("Transpose",))
 
 
 def transpose(x, axes=None):
@@ -128,6 +130,7 @@ broadcast_to_op = register(Op("broadcast_to", _broadcast_to_impl, _broadcast_to_
                               _broadcast_to_vjp, n_inputs=1, dtypes=dtypes.ALL,
                               generic=lambda be, x, *, shape: be.xp.broadcast_to(x, shape),
                               doc="Broadcast to a larger shape (numpy rules)."))
+declare(broadcast_to_op, onnx=("Expand",))
 
 
 def broadcast_to(x, shape):
@@ -161,6 +164,7 @@ expand_dims_op = register(Op("expand_dims", _expand_dims_impl,
                              _expand_dims_eval, _expand_dims_vjp, n_inputs=1, dtypes=dtypes.ALL,
                              generic=lambda be, x, *, axis: be.xp.expand_dims(x, axis=axis),
                              doc="Insert a size-1 axis at ``axis``."))
+declare(expand_dims_op, onnx=("Unsqueeze",))
 
 
 def expand_dims(x, axis):
@@ -199,6 +203,7 @@ def _squeeze_generic(be, x, *, axis):
 squeeze_op = register(Op("squeeze", _squeeze_impl, _squeeze_eval, _expand_dims_vjp,
                          n_inputs=1, dtypes=dtypes.ALL, doc="Remove size-1 axes.",
                          generic=_squeeze_generic))
+declare(squeeze_op, onnx=("Squeeze",))
 
 
 def squeeze(x, axis=None):
@@ -227,6 +232,7 @@ broadcast_like_op = register(Op(
     lambda g, out, x, like: (unbroadcast(g, x.shape), None), n_inputs=2, dtypes=dtypes.ALL,
     generic=lambda be, x, like: be.xp.broadcast_to(x, tuple(like.shape)),
     doc="Broadcast ``x`` to the (run-time) shape of ``like``."))
+declare(broadcast_like_op, onnx=("ExpandToShapeOf",))
 
 
 def broadcast_like(x, like):
@@ -256,6 +262,7 @@ count_op = register(Op(
     "count", _count_impl, _count_eval, lambda g, out, x, **p: (None,), n_inputs=1,
     generic=_count_generic,
     dtypes=dtypes.ALL, doc="Number of elements of ``x`` along ``axes`` (a 0-d tensor)."))
+declare(count_op, onnx=("shape_product",), shape_only=True)
 
 
 def count(x, axes=None, dtype="float64"):

@@ -18,7 +18,7 @@ from engine.pytree import LEAF, TreeDef, flatten, unflatten
 from engine.tensor import Tensor
 from engine.variable import Variable
 
-from ..control_flow import cond_op, emit, mark_effects, scan, while_loop
+from ..control_flow import cond_op, emit, order_bodies, scan, while_loop
 from ..graph_ops import constant_op, placeholder_op, unpack_op
 from ..interpret import interpret
 from ..subgraph import SubGraph
@@ -132,8 +132,7 @@ def merge(pred, fn_true, fn_false, names, kind):
 
 def _pure_elementwise(graph):
     return all(n.op in (placeholder_op, constant_op, unpack_op) or
-               (n.op.elementwise and not n.op.side_effects and not n.op.random and
-                not n.meta.get("side_effects"))
+               (n.op.elementwise and not n.side_effects and not n.op.random)
                for n in graph.nodes)
 
 
@@ -218,7 +217,7 @@ def merge_traced(mode, pred, t, f, names, kind):
         return _rebuild(plans, outs)
     node, outs = emit(mode, cond_op, [pred, *t.sub.captures, *f.sub.captures],
                       dict(true=t.sub, false=f.sub, n_ops=0))
-    mark_effects(mode, node, t.sub.has_side_effects or f.sub.has_side_effects, (t.sub, f.sub))
+    order_bodies(mode, node, (t.sub, f.sub))
     return _rebuild(plans, outs)
 
 

@@ -4,11 +4,6 @@ import numpy as np
 from ..graph_ops import constant_op
 
 
-def has_side_effects(node):
-    """The node changes state or talks to the outside world: never removed or merged."""
-    return node.op.side_effects or bool(node.meta.get("side_effects"))
-
-
 def fresh_results(node):
     """A node with several results whose op has an ``out_impl`` (a multi-output
     fused kernel): it writes each result into a given array (``out=`` a tuple,

@@ -2,8 +2,8 @@
 
 Uses the registry's ``impl``. A folded constant may not exceed
 ``en.config.fold_size_limit_bytes``; random and side-effecting ops never fold.
-Ops whose result depends only on an input's shape (the per-op table
-``SHAPE_ONLY``) fold as soon as that shape is static. All the folding in one
+Ops whose result depends only on an input's shape (their ``shape_only`` rule,
+declared beside the op) fold as soon as that shape is static. All the folding in one
 graph shares one budget of work and bytes (:mod:`.fold_cost`); kernel scratch
 grown while folding is given back afterwards.
 """
@@ -11,24 +11,20 @@ import numpy as np
 
 from engine import workspace
 from engine.config import config
-from engine.ops import ones_like_op, zeros_like_op, count_op
-
 from ..graph_ops import constant_op, read_variable_op, placeholder_op
-from .common import has_side_effects, is_constant, nbytes, replace_node, static_shape
+from .common import is_constant, nbytes, replace_node, static_shape
 from .fold_cost import FoldBudget
-
-SHAPE_ONLY = frozenset([zeros_like_op, ones_like_op, count_op])
 
 
 def _foldable(node):
     op = node.op
     if op in (constant_op, placeholder_op, read_variable_op) or op.multiple_results:
         return False
-    if has_side_effects(node) or op.random or op.impl is None:
+    if node.side_effects or op.random or op.impl is None:
         return False
     if not static_shape(node.shape) or nbytes(node.shape, node.dtype) > config.fold_size_limit_bytes:
         return False
-    if op in SHAPE_ONLY:
+    if op.rules.get("shape_only"):
         return all(static_shape(i.shape) for i in node.inputs)
     return all(is_constant(i) for i in node.inputs)
 

@@ -1,7 +1,7 @@
 """Common subexpression elimination by a structural key (op, params, inputs)."""
 from engine.op import freeze_params
 
-from .common import has_side_effects, is_constant, replace_node
+from .common import is_constant, replace_node
 from ..graph_ops import placeholder_op
 
 _CONST_BYTES = 4096   # small constants are merged by value
@@ -27,7 +27,7 @@ def cse(graph):
     seen = {}
     merged = 0
     for node in graph.topo_order():
-        if node.op is placeholder_op or has_side_effects(node):
+        if node.op is placeholder_op or node.side_effects:
             continue
         key = _key(node)
         if key is None:

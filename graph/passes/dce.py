@@ -4,20 +4,20 @@ Outputs, graph inputs and side effects (assign, print, py_function, loops
 that assign) are roots; everything they need through data inputs stays.
 Side effects keep their order through control edges.
 """
-from .common import has_side_effects, remove_node
+from .common import remove_node
 
 
 def dce(graph):
     """Remove nodes that no output or side effect depends on. Returns True if any were."""
     live = set()
-    stack = [n for n in graph.nodes if has_side_effects(n)] + list(graph.outputs)
+    stack = [n for n in graph.nodes if n.side_effects] + list(graph.outputs)
     while stack:
         node = stack.pop()
         if node in live:
             continue
         live.add(node)
         stack.extend(node.inputs)
-        stack.extend(d for d in node.control_deps if has_side_effects(d))
+        stack.extend(d for d in node.control_deps if d.side_effects)
     live.update(graph.inputs)
     dead = [n for n in reversed(graph.topo_order()) if n not in live]
     for node in dead:

@@ -41,7 +41,6 @@ from engine.op import Op
 from ..graph_ops import unpack_op
 from ..parallel import row_bounds, run_split
 from . import fusion_numba
-from .common import has_side_effects
 from .fusion_groups import group_outputs, group_regions
 
 # Elements per block (1 MiB of float32): a few block-sized scratch buffers stay
@@ -57,7 +56,7 @@ _ids = itertools.count()
 def _fusable(node):
     op = node.op
     return (op.elementwise and op.out_impl is not None and not op.multiple_results
-            and not has_side_effects(node) and not op.random and node.shape is not None)
+            and not node.side_effects and not op.random and node.shape is not None)
 
 
 def find_regions(graph):
@@ -87,11 +86,6 @@ def find_regions(graph):
         if node in region_of:
             regions.setdefault(region_of[node], []).append(node)
     return regions
-
-
-def _positional_out(kernel):
-    # numpy deprecates a positional out only for maximum and minimum.
-    return isinstance(kernel, np.ufunc) and kernel.__name__ not in ("maximum", "minimum")
 
 
 def _assign_slots(members, member_index, in_scratch, out_dtype=None):
@@ -139,7 +133,8 @@ def _allocates_out(member, region_shape):
     a plain ufunc whose own result (numpy's dtype rules, on the traced dtypes) is an
     array of the member's dtype. A ufunc allocating is cheaper than ``np.empty``."""
     ufunc = member.op.out_impl
-    if not _positional_out(ufunc) or member.params or region_shape == ():
+    if not (isinstance(ufunc, np.ufunc) and member.op.rules.get("positional_out")) \
+            or member.params or region_shape == ():
         return False   # on 0-d inputs a ufunc returns a scalar, not an array
     try:
         resolved = ufunc.resolve_dtypes(tuple(np.dtype(i.dtype) for i in member.inputs) +
@@ -180,7 +175,7 @@ def _small_lines(members, inputs, slot_of, slots, targets, indent, first_allocat
         params = "".join(f", {key}=p{k}_{key}" for key in sorted(m.params))
         target = targets.get(m) or slot_of[m]
         # numpy ufuncs take out positionally, which skips keyword parsing.
-        out_arg = target if _positional_out(m.op.out_impl) and not params else f"out={target}"
+        out_arg = target if m.op.rules.get("positional_out") and not params else f"out={target}"
         lines.append(f"{pad}u{k} = k{k}({', '.join(argv)}, {out_arg}{params})  # {m.op.name}")
         if m in reduced:
             o, r = reduced[m]

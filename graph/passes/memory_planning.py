@@ -20,7 +20,7 @@ The plan lives in ``graph.memory_plan``; the lowering reads ``node.meta["buffer"
 import numpy as np
 
 from ..graph_ops import unpack_op
-from .common import fresh_results, has_side_effects, nbytes, static_shape
+from .common import fresh_results, nbytes, static_shape
 
 
 class MemoryPlan:
@@ -126,14 +126,14 @@ def memory_planning(graph):
     for out in graph.outputs:
         escaping |= roots[out]
     for node in order:
-        if has_side_effects(node) or (node.op.multiple_results and not fresh_results(node)):
+        if node.side_effects or (node.op.multiple_results and not fresh_results(node)):
             for inp in node.inputs:
                 escaping |= roots[inp]
 
     def plannable(node):
         return (node.op.out_impl is not None and node.avals is None and
                 static_shape(node.shape) and node not in escaping and
-                not has_side_effects(node))
+                not node.side_effects)
 
     dying = {}
     for r, i in last_use.items():
