@@ -107,6 +107,10 @@ RULE_KINDS = {
     "side_effects_of": "graph nodes: ``f(params) -> bool``, whether a node with these params "
                        "has side effects although the op itself has none (control flow: "
                        "one of its bodies has some); see Op.node_side_effects",
+    "may_overwrite": "memory planning, for a kernel with several results: ``{result index: "
+                     "[input positions]}``, the inputs whose buffer that result may take "
+                     "over when they die at the kernel (it reads them only before writing "
+                     "the result); set by fusion on the kernels it makes",
     "load_check": "graph loading (graph/load.py): ``f(in_avals, params, declared, where)``, "
                   "checks a loaded node's structure before ``abstract_eval`` runs and raises "
                   "LoadError naming ``where``",

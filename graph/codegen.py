@@ -90,37 +90,46 @@ def _constant(node, backend):
     return value if backend is NUMPY else backend.from_numpy(np.asarray(value))
 
 
-def lower(graph, kernel_for=None, backend=NUMPY):
-    """Return :class:`Lowered` source for ``graph``.
+class _Namespace:
+    """The generated function's globals: kernels (one name per distinct callable),
+    constants and non-literal params."""
 
-    ``kernel_for(node)`` may return a replacement callable for a node (used by
-    fusion); by default each node calls ``node.op.impl`` (numpy), or its kernel
-    on ``backend``.
-    """
-    order = graph.topo_order()
-    names = {}
-    namespace = {"__builtins__": __builtins__}
-    kernels = {}
+    def __init__(self, kernel_for, backend):
+        self.kernel_for = kernel_for
+        self.backend = backend
+        self.values = {"__builtins__": __builtins__}
+        self._kernels = {}
 
-    def kernel_name(node, buffered=False):
-        fn = kernel_for(node) if kernel_for is not None else None
-        if fn is None and backend is not NUMPY:
-            fn = _backend_kernel(node, backend)
+    def kernel(self, node, buffered=False):
+        """The name of ``node``'s kernel: ``kernel_for(node)`` if it gives one, else the
+        op's kernel on a back end other than numpy, else the op's ``out_impl`` (writing
+        into a given buffer) or ``impl``."""
+        fn = self.kernel_for(node) if self.kernel_for is not None else None
+        if fn is None and self.backend is not NUMPY:
+            fn = _backend_kernel(node, self.backend)
         fn = fn or (node.op.out_impl if buffered else node.op.impl)
         key = id(fn)
-        if key not in kernels:
+        if key not in self._kernels:
             base = "k_" + node.op.name + ("_out" if buffered else "")
             name = base
             i = 1
-            while name in namespace:
+            while name in self.values:
                 name = f"{base}_{i}"
                 i += 1
-            namespace[name] = fn
-            kernels[key] = name
-        return kernels[key]
+            self.values[name] = fn
+            self._kernels[key] = name
+        return self._kernels[key]
 
-    # Values are locals of the generated function: a node named like a namespace
-    # entry (k_ kernels, c_ constants, p_ params, _b buffers) would hide it.
+    def add(self, name, value):
+        self.values[name] = value
+        return name
+
+
+def _local_names(order):
+    """A local variable name per node. Values are locals of the generated function: a
+    node named like a namespace entry (k_ kernels, c_ constants, p_ params, _b buffers)
+    would hide it."""
+    names = {}
     taken = set()
     for node in order:
         name = node.name
@@ -130,56 +139,89 @@ def lower(graph, kernel_for=None, backend=NUMPY):
             name += "_"
         taken.add(name)
         names[node] = name
+    return names
+
+
+def _liveness(order, outputs):
+    """``(last_use, dying)``: the position of each value's last read, and per position the
+    values to ``del`` after it (each once, in input order; outputs are never dropped)."""
     last_use = {}
     for i, node in enumerate(order):
         for inp in node.inputs:
             last_use[inp] = i
-    outputs = set(graph.outputs)
-
-    fn_name = "run_" + "".join(c if c.isalnum() else "_" for c in graph.name)
-    plan = getattr(graph, "memory_plan", None)
-    n_buffers = len(plan.views) if plan is not None else 0
-    args = ", ".join([names[n] for n in graph.inputs] + (["_buffers"] if n_buffers else []))
-    lines = [f"def {fn_name}({args}):"]
-    if n_buffers:
-        lines.append(f"    {', '.join(f'_b{k}' for k in range(n_buffers))}, = _buffers")
-    line_to_node = {}
     dying = {}
     for i, node in enumerate(order):
         for inp in dict.fromkeys(node.inputs):  # each input once, in order
             if last_use[inp] == i and inp not in outputs:
                 dying.setdefault(i, []).append(inp)
+    return last_use, dying
+
+
+def _out_argument(node, plan):
+    """``(out= argument or None, buffered)`` for ``node`` under the memory plan."""
+    if plan is None:
+        return None, False
+    view = plan.buffer_of.get(node)
+    if view is not None:
+        return f"out=_b{view}", True
+    views = plan.out_buffers_of.get(node)
+    if views is not None:   # a multi-output kernel: a buffer (or None) per result
+        return "out=(" + "".join("None, " if b is None else f"_b{b}, " for b in views) + ")", True
+    return None, False
+
+
+def _node_line(node, names, ns, plan, used):
+    """The statement computing ``node`` (without its source comment)."""
+    target = names[node]
+    if node.op is constant_op:
+        return f"    {target} = {ns.add('c_' + target, _constant(node, ns.backend))}"
+    argv = [names[inp] for inp in node.inputs]
+    out_arg, buffered = _out_argument(node, plan)
+    if out_arg is not None:
+        argv.append(out_arg)
+    for key, value in sorted(node.params.items()):
+        if _is_literal(value):
+            argv.append(f"{key}={value!r}")
+        else:
+            argv.append(f"{key}={ns.add(f'p_{target}_{key}', value)}")
+    call = f"{ns.kernel(node, buffered)}({', '.join(argv)})"
+    return f"    {target} = {call}" if used else f"    {call}"
+
+
+def lower(graph, kernel_for=None, backend=NUMPY, plan=None):
+    """Return :class:`Lowered` source for ``graph``.
+
+    ``kernel_for(node)`` may return a replacement callable for a node (used by
+    fusion); by default each node calls ``node.op.impl`` (numpy), or its kernel
+    on ``backend``. With ``plan`` (a :class:`~graph.passes.memory_planning.MemoryPlan`
+    of this graph) the function takes one more argument, the list of planned
+    buffers, and the planned nodes write into them.
+
+    Example:
+        >>> import engine as en
+        >>> g = en.function(lambda x: en.exp(x) * 2.0, optimize=False).graph_for(en.ones(2))
+        >>> print(lower(g).source.splitlines()[0])
+        def run__lambda_(x0):
+    """
+    order = graph.topo_order()
+    names = _local_names(order)
+    outputs = set(graph.outputs)
+    last_use, dying = _liveness(order, outputs)
+    ns = _Namespace(kernel_for, backend)
+    if plan is not None and not plan.views:
+        plan = None
+    fn_name = "run_" + "".join(c if c.isalnum() else "_" for c in graph.name)
+    args = ", ".join([names[n] for n in graph.inputs] + (["_buffers"] if plan else []))
+    lines = [f"def {fn_name}({args}):"]
+    if plan:
+        lines.append(f"    {', '.join(f'_b{k}' for k in range(len(plan.views)))}, = _buffers")
+    line_to_node = {}
     for i, node in enumerate(order):
         if node.op is placeholder_op:
             continue
-        target = names[node]
-        if node.op is constant_op:
-            cname = "c_" + target
-            namespace[cname] = _constant(node, backend)
-            line = f"    {target} = {cname}"
-        else:
-            argv = [names[inp] for inp in node.inputs]
-            buffer = node.meta.get("buffer") if n_buffers else None
-            if buffer is not None:
-                argv.append(f"out=_b{buffer}")
-            outs = node.meta.get("out_buffers") if n_buffers else None
-            if outs is not None:   # a multi-output kernel: a buffer (or None) per result
-                buffer = outs
-                argv.append("out=(" + "".join("None, " if b is None else f"_b{b}, "
-                                              for b in outs) + ")")
-            for key, value in sorted(node.params.items()):
-                if _is_literal(value):
-                    argv.append(f"{key}={value!r}")
-                else:
-                    pname = f"p_{target}_{key}"
-                    namespace[pname] = value
-                    argv.append(f"{key}={pname}")
-            call = f"{kernel_name(node, buffer is not None)}({', '.join(argv)})"
-            used = node in last_use or node in outputs
-            line = f"    {target} = {call}" if used else f"    {call}"
-        loc = node.source
-        if loc is not None:
-            line += f"  # {os.path.basename(loc[0])}:{loc[1]}"
+        line = _node_line(node, names, ns, plan, node in last_use or node in outputs)
+        if node.source is not None:
+            line += f"  # {os.path.basename(node.source[0])}:{node.source[1]}"
         lines.append(line)
         line_to_node[len(lines)] = node
         dead = [names[d] for d in dying.get(i, ())]
@@ -190,4 +232,4 @@ def lower(graph, kernel_for=None, backend=NUMPY):
     source = "\n".join(lines) + "\n"
     ast.parse(source)  # a lowering bug should fail here, not at call time
     filename = f"<graph {graph.name} #{next(_counter)}>"
-    return Lowered(source, namespace, line_to_node, fn_name, filename)
+    return Lowered(source, ns.values, line_to_node, fn_name, filename)

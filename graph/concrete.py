@@ -21,7 +21,7 @@ from .ir import Graph
 from .graph_ops import assign_variable_op, read_variable_op
 from .interpret import interpret, replay_nodes
 from .passes import DEFAULT_PIPELINE, optimize
-from .passes.memory_planning import memory_planning
+from .passes.memory_planning import plan_memory
 from .tracer import TraceMode
 
 
@@ -95,7 +95,8 @@ class ConcreteFunction:
         self.unoptimized_graph = graph
         with _collector_paused():
             self.graph, self.report = _optimize(graph, passes, backend)
-            self.compiled = CompiledGraph(self.graph, backend=backend)
+            self.compiled = CompiledGraph(self.graph, backend=backend,
+                                          plan=self.graph.memory_plan)
         self.source = self.compiled.source
         self._out_dtypes = [o.dtype for o in self.graph.outputs]
         self._single_output = self.graph.output_tree == LEAF
@@ -150,11 +151,9 @@ class ConcreteFunction:
     def memory_report(self):
         """A dict: buffers, buffer_bytes (the planned peak of intermediates), bytes_reused,
         planned_nodes, in_place, and unplanned_peak_bytes for comparison."""
-        plan = getattr(self.graph, "memory_plan", None)
+        plan = self.graph.memory_plan
         if plan is None:
-            probe = self.graph.copy()
-            memory_planning(probe)
-            data = probe.memory_plan.as_dict()
+            data = plan_memory(self.graph).as_dict()
             data.update(buffers=0, buffer_bytes=0, planned_nodes=0, bytes_reused=0, in_place=0,
                         note="memory planning is off for this function")
             return data
@@ -181,7 +180,8 @@ class ConcreteFunction:
             self._replay = replay_nodes(self.unoptimized_graph)
             graph.outputs = graph.outputs + [mapping[n] for n in self._replay]
             graph, _ = _optimize(graph, self._passes, self.backend)
-            self._forward = (CompiledGraph(graph, backend=self.backend),
+            self._forward = (CompiledGraph(graph, backend=self.backend,
+                                           plan=graph.memory_plan),
                              [o.dtype for o in graph.outputs])
         return self._forward
 

@@ -21,12 +21,16 @@ class GraphRuntimeError(EngineError):
 
 
 class CompiledGraph:
-    """A graph lowered to Python source and compiled. Call with input arrays."""
+    """A graph lowered to Python source and compiled. Call with input arrays.
 
-    def __init__(self, graph, kernel_for=None, backend=NUMPY):
+    With ``plan`` (the graph's :class:`~graph.passes.memory_planning.MemoryPlan`)
+    planned nodes write into buffers reused across calls (a set per concurrent call).
+    """
+
+    def __init__(self, graph, kernel_for=None, backend=NUMPY, plan=None):
         self.graph = graph
         self.backend = backend
-        self.lowered = lower(graph, kernel_for, backend)
+        self.lowered = lower(graph, kernel_for, backend, plan)
         self.fn = self.lowered.build()
         # A call's variable writes take effect together or (if it raises) not at
         # all, and no other thread writes those variables in the middle of it.
@@ -34,7 +38,6 @@ class CompiledGraph:
         if written:
             self.fn = atomic_call(self.fn, written)
         self.source = self.lowered.source
-        plan = getattr(graph, "memory_plan", None)
         self._plan = plan if plan is not None and plan.views else None
         self._planned = bool(self._plan)
         self._buffer_sets = []   # free sets; a call takes one, so threads never share

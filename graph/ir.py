@@ -94,6 +94,7 @@ class Graph:
         self.names = set()
         self._next_suffix = {}  # base name -> the suffix to try first (see _unique_name)
         self.notes = []         # what passes did, read by the optimization report
+        self.memory_plan = None  # set by the memory_planning pass; lowering takes it
 
     # -- building ---------------------------------------------------------
     def add(self, op, inputs, params, aval, name=None, source=None):

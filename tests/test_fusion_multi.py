@@ -7,7 +7,7 @@ import engine as en
 from engine.op import Op
 from graph.graph_ops import placeholder_op, unpack_op
 from graph.ir import Graph
-from graph.passes.memory_planning import memory_planning
+from graph.passes.memory_planning import plan_memory
 from pass_helpers import assert_matches, fused_nodes
 
 
@@ -74,8 +74,9 @@ def test_a_result_used_inside_the_graph_gets_a_planned_buffer_and_survives_later
     for out, copies in kept:    # later calls never wrote into earlier results
         for o, saved in zip(out, copies):
             assert np.array_equal(o.numpy(), saved)
-    (node,) = _multi(g.graph_for(en.tensor(x), en.tensor(b)))
-    buffers = node.meta["out_buffers"]
+    graph = g.graph_for(en.tensor(x), en.tensor(b))
+    (node,) = _multi(graph)
+    buffers = graph.memory_plan.out_buffers_of[node]
     assert buffers[0] is None          # the loss is returned to the caller: never planned
     assert buffers[1] is not None      # the product's input lives in a reused buffer
 
@@ -137,9 +138,9 @@ def test_a_result_unpacked_twice_is_left_to_the_kernel_to_allocate():
     second = g.add(unpack_op, [node], {"index": 1}, aval)
     neg = en.ops.neg_op
     g.outputs = [g.add(neg, [u], {}, aval) for u in first + [second]]
-    memory_planning(g)
-    assert node.meta["out_buffers"][0] is None
-    assert node.meta["out_buffers"][1] is not None
+    plan = plan_memory(g)
+    assert plan.out_buffers_of[node][0] is None
+    assert plan.out_buffers_of[node][1] is not None
 
 
 def test_a_result_overwrites_a_dying_input_only_when_the_input_is_no_longer_read():
@@ -167,12 +168,13 @@ def test_a_result_overwrites_a_dying_input_only_when_the_input_is_no_longer_read
         graph = g.graph_for(en.tensor(x))
         (node,) = _multi(graph)
         plan = graph.memory_plan
-        z = node.inputs[node.meta["may_overwrite"][1][0]]
-        slot_of_z = plan.views[z.meta["buffer"]][0]
-        a_buf, c_buf = node.meta["out_buffers"]
+        may_overwrite = node.op.rules["may_overwrite"]
+        z = node.inputs[may_overwrite[1][0]]
+        slot_of_z = plan.views[plan.buffer_of[z]][0]
+        a_buf, c_buf = plan.out_buffers_of[node]
         assert plan.views[c_buf][0] == slot_of_z      # c took over z's buffer
         assert plan.views[a_buf][0] != slot_of_z
-        assert node.meta["may_overwrite"][0] == []    # nothing is done with before a
+        assert may_overwrite[0] == []    # nothing is done with before a
 
 
 def _contracted(users, nodes_of):

@@ -7,7 +7,8 @@ default pipeline, in order:
    changes the graph (each can expose work for the others);
 2. ``fusion`` -- elementwise regions (and regions feeding one another) into single
    kernels, then ``dce``;
-3. ``memory_planning`` -- buffers for the compiled schedule (annotates only).
+3. ``memory_planning`` -- buffers for the compiled schedule (a plan kept for lowering;
+   the graph does not change).
 
 ``en.function(optimize=False)`` runs none; ``en.function(passes=[...])`` runs
 the given ones (names or functions) in the given order; ``en.config.default_passes``

@@ -36,7 +36,7 @@ import numpy as np
 
 from engine import ops
 from engine.config import config
-from engine.op import Op
+from engine.op import Op, declare
 
 from ..graph_ops import unpack_op
 from ..parallel import row_bounds, run_split
@@ -434,6 +434,8 @@ def fusion(graph):
         kernel = FusedKernel(name, members, inputs, outputs)
         results = kernel.results
         op = _make_op(kernel, len(inputs), outputs)
+        if len(outputs) > 1:
+            declare(op, may_overwrite=_may_overwrite(members, inputs, outputs))
         node = graph.add(op, inputs, {}, kernel.avals if len(outputs) > 1 else kernel.avals[0],
                          name="fused", source=results[-1].source)
         node.meta["kernel_source"] = kernel.source
@@ -442,7 +444,6 @@ def fusion(graph):
         if len(outputs) == 1:
             graph.replace_all_uses_with(results[0], node)
         else:
-            node.meta["may_overwrite"] = _may_overwrite(members, inputs, outputs)
             multi += 1
             for j, result in enumerate(results):
                 value = graph.add(unpack_op, [node], {"index": j}, kernel.avals[j],

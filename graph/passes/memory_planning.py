@@ -13,9 +13,12 @@ A multi-output fused kernel gets one buffer per result that may have one
 (each result, an ``unpack`` node, lives and dies on its own): they are taken
 where the kernel runs and passed to it as ``out=(...)``; a result may take
 over a dying input's buffer where the kernel says that is safe
-(``node.meta["may_overwrite"]``: it reads the input only before writing the result).
+(the kernel op's ``may_overwrite`` rule: it reads the input only before writing the
+result).
 
-The plan lives in ``graph.memory_plan``; the lowering reads ``node.meta["buffer"]``.
+:func:`plan_memory` computes a :class:`MemoryPlan` and changes nothing; the pass
+:func:`memory_planning` keeps it as ``graph.memory_plan``, which lowering takes
+as an argument (``codegen.lower(graph, plan=...)``).
 """
 import numpy as np
 
@@ -24,12 +27,20 @@ from .common import fresh_results, nbytes, static_shape
 
 
 class MemoryPlan:
-    """Byte buffers, the typed views the planned values live in, and the figures
-    ``memory_report`` shows."""
+    """Byte buffers, the typed views the planned values live in, which node writes
+    into which view, and the figures ``memory_report`` shows.
 
-    def __init__(self, slots, views, unplanned_peak, planned_bytes, inplace):
+    ``buffer_of[node]`` is the view a single-result node writes into (``out=``);
+    ``out_buffers_of[node]`` gives a multi-output kernel a view index, or None, per
+    result (``out=(...)``). Nodes in neither allocate their results.
+    """
+
+    def __init__(self, slots, views, buffer_of, out_buffers_of, unplanned_peak, planned_bytes,
+                 inplace):
         self.slots = slots                  # [bytes] one per buffer
         self.views = views                  # [(slot, shape, dtype)] one per planned value
+        self.buffer_of = buffer_of          # {node: view index}
+        self.out_buffers_of = out_buffers_of  # {node: (view index or None, ...)}
         self.planned = len(views)           # number of nodes writing into buffers
         self.unplanned_peak = unplanned_peak
         self.planned_bytes = planned_bytes  # bytes the planned nodes would allocate unplanned
@@ -112,104 +123,146 @@ def _pick_slot(free, slot_bytes, need):
     return len(slot_bytes) - 1
 
 
-def memory_planning(graph):
-    """Assign buffers (``node.meta['buffer']``) and store ``graph.memory_plan``. Returns False:
-    the graph's structure does not change."""
-    order = graph.topo_order()
-    roots = _roots(order)
-    last_use = {}
-    for i, node in enumerate(order):
-        for inp in node.inputs:
-            for r in roots[inp]:
-                last_use[r] = max(last_use.get(r, -1), i)
-    escaping = set()
-    for out in graph.outputs:
-        escaping |= roots[out]
-    for node in order:
-        if node.side_effects or (node.op.multiple_results and not fresh_results(node)):
-            for inp in node.inputs:
-                escaping |= roots[inp]
+class _Liveness:
+    """What the schedule ``order`` says about each fresh value: the nodes whose arrays
+    may be (views of) it (``roots``), where it is read last (``last_use``), the values
+    that die at each position (``dying``), and those that must never live in a reused
+    buffer because the caller or a side effect may keep them (``escaping``)."""
 
-    def plannable(node):
+    def __init__(self, graph, order):
+        self.roots = roots = _roots(order)
+        self.last_use = last_use = {}
+        for i, node in enumerate(order):
+            for inp in node.inputs:
+                for r in roots[inp]:
+                    last_use[r] = max(last_use.get(r, -1), i)
+        self.escaping = escaping = set()
+        for out in graph.outputs:
+            escaping |= roots[out]
+        for node in order:
+            if node.side_effects or (node.op.multiple_results and not fresh_results(node)):
+                for inp in node.inputs:
+                    escaping |= roots[inp]
+        self.dying = {}
+        for r, i in last_use.items():
+            self.dying.setdefault(i, []).append(r)
+
+    def plannable(self, node):
+        """A single-result node that may write into a planned buffer."""
         return (node.op.out_impl is not None and node.avals is None and
-                static_shape(node.shape) and node not in escaping and
+                static_shape(node.shape) and node not in self.escaping and
                 not node.side_effects)
 
-    dying = {}
-    for r, i in last_use.items():
-        dying.setdefault(i, []).append(r)
-    slot_bytes = []     # size of each byte buffer (the largest value it ever holds)
-    free = []           # slots holding no live value
-    views = []          # per planned value: (slot, shape, dtype)
-    slot_of = {}
-    released = set()
-    inplace = 0
-    planned_bytes = 0
-    for node in order:
-        for key in ("buffer", "out_buffers"):
-            node.meta.pop(key, None)
 
-    def reuse_dying(i, node, key, candidates):
+class _Buffers:
+    """Byte buffers handed out along the schedule: a value takes a free one (or one
+    that dies where it is made, in place) and gives it back when it dies."""
+
+    def __init__(self, live):
+        self.live = live
+        self.slot_bytes = []    # size of each byte buffer (the largest value it ever holds)
+        self.free = []          # slots holding no live value
+        self.views = []         # per planned value: (slot, shape, dtype)
+        self.slot_of = {}
+        self.released = set()
+        self.inplace = 0
+        self.planned_bytes = 0
+
+    def reuse_dying(self, i, reader, key, candidates):
         """In place: the slot of a planned input among ``candidates`` that dies at
-        ``node`` (position ``i``) and has the shape and dtype ``key``, or None."""
-        nonlocal inplace
+        ``reader`` (the node at position ``i``) and has the shape and dtype ``key``, or
+        None. No other input of ``reader`` may be a view of it."""
+        roots, last_use = self.live.roots, self.live.last_use
         for inp in candidates:
-            if inp in slot_of and inp not in released and last_use.get(inp) == i \
+            if inp in self.slot_of and inp not in self.released and last_use.get(inp) == i \
                     and (tuple(inp.shape), inp.dtype) == key and \
-                    all(o is inp or inp not in roots[o] for o in node.inputs):
-                released.add(inp)
-                inplace += 1
-                return slot_of[inp]
+                    all(o is inp or inp not in roots[o] for o in reader.inputs):
+                self.released.add(inp)
+                self.inplace += 1
+                return self.slot_of[inp]
         return None
 
-    def new_view(node, slot):
-        nonlocal planned_bytes
+    def new_view(self, node, slot):
+        """``node``'s value lives in ``slot`` from now on; returns its view index."""
         need = nbytes(node.shape, node.dtype)
-        slot_bytes[slot] = max(slot_bytes[slot], need)
-        slot_of[node] = slot
-        views.append((slot, tuple(node.shape), node.dtype))
-        planned_bytes += need
-        if node not in last_use:     # nobody reads it: free at once
-            released.add(node)
-            free.append(slot)
-        return len(views) - 1
+        self.slot_bytes[slot] = max(self.slot_bytes[slot], need)
+        self.slot_of[node] = slot
+        self.views.append((slot, tuple(node.shape), node.dtype))
+        self.planned_bytes += need
+        if node not in self.live.last_use:     # nobody reads it: free at once
+            self.released.add(node)
+            self.free.append(slot)
+        return len(self.views) - 1
 
+    def place(self, i, node, candidates=(), reader=None):
+        """A view for ``node``'s value, made by ``reader`` (default: ``node``) at position
+        ``i``: over a dying input of it among ``candidates`` when one fits, else in a
+        free or new buffer."""
+        key = (tuple(node.shape), node.dtype)
+        slot = self.reuse_dying(i, reader or node, key, candidates)
+        if slot is None:
+            slot = _pick_slot(self.free, self.slot_bytes, nbytes(*key))
+        return self.new_view(node, slot)
+
+    def release_dying(self, i):
+        """Give back the buffers of the values that die at position ``i``."""
+        for r in self.live.dying.get(i, ()):
+            if r in self.slot_of and r not in self.released:
+                self.released.add(r)
+                self.free.append(self.slot_of[r])
+
+
+def _kernel_out_buffers(graph, i, node, buffers):
+    """Views (or None) for the results of the multi-output kernel ``node``, taken at its
+    position ``i``, where it writes them. A result unpacked twice is left to the kernel
+    to allocate: both unpacks are one array, which one buffer's liveness would not cover."""
+    out = [None] * len(node.avals)
+    unpacks = [u for u in graph.data_users(node) if u.op is unpack_op]
+    taken = [u.params["index"] for u in unpacks]
+    may_overwrite = node.op.rules.get("may_overwrite") or {}
+    for u in unpacks:
+        j = u.params["index"]
+        if taken.count(j) == 1 and static_shape(u.shape) and u not in buffers.live.escaping:
+            # In place over an input that dies here, where the kernel says it reads
+            # that input only before it writes this result.
+            out[j] = buffers.place(i, u, [node.inputs[p] for p in may_overwrite.get(j, ())],
+                                   reader=node)
+    return tuple(out)
+
+
+def plan_memory(graph):
+    """The :class:`MemoryPlan` for running ``graph`` in its topological order (the graph
+    is not changed).
+
+    Example:
+        >>> import engine as en
+        >>> from graph.passes.memory_planning import plan_memory
+        >>> f = en.function(lambda x: en.exp(en.matmul(x, x)) * 2.0, passes=["cleanup"])
+        >>> plan = plan_memory(f.graph_for(en.ones((4, 4))))
+        >>> plan.planned, len(plan.slots), plan.inplace   # exp writes over the product
+        (2, 1, 1)
+    """
+    order = graph.topo_order()
+    live = _Liveness(graph, order)
+    buffers = _Buffers(live)
+    buffer_of, out_buffers_of = {}, {}
     for i, node in enumerate(order):
         if fresh_results(node):
-            # The results' buffers are taken here, where the kernel writes them.
-            # A result unpacked twice is left to the kernel to allocate: both
-            # unpacks are one array, which one buffer's liveness would not cover.
-            buffers = [None] * len(node.avals)
-            unpacks = [u for u in graph.data_users(node) if u.op is unpack_op]
-            taken = [u.params["index"] for u in unpacks]
-            for u in unpacks:
-                j = u.params["index"]
-                if taken.count(j) == 1 and static_shape(u.shape) and u not in escaping:
-                    # In place over an input that dies here, where the kernel says
-                    # it reads that input only before it writes this result.
-                    slot = reuse_dying(i, node, (tuple(u.shape), u.dtype),
-                                       [node.inputs[p] for p in
-                                        node.meta.get("may_overwrite", {}).get(j, ())])
-                    if slot is None:
-                        slot = _pick_slot(free, slot_bytes, nbytes(u.shape, u.dtype))
-                    buffers[j] = new_view(u, slot)
-            if any(b is not None for b in buffers):
-                node.meta["out_buffers"] = tuple(buffers)
-        elif plannable(node):
-            key = (tuple(node.shape), node.dtype)
-            need = nbytes(*key)
-            slot = reuse_dying(i, node, key, node.inputs) if node.op.elementwise else None
-            if slot is None:
-                slot = _pick_slot(free, slot_bytes, need)
-            node.meta["buffer"] = new_view(node, slot)
-        for r in dying.get(i, ()):
-            if r in slot_of and r not in released:
-                released.add(r)
-                free.append(slot_of[r])
-    slots = slot_bytes
-    graph.memory_plan = MemoryPlan(slots, views, _unplanned_peak(order, last_use,
-                                                                 set(graph.outputs), roots),
-                                   planned_bytes, inplace)
-    graph.notes.append(f"{len(slot_of)} values in {len(slots)} reused buffers "
-                       f"({inplace} in place)")
+            views = _kernel_out_buffers(graph, i, node, buffers)
+            if any(v is not None for v in views):
+                out_buffers_of[node] = views
+        elif live.plannable(node):
+            buffer_of[node] = buffers.place(i, node, node.inputs if node.op.elementwise else ())
+        buffers.release_dying(i)
+    peak = _unplanned_peak(order, live.last_use, set(graph.outputs), live.roots)
+    return MemoryPlan(buffers.slot_bytes, buffers.views, buffer_of, out_buffers_of, peak,
+                      buffers.planned_bytes, buffers.inplace)
+
+
+def memory_planning(graph):
+    """The pass: plan the graph's buffers and keep the plan as ``graph.memory_plan`` (for
+    lowering). Returns False: the graph's structure does not change."""
+    plan = graph.memory_plan = plan_memory(graph)
+    graph.notes.append(f"{plan.planned} values in {len(plan.slots)} reused buffers "
+                       f"({plan.inplace} in place)")
     return False
