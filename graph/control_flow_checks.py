@@ -4,10 +4,23 @@ bodies take. Declared as the ``load_check`` rules of ``cond``, ``while_loop``
 and ``scan`` (see :mod:`graph.control_flow`); read by :mod:`graph.load`, which
 passes ``where`` (the node's place in the file) for the error.
 """
+import numpy as np
+
+from engine import dtypes
 from engine.errors import LoadError
 
-from .export import DTYPES, MAX_DIM, norm_aval
 from .subgraph import SubGraph
+
+# The file format's largest dimension (graph.export.MAX_DIM, which imports the modes
+# this module's ops are part of; tests/test_rule_coverage.py checks the two agree).
+MAX_LENGTH = 1 << 62
+
+
+def norm_aval(aval):
+    """Canonical form of an aval or a tuple of avals, for comparison."""
+    if len(aval) == 2 and isinstance(aval[1], np.dtype):
+        return (tuple(aval[0]), aval[1])
+    return tuple(norm_aval(a) for a in aval)
 
 
 def _body_inputs(sub):
@@ -53,7 +66,7 @@ def check_while(in_avals, params, declared, where):
           "the condition's inputs do not match the node's")
     _need(_same(_body_inputs(body), loop + in_avals[n_vars + n_c:]), where,
           "the body's inputs do not match the node's")
-    _need(_same(cond.out_avals, [((), DTYPES["bool"])]), where,
+    _need(_same(cond.out_avals, [((), dtypes.bool_)]), where,
           "the condition must give one bool scalar")
     _need(_same(body.out_avals, loop), where, "the body must keep the loop variables' types")
     _need(not cond.replay and not body.replay, where, "while_loop bodies replay nothing")
@@ -65,7 +78,7 @@ def check_scan(in_avals, params, declared, where):
     _need(isinstance(body, SubGraph), where, "body must be a body")
     for k, v in (("n_carry", n_carry), ("n_x", n_x)):
         _need(type(v) is int and v >= 0, where, f"{k} must be a non-negative integer")
-    _need(length is None or (type(length) is int and 0 <= length <= MAX_DIM), where,
+    _need(length is None or (type(length) is int and 0 <= length <= MAX_LENGTH), where,
           "length must be null or a non-negative integer")
     _need(type(reverse) is bool, where, "reverse must be true or false")
     _need(length is not None or n_x > 0, where, "a scan without xs needs a length")

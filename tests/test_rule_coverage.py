@@ -123,6 +123,11 @@ def test_side_effect_rules_and_load_checks_are_callables():
             assert rule is None or callable(rule), f"{name}: {kind} rule is not callable"
 
 
+def test_load_checks_bound_lengths_as_the_file_format_does():
+    from graph import control_flow_checks, export
+    assert control_flow_checks.MAX_LENGTH == export.MAX_DIM
+
+
 def test_op_objects_in_op_modules_are_registered():
     """Every Op object an op module defines is a registered one, so a rule can
     never be declared on an op that consumers do not see."""
