@@ -28,8 +28,10 @@ import numpy as np
 
 from engine import dtypes
 from engine.errors import EngineError, format_location
+from engine.op import REGISTRY
 
 from .export import concrete_function_for, safe_name
+from .graph_ops import STRUCTURAL
 from .passes import optimize
 
 OPSET = 17
@@ -166,8 +168,6 @@ class _Builder:
 
 def not_exported():
     """Names of the registered ops with no ONNX rule, sorted (for messages and the README)."""
-    from engine.op import REGISTRY
-    from .graph_ops import STRUCTURAL
     ops = {**REGISTRY, **STRUCTURAL}
     return sorted(name for name, op in ops.items() if op.rules.get("onnx") is None)
 
