@@ -102,6 +102,9 @@ RULE_KINDS = {
                    "0 of the first input's dtype and ``np`` is numpy",
     "shape_only": "constant folding: True when the result depends only on the inputs' shapes "
                   "and dtypes, so the node folds once those shapes are static",
+    "fold_cost": "constant folding's budget (graph/passes/fold_cost.py): a pattern of "
+                 "``fold_cost.PATTERNS`` for an op whose work grows faster than its inputs "
+                 "and result (a matrix product, im2col); others cost their elements",
     "positional_out": "fusion: True when ``out_impl`` takes the output array as its last "
                       "positional argument (generated code then skips keyword parsing)",
     "side_effects_of": "graph nodes: ``f(params) -> bool``, whether a node with these params "

@@ -36,7 +36,7 @@ def test_print_ops_lacking_each_rule_kind():
                          and (kind == "onnx" or _fusable(op)))
         lines.append(f"  {kind}: {', '.join(lacking) or '(none)'}")
     lines.append("ops declaring a property:")
-    for kind in ("shape_only", "side_effects_of", "load_check"):
+    for kind in ("shape_only", "fold_cost", "side_effects_of", "load_check"):
         having = sorted(n for n, op in ALL_OPS.items() if op.rules.get(kind) is not None)
         lines.append(f"  {kind}: {', '.join(having)}")
     print("\n".join(lines))
@@ -62,6 +62,12 @@ def test_onnx_rules_name_real_patterns_and_every_pattern_is_used():
             f"{name}: onnx rule {rule!r} names no pattern of onnx_export.PATTERNS"
         used.add(rule[0])
     assert not set(PATTERNS) - used, f"patterns no op uses: {sorted(set(PATTERNS) - used)}"
+
+
+def test_fold_cost_rules_name_real_patterns_and_every_pattern_is_used():
+    from graph.passes.fold_cost import PATTERNS as COST_PATTERNS
+    used = {op.rules["fold_cost"] for op in ALL_OPS.values() if "fold_cost" in op.rules}
+    assert used == set(COST_PATTERNS), (sorted(used), sorted(COST_PATTERNS))
 
 
 def test_every_fusable_elementwise_op_is_classified_for_numba():

@@ -146,7 +146,7 @@ def _conv2d_vjp(g, out, x, w, *, strides, padding):
 conv2d_op = register(Op("conv2d", _conv2d_impl, _conv2d_eval, _conv2d_vjp, n_inputs=2,
                         dtypes=dtypes.FLOATS, out_impl=_conv2d_out, generic=conv_generic.conv2d,
                         doc="2-D convolution (cross-correlation), NHWC input, HWIO filters."))
-declare(conv2d_op, onnx=("Conv",))
+declare(conv2d_op, onnx=("Conv",), fold_cost="im2col")
 
 
 def conv2d(x, w, stride=1, padding="valid"):
@@ -213,7 +213,7 @@ def _bp_input_vjp(u, out, g, w, *, input_hw, strides, padding):
 conv2d_backprop_input_op = register(Op(
     "conv2d_backprop_input", _bp_input_impl, _bp_input_eval, _bp_input_vjp, n_inputs=2,
     dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_input, doc="Gradient of conv2d with respect to its input."))
-declare(conv2d_backprop_input_op, onnx=None)
+declare(conv2d_backprop_input_op, onnx=None, fold_cost="im2col_input_grad")
 
 
 def conv2d_backprop_input(g, w, input_hw, stride=1, padding="valid"):
@@ -262,7 +262,7 @@ def _bp_filter_vjp(u, out, x, g, *, kernel_hw, strides, padding):
 conv2d_backprop_filter_op = register(Op(
     "conv2d_backprop_filter", _bp_filter_impl, _bp_filter_eval, _bp_filter_vjp, n_inputs=2,
     dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_filter, doc="Gradient of conv2d with respect to its filters."))
-declare(conv2d_backprop_filter_op, onnx=None)
+declare(conv2d_backprop_filter_op, onnx=None, fold_cost="im2col_filter_grad")
 
 
 def conv2d_backprop_filter(x, g, kernel_hw, stride=1, padding="valid"):
@@ -331,7 +331,7 @@ max_pool2d_op = register(Op(
                                                          padding),
     _max_pool_vjp, n_inputs=1, dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d,
     doc="Maximum over 2-D windows of an NHWC input."))
-declare(max_pool2d_op, onnx=("MaxPool",))
+declare(max_pool2d_op, onnx=("MaxPool",), fold_cost="windows")
 
 
 def _pool_grad_eval(x, g, *, pool_size, strides, padding):
@@ -362,7 +362,7 @@ max_pool2d_grad_op = register(Op(
     "max_pool2d_grad", _pool_grad_impl, _pool_grad_eval, _pool_grad_vjp, n_inputs=2,
     dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d_grad,
     doc="Gradient of max_pool2d: each window's cotangent goes to its maximum."))
-declare(max_pool2d_grad_op, onnx=None)
+declare(max_pool2d_grad_op, onnx=None, fold_cost="windows")
 
 
 def _gather_eval(x, u, *, pool_size, strides, padding):
@@ -389,7 +389,7 @@ max_pool2d_gather_op = register(Op(
     "max_pool2d_gather", _gather_impl, _gather_eval, _gather_vjp, n_inputs=2,
     dtypes=dtypes.FLOATS, generic=conv_generic.max_pool2d_gather,
     doc="The values of ``u`` at each max_pool2d window's maximum of ``x``."))
-declare(max_pool2d_gather_op, onnx=None)
+declare(max_pool2d_gather_op, onnx=None, fold_cost="windows")
 
 
 def max_pool2d(x, pool_size=2, strides=None, padding="valid"):

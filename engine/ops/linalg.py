@@ -86,7 +86,7 @@ matmul_op = register(Op("matmul", _matmul_impl, _matmul_eval, _matmul_vjp, n_inp
                         out_impl=np.matmul, vjp_needs=True, generic=_matmul_generic,
                         dtypes=dtypes.NUMERIC,
                         doc="Matrix product with numpy's ``@`` semantics (batched, 1-D promoted)."))
-declare(matmul_op, onnx=("node", "MatMul"))
+declare(matmul_op, onnx=("node", "MatMul"), fold_cost="contraction")
 matmul = call(matmul_op)
 
 

@@ -83,12 +83,12 @@ def _pool(node, ins, out):
     return windows, padded + windows
 
 
-# The ops whose work grows faster than their inputs and results: (work, temporary
-# elements) beyond reading the inputs and writing the result.
-_RULES = {"matmul": _matmul, "conv2d": _conv2d,
-          "conv2d_backprop_input": _conv2d_backprop_input,
-          "conv2d_backprop_filter": _conv2d_backprop_filter,
-          "max_pool2d": _pool, "max_pool2d_grad": _pool, "max_pool2d_gather": _pool}
+# What an op's ``fold_cost`` rule may name, for ops whose work grows faster than
+# their inputs and results: (work, temporary elements) beyond reading the inputs and
+# writing the result.
+PATTERNS = {"contraction": _matmul, "im2col": _conv2d,
+            "im2col_input_grad": _conv2d_backprop_input,
+            "im2col_filter_grad": _conv2d_backprop_filter, "windows": _pool}
 
 
 def fold_cost(node):
@@ -97,7 +97,7 @@ def fold_cost(node):
     ins = [_count(i.shape) for i in node.inputs]
     out = _count(node.shape)
     work, temp = sum(ins) + out, 0
-    rule = _RULES.get(node.op.name)
+    rule = PATTERNS.get(node.op.rules.get("fold_cost"))
     if rule is not None:
         extra, temp = rule(node, ins, out)
         work += extra
