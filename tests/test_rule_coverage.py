@@ -29,7 +29,7 @@ def _fusable(op):
 
 def test_print_ops_lacking_each_rule_kind():
     """The table: per exporter or lowering, the ops it cannot handle; per optional
-    property, the ops that declare it."""
+    property, the ops that declare it; per back end, how each op's kernel is found."""
     lines = ["ops lacking a rule, per kind (numba and positional out: fusable ops only):"]
     for kind in ("onnx", "scalar_form", "positional_out"):
         lacking = sorted(n for n, op in ALL_OPS.items() if op.rules.get(kind) is None
@@ -39,8 +39,12 @@ def test_print_ops_lacking_each_rule_kind():
     for kind in ("shape_only", "fold_cost", "side_effects_of", "load_check"):
         having = sorted(n for n, op in ALL_OPS.items() if op.rules.get(kind) is not None)
         lines.append(f"  {kind}: {', '.join(having)}")
+    report = en.backend.kernel_report()
+    lines.append("kernels per back end (ops with no kernel there are listed as missing):")
+    lines.extend("  " + line for line in en.backend.format_kernel_report(report).splitlines())
     print("\n".join(lines))
     assert sorted(n for n in ALL_OPS if ALL_OPS[n].rules.get("onnx") is None) == not_exported()
+    assert all(not rows["missing"] for rows in report.values()), report
     assert set(RULE_KINDS) >= {k for op in ALL_OPS.values() for k in op.rules}
 
 
