@@ -4,12 +4,12 @@ import os
 import struct
 import subprocess
 import sys
-import tracemalloc
 
 import numpy as np
 import pytest
 
 import engine as en
+from memory_probe import peak_bytes
 from engine.data import DataError
 from engine.errors import DTypeError, ShapeError
 
@@ -165,17 +165,6 @@ def test_load_mnist_bad_gzip(tmp_path):
         en.data.load_mnist(tmp_path)
 
 
-def _peak_bytes(fn):
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        fn()
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-
-
 def test_load_mnist_stops_inflating_a_gz_bomb_at_the_declared_size(tmp_path):
     # The header declares 3 labels; the gzip inflates to 64 MiB more (64 KB on disk).
     _write_mnist(tmp_path, gz=True)
@@ -188,7 +177,7 @@ def test_load_mnist_stops_inflating_a_gz_bomb_at_the_declared_size(tmp_path):
         with pytest.raises(DataError, match="t10k-labels-idx1-ubyte.gz: too long: the header "
                                             "says shape \\(3,\\), which needs 11 bytes"):
             en.data.load_mnist(tmp_path, split="test")
-    assert _peak_bytes(load) < 4 << 20
+    assert peak_bytes(load) < 4 << 20
 
 
 def test_load_mnist_refuses_a_gz_declaring_more_than_it_can_inflate_to(tmp_path):
@@ -201,7 +190,7 @@ def test_load_mnist_refuses_a_gz_declaring_more_than_it_can_inflate_to(tmp_path)
         with pytest.raises(DataError, match="more than a .gz of .* bytes can hold .*refused "
                                             "before inflating"):
             en.data.load_mnist(tmp_path, split="test")
-    assert _peak_bytes(load) < 4 << 20
+    assert peak_bytes(load) < 4 << 20
 
 
 def test_load_mnist_refuses_a_plain_file_of_the_wrong_size_without_reading_it(tmp_path):
@@ -213,7 +202,7 @@ def test_load_mnist_refuses_a_plain_file_of_the_wrong_size_without_reading_it(tm
         with pytest.raises(DataError, match="too long: .* needs 11 bytes, but the file has "
                                             f"{11 + (32 << 20)}"):
             en.data.load_mnist(tmp_path, split="test")
-    assert _peak_bytes(load) < 4 << 20
+    assert peak_bytes(load) < 4 << 20
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

@@ -14,13 +14,13 @@ import os
 import subprocess
 import sys
 import textwrap
-import tracemalloc
 import zipfile
 
 import numpy as np
 import pytest
 
 import engine as en
+from memory_probe import peak_bytes
 import graph.load
 from graph.export import paths_for
 from graph.ir import Graph
@@ -37,17 +37,6 @@ def _saved(tmp_path, name="m.json"):
     path = str(tmp_path / name)
     en.save(f, path, en.ones((4, 2)))
     return path, f
-
-
-def _peak_bytes(fn):
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        fn()
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
 
 
 def _arrays_path(path):
@@ -82,7 +71,7 @@ def test_a_compression_bomb_is_refused_before_inflating(tmp_path):
     def load():
         with pytest.raises(en.LoadError, match="compressed"):
             en.load(path)
-    assert _peak_bytes(load) < 4 << 20
+    assert peak_bytes(load) < 4 << 20
 
 
 def test_a_member_that_does_not_lie_inside_the_file_is_refused(tmp_path):
@@ -230,6 +219,6 @@ def test_names_taken_by_later_nodes_still_come_out_unique(tmp_path):
 def test_loading_a_small_file_allocates_little(tmp_path):
     path, f = _saved(tmp_path)
     en.load(path)                                   # imports and caches warmed up
-    peak = _peak_bytes(lambda: en.load(path))
+    peak = peak_bytes(lambda: en.load(path))
     assert peak < 8 << 20, f"en.load of a {os.path.getsize(paths_for(path)[0])}-byte file " \
                            f"allocated {peak >> 20} MiB at its peak"
