@@ -11,7 +11,6 @@ op's ``impl``; another back end's come from the op's kernel table
 (``op.kernels``) and its constants are converted to it once, here. Nothing
 here names a specific op.
 """
-import ast
 import itertools
 import keyword
 import linecache
@@ -42,15 +41,16 @@ def _is_literal(value):
 class Lowered:
     """Source code plus the namespace it runs in."""
 
-    def __init__(self, source, namespace, line_to_node, fn_name, filename):
+    def __init__(self, source, namespace, line_to_node, fn_name, filename, code=None):
         self.source = source
+        self.code = code          # the compiled source, when lowering compiled it
         self.namespace = namespace
         self.line_to_node = line_to_node
         self.fn_name = fn_name
         self.filename = filename
 
     def build(self):
-        code = compile(self.source, self.filename, "exec")
+        code = self.code or compile(self.source, self.filename, "exec")
         lines = self.source.splitlines(True)
         linecache.cache[self.filename] = (len(self.source), None, lines, self.filename)
         exec(code, self.namespace)
@@ -230,6 +230,10 @@ def lower(graph, kernel_for=None, backend=NUMPY, plan=None):
     outs = ", ".join(names[o] for o in graph.outputs)
     lines.append(f"    return ({outs}{',' if len(graph.outputs) == 1 else ''})")
     source = "\n".join(lines) + "\n"
-    ast.parse(source)  # a lowering bug should fail here, not at call time
     filename = f"<graph {graph.name} #{next(_counter)}>"
-    return Lowered(source, ns.values, line_to_node, fn_name, filename)
+    # Compiled here, so a lowering bug fails now, not at call time. compile(), not
+    # ast.parse(): CPython 3.11's ast module can raise SystemError ("AST constructor
+    # recursion depth mismatch") when threads parse at once; compile() builds no
+    # Python AST objects.
+    code = compile(source, filename, "exec")
+    return Lowered(source, ns.values, line_to_node, fn_name, filename, code)
