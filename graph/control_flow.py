@@ -20,7 +20,7 @@ from engine.pytree import LEAF, TreeDef, flatten, unflatten
 from . import control_flow_checks
 from .graph_ops import _structural
 from .interpret import interpret, replay_nodes
-from .subgraph import SubGraph, check_same_outputs, _leaf
+from .subgraph import SubGraph, check_same_outputs, hoist_invariant_reads, _leaf
 
 
 def _avals(tensors):
@@ -121,6 +121,7 @@ def traced_cond(mode, pred, true_fn, false_fn, operands):
     t = SubGraph(lambda *a: true_fn(*a), avals, tree, "cond_true", mode)
     f = SubGraph(lambda *a: false_fn(*a), avals, tree, "cond_false", mode)
     check_same_outputs("cond", t, f, "true_fn", "false_fn")
+    hoist_invariant_reads(mode, (t, f))
     node, outs = emit(mode, cond_op, [pred, *leaves, *t.captures, *f.captures],
                       dict(true=t, false=f, n_ops=len(leaves)))
     order_bodies(mode, node, (t, f))
@@ -221,6 +222,7 @@ def while_loop(cond_fn, body_fn, loop_vars):
         raise ShapeError(f"while_loop: the body must return loop variables of the same shapes and "
                          f"dtypes: got {describe_inputs(b.out_avals)} for "
                          f"{describe_inputs(avals)}")
+    hoist_invariant_reads(mode, (c, b))
     node, outs = emit(mode, while_op, [*leaves, *c.captures, *b.captures],
                       dict(cond=c, body=b, n_vars=len(leaves)))
     order_bodies(mode, node, (c, b))
@@ -419,6 +421,7 @@ def scan(fn, init, xs=None, length=None, reverse=False):
 
     in_tree = TreeDef(tuple, None, tuple(LEAF for _ in range(n_c + len(x_leaves))))
     body = SubGraph(body_fn, c_avals + x_avals, in_tree, "scan_body", mode)
+    hoist_invariant_reads(mode, (body,))
     # Values a backward re-run could not reproduce are also returned, stacked per step.
     body.replay = replay_nodes(body.graph, variables=body.assigned)
     body.graph.outputs = body.graph.outputs + body.replay

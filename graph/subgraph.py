@@ -3,14 +3,14 @@ import numpy as np
 
 from engine.backend import NUMPY
 from engine.errors import ShapeError, describe_inputs
-from engine.modes import use_mode
+from engine.modes import read_variable, use_mode
 from engine.pytree import flatten, unflatten
 from engine.recording import no_tapes
 from engine.tensor import Tensor
 from engine.variable import Variable
 
 from .executor import CompiledGraph
-from .graph_ops import assign_variable_op
+from .graph_ops import assign_variable_op, body_variables, placeholder_op, read_variable_op
 from .ir import Graph
 
 
@@ -57,6 +57,45 @@ class SubGraph:
 
     def __repr__(self):
         return f"<subgraph {self.name}: {len(self.graph)} nodes>"
+
+
+def hoist_invariant_reads(parent, bodies):
+    """Read, in the enclosing trace ``parent``, the variables that ``bodies`` (the
+    bodies of one control-flow construct) read but none of them assigns; each body
+    takes the value as a capture instead of reading it itself.
+
+    The value is the same either way (nothing in the construct writes the variable),
+    but a read inside a body is invisible to the tapes recording the enclosing
+    trace, so a gradient with respect to the variable through a ``scan`` or ``cond``
+    was lost (None). Read outside, the variable's read is recorded like any other
+    and its cotangent flows back through the construct's captures. Variables a body
+    assigns are still read inside, where each iteration must see the last write.
+    """
+    reads, writes = body_variables([b.graph for b in bodies])
+    written = {id(v) for v in writes}
+    for var in reads:
+        if id(var) in written:
+            continue
+        outer = None
+        for body in bodies:
+            graph = body.graph
+            nodes = [n for n in graph.nodes
+                     if n.op is read_variable_op and n.params["var"].var is var]
+            if not nodes:
+                continue   # read only in a nested body, which writes it: left there
+            if outer is None:
+                outer = read_variable(var, parent)
+            node = graph.add(placeholder_op, (), {}, (var.shape, var.dtype),
+                             name="capture", source=nodes[0].source)
+            graph.inputs.append(node)
+            body.captures.append(outer)
+            for n in nodes:
+                graph.replace_all_uses_with(n, node)
+                graph.erase(n)
+            if not any(n.op is read_variable_op and n.params["var"].var is var
+                       for n in graph.nodes):
+                graph.variables = [v for v in graph.variables if v is not var]
+            body.variables = list(graph.variables)
 
 
 def check_same_outputs(what, a, b, name_a, name_b):

@@ -21,7 +21,7 @@ from engine.variable import Variable
 from ..control_flow import cond_op, emit, order_bodies, scan, while_loop
 from ..graph_ops import constant_op, placeholder_op, unpack_op
 from ..interpret import interpret
-from ..subgraph import SubGraph
+from ..subgraph import SubGraph, hoist_invariant_reads
 from . import messages
 from .values import RETVAL_NAME, Undefined, UndefinedReturnValue
 
@@ -205,6 +205,7 @@ def merge_traced(mode, pred, t, f, names, kind):
         plans.append((tt, leaves))
     t.finish(t_outs)
     f.finish(f_outs)
+    hoist_invariant_reads(mode, (t.sub, f.sub))
     (pred,) = mode.lift([pred])
     if all(o.dtype not in dtypes.FLOATS for o in t_outs) and \
             _pure_elementwise(t.sub.graph) and _pure_elementwise(f.sub.graph):
