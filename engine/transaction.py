@@ -49,6 +49,16 @@ def log_rows(var, indices, log):
     log.append((var, indices, var._value[indices]))   # fancy indexing: a copy
 
 
+def write_rows(array, indices, rows):
+    """``array[indices] = rows`` into a variable's array, which stays read-only
+    outside this write (reads handed out share it without a copy)."""
+    array.flags.writeable = True
+    try:
+        array[indices] = rows
+    finally:
+        array.flags.writeable = False
+
+
 def _undo(log, mark):
     """Undo the entries after ``mark``, newest first."""
     while len(log) > mark:
@@ -64,11 +74,7 @@ def _undo(log, mark):
         # what it saw.
         if sys.getrefcount(value) > 3:
             value = value.copy()
-        value.flags.writeable = True
-        try:
-            value[indices] = rows
-        finally:
-            value.flags.writeable = False
+        write_rows(value, indices, rows)
         var._value = value
 
 

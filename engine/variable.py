@@ -26,7 +26,7 @@ from .errors import DTypeError, EngineError, ShapeError
 from .lifting import as_array
 from .modes import current_mode, read_variable
 from .tensor import Tensor, TensorOps
-from .transaction import LOGS as _TXN_LOGS, log_pointer, log_rows
+from .transaction import LOGS as _TXN_LOGS, log_pointer, log_rows, write_rows
 
 _ids = itertools.count()
 
@@ -137,11 +137,7 @@ class Variable(TensorOps):
                 log_pointer(self, log)
         elif log is not None:     # in place inside a transaction: keep the old rows
             log_rows(self, indices, log)
-        value.flags.writeable = True
-        try:
-            value[indices] = updates
-        finally:
-            value.flags.writeable = False
+        write_rows(value, indices, updates)
         self._value = value
 
     def __repr__(self):
