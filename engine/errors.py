@@ -7,10 +7,12 @@ that code written against numpy's exceptions keeps working.
 import os
 import sys
 
-_PACKAGE_DIRS = tuple(
-    os.path.dirname(os.path.abspath(__file__)).rsplit(os.sep, 1)[0] + os.sep + name + os.sep
-    for name in ("engine", "eager", "graph")
-)
+from . import _layout
+
+# The engine's own source folders: engine/ and, in a source checkout, the modes' graph/
+# and eager/ beside it (installed, they are inside engine/).
+_PACKAGE_DIRS = tuple(folder + os.sep for folder in
+                      (_layout.PACKAGE_DIR, *_layout.subpackage_dirs().values()))
 
 
 class EngineError(Exception):

@@ -12,7 +12,7 @@ Any problem raises :class:`engine.errors.LoadError`.
 Example:
     >>> import io, zipfile
     >>> import numpy as np
-    >>> from graph.export import npz_bytes
+    >>> from engine.graph.export import npz_bytes
     >>> raw = npz_bytes([np.arange(3.0)])
     >>> read_arrays(io.BytesIO(raw), len(raw), [((3,), np.dtype("float64"))], "m.npz")[0]
     array([0., 1., 2.])

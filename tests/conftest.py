@@ -4,6 +4,6 @@
 that leaves a broken graph (a dangling edge, a wrong recorded shape or dtype,
 a cycle) fails the test that triggered it, at the pass that did it.
 """
-import graph.passes
+import engine.graph.passes
 
-graph.passes.LINT_AFTER_EACH_PASS[0] = True
+engine.graph.passes.LINT_AFTER_EACH_PASS[0] = True

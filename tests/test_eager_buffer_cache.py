@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from eager import buffer_cache
+from engine.eager import buffer_cache
 
 SHAPE = (600, 600)          # 2.9 MB in float64: large enough to take part
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import engine as en
-import graph.atomic_save as atomic
-from graph.export import ExportError, paths_for, saved_files
+import engine.graph.atomic_save as atomic
+from engine.graph.export import ExportError, paths_for, saved_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 X = np.linspace(-1.0, 1.0, 6, dtype="float32").reshape(2, 3)

@@ -126,7 +126,7 @@ def test_the_budget_is_configurable_and_small_folds_still_happen(monkeypatch):
     (lambda: en.max_pool2d(en.ones((2, 8, 8, 3)), 4), 2 * 2 * 2 * 3 * 16),
 ])
 def test_cost_estimates_cover_the_contraction(make, work_at_least):
-    from graph.passes.fold_cost import fold_cost
+    from engine.graph.passes.fold_cost import fold_cost
     graph = en.function(make).get_concrete_function().unoptimized_graph
     node = max(graph.nodes, key=lambda n: fold_cost(n)[0])
     assert node.op.name not in ("ones", "full")

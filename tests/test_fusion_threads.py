@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import engine as en
-from graph import parallel
-from graph.parallel import row_bounds, run_split
+from engine.graph import parallel
+from engine.graph.parallel import row_bounds, run_split
 
 
 @pytest.fixture
@@ -155,7 +155,7 @@ _CTRL_C_SCRIPT = r"""
 import signal, sys, threading, time
 import numpy as np
 import engine as en
-from graph import parallel
+from engine.graph import parallel
 
 en.config.fusion_threads = 2
 x = np.random.default_rng(0).standard_normal(1 << 23).astype(np.float32)

@@ -4,10 +4,10 @@ plan object rather than marks on the graph."""
 import numpy as np
 
 import engine as en
-from graph.codegen import lower
-from graph.ir import Graph
-from graph.passes import optimize
-from graph.passes.memory_planning import MemoryPlan, plan_memory
+from engine.graph.codegen import lower
+from engine.graph.ir import Graph
+from engine.graph.passes import optimize
+from engine.graph.passes.memory_planning import MemoryPlan, plan_memory
 
 
 def _cond_nodes(graph):

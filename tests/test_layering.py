@@ -12,31 +12,66 @@ becomes an edge to the file it loads:
 
 The parent packages Python runs first are not edges: a package's
 ``__init__`` importing its own submodules would otherwise always be a cycle.
+The modes live in the folders ``graph/`` and ``eager/`` but are the
+subpackages ``engine.graph`` and ``engine.eager`` (``engine/_layout.py``); the
+names the facade imports lazily (its ``_GRAPH_NAMES``) are edges too, and no
+file in the repository may import the folders under the top-level names
+``graph`` or ``eager`` (which would load a second copy of each module).
 """
 import ast
+import json
 import os
+import re
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ("engine", "eager", "graph")
-MODES = ("eager", "graph")
+# {package name: its folder in the repository}
+PACKAGES = {"engine": "engine", "engine.eager": "eager", "engine.graph": "graph"}
+MODES = ("engine.eager", "engine.graph")
 FACADE = "engine"
+# Top-level names that must never be imported: the mode folders outside their package.
+FORBIDDEN_TOP_LEVEL = ("graph", "eager")
+
 
 def discover(root, packages):
-    """``{module name: path}`` for every ``.py`` file of ``packages`` under ``root``."""
+    """``{module name: path}`` for every ``.py`` file of ``packages`` under ``root``;
+    ``packages`` is a tuple of folder names or a ``{package name: folder}`` dict."""
+    if not isinstance(packages, dict):
+        packages = {p: p for p in packages}
     files = {}
-    for package in packages:
-        for folder, _, names in os.walk(os.path.join(root, package)):
+    for package, top in packages.items():
+        top = os.path.join(root, top)
+        for folder, _, names in os.walk(top):
             for name in names:
                 if not name.endswith(".py"):
                     continue
                 path = os.path.join(folder, name)
-                module = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+                rel = os.path.relpath(path, top)[:-3].replace(os.sep, ".")
+                module = package if rel == "__init__" else f"{package}.{rel}"
                 if module.endswith(".__init__"):
                     module = module[:-len(".__init__")]
                 files[module] = path
     return files
+
+
+def _lazy_edges(files):
+    """The facade's lazy imports: ``{(module, name, line)}`` from its ``_GRAPH_NAMES`` and
+    ``_GRAPH_MODULES`` dicts (module attribute -> submodule of ``engine.graph``)."""
+    path = files.get(FACADE)
+    if path is None:
+        return set()
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), filename=path)
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) and any(
+                getattr(t, "id", None) in ("_GRAPH_NAMES", "_GRAPH_MODULES") for t in node.targets):
+            for key, value in zip(node.value.keys, node.value.values):
+                target = f"{FACADE}.graph.{value.value}"
+                if target in files:
+                    found.add((target, None, node.lineno))
+    return found
 
 
 def _imports(tree):
@@ -74,6 +109,8 @@ def import_edges(files):
                     found.add((sub, None, node.lineno))
                 elif source in files:             # a name: the module defining it
                     found.add((source, alias.name, node.lineno))
+        if module == FACADE:
+            found |= _lazy_edges(files)
         edges[module] = {e for e in found if e[0] != module}
     return edges
 
@@ -154,16 +191,22 @@ def test_no_project_imports_inside_functions():
                 names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                          else [node.module or ""])
                 if (isinstance(node, ast.ImportFrom) and node.level) or any(
-                        n.split(".")[0] in PACKAGES for n in names):
+                        n.split(".")[0] in ("engine", *FORBIDDEN_TOP_LEVEL) for n in names):
                     bad.append(f"{module} (line {node.lineno}, in {fn.name})")
     assert not bad, "imports of the engine's own modules inside functions:\n  " + "\n  ".join(bad)
+
+
+def _package_of(module):
+    """The layer a module belongs to: ``engine.graph``, ``engine.eager`` or ``engine``."""
+    return next((m for m in MODES if module == m or module.startswith(m + ".")),
+                module.split(".")[0])
 
 
 def test_the_core_imports_no_mode(edges):
     bad = [f"{m} (line {line}) imports {target}"
            for m, deps in edges.items()
-           if m.split(".")[0] == FACADE and m != FACADE
-           for target, _, line in deps if target.split(".")[0] in MODES]
+           if _package_of(m) == FACADE and m != FACADE
+           for target, _, line in deps if _package_of(target) in MODES]
     assert not bad, ("the core must not import eager or graph (the facade "
                      "engine/__init__.py wires the modes):\n  " + "\n  ".join(bad))
 
@@ -173,12 +216,83 @@ def test_private_names_stay_in_their_package(edges):
            for m, deps in edges.items()
            for target, name, line in deps
            if name and name.startswith("_") and not name.startswith("__")
-           and target.split(".")[0] != m.split(".")[0]]
+           and _package_of(target) != _package_of(m)]
     assert not bad, "private names imported across packages:\n  " + "\n  ".join(bad)
 
 
+def _top_level_mode_imports(source, filename):
+    """``[(line, name)]`` of each import of ``graph``/``eager`` (or below) as a top-level name."""
+    bad = []
+    for node in _imports(ast.parse(source, filename=filename)):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [] if node.level else [node.module or ""])
+        bad += [(node.lineno, n) for n in names if n.split(".")[0] in FORBIDDEN_TOP_LEVEL]
+    return bad
+
+
+def _code_blocks(path):
+    """The Python code of a Markdown file's fenced blocks (doctest prompts stripped) or of a
+    notebook's code cells, as ``[(first line or cell number, source)]``."""
+    if path.endswith(".ipynb"):
+        with open(path, encoding="utf-8") as f:
+            cells = json.load(f)["cells"]
+        return [(i, "".join(c["source"])) for i, c in enumerate(cells)
+                if c["cell_type"] == "code"]
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    blocks = []
+    for match in re.finditer(r"^```(?:python|pycon|py)\n(.*?)^```", text, re.M | re.S):
+        lines = [re.sub(r"^(>>> |\.\.\. )", "", line) for line in match.group(1).splitlines()
+                 if line.startswith((">>> ", "... ")) or not match.group(0).startswith("```pycon")]
+        blocks.append((text.count("\n", 0, match.start()) + 2, "\n".join(lines)))
+    return blocks
+
+
+def _repository_sources():
+    """Every Python file, Markdown file and notebook the repository ships (not caches)."""
+    for folder, dirs, names in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in
+                   ("__pycache__", "build", "bench_results") and not d.endswith(".egg-info")]
+        for name in names:
+            if name.endswith((".py", ".md", ".ipynb")):
+                yield os.path.join(folder, name)
+
+
+def test_nothing_imports_the_mode_folders_as_top_level_packages():
+    # ``import graph`` beside ``import engine.graph`` would load every graph module twice (two
+    # registries of passes, two TraceMode classes), and an installed engine has no ``graph``.
+    bad = []
+    for path in _repository_sources():
+        rel = os.path.relpath(path, ROOT)
+        if path.endswith(".py"):
+            with open(path, encoding="utf-8") as f:
+                found = _top_level_mode_imports(f.read(), path)
+        else:
+            found = []
+            for where, code in _code_blocks(path):
+                try:
+                    found += [(where, n) for _, n in _top_level_mode_imports(code, path)]
+                except SyntaxError:   # console output or a fragment: scan it by lines
+                    found += [(where, m.group(2)) for m in re.finditer(
+                        r"^\s*(from|import)\s+((?:graph|eager)\b[\w.]*)", code, re.M)]
+        bad += [f"{rel}:{line} imports {name}" for line, name in found]
+    assert not bad, ("import engine.graph / engine.eager, never the folders by their own names:"
+                     "\n  " + "\n  ".join(bad))
+
+
+def test_the_top_level_import_finder_finds_them(tmp_path):
+    found = _top_level_mode_imports(
+        "import graph\nfrom eager.mode import EAGER\nimport engine.graph\n"
+        "from . import graph\ndef f():\n    import graph.passes as p\n", "<test>")
+    assert found == [(1, "graph"), (2, "eager.mode"), (6, "graph.passes")]
+    doc = tmp_path / "doc.md"
+    doc.write_text("text\n```pycon\n>>> from graph.ir import Graph\n>>> 1\n1\n```\n")
+    assert [n for _, code in _code_blocks(str(doc))
+            for _, n in _top_level_mode_imports(code, "doc")] == ["graph.ir"]
+
+
 MODE_CLASSES = ("EagerMode", "TraceMode")
-MODE_MODULES = ("eager.mode", "graph.tracer")
+MODE_MODULES = ("engine.eager.mode", "engine.graph.tracer")
 
 
 def _mode_tests(tree):

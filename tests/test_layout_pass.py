@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from graph.passes.layout import layout
+from engine.graph.passes.layout import layout
 from pass_helpers import assert_matches, count
 
 

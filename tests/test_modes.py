@@ -9,8 +9,8 @@ import pytest
 
 import engine as en
 from engine.modes import Mode, current_mode, default_mode, set_default_mode, use_mode
-from eager import EagerMode
-from graph.tracer import TraceMode
+from engine.eager import EagerMode
+from engine.graph.tracer import TraceMode
 
 
 class CountingMode(Mode):

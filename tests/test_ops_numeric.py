@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from eager.mode import EAGER
+from engine.eager.mode import EAGER
 from engine.modes import use_mode
 from engine.op import REGISTRY
 from op_db import (ALL, ALL_ENTRIES, F32, F64, OP_DB, OPS_BY_NAME, ErrorInput, call_engine,

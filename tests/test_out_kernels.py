@@ -10,7 +10,7 @@ hands an elementwise op an input that dies there as its output).
 import numpy as np
 import pytest
 
-from eager.mode import EAGER
+from engine.eager.mode import EAGER
 from engine.modes import use_mode
 from engine.op import REGISTRY
 from op_db import ALL_ENTRIES, call_engine, seeded_rng

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 import engine as en
-from graph.passes import CLEANUP, PASSES, optimize
-from graph.passes.constant_folding import constant_folding
-from graph.passes.cse import cse
-from graph.passes.dce import dce
-from graph.passes.fusion import BLOCK_ELEMENTS
-from graph.passes.simplify import simplify
+from engine.graph.passes import CLEANUP, PASSES, optimize
+from engine.graph.passes.constant_folding import constant_folding
+from engine.graph.passes.cse import cse
+from engine.graph.passes.dce import dce
+from engine.graph.passes.fusion import BLOCK_ELEMENTS
+from engine.graph.passes.simplify import simplify
 from pass_helpers import *  # noqa: F401,F403
 
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine as en
-from graph.passes import CLEANUP, PASSES, optimize
+from engine.graph.passes import CLEANUP, PASSES, optimize
 from op_db import ALL_ENTRIES, F32, F64, seeded_rng, to_engine
 from test_graph_mode import program_case, programs, run_program
 from test_passes import assert_matches, flat, fused_nodes, isomorphic
@@ -160,7 +160,7 @@ def test_big_random_programs_optimized_equal_unoptimized(monkeypatch):
     """40 programs on 200x300 arrays; the strategy must really make multi-block fused kernels
     and reused buffers (guards against a silent narrowing). The block size is read when a
     kernel is generated: lowered here, so that arrays of this size span several blocks."""
-    monkeypatch.setattr(sys.modules["graph.passes.fusion"], "BLOCK_ELEMENTS", SMALL_BLOCK)
+    monkeypatch.setattr(sys.modules["engine.graph.passes.fusion"], "BLOCK_ELEMENTS", SMALL_BLOCK)
     seen = {"fused_big": 0, "reused": 0}
 
     @settings(max_examples=40, **SETTINGS)

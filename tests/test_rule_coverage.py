@@ -15,8 +15,8 @@ import pytest
 
 import engine as en
 from engine.op import REGISTRY, RULE_KINDS, Op
-from graph.graph_ops import STRUCTURAL
-from graph.onnx_export import PATTERNS, not_exported
+from engine.graph.graph_ops import STRUCTURAL
+from engine.graph.onnx_export import PATTERNS, not_exported
 from op_db import OPS_BY_NAME, seeded_rng
 
 ALL_OPS = {**REGISTRY, **STRUCTURAL}
@@ -69,7 +69,7 @@ def test_onnx_rules_name_real_patterns_and_every_pattern_is_used():
 
 
 def test_fold_cost_rules_name_real_patterns_and_every_pattern_is_used():
-    from graph.passes.fold_cost import PATTERNS as COST_PATTERNS
+    from engine.graph.passes.fold_cost import PATTERNS as COST_PATTERNS
     used = {op.rules["fold_cost"] for op in ALL_OPS.values() if "fold_cost" in op.rules}
     assert used == set(COST_PATTERNS), (sorted(used), sorted(COST_PATTERNS))
 
@@ -134,7 +134,7 @@ def test_side_effect_rules_and_load_checks_are_callables():
 
 
 def test_load_checks_bound_lengths_as_the_file_format_does():
-    from graph import control_flow_checks, export
+    from engine.graph import control_flow_checks, export
     assert control_flow_checks.MAX_LENGTH == export.MAX_DIM
 
 
@@ -142,11 +142,11 @@ def test_op_objects_in_op_modules_are_registered():
     """Every Op object an op module defines is a registered one, so a rule can
     never be declared on an op that consumers do not see."""
     import engine.random
-    import graph.control_flow
-    import graph.effects
-    import graph.graph_ops
+    import engine.graph.control_flow
+    import engine.graph.effects
+    import engine.graph.graph_ops
     registered = {id(op) for op in ALL_OPS.values()}
-    modules = [en.ops, engine.random, graph.control_flow, graph.effects, graph.graph_ops]
+    modules = [en.ops, engine.random, engine.graph.control_flow, engine.graph.effects, engine.graph.graph_ops]
     stray = [f"{m.__name__}.{k}" for m in modules for k, v in vars(m).items()
              if isinstance(v, Op) and id(v) not in registered]
     assert not stray, f"Op objects that are not registered: {stray}"

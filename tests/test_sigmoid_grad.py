@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-import eager.mode as mode
+import engine.eager.mode as mode
 import engine as en
 
 

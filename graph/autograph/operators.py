@@ -8,7 +8,7 @@ unroll and the branch not taken is not traced.
 
 Example (what ``if x > 0: y = x`` becomes, by hand):
     >>> import engine as en
-    >>> from graph.autograph import operators as ag
+    >>> from engine.graph.autograph import operators as ag
     >>> state = {"y": None}
     >>> def body(): state["y"] = "taken"
     >>> ag.if_stmt(en.tensor(1.0) > 0, body, lambda: None, lambda: (), lambda v: None, ())

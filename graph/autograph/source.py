@@ -11,7 +11,7 @@ globals and enclosing variables behave as before); ``ag__`` (the operators)
 reaches it as one more closure cell.
 
 Example:
-    >>> from graph.autograph.source import converted_source
+    >>> from engine.graph.autograph.source import converted_source
     >>> def f(x):
     ...     return x if x > 0 else -x
     >>> print(converted_source(f))   # doctest: +SKIP

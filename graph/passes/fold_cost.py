@@ -17,7 +17,7 @@ pooling windows), with their im2col patches and padded copies as temporaries.
 
 Example:
     >>> import engine as en
-    >>> from graph.passes.fold_cost import fold_cost
+    >>> from engine.graph.passes.fold_cost import fold_cost
     >>> f = en.function(lambda: en.ones((30, 40)) @ en.ones((40, 50)))
     >>> mm = next(n for n in f.get_concrete_function().unoptimized_graph.nodes
     ...           if n.op.name == "matmul")

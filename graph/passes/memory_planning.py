@@ -236,7 +236,7 @@ def plan_memory(graph):
 
     Example:
         >>> import engine as en
-        >>> from graph.passes.memory_planning import plan_memory
+        >>> from engine.graph.passes.memory_planning import plan_memory
         >>> f = en.function(lambda x: en.exp(en.matmul(x, x)) * 2.0, passes=["cleanup"])
         >>> plan = plan_memory(f.graph_for(en.ones((4, 4))))
         >>> plan.planned, len(plan.slots), plan.inplace   # exp writes over the product
