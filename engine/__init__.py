@@ -33,6 +33,9 @@ from .variable import Variable
 from . import ops
 from .ops import *  # noqa: F401,F403  (the op functions: en.add, en.matmul, ...)
 from .ops import abs, pow, sum, max, min  # noqa: F401
+# The linear-algebra namespace; absolute, because ``from .ops import *`` above bound the
+# name ``linalg`` to the ops module engine.ops.linalg (matmul).
+import engine.linalg as linalg  # noqa: E402
 from .autodiff import GradientTape, custom_gradient, grad, value_and_grad
 from . import debug
 from . import random

@@ -1,4 +1,4 @@
-"""Flattening nested tuples, lists and dicts of leaves, and rebuilding them.
+"""Flattening nested tuples (named ones too), lists and dicts of leaves, and rebuilding them.
 
 Used wherever structures of tensors cross an API boundary: function inputs
 and outputs, gradient sources, loop variables.
@@ -55,11 +55,18 @@ def _flatten(tree, leaves, is_leaf):
     t = type(tree)
     if t is tuple or t is list:
         return TreeDef(t, None, tuple(_flatten(c, leaves, is_leaf) for c in tree))
+    if is_namedtuple_type(t):   # e.g. en.linalg.svd's SVDResult
+        return TreeDef(t, None, tuple(_flatten(c, leaves, is_leaf) for c in tree))
     if t is dict:
         keys = tuple(sorted(tree, key=repr))
         return TreeDef(dict, keys, tuple(_flatten(tree[k], leaves, is_leaf) for k in keys))
     leaves.append(tree)
     return LEAF
+
+
+def is_namedtuple_type(t):
+    """Whether ``t`` is a class made by ``collections.namedtuple`` (or typing.NamedTuple)."""
+    return isinstance(t, type) and issubclass(t, tuple) and hasattr(t, "_fields")
 
 
 def unflatten(treedef, leaves):
@@ -76,4 +83,6 @@ def _unflatten(td, it):
         return None
     if td.kind is dict:
         return {k: _unflatten(c, it) for k, c in zip(td.keys, td.children)}
+    if is_namedtuple_type(td.kind):
+        return td.kind(*[_unflatten(c, it) for c in td.children])
     return td.kind(_unflatten(c, it) for c in td.children)

@@ -73,7 +73,7 @@ import numpy as np
 from engine import dtypes
 from engine.errors import EngineError, LoadError, describe_aval, format_location
 from engine.op import REGISTRY
-from engine.pytree import LEAF, NONE, TreeDef
+from engine.pytree import LEAF, NONE, TreeDef, is_namedtuple_type
 from engine.tensor import Tensor
 
 from .atomic_save import arrays_name, commit
@@ -400,7 +400,7 @@ def tree_json(td):
     if td.kind == "none":
         return None
     children = [tree_json(c) for c in td.children]
-    if td.kind is tuple:
+    if td.kind is tuple or is_namedtuple_type(td.kind):   # a named tuple loads as a tuple
         return {"tuple": children}
     if td.kind is list:
         return {"list": children}

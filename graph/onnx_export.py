@@ -451,6 +451,11 @@ def _max_pool(b, node):
     return _nhwc(b, out)
 
 
+def _einsum(b, node):
+    # The engine's einsum op holds explicit subscripts (every dim labelled), as ONNX asks.
+    return b.emit("Einsum", b.inputs_as(node, node.dtype), equation=node.params["subscripts"])
+
+
 # What an op's ``onnx`` rule may name: ``(pattern, *args)`` calls ``PATTERNS[pattern](builder,
 # node, *args)``, which emits the ONNX nodes and returns the value name(s) of the result.
 # Families of ops have lower-case patterns; a pattern built around one ONNX op (with the
@@ -465,4 +470,5 @@ PATTERNS = {
     "Squeeze": _squeeze, "Expand": _broadcast_to, "ExpandToShapeOf": _broadcast_like,
     "Concat": _concat, "UnsqueezeConcat": _stack, "Split": _split, "Slice": _getitem,
     "Conv": _conv, "MaxPool": _max_pool,
+    "Einsum": _einsum,
 }

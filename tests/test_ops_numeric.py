@@ -26,6 +26,7 @@ class ShapeRuleSpy:
     would hide a disagreement)."""
 
     name = "shape-rule-spy"
+    is_concrete = True    # it runs every op eagerly (composites may ask)
 
     def __init__(self):
         self.ops = []

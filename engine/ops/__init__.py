@@ -18,6 +18,9 @@ from .reduce import *  # noqa: F401,F403
 from .reduce import sum, max, min  # noqa: F401
 from .shape_ops import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .einsum import *  # noqa: F401,F403
+from .products import *  # noqa: F401,F403
+from . import linalg_solve, linalg_spectral  # noqa: F401  (registry entries of engine.linalg)
 from .misc import *  # noqa: F401,F403
 from .join import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403

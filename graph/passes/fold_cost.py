@@ -83,12 +83,28 @@ def _pool(node, ins, out):
     return windows, padded + windows
 
 
+def _einsum(node, ins, out):
+    # One multiply-add per combination of the labels' values (exact for two operands).
+    sizes = {}
+    for word, i in zip(node.params["subscripts"].split("->")[0].split(","), node.inputs):
+        sizes.update(zip(word, i.shape))
+    return _count(sizes.values()), 0
+
+
+def _factorization(node, ins, out):
+    # LU, QR, SVD and eigen-solvers: a few m * n * min(m, n) per matrix, and a copy.
+    shape = node.inputs[0].shape
+    m, n = shape[-2:]
+    return 4 * _count(shape) * min(m, n), _count(shape)
+
+
 # What an op's ``fold_cost`` rule may name, for ops whose work grows faster than
 # their inputs and results: (work, temporary elements) beyond reading the inputs and
 # writing the result.
 PATTERNS = {"contraction": _matmul, "im2col": _conv2d,
             "im2col_input_grad": _conv2d_backprop_input,
-            "im2col_filter_grad": _conv2d_backprop_filter, "windows": _pool}
+            "im2col_filter_grad": _conv2d_backprop_filter, "windows": _pool,
+            "einsum": _einsum, "factorization": _factorization}
 
 
 def fold_cost(node):

@@ -1,0 +1,176 @@
+"""Inverses and factorizations of stacks of square matrices: ``inv``, ``solve``,
+``det``, ``slogdet``, ``cholesky``, ``pinv`` (registry entries; the public
+functions are in ``engine.linalg``).
+
+The gradients are the standard closed forms, written in engine ops:
+``inv``: ``-A^-T g A^-T``; ``det``: ``g det(A) A^-T``; ``slogdet``: ``g A^-T``;
+``solve`` (``X = A^-1 B``): ``gB = A^-T g``, ``gA = -gB X^T``; ``cholesky``
+(``A = L L^T``, lower triangle read): ``Phi(S + S^T)`` with
+``S = L^-T Phi(L^T gL) L^-1`` (Murray 2016); ``pinv``: Golub and Pereyra's
+formula for a matrix of constant rank.
+"""
+import numpy as np
+
+from .. import dtypes
+from ..errors import ShapeError, describe_inputs
+from ..op import Op, declare, register
+from ..shapes import broadcast_shapes
+from ._define import call, unbroadcast
+from . import shape_ops
+from .linalg import matmul
+from .matrix_helpers import float_inputs, matrix_shape, mT, phi_mask
+
+
+def _square_eval(name):
+    def abstract_eval(x):
+        dt = float_inputs(name, [x])
+        matrix_shape(name, x, square=True)
+        return (tuple(x[0]), dt)
+    return abstract_eval
+
+
+def _linalg_op(name, impl, abstract_eval, vjp, generic, doc, **kw):
+    return register(Op(name, impl, abstract_eval, vjp, dtypes=dtypes.FLOATS, generic=generic,
+                       doc=doc, **kw))
+
+
+# ---- inv -------------------------------------------------------------------------------------
+def _inv_vjp(g, out, x):
+    t = mT(out)
+    return (-matmul(matmul(t, g), t),)
+
+
+inv_op = _linalg_op("inv", np.linalg.inv, _square_eval("inv"), _inv_vjp,
+                    lambda be, x: be.xp.linalg.inv(x),
+                    "Inverse of (a stack of) square matrices.", n_inputs=1)
+declare(inv_op, onnx=None, fold_cost="contraction")
+
+
+# ---- det, slogdet ------------------------------------------------------------------------------
+def _det_eval(x):
+    dt = float_inputs("det", [x])
+    batch, _, _ = matrix_shape("det", x, square=True)
+    return (batch, dt)
+
+
+def _det_vjp(g, out, x):
+    scale = shape_ops.expand_dims(shape_ops.expand_dims(g * out, -1), -1)
+    return (scale * mT(inv(x)),)
+
+
+det_op = _linalg_op("det", np.linalg.det, _det_eval, _det_vjp,
+                    lambda be, x: be.xp.linalg.det(x),
+                    "Determinant of (a stack of) square matrices.", n_inputs=1)
+declare(det_op, onnx=("node", "Det"), fold_cost="factorization")
+
+
+def _slogdet_eval(x):
+    dt = float_inputs("slogdet", [x])
+    batch, _, _ = matrix_shape("slogdet", x, square=True)
+    return ((batch, dt), (batch, dt))
+
+
+def _slogdet_impl(x):
+    sign, logabs = np.linalg.slogdet(x)
+    return np.asarray(sign), np.asarray(logabs)
+
+
+def _slogdet_generic(be, x):
+    sign, logabs = be.xp.linalg.slogdet(x)
+    return sign, logabs
+
+
+def _slogdet_vjp(g, out, x):
+    # The sign is piecewise constant: no gradient from it.
+    scale = shape_ops.expand_dims(shape_ops.expand_dims(g[1], -1), -1)
+    return (scale * mT(inv(x)),)
+
+
+slogdet_op = _linalg_op("slogdet", _slogdet_impl, _slogdet_eval, _slogdet_vjp, _slogdet_generic,
+                        "Sign and log of the absolute determinant (two results).",
+                        n_inputs=1, multiple_results=True)
+declare(slogdet_op, onnx=None, fold_cost="factorization")
+
+
+# ---- solve -------------------------------------------------------------------------------------
+def _solve_eval(a, b):
+    dt = float_inputs("solve", [a, b])
+    batch_a, m, _ = matrix_shape("solve", a, square=True)
+    if len(b[0]) < 2:
+        raise ShapeError(f"solve: the op takes a (stack of) matrix right-hand side, got "
+                         f"{describe_inputs([a, b])}")
+    batch_b, mb, k = tuple(b[0][:-2]), b[0][-2], b[0][-1]
+    if None not in (m, mb) and m != mb:
+        raise ShapeError(f"solve: {m} equations but a right-hand side of {mb} rows: "
+                         f"{describe_inputs([a, b])}")
+    return (broadcast_shapes(batch_a, batch_b, op_name="solve") + (m, k), dt)
+
+
+def _solve_impl(a, b):
+    return np.linalg.solve(a, b)
+
+
+def _solve_generic(be, a, b):
+    return be.xp.linalg.solve(*be.promote(a, b))
+
+
+def _solve_vjp(g, out, a, b, needs=(True, True)):
+    gb = solve_matrix(mT(a), g)
+    ga = -matmul(gb, mT(out)) if needs[0] else None
+    return (None if ga is None else unbroadcast(ga, a.shape),
+            unbroadcast(gb, b.shape) if needs[1] else None)
+
+
+solve_op = _linalg_op("solve", _solve_impl, _solve_eval, _solve_vjp, _solve_generic,
+                      "Solve ``A X = B`` for stacks of square ``A`` and matrices ``B``.",
+                      n_inputs=2, vjp_needs=True)
+declare(solve_op, onnx=None, fold_cost="contraction")
+
+
+# ---- cholesky ------------------------------------------------------------------------------------
+def _cholesky_vjp(g, out, x):
+    n = x.shape[-1]
+    lt = mT(out)
+    p = phi_mask(n, g.dtype) * matmul(lt, g)
+    y = solve_matrix(lt, p)                     # L^-T Phi(L^T gL)
+    s = mT(solve_matrix(lt, mT(y)))             # ... L^-1
+    return (phi_mask(n, g.dtype) * (s + mT(s)),)
+
+
+cholesky_op = _linalg_op("cholesky", lambda x: np.linalg.cholesky(x), _square_eval("cholesky"),
+                         _cholesky_vjp, lambda be, x: be.xp.linalg.cholesky(x),
+                         "Lower Cholesky factor of (a stack of) symmetric positive-definite "
+                         "matrices (the lower triangle is read).", n_inputs=1)
+declare(cholesky_op, onnx=None, fold_cost="contraction")
+
+
+# ---- pinv ------------------------------------------------------------------------------------------
+def _pinv_eval(x, *, rcond):
+    dt = float_inputs("pinv", [x])
+    batch, m, n = matrix_shape("pinv", x)
+    return (batch + (n, m), dt)
+
+
+def _pinv_vjp(g, out, x, *, rcond):
+    # d A+ = -A+ dA A+ + A+ A+^T dA^T (I - A A+) + (I - A+ A) dA^T A+^T A+ (constant rank).
+    p, pt = out, mT(out)
+    gt = mT(g)
+    term1 = -matmul(matmul(pt, g), pt)
+    term2 = matmul(gt, matmul(p, pt)) - matmul(matmul(x, p), matmul(gt, matmul(p, pt)))
+    term3 = matmul(matmul(pt, p), gt) - matmul(matmul(matmul(pt, p), gt), matmul(p, x))
+    return (term1 + term2 + term3,)
+
+
+pinv_op = _linalg_op("pinv", lambda x, *, rcond: np.linalg.pinv(x, rcond=rcond), _pinv_eval,
+                     _pinv_vjp, lambda be, x, *, rcond: be.xp.linalg.pinv(x, rtol=rcond),
+                     "Moore-Penrose pseudo-inverse (singular values below ``rcond`` times the "
+                     "largest are dropped).", n_inputs=1)
+declare(pinv_op, onnx=None, fold_cost="contraction")
+
+
+# ---- entry points the gradients use (the public ones are in engine.linalg) -------------------
+inv = call(inv_op)
+solve_matrix = call(solve_op)   # A^-1 B for a (stack of) matrix B
+
+
+__all__ = []

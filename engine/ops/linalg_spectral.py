@@ -1,0 +1,181 @@
+"""Orthogonal factorizations: ``qr``, ``svd``, ``eigh`` (registry entries with several
+results; the public functions are in ``engine.linalg``).
+
+Gradients (real matrices), written in engine ops:
+
+* ``qr`` (reduced, ``A = QR``): with ``M = R gR^T - gQ^T Q``,
+  ``gA = (gQ + Q copyltu(M)) R^-T`` for ``m >= n``; a wide matrix ``[X | Y]``
+  is differentiated through its square left block. ``mode="complete"`` of a
+  tall matrix has no gradient (its extra columns are arbitrary).
+* ``svd`` (``A = U diag(S) Vh``): Townsend (2016), with
+  ``F[i, j] = 1 / (s_j^2 - s_i^2)``.
+* ``eigh`` (``A = V diag(w) V^T``, lower triangle read): ``S = V (diag(gw) +
+  F * (V^T gV)) V^T`` with ``F[i, j] = 1 / (w_j - w_i)``, folded onto the
+  triangle that is read.
+
+Caveat: for repeated eigenvalues (singular values) the eigenvectors (singular
+vectors) are not unique and their gradient is unbounded; ``F`` is set to 0 for
+equal pairs, so gradients of functions of the values alone (``eigvalsh``,
+``svdvals``, norms) stay right, while gradients through the vectors of a
+degenerate matrix are those of one arbitrary basis.
+"""
+import numpy as np
+
+from .. import dtypes
+from ..errors import NotDifferentiableError, ShapeError, describe_inputs
+from ..op import Op, declare, register
+from ._define import call
+from . import shape_ops
+from .join import concat
+from .linalg import matmul
+from .linalg_solve import solve_matrix
+from .matrix_helpers import (diag_embed, float_inputs, matrix_shape, mT, phi_mask,
+                             safe_reciprocal_differences)
+
+
+def _op(name, impl, abstract_eval, vjp, generic, doc):
+    return register(Op(name, impl, abstract_eval, vjp, dtypes=dtypes.FLOATS, generic=generic,
+                       doc=doc, n_inputs=1, multiple_results=True))
+
+
+# ---- qr --------------------------------------------------------------------------------------
+_QR_MODES = ("reduced", "complete")
+
+
+def _qr_eval(x, *, mode):
+    dt = float_inputs("qr", [x])
+    batch, m, n = matrix_shape("qr", x)
+    if mode not in _QR_MODES:
+        raise ShapeError(f"qr: mode={mode!r}; expected one of {_QR_MODES}")
+    k = m if mode == "complete" else (None if None in (m, n) else min(m, n))
+    return ((batch + (m, k), dt), (batch + (k, n), dt))
+
+
+def _qr_impl(x, *, mode):
+    q, r = np.linalg.qr(x, mode=mode)
+    return q, r
+
+
+def _qr_generic(be, x, *, mode):
+    q, r = be.xp.linalg.qr(x, mode=mode)
+    return q, r
+
+
+def _copyltu(m):
+    """The symmetric matrix with ``m``'s lower triangle (diagonal included)."""
+    low = phi_mask(m.shape[-1], m.dtype) * m
+    return low + mT(low)
+
+
+def _qr_square_grad(q, r, gq, gr):
+    """``gA`` for ``A = QR`` with ``A`` tall or square (``R`` square, invertible)."""
+    m = matmul(r, mT(gr)) - matmul(mT(gq), q)
+    b = gq + matmul(q, _copyltu(m))
+    return mT(solve_matrix(r, mT(b)))          # b R^-T
+
+
+def _qr_vjp(g, out, x, *, mode):
+    q, r = out
+    gq, gr = g
+    rows, cols = x.shape[-2:]
+    if rows >= cols:
+        if mode == "complete" and rows > cols:
+            raise NotDifferentiableError(
+                f"qr: mode='complete' of a tall matrix ({describe_inputs([(x.shape, x.dtype)])}) "
+                "has no gradient (its extra columns of Q are arbitrary); use mode='reduced'")
+        return (_qr_square_grad(q, r, gq, gr),)
+    # A wide matrix: A = [X | Y] = Q [U | V] with X = Q U square.
+    u = r[..., :, :rows]
+    gu, gv = gr[..., :, :rows], gr[..., :, rows:]
+    y = x[..., :, rows:]
+    gx = _qr_square_grad(q, u, gq + matmul(y, mT(gv)), gu)
+    return (concat([gx, matmul(q, gv)], axis=-1),)
+
+
+qr_op = _op("qr", _qr_impl, _qr_eval, _qr_vjp, _qr_generic,
+            "QR factorization (``mode`` 'reduced' or 'complete'): results Q and R.")
+declare(qr_op, onnx=None, fold_cost="factorization")
+
+
+# ---- svd -------------------------------------------------------------------------------------
+def _svd_eval(x, *, full_matrices):
+    dt = float_inputs("svd", [x])
+    batch, m, n = matrix_shape("svd", x)
+    k = None if None in (m, n) else min(m, n)
+    ucols, vrows = (m, n) if full_matrices else (k, k)
+    return ((batch + (m, ucols), dt), (batch + (k,), dt), (batch + (vrows, n), dt))
+
+
+def _svd_impl(x, *, full_matrices):
+    u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+    return u, s, vh
+
+
+def _svd_generic(be, x, *, full_matrices):
+    u, s, vh = be.xp.linalg.svd(x, full_matrices=full_matrices)
+    return u, s, vh
+
+
+def _svd_vjp(g, out, x, *, full_matrices):
+    u, s, vh = out
+    gu, gs, gvh = g
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    if full_matrices and m != n:
+        raise NotDifferentiableError(
+            f"svd: full_matrices=True of a non-square matrix "
+            f"({describe_inputs([(x.shape, x.dtype)])}) has no gradient (the extra singular "
+            "vectors are arbitrary); use full_matrices=False")
+    v, gv = mT(vh), mT(gvh)
+    f = safe_reciprocal_differences(s * s)               # 1 / (s_j^2 - s_i^2)
+    ut_gu, vt_gv = matmul(mT(u), gu), matmul(mT(v), gv)
+    j = f * (ut_gu - mT(ut_gu))
+    kk = f * (vt_gv - mT(vt_gv))
+    inner = j * shape_ops.expand_dims(s, -2) + diag_embed(gs) + shape_ops.expand_dims(s, -1) * kk
+    ga = matmul(matmul(u, inner), vh)
+    if m > k:      # (I - U U^T) gU S^-1 Vh
+        ga = ga + matmul((gu - matmul(u, ut_gu)) / shape_ops.expand_dims(s, -2), vh)
+    if n > k:      # U S^-1 gV^T (I - V V^T)
+        ga = ga + matmul(u, (mT(gv) - matmul(mT(vt_gv), vh)) / shape_ops.expand_dims(s, -1))
+    return (ga,)
+
+
+svd_op = _op("svd", _svd_impl, _svd_eval, _svd_vjp, _svd_generic,
+             "Singular value decomposition: results U, S (descending) and Vh.")
+declare(svd_op, onnx=None, fold_cost="factorization")
+
+
+# ---- eigh ------------------------------------------------------------------------------------
+def _eigh_eval(x):
+    dt = float_inputs("eigh", [x])
+    batch, m, _ = matrix_shape("eigh", x, square=True)
+    return ((batch + (m,), dt), (batch + (m, m), dt))
+
+
+def _eigh_impl(x):
+    w, v = np.linalg.eigh(x)
+    return w, v
+
+
+def _eigh_generic(be, x):
+    w, v = be.xp.linalg.eigh(x)
+    return w, v
+
+
+def _eigh_vjp(g, out, x):
+    w, v = out
+    gw, gv = g
+    f = safe_reciprocal_differences(w)                    # 1 / (w_j - w_i)
+    s = matmul(matmul(v, diag_embed(gw) + f * matmul(mT(v), gv)), mT(v))
+    return (phi_mask(x.shape[-1], gw.dtype) * (s + mT(s)),)
+
+
+eigh_op = _op("eigh", _eigh_impl, _eigh_eval, _eigh_vjp, _eigh_generic,
+              "Eigenvalues (ascending) and eigenvectors of symmetric matrices (the lower "
+              "triangle is read).")
+declare(eigh_op, onnx=None, fold_cost="factorization")
+
+qr = call(qr_op)
+svd = call(svd_op)
+eigh = call(eigh_op)
+__all__ = []

@@ -1,0 +1,70 @@
+"""Small pieces the linear-algebra ops share: shape rules for stacks of matrices,
+and the matrices their gradients are written with (in engine ops, so they trace
+and differentiate again)."""
+import numpy as np
+
+from .. import dtypes
+from ..errors import DTypeError, NotDifferentiableError, ShapeError, describe_inputs
+from . import compare, creation, shape_ops
+
+
+def float_inputs(name, avals):
+    for _, dt in avals:
+        if dt not in dtypes.FLOATS:
+            raise DTypeError(f"{name}: expected floating-point inputs, got "
+                             f"{describe_inputs(avals)}")
+    return np.result_type(*[dt for _, dt in avals])
+
+
+def matrix_shape(name, aval, square=False):
+    """``(batch, m, n)`` of a stack of matrices, checked."""
+    shape = aval[0]
+    if len(shape) < 2:
+        raise ShapeError(f"{name}: expected a (stack of) matrix with at least 2 dims, got "
+                         f"{describe_inputs([aval])}")
+    m, n = shape[-2:]
+    if square and None not in (m, n) and m != n:
+        raise ShapeError(f"{name}: expected (a stack of) square matrices, got "
+                         f"{describe_inputs([aval])}")
+    return tuple(shape[:-2]), m, n
+
+
+def mT(a):
+    """Swap the last two axes."""
+    nd = a.ndim
+    return shape_ops.transpose(a, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def eye(n, dtype):
+    if n is None:
+        raise NotDifferentiableError("linalg gradient: a matrix dim is unknown at trace time")
+    return creation.eye(n, dtype=dtype)
+
+
+def phi_mask(n, dtype, upper=False):
+    """The lower (``upper``: upper) triangle of ones with 0.5 on the diagonal.
+
+    ``phi_mask * Y`` is the map Phi of Murray (2016), and ``phi_mask * (S + S^T)``
+    the gradient with respect to a symmetric matrix whose lower triangle alone is
+    read (as LAPACK's cholesky and eigh read it) from the gradient ``S`` of the
+    symmetric formula.
+    """
+    i = creation.arange(n)
+    rows, cols = shape_ops.expand_dims(i, 1), shape_ops.expand_dims(i, 0)
+    tri = compare.greater_equal(cols, rows) if upper else compare.greater_equal(rows, cols)
+    return creation.cast(tri, dtype) - eye(n, dtype) * 0.5
+
+
+def diag_embed(v):
+    """``(..., k) -> (..., k, k)`` with ``v`` on the diagonal."""
+    k = v.shape[-1]
+    return shape_ops.expand_dims(v, -1) * eye(k, v.dtype)
+
+
+def safe_reciprocal_differences(w):
+    """``F[..., i, j] = 1 / (w_j - w_i)``, and 0 where ``w_j == w_i`` (the diagonal, and
+    degenerate pairs, whose true value is unbounded)."""
+    diff = shape_ops.expand_dims(w, -2) - shape_ops.expand_dims(w, -1)
+    zero = compare.equal(diff, 0.0)
+    safe = compare.where(zero, creation.ones_like(diff), diff)
+    return compare.where(zero, creation.zeros_like(diff), 1.0 / safe)
