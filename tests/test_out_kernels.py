@@ -20,6 +20,7 @@ class OutKernelSpy:
     """Runs every op eagerly and records the calls of ops that have an out kernel."""
 
     name = "out-kernel-spy"
+    is_concrete = True    # it runs every op eagerly (composites may ask)
 
     def __init__(self):
         self.calls = []

@@ -11,14 +11,13 @@ formula for a matrix of constant rank.
 """
 import numpy as np
 
-from .. import dtypes
 from ..errors import ShapeError, describe_inputs
 from ..op import Op, declare, register
 from ..shapes import broadcast_shapes
 from ._define import call, unbroadcast
 from . import shape_ops
 from .linalg import matmul
-from .matrix_helpers import float_inputs, matrix_shape, mT, phi_mask
+from .matrix_helpers import LINALG_DTYPES, float_inputs, matrix_shape, mT, phi_mask
 
 
 def _square_eval(name):
@@ -30,7 +29,7 @@ def _square_eval(name):
 
 
 def _linalg_op(name, impl, abstract_eval, vjp, generic, doc, **kw):
-    return register(Op(name, impl, abstract_eval, vjp, dtypes=dtypes.FLOATS, generic=generic,
+    return register(Op(name, impl, abstract_eval, vjp, dtypes=LINALG_DTYPES, generic=generic,
                        doc=doc, **kw))
 
 

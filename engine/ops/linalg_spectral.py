@@ -21,7 +21,6 @@ degenerate matrix are those of one arbitrary basis.
 """
 import numpy as np
 
-from .. import dtypes
 from ..errors import NotDifferentiableError, ShapeError, describe_inputs
 from ..op import Op, declare, register
 from ._define import call
@@ -29,12 +28,12 @@ from . import shape_ops
 from .join import concat
 from .linalg import matmul
 from .linalg_solve import solve_matrix
-from .matrix_helpers import (diag_embed, float_inputs, matrix_shape, mT, phi_mask,
-                             safe_reciprocal_differences)
+from .matrix_helpers import (LINALG_DTYPES, diag_embed, float_inputs, matrix_shape, mT,
+                             phi_mask, safe_reciprocal_differences)
 
 
 def _op(name, impl, abstract_eval, vjp, generic, doc):
-    return register(Op(name, impl, abstract_eval, vjp, dtypes=dtypes.FLOATS, generic=generic,
+    return register(Op(name, impl, abstract_eval, vjp, dtypes=LINALG_DTYPES, generic=generic,
                        doc=doc, n_inputs=1, multiple_results=True))
 
 

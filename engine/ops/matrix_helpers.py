@@ -8,9 +8,13 @@ from ..errors import DTypeError, NotDifferentiableError, ShapeError, describe_in
 from . import compare, creation, shape_ops
 
 
+#: What LAPACK takes (numpy's linalg refuses float16): the real dtypes of these ops.
+LINALG_DTYPES = frozenset((dtypes.float32, dtypes.float64))
+
+
 def float_inputs(name, avals):
     for _, dt in avals:
-        if dt not in dtypes.FLOATS:
+        if dt not in LINALG_DTYPES:
             raise DTypeError(f"{name}: expected floating-point inputs, got "
                              f"{describe_inputs(avals)}")
     return np.result_type(*[dt for _, dt in avals])
