@@ -84,4 +84,50 @@ def _scan(fn, init, xs, **kwargs):
 
 nn.recurrent.use_scan(_scan)   # RNN's loop: one scan node when traced
 
-__all__ = sorted(name for name in __dir__() if not name.startswith("_"))
+
+# ---- the public namespace ----------------------------------------------------------------------
+# ``engine.__all__`` is built from names, so an op function a family adds (``en.ops.NAME``) is
+# public at once; everything else the imports above bound (modules such as ``en.ops.reduce``,
+# ``numpy``, registry entries ``NAME_op``, helpers) is removed from the module, so ``en`` holds
+# the public API only. tests/test_public_api.py pins the result against tests/public_api.txt.
+# A public module or object of this facade that is not an op function goes in _PUBLIC_FACADE
+# (a graph-mode one in _GRAPH_NAMES above).
+_PUBLIC_FACADE = {
+    # errors
+    "BackendError", "DTypeError", "DomainError", "EngineError", "LoadError",
+    "NotDifferentiableError", "NumericsError", "ScalarOverflowError", "ShapeError",
+    "ShapeTypeError", "TracingError",
+    # arrays, dtypes, the op registry and modes
+    "Tensor", "tensor", "Variable", "dtypes", "bool_", "float32", "float64", "int32", "int64",
+    "broadcast_shapes", "config", "Op", "REGISTRY", "apply", "backend", "ops",
+    # autodiff
+    "GradientTape", "custom_gradient", "grad", "value_and_grad",
+    # packages
+    "debug", "random", "optim", "data", "nn", "errors", "linalg", "fft",
+}
+# Functions of the op families that are helpers, not numpy/Array API functions: they stay
+# reachable as ``en.ops.NAME`` (the VJP-only ops are registry entries with op-database rows).
+_NOT_PUBLIC = {
+    "unary", "binary", "call", "unbroadcast", "check_shape", "at_user_line", "int_tuple",
+    "int_beside", "normalize_axis", "normalize_axes", "reduced_shape", "size_of",
+    "describe_args", "describe_inputs", "current_mode", "declare", "register",
+    "sigmoid_grad", "broadcast_like", "broadcast_to_shape_of", "count", "getitem",
+    "conv2d_backprop_input", "conv2d_backprop_filter",
+}
+
+
+def _is_public(name, value):
+    if name.startswith("_") or name in _NOT_PUBLIC:
+        return False
+    if name in _PUBLIC_FACADE:
+        # en.linalg / en.fft are namespaces of their own, never the op family engine.ops.linalg
+        return not getattr(value, "__name__", "").startswith("engine.ops.")
+    return (callable(value) and not isinstance(value, (type, Op))
+            and getattr(ops, name, None) is value)
+
+
+__all__ = sorted({name for name, value in globals().items() if _is_public(name, value)}
+                 | set(_GRAPH_NAMES) | set(_GRAPH_MODULES))
+for _name in [n for n in globals() if not n.startswith("_") and n not in __all__]:
+    del globals()[_name]
+del _name, _is_public

@@ -172,11 +172,11 @@ def _pool_grad_op(name):
 add(OpInfo("conv2d", en.conv2d, _conv2d_ref, _conv_samples("conv2d"), _op_dtypes("conv2d"),
            error_inputs=lambda: _conv_errors([(1, 5, 5, 2), (3, 3, 2, 4)], (3, 3, 3, 4), {})() + [
                ErrorInput(Sample((np.ones((1, 2, 2, 1)), np.ones((3, 3, 1, 1)))), en.ShapeError)]))
-add(OpInfo("conv2d_backprop_input", en.conv2d_backprop_input, _conv2d_bp_input_ref,
+add(OpInfo("conv2d_backprop_input", en.ops.conv2d_backprop_input, _conv2d_bp_input_ref,
            _conv_samples("input"), _op_dtypes("conv2d_backprop_input"),
            error_inputs=_conv_errors([(1, 3, 3, 4), (3, 3, 2, 4)], (3, 3, 2, 5),
                                      dict(input_hw=(5, 5)))))
-add(OpInfo("conv2d_backprop_filter", en.conv2d_backprop_filter, _conv2d_bp_filter_ref,
+add(OpInfo("conv2d_backprop_filter", en.ops.conv2d_backprop_filter, _conv2d_bp_filter_ref,
            _conv_samples("filter"), _op_dtypes("conv2d_backprop_filter"),
            error_inputs=lambda: [
                ErrorInput(Sample((np.ones((1, 5, 5, 2)), np.ones((1, 2, 2, 4))),

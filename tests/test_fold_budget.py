@@ -119,9 +119,9 @@ def test_the_budget_is_configurable_and_small_folds_still_happen(monkeypatch):
 @pytest.mark.parametrize("make, work_at_least", [
     (lambda: en.ones((30, 40)) @ en.ones((40, 50)), 30 * 50 * 40),
     (lambda: en.conv2d(en.ones((2, 9, 9, 3)), en.ones((3, 3, 3, 4))), 2 * 7 * 7 * 4 * 27),
-    (lambda: en.conv2d_backprop_filter(en.ones((2, 9, 9, 3)), en.ones((2, 7, 7, 4)), (3, 3)),
+    (lambda: en.ops.conv2d_backprop_filter(en.ones((2, 9, 9, 3)), en.ones((2, 7, 7, 4)), (3, 3)),
      2 * 7 * 7 * 27 * 4),
-    (lambda: en.conv2d_backprop_input(en.ones((2, 7, 7, 4)), en.ones((3, 3, 3, 4)), (9, 9)),
+    (lambda: en.ops.conv2d_backprop_input(en.ones((2, 7, 7, 4)), en.ones((3, 3, 3, 4)), (9, 9)),
      2 * 7 * 7 * 27 * 4),
     (lambda: en.max_pool2d(en.ones((2, 8, 8, 3)), 4), 2 * 2 * 2 * 3 * 16),
 ])

@@ -223,7 +223,7 @@ def conv2d_backprop_input(g, w, input_hw, stride=1, padding="valid"):
 
     Example:
         >>> import engine as en
-        >>> en.conv2d_backprop_input(en.ones((1, 3, 3, 2)), en.ones((3, 3, 4, 2)), (5, 5)).shape
+        >>> en.ops.conv2d_backprop_input(en.ones((1, 3, 3, 2)), en.ones((3, 3, 4, 2)), (5, 5)).shape
         (1, 5, 5, 4)
     """
     hw = tuple(int(v) for v in input_hw)
@@ -272,7 +272,7 @@ def conv2d_backprop_filter(x, g, kernel_hw, stride=1, padding="valid"):
 
     Example:
         >>> import engine as en
-        >>> en.conv2d_backprop_filter(en.ones((1, 5, 5, 4)), en.ones((1, 3, 3, 2)), (3, 3)).shape
+        >>> en.ops.conv2d_backprop_filter(en.ones((1, 5, 5, 4)), en.ones((1, 3, 3, 2)), (3, 3)).shape
         (3, 3, 4, 2)
     """
     khw = _pair("conv2d_backprop_filter", kernel_hw, "kernel size")
