@@ -472,3 +472,7 @@ PATTERNS = {
     "Conv": _conv, "MaxPool": _max_pool,
     "Einsum": _einsum,
 }
+
+# The neural-network ops' patterns (activations, convolution options, pooling, resizing).
+from .onnx_nn import PATTERNS as _NN_PATTERNS  # noqa: E402
+PATTERNS.update(_NN_PATTERNS)

@@ -25,10 +25,12 @@ from .normalization import BatchNorm, LayerNorm  # noqa: F401
 from .embedding import Embedding  # noqa: F401
 from .recurrent import GRUCell, LSTMCell, RNN  # noqa: F401
 from .containers import ModuleList, Sequential  # noqa: F401
-from .activations import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh  # noqa: F401
+from .activations import (ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU,  # noqa: F401
+                          Softmax, Softplus, Tanh)
 from .serialization import load_into, save  # noqa: F401
 
 __all__ = ["Module", "Linear", "Conv2D", "MaxPool2D", "AvgPool2D", "Flatten", "Dropout",
            "LayerNorm", "BatchNorm", "Embedding", "LSTMCell", "GRUCell", "RNN", "Sequential",
-           "ModuleList", "ReLU", "LeakyReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax",
+           "ModuleList", "ReLU", "LeakyReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "ELU", "Softplus",
+           "Softmax", "LogSoftmax",
            "functional", "init", "save", "load_into"]

@@ -44,8 +44,44 @@ class Sigmoid(Module):
         return F.sigmoid(x)
 
 
+class SiLU(Module):
+    """``x * sigmoid(x)`` (swish)."""
+
+    def forward(self, x):
+        return F.silu(x)
+
+
+class ELU(Module):
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+
+    def __init__(self, alpha=1.0):
+        super().__init__()
+        self.alpha = float(alpha)
+
+    def forward(self, x):
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}"
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold``."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        F.softplus(0.0, beta, threshold)   # rejects bad parameters now, not at the first call
+        self.beta, self.threshold = float(beta), float(threshold)
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
 class GELU(Module):
-    """Gaussian error linear unit, tanh form (see :func:`engine.nn.functional.gelu`)."""
+    """Gaussian error linear unit, tanh form by default (see :func:`engine.gelu`)."""
 
     def __init__(self, approximate="tanh"):
         super().__init__()

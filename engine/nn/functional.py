@@ -13,14 +13,13 @@ Example:
     >>> F.avg_pool2d(en.ones((1, 4, 4, 1)), 2).shape
     (1, 2, 2, 1)
 """
-import math
-
 import numpy as np
 
 from .. import dtypes, ops
 from ..errors import DTypeError, ShapeError
 from ..ops.conv import conv2d, max_pool2d  # noqa: F401  (re-exported)
 from ..ops.nn import cross_entropy, log_softmax, logsumexp, mse, softmax  # noqa: F401
+from ..random import default_generator
 from ..tensor import Tensor, tensor
 from ..variable import Variable
 from .module import input_error
@@ -48,29 +47,34 @@ def tanh(x):
 
 def leaky_relu(x, negative_slope=0.01):
     """``x`` where positive, ``negative_slope * x`` elsewhere."""
-    x = _as_tensor(x)
-    return ops.where(ops.greater(x, 0.0), x, ops.mul(x, negative_slope))
+    return ops.leaky_relu(x, negative_slope)
 
 
 def gelu(x, approximate="tanh"):
-    """Gaussian error linear unit, in its tanh form (Hendrycks and Gimpel):
-
-    ``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x**3)))``, PyTorch's
-    ``gelu(approximate="tanh")``; it differs from the erf form by under 5e-4.
-    The engine has no ``erf`` op, so the exact form is not offered.
+    """Gaussian error linear unit (see :func:`engine.gelu`); the tanh form by default,
+    PyTorch's ``gelu(approximate="tanh")``, within 5e-4 of the erf form.
 
     Example:
         >>> import engine as en
         >>> round(float(en.nn.functional.gelu(en.tensor(1.0))), 6)
         0.841192
     """
-    if approximate != "tanh":
-        raise ValueError(f"gelu: approximate must be 'tanh' (the engine has no erf op for the "
-                         f"exact form), got {approximate!r}")
-    x = _as_tensor(x)
-    inner = ops.mul(ops.add(x, ops.mul(ops.mul(ops.square(x), x), 0.044715)),
-                    math.sqrt(2.0 / math.pi))
-    return ops.mul(ops.mul(x, 0.5), ops.add(ops.tanh(inner), 1.0))
+    return ops.gelu(x, approximate)
+
+
+def silu(x):
+    """``x * sigmoid(x)`` (swish)."""
+    return ops.silu(x)
+
+
+def elu(x, alpha=1.0):
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+    return ops.elu(x, alpha)
+
+
+def softplus(x, beta=1.0, threshold=20.0):
+    """``log(1 + exp(beta x)) / beta`` (``x`` above ``threshold / beta``)."""
+    return ops.softplus(x, beta, threshold)
 
 
 # ---- dense and convolution --------------------------------------------------------------
@@ -170,59 +174,72 @@ def flatten(x, start_axis=1):
 
 
 # ---- regularization and normalization -------------------------------------------------
-def dropout(x, rate, generator, training=True):
+def dropout(x, rate=0.5, generator=None, training=True):
     """Zero each entry with probability ``rate`` and scale the rest by ``1 / (1 - rate)``.
 
-    The mask is drawn from ``generator`` (an ``en.random.Generator``), so the
-    same seed drops the same entries in eager mode and in graphs. Random
-    draws need a known shape: trace with a fixed batch size. With
-    ``training=False`` (or ``rate == 0``) returns ``x`` unchanged.
+    The mask is drawn from ``generator`` (an ``en.random.Generator``; None: the
+    default stream, reproducible after ``en.random.set_seed``), whose state is a
+    variable: the same seed drops the same entries in eager mode and in graphs,
+    and each call draws the next mask. Random draws need a known shape: trace
+    with a fixed batch size. With ``training=False`` (or ``rate == 0``) returns
+    ``x`` unchanged.
+
+    Example:
+        >>> import engine as en
+        >>> y = en.nn.functional.dropout(en.ones((2, 4)), 0.5, en.random.Generator(0))
+        >>> sorted(set(y.numpy().ravel().tolist())) in ([0.0, 2.0], [0.0], [2.0])
+        True
     """
-    if not 0.0 <= rate < 1.0:
-        raise ValueError(f"dropout: rate must be in [0, 1), got {rate}")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate < 1.0:
+        raise ValueError(f"dropout: rate must be in [0, 1), got {rate!r}")
     x = _as_tensor(x)
+    if x.dtype not in dtypes.FLOATS:
+        raise input_error(DTypeError, "dropout: expected a floating-point input", x)
     if not training or rate == 0.0:
         return x
     if None in tuple(x.shape):
         raise input_error(ShapeError, "dropout: random draws need a known shape (trace with "
                           "a fixed batch size, or call the model in eval mode); the input has "
                           "unknown dimensions", x)
+    generator = default_generator() if generator is None else generator
     keep = ops.greater_equal(generator.uniform(x.shape, dtype=x.dtype), rate)
     return ops.mul(ops.where(keep, x, ops.zeros_like(x)), 1.0 / (1.0 - rate))
 
 
-def layer_norm(x, weight=None, bias=None, axes=(-1,), eps=1e-5):
-    """``(x - mean) / sqrt(var + eps) * weight + bias`` over ``axes`` (biased variance)."""
-    x = _as_tensor(x)
-    mean = ops.mean(x, axis=tuple(axes), keepdims=True)
-    centered = ops.sub(x, mean)
-    var = ops.mean(ops.square(centered), axis=tuple(axes), keepdims=True)
-    y = ops.mul(centered, ops.reciprocal(ops.sqrt(ops.add(var, eps))))
-    if weight is not None:
-        y = ops.mul(y, weight)
-    if bias is not None:
-        y = ops.add(y, bias)
-    return y
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the trailing
+    ``normalized_shape`` (see :func:`engine.layer_norm`)."""
+    return ops.layer_norm(x, normalized_shape, weight, bias, eps)
+
+
+def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Batch normalization over every axis but the last (see :func:`engine.batch_norm`)."""
+    return ops.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
 def batch_norm_apply(x, mean, var, weight, bias, eps):
     """``(x - mean) / sqrt(var + eps) * weight + bias`` with given statistics (broadcast)."""
-    y = ops.mul(ops.sub(x, mean), ops.reciprocal(ops.sqrt(ops.add(var, eps))))
-    if weight is not None:
-        y = ops.mul(y, weight)
-    if bias is not None:
-        y = ops.add(y, bias)
-    return y
+    return ops.normalization.normalize(x, mean, var, weight, bias, eps)
 
 
-def embedding(ids, weight):
-    """The rows of ``weight`` picked by the integer ``ids`` (any shape): ``weight[ids]``."""
+def embedding(ids, weight, padding_idx=None):
+    """The rows of ``weight`` picked by the integer ``ids`` (any shape): ``weight[ids]``;
+    the row ``padding_idx`` gets no gradient (see :func:`engine.embedding`)."""
     ids = _as_tensor(ids)
     if ids.dtype not in dtypes.INTS:
         raise input_error(DTypeError, "embedding: ids must be integers", ids)
-    return ops.getitem(weight, ids)
+    return ops.embedding(ids, weight, padding_idx)
+
+
+one_hot = ops.one_hot
+nll_loss = ops.nll_loss
+binary_cross_entropy = ops.binary_cross_entropy
+binary_cross_entropy_with_logits = ops.binary_cross_entropy_with_logits
 
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "mse", "cross_entropy", "relu", "sigmoid",
-           "tanh", "leaky_relu", "gelu", "linear", "conv2d", "max_pool2d", "avg_pool2d",
-           "flatten", "dropout", "layer_norm", "batch_norm_apply", "embedding"]
+           "tanh", "leaky_relu", "gelu", "silu", "elu", "softplus", "linear", "conv2d",
+           "max_pool2d", "avg_pool2d", "flatten", "dropout", "layer_norm", "batch_norm",
+           "batch_norm_apply", "embedding", "one_hot", "nll_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits"]

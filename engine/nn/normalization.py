@@ -8,9 +8,6 @@ Example:
     True
     >>> _ = bn.eval()                                    # eval: the running statistics
 """
-import numpy as np
-
-from .. import ops
 from ..errors import ShapeError
 from ..variable import Variable
 from . import functional as F
@@ -48,7 +45,7 @@ class LayerNorm(Module):
         if tuple(x.shape[-k:]) != self.normalized_shape:
             raise input_error(ShapeError, f"LayerNorm: expected inputs ending in "
                                           f"{self.normalized_shape}", x)
-        return F.layer_norm(x, self.weight, self.bias, axes=tuple(range(-k, 0)), eps=self.eps)
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}"
@@ -92,24 +89,9 @@ class BatchNorm(Module):
         if x.ndim < 2 or x.shape[-1] != self.num_features:
             raise input_error(ShapeError, f"BatchNorm: expected inputs of rank >= 2 with "
                                           f"{self.num_features} features in the last axis", x)
-        if not self.training:
-            return F.batch_norm_apply(x, self.running_mean, self.running_var, self.weight,
-                                      self.bias, self.eps)
-        axes = tuple(range(x.ndim - 1))
-        known = [x.shape[a] for a in axes]
-        if None not in known and int(np.prod(known)) < 2:
-            raise input_error(ShapeError, "BatchNorm: training needs more than one value per "
-                                          "feature", x)
-        mean = ops.mean(x, axis=axes)
-        var = ops.mean(ops.square(ops.sub(x, mean)), axis=axes)
-        n = ops.count(x, axes=axes, dtype=x.dtype)
-        m = self.momentum
-        # The running statistics are not differentiated: they only feed later eval calls.
-        mean_c, var_c = ops.stop_gradient(mean), ops.stop_gradient(var)
-        self.running_mean.assign(ops.add(ops.mul(self.running_mean, 1.0 - m), ops.mul(mean_c, m)))
-        unbiased = ops.mul(var_c, ops.div(n, ops.sub(n, 1.0)))
-        self.running_var.assign(ops.add(ops.mul(self.running_var, 1.0 - m), ops.mul(unbiased, m)))
-        return F.batch_norm_apply(x, mean, var, self.weight, self.bias, self.eps)
+        # Training: the batch statistics, and the running ones updated (en.batch_norm).
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            training=self.training, momentum=self.momentum, eps=self.eps)
 
     def extra_repr(self):
         return f"{self.num_features}, momentum={self.momentum}, eps={self.eps}"

@@ -27,3 +27,6 @@ from .indexing import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from ._define import unbroadcast  # noqa: F401
+from .activations import *  # noqa: F401,F403
+from .losses import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
