@@ -27,11 +27,12 @@ import ast
 import numpy as np
 
 from engine import dtypes
-from engine.errors import EngineError, format_location
+from engine.errors import format_location
 from engine.op import REGISTRY
 
 from .export import concrete_function_for, safe_name
 from .graph_ops import STRUCTURAL
+from .onnx_errors import OnnxExportError  # noqa: F401  (en.export_onnx's error, raised here)
 from .passes import optimize
 
 OPSET = 17
@@ -39,8 +40,6 @@ INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
 
 
-class OnnxExportError(EngineError):
-    """The graph holds an op with no ONNX equivalent (or onnx is not installed)."""
 
 
 def _onnx():
@@ -401,56 +400,6 @@ def _count(b, node):
                   to=_ONNX_TYPES[node.dtype.name])
 
 
-def _nchw(b, value):
-    return b.emit("Transpose", [value], perm=[0, 3, 1, 2])
-
-
-def _nhwc(b, value):
-    return b.emit("Transpose", [value], perm=[0, 2, 3, 1])
-
-
-def _window_pads(node, x, kernel):
-    """Conv/MaxPool attributes for the engine's padding: "valid" is none, "same" is
-    TensorFlow's (output ``ceil(size / stride)``, the odd extra pad at the end)."""
-    strides = [int(s) for s in node.params["strides"]]
-    attrs = {"kernel_shape": [int(k) for k in kernel], "strides": strides}
-    if node.params["padding"] == "valid":
-        return attrs
-    hw = x.shape[1:3]
-    if None not in hw:
-        before, after = [], []
-        for size, k, st in zip(hw, kernel, strides):
-            total = max((-(-size // st) - 1) * st + k - size, 0)
-            before.append(total // 2)
-            after.append(total - total // 2)
-        return {**attrs, "pads": before + after}
-    if any(st > k for k, st in zip(kernel, strides)):
-        # onnxruntime's SAME_UPPER would ask for a negative pad where TensorFlow's is 0.
-        raise OnnxExportError(f"en.export_onnx: node {node.name} ({node.op.name}) pads 'same' "
-                              "with a stride larger than its window over dims unknown at "
-                              "export time")
-    return {**attrs, "auto_pad": "SAME_UPPER"}
-
-
-def _conv(b, node):
-    x, w = b.inputs_as(node, node.dtype)
-    kh, kw = node.inputs[1].shape[:2]
-    if kh is None or kw is None:
-        raise OnnxExportError(f"en.export_onnx: conv2d node {node.name} has filters of unknown "
-                              "size")
-    w_oihw = b.emit("Transpose", [w], perm=[3, 2, 0, 1])       # (KH, KW, C, O) -> (O, C, KH, KW)
-    out = b.emit("Conv", [_nchw(b, x), w_oihw], **_window_pads(node, node.inputs[0], (kh, kw)))
-    return _nhwc(b, out)
-
-
-def _max_pool(b, node):
-    (x,) = b.inputs_as(node, node.dtype)
-    # ONNX pads max pooling with values that never win, as the engine's -inf.
-    out = b.emit("MaxPool", [_nchw(b, x)],
-                 **_window_pads(node, node.inputs[0], node.params["pool_size"]))
-    return _nhwc(b, out)
-
-
 def _einsum(b, node):
     # The engine's einsum op holds explicit subscripts (every dim labelled), as ONNX asks.
     return b.emit("Einsum", b.inputs_as(node, node.dtype), equation=node.params["subscripts"])
@@ -469,10 +418,9 @@ PATTERNS = {
     "Transpose": _transpose, "Reshape": _reshape, "Unsqueeze": _expand_dims,
     "Squeeze": _squeeze, "Expand": _broadcast_to, "ExpandToShapeOf": _broadcast_like,
     "Concat": _concat, "UnsqueezeConcat": _stack, "Split": _split, "Slice": _getitem,
-    "Conv": _conv, "MaxPool": _max_pool,
     "Einsum": _einsum,
 }
 
-# The neural-network ops' patterns (activations, convolution options, pooling, resizing).
+# The neural-network ops' patterns (activations, convolution, pooling): graph/onnx_nn.py.
 from .onnx_nn import PATTERNS as _NN_PATTERNS  # noqa: E402
 PATTERNS.update(_NN_PATTERNS)

@@ -156,3 +156,112 @@ def test_activations_and_losses_match_torch():
         ]
     for ours, theirs in pairs:
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# ---- convolution and pooling: ONNX, and torch as an extra reference ---------------------------------
+def _onnx_run(fn, args, tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    path = str(tmp_path / "m.onnx")
+    en.export_onnx(en.function(fn), path, *args)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return sess.run(None, {i.name: a for i, a in zip(sess.get_inputs(), args)})
+
+
+CONV_OPTIONS = [dict(padding=1, dilation=2, groups=2, stride=2),
+                dict(padding=((0, 1), (2, 0)), groups=2), dict(padding="same", stride=2, groups=2)]
+TRANSPOSE_OPTIONS = [dict(stride=2, padding=1, output_padding=1, groups=2),
+                     dict(stride=(2, 1), dilation=2), dict(padding="same", stride=2)]
+POOL_OPTIONS = [dict(pool_size=3, strides=2, padding=1, ceil_mode=True),
+                dict(pool_size=2, strides=3, padding=1, ceil_mode=True),
+                dict(pool_size=3, strides=2, padding="same"), dict(pool_size=2)]
+
+
+@pytest.mark.parametrize("options", CONV_OPTIONS)
+def test_conv2d_options_export_to_onnx(options, tmp_path):
+    x = _x(2, 9, 8, 4).astype("float32")
+    w = _x(3, 3, 2, 6).astype("float32")
+    (got,) = _onnx_run(lambda x, w: en.conv2d(x, w, **options), (x, w), tmp_path)
+    np.testing.assert_allclose(got, en.conv2d(x, w, **options).numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("options", TRANSPOSE_OPTIONS)
+def test_conv_transpose2d_exports_as_conv_transpose(options, tmp_path):
+    x = _x(2, 4, 5, 6).astype("float32")
+    w = _x(3, 3, 2, 6).astype("float32")
+    (got,) = _onnx_run(lambda x, w: en.conv_transpose2d(x, w, **options), (x, w), tmp_path)
+    want = en.conv_transpose2d(x, w, **options).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("options", POOL_OPTIONS + [dict(pool_size=2, dilation=2, strides=1)])
+def test_max_pool2d_and_its_indices_export_to_onnx(options, tmp_path):
+    x = _x(2, 9, 8, 3).astype("float32")
+    got = _onnx_run(lambda x: en.max_pool2d(x, return_indices=True, **options), (x,), tmp_path)
+    out, idx = en.max_pool2d(x, return_indices=True, **options)
+    np.testing.assert_array_equal(got[0], out.numpy())
+    np.testing.assert_array_equal(got[1], idx.numpy())
+
+
+@pytest.mark.parametrize("options", POOL_OPTIONS + [
+    dict(pool_size=3, strides=2, padding=1, ceil_mode=True, count_include_pad=False)])
+def test_avg_pool2d_exports_to_onnx(options, tmp_path):
+    """PyTorch's window sizes, also where ONNX's ceil_mode would keep a window that starts
+    in the padding (the exported model rescales by the engine's window sizes)."""
+    x = _x(2, 9, 8, 3).astype("float32")
+    (got,) = _onnx_run(lambda x: en.avg_pool2d(x, **options), (x,), tmp_path)
+    np.testing.assert_allclose(got, en.avg_pool2d(x, **options).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _nchw(x):
+    return torch.tensor(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+
+
+def _nhwc(t):
+    return t.detach().numpy().transpose(0, 2, 3, 1)
+
+
+@needs_torch
+@pytest.mark.parametrize("options", [CONV_OPTIONS[0], dict(padding=(1, 0), groups=2),
+                                     dict(stride=(1, 2), dilation=(2, 1), groups=4)])
+def test_conv2d_and_its_gradients_match_torch(options):
+    x, w = _x(2, 9, 8, 4), _x(3, 2, 1 if options.get("groups") == 4 else 2, 8)
+    xt, wt = _nchw(x).requires_grad_(), torch.tensor(w.transpose(3, 2, 0, 1)).requires_grad_()
+    theirs = TF.conv2d(xt, wt, **options)
+    cot = RNG.standard_normal(theirs.shape)
+    (theirs * torch.tensor(cot)).sum().backward()
+    cot = cot.transpose(0, 2, 3, 1)
+    ours = en.conv2d(x, w, **options)
+    gx, gw = en.grad(lambda a, b: en.sum(en.conv2d(a, b, **options) * cot), argnums=(0, 1))(
+        en.tensor(x), en.tensor(w))
+    np.testing.assert_allclose(ours.numpy(), _nhwc(theirs), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gx.numpy(), _nhwc(xt.grad), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gw.numpy(), wt.grad.numpy().transpose(2, 3, 1, 0), rtol=1e-10,
+                               atol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("options", TRANSPOSE_OPTIONS[:2])
+def test_conv_transpose2d_matches_torch(options):
+    x, w = _x(2, 4, 5, 6), _x(3, 3, 2, 6)
+    theirs = TF.conv_transpose2d(_nchw(x), torch.tensor(w.transpose(3, 2, 0, 1)), **options)
+    np.testing.assert_allclose(en.conv_transpose2d(x, w, **options).numpy(), _nhwc(theirs),
+                               rtol=1e-10, atol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("options", POOL_OPTIONS[:2] + [dict(pool_size=(3, 2), strides=(2, 3),
+                                                              padding=(1, 1), ceil_mode=True)])
+def test_pooling_matches_torch(options):
+    x = _x(2, 7, 9, 3)
+    kw = dict(kernel_size=options["pool_size"], stride=options.get("strides"),
+              padding=options.get("padding", 0), ceil_mode=options.get("ceil_mode", False))
+    out, idx = en.max_pool2d(x, return_indices=True, **options)
+    t_out, t_idx = TF.max_pool2d(_nchw(x), return_indices=True, **kw)
+    np.testing.assert_array_equal(out.numpy(), _nhwc(t_out))
+    np.testing.assert_array_equal(idx.numpy(), _nhwc(t_idx))
+    for include in (True, False):
+        theirs = TF.avg_pool2d(_nchw(x), count_include_pad=include, **kw)
+        ours = en.avg_pool2d(x, count_include_pad=include, **options)
+        np.testing.assert_allclose(ours.numpy(), _nhwc(theirs), rtol=1e-12, atol=1e-14)

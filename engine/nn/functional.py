@@ -17,7 +17,8 @@ import numpy as np
 
 from .. import dtypes, ops
 from ..errors import DTypeError, ShapeError
-from ..ops.conv import conv2d, max_pool2d  # noqa: F401  (re-exported)
+from ..ops.conv import conv2d, conv_transpose2d  # noqa: F401  (re-exported)
+from ..ops.pooling import avg_pool2d, max_pool2d  # noqa: F401
 from ..ops.nn import cross_entropy, log_softmax, logsumexp, mse, softmax  # noqa: F401
 from ..random import default_generator
 from ..tensor import Tensor, tensor
@@ -82,81 +83,6 @@ def linear(x, weight, bias=None):
     """``x @ weight + bias`` with ``weight`` shaped ``(in, out)`` (any leading dims of ``x``)."""
     y = ops.matmul(x, weight)
     return y if bias is None else ops.add(y, bias)
-
-
-def _pair(who, value, what):
-    if isinstance(value, int):
-        return (value, value)
-    pair = tuple(value)
-    if len(pair) != 2 or not all(isinstance(v, int) and v > 0 for v in pair):
-        raise ValueError(f"{who}: {what} must be a positive int or a pair of them, got {value!r}")
-    return pair
-
-
-def _window_geometry(who, size, k, s, padding):
-    """``(out, pad_before, pad_after)`` for one spatial axis, TensorFlow's rule."""
-    if size is None:
-        raise input_error(ShapeError, f"{who}: the spatial size must be known when tracing")
-    if padding == "valid":
-        if size < k:
-            raise input_error(ShapeError, f"{who}: window {k} is larger than the input size "
-                                          f"{size}")
-        return (size - k) // s + 1, 0, 0
-    out = -(-size // s)
-    total = max((out - 1) * s + k - size, 0)
-    return out, total // 2, total - total // 2
-
-
-def _pad_axis(x, axis, before, after):
-    """``x`` with zeros added along ``axis`` (shape-agnostic: works with an unknown batch)."""
-    if not before and not after:
-        return x
-    index = [slice(None)] * x.ndim
-    index[axis] = slice(0, 1)
-    zero = ops.zeros_like(ops.getitem(x, tuple(index)))
-    parts = [zero] * before + [x] + [zero] * after
-    return ops.concat(parts, axis=axis)
-
-
-def avg_pool2d(x, pool_size=2, strides=None, padding="valid"):
-    """Mean over (pool_size) windows of an NHWC input, moved by ``strides``.
-
-    ``strides`` defaults to ``pool_size``. With ``padding="same"`` the padded
-    positions are left out of each window's mean (TensorFlow's rule, PyTorch's
-    ``count_include_pad=False``). A sum of strided slices, one per window
-    position, so it differentiates and traces like any composite.
-
-    Example:
-        >>> import engine as en
-        >>> x = en.reshape(en.arange(16.0), (1, 4, 4, 1))
-        >>> en.nn.functional.avg_pool2d(x, 2)[0, :, :, 0].numpy()
-        array([[ 2.5,  4.5],
-               [10.5, 12.5]])
-    """
-    x = _as_tensor(x)
-    if x.ndim != 4:
-        raise input_error(ShapeError, "avg_pool2d: expected an NHWC input of rank 4", x)
-    if x.dtype not in dtypes.FLOATS:
-        raise input_error(DTypeError, "avg_pool2d: expected a floating-point input", x)
-    if padding not in ("valid", "same"):
-        raise ValueError(f"avg_pool2d: padding must be 'valid' or 'same', got {padding!r}")
-    kh, kw = _pair("avg_pool2d", pool_size, "pool_size")
-    sh, sw = (kh, kw) if strides is None else _pair("avg_pool2d", strides, "strides")
-    oh, top, bottom = _window_geometry("avg_pool2d", x.shape[1], kh, sh, padding)
-    ow, left, right = _window_geometry("avg_pool2d", x.shape[2], kw, sw, padding)
-    xp = _pad_axis(_pad_axis(x, 1, top, bottom), 2, left, right)
-    total = None
-    for i in range(kh):
-        for j in range(kw):
-            part = xp[:, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw, :]
-            total = part if total is None else ops.add(total, part)
-    if padding == "valid":
-        return ops.mul(total, 1.0 / (kh * kw))
-    # Window counts without the padding, computed once here from the static sizes.
-    ones = np.pad(np.ones((x.shape[1], x.shape[2])), ((top, bottom), (left, right)))
-    counts = sum(ones[i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
-                 for i in range(kh) for j in range(kw))
-    return ops.div(total, tensor((counts[None, :, :, None]).astype(x.dtype)))
 
 
 def flatten(x, start_axis=1):
@@ -240,6 +166,6 @@ binary_cross_entropy_with_logits = ops.binary_cross_entropy_with_logits
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "mse", "cross_entropy", "relu", "sigmoid",
            "tanh", "leaky_relu", "gelu", "silu", "elu", "softplus", "linear", "conv2d",
-           "max_pool2d", "avg_pool2d", "flatten", "dropout", "layer_norm", "batch_norm",
+           "conv_transpose2d", "max_pool2d", "avg_pool2d", "flatten", "dropout", "layer_norm", "batch_norm",
            "batch_norm_apply", "embedding", "one_hot", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits"]

@@ -13,6 +13,7 @@ Example:
     Linear(in_features=3, out_features=2, bias=True)  # 8 parameters
 """
 from ..errors import ShapeError
+from ..ops.conv_geometry import pair, padding_param
 from ..random import Generator, default_generator
 from ..variable import Variable
 from . import functional as F
@@ -66,23 +67,30 @@ class Linear(Module):
 
 
 class Conv2D(Module):
-    """2-D convolution of NHWC images with filters ``(kh, kw, in_channels, out_channels)``.
+    """2-D convolution of NHWC images with filters ``(kh, kw, in_channels // groups,
+    out_channels)``.
 
-    ``padding`` is "valid" or "same"; ``stride`` an int or a pair. Default
-    initializer He uniform (for ReLU networks); the bias starts at zero.
+    ``padding`` is "valid", "same", an int, a pair or ``((top, bottom), (left,
+    right))``; ``stride`` and ``dilation`` ints or pairs; ``groups`` splits the
+    channels (see :func:`engine.conv2d`). Default initializer He uniform (for
+    ReLU networks); the bias starts at zero.
     """
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding="valid",
-                 bias=True, init="he_uniform", dtype="float32", generator=None, name="conv2d"):
+                 bias=True, init="he_uniform", dtype="float32", generator=None, name="conv2d",
+                 dilation=1, groups=1):
         super().__init__()
         self.in_channels = _positive_int("Conv2D", "in_channels", in_channels)
         self.out_channels = _positive_int("Conv2D", "out_channels", out_channels)
-        self.kernel_size = F._pair("Conv2D", kernel_size, "kernel_size")
-        self.stride = F._pair("Conv2D", stride, "stride")
-        if padding not in ("valid", "same"):
-            raise ValueError(f"Conv2D: padding must be 'valid' or 'same', got {padding!r}")
-        self.padding = padding
-        shape = self.kernel_size + (in_channels, out_channels)
+        self.groups = _positive_int("Conv2D", "groups", groups)
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv2D: in_channels ({in_channels}) and out_channels "
+                             f"({out_channels}) must be divisible by groups ({groups})")
+        self.kernel_size = pair("Conv2D", kernel_size, "kernel_size")
+        self.stride = pair("Conv2D", stride, "stride")
+        self.dilation = pair("Conv2D", dilation, "dilation")
+        self.padding = padding_param("Conv2D", padding)
+        shape = self.kernel_size + (in_channels // groups, out_channels)
         self.weight = Variable(initializers.get(init)(shape, dtype, _generator(generator)),
                                name=f"{name}/weight")
         self.bias = (Variable(initializers.zeros((out_channels,), dtype), name=f"{name}/bias")
@@ -92,7 +100,55 @@ class Conv2D(Module):
         if x.ndim != 4 or x.shape[-1] != self.in_channels:
             raise input_error(ShapeError, f"Conv2D: expected NHWC inputs with "
                                           f"{self.in_channels} channels", x)
-        y = F.conv2d(x, self.weight, stride=self.stride, padding=self.padding)
+        y = F.conv2d(x, self.weight, stride=self.stride, padding=self.padding,
+                     dilation=self.dilation, groups=self.groups)
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self):
+        more = "" if self.dilation == (1, 1) else f", dilation={self.dilation}"
+        more += "" if self.groups == 1 else f", groups={self.groups}"
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding!r}{more}")
+
+
+class ConvTranspose2D(Module):
+    """Transposed 2-D convolution of NHWC images (see :func:`engine.conv_transpose2d`),
+    filters ``(kh, kw, out_channels // groups, in_channels)``; the bias starts at zero.
+
+    Example:
+        >>> import engine as en
+        >>> up = en.nn.ConvTranspose2D(4, 2, 3, stride=2, padding=1, output_padding=1, generator=0)
+        >>> up(en.ones((1, 5, 5, 4), dtype="float32")).shape
+        (1, 10, 10, 2)
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, dilation=1, groups=1, bias=True, init="he_uniform",
+                 dtype="float32", generator=None, name="conv_transpose2d"):
+        super().__init__()
+        self.in_channels = _positive_int("ConvTranspose2D", "in_channels", in_channels)
+        self.out_channels = _positive_int("ConvTranspose2D", "out_channels", out_channels)
+        self.groups = _positive_int("ConvTranspose2D", "groups", groups)
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"ConvTranspose2D: in_channels ({in_channels}) and out_channels "
+                             f"({out_channels}) must be divisible by groups ({groups})")
+        self.kernel_size = pair("ConvTranspose2D", kernel_size, "kernel_size")
+        self.stride = pair("ConvTranspose2D", stride, "stride")
+        self.dilation = pair("ConvTranspose2D", dilation, "dilation")
+        self.padding = padding_param("ConvTranspose2D", padding)
+        self.output_padding = output_padding
+        shape = self.kernel_size + (out_channels // groups, in_channels)
+        self.weight = Variable(initializers.get(init)(shape, dtype, _generator(generator)),
+                               name=f"{name}/weight")
+        self.bias = (Variable(initializers.zeros((out_channels,), dtype), name=f"{name}/bias")
+                     if bias else None)
+
+    def forward(self, x):
+        if x.ndim != 4 or x.shape[-1] != self.in_channels:
+            raise input_error(ShapeError, f"ConvTranspose2D: expected NHWC inputs with "
+                                          f"{self.in_channels} channels", x)
+        y = F.conv_transpose2d(x, self.weight, self.stride, self.padding, self.output_padding,
+                               self.dilation, self.groups)
         return y if self.bias is None else y + self.bias
 
     def extra_repr(self):
@@ -101,24 +157,38 @@ class Conv2D(Module):
 
 
 class MaxPool2D(Module):
-    """Maximum over windows of an NHWC input (``strides`` defaults to ``pool_size``)."""
+    """Maximum over windows of an NHWC input (``strides`` defaults to ``pool_size``;
+    see :func:`engine.max_pool2d` for padding, dilation and ``ceil_mode``)."""
 
-    def __init__(self, pool_size=2, strides=None, padding="valid"):
+    def __init__(self, pool_size=2, strides=None, padding="valid", dilation=1, ceil_mode=False):
         super().__init__()
         self.pool_size, self.strides, self.padding = pool_size, strides, padding
+        self.dilation, self.ceil_mode = dilation, ceil_mode
 
     def forward(self, x):
-        return F.max_pool2d(x, self.pool_size, self.strides, self.padding)
+        return F.max_pool2d(x, self.pool_size, self.strides, self.padding, self.dilation,
+                            self.ceil_mode)
 
     def extra_repr(self):
         return f"pool_size={self.pool_size}, strides={self.strides}, padding={self.padding!r}"
 
 
-class AvgPool2D(MaxPool2D):
-    """Mean over windows of an NHWC input; "same" padding leaves padded positions out."""
+class AvgPool2D(Module):
+    """Mean over windows of an NHWC input (see :func:`engine.avg_pool2d`): explicit pads
+    count when ``count_include_pad``; "same" padding leaves padded positions out."""
+
+    def __init__(self, pool_size=2, strides=None, padding="valid", ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__()
+        self.pool_size, self.strides, self.padding = pool_size, strides, padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, x):
-        return F.avg_pool2d(x, self.pool_size, self.strides, self.padding)
+        return F.avg_pool2d(x, self.pool_size, self.strides, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self):
+        return f"pool_size={self.pool_size}, strides={self.strides}, padding={self.padding!r}"
 
 
 class Flatten(Module):

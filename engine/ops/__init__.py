@@ -26,6 +26,7 @@ from .join import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
 from ._define import unbroadcast  # noqa: F401
 from .activations import *  # noqa: F401,F403
 from .losses import *  # noqa: F401,F403

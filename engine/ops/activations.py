@@ -40,11 +40,11 @@ def _float_rule(name):
     return abstract_eval
 
 
-def _define(name, out_impl, vjp, generic, doc):
-    """Register a one-input float elementwise op whose kernel writes into ``out``."""
-    def impl(x, **params):
-        return out_impl(x, out=np.empty_like(x), **params)
-    impl.__name__ = f"_{name}_impl"
+def _define(name, impl, out_impl, vjp, generic, doc):
+    """Register a one-input float elementwise op with a kernel writing into ``out``.
+
+    ``impl`` spells out the params as keyword-only arguments: graph loading reads
+    which params an op takes from its kernel's signature."""
     return register(Op(name, impl, _float_rule(name), vjp, elementwise=True, n_inputs=1,
                        dtypes=dtypes.FLOATS, out_impl=out_impl, generic=generic, doc=doc))
 
@@ -107,7 +107,11 @@ def _leaky_generic(be, x, *, negative_slope):
     return be.xp.where(x > 0, x, x * negative_slope)
 
 
-leaky_relu_op = _define("leaky_relu", _leaky_out, _leaky_vjp, _leaky_generic,
+def _leaky_impl(x, *, negative_slope):
+    return _leaky_out(x, np.empty_like(x), negative_slope=negative_slope)
+
+
+leaky_relu_op = _define("leaky_relu", _leaky_impl, _leaky_out, _leaky_vjp, _leaky_generic,
                         "``x`` where positive, ``negative_slope * x`` elsewhere.")
 declare(leaky_relu_op, onnx=("attrs_node", "LeakyRelu", (("alpha", "negative_slope"),)),
         scalar_form=None)
@@ -134,7 +138,11 @@ def _elu_generic(be, x, *, alpha):
     return xp.where(x > 0, x, alpha * xp.expm1(xp.minimum(x, xp.zeros_like(x))))
 
 
-elu_op = _define("elu", _elu_out, _elu_vjp, _elu_generic,
+def _elu_impl(x, *, alpha):
+    return _elu_out(x, np.empty_like(x), alpha=alpha)
+
+
+elu_op = _define("elu", _elu_impl, _elu_out, _elu_vjp, _elu_generic,
                  "``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere.")
 declare(elu_op, onnx=("attrs_node", "Elu", (("alpha", "alpha"),)), scalar_form=None)
 
@@ -165,7 +173,12 @@ def _softplus_generic(be, x, *, beta, threshold):
     return xp.where(bx > threshold, x, smooth)
 
 
-softplus_op = _define("softplus", _softplus_out, _softplus_vjp, _softplus_generic,
+def _softplus_impl(x, *, beta, threshold):
+    return _softplus_out(x, np.empty_like(x), beta=beta, threshold=threshold)
+
+
+softplus_op = _define("softplus", _softplus_impl, _softplus_out, _softplus_vjp,
+                      _softplus_generic,
                       "``log(1 + exp(beta x)) / beta``, ``x`` where ``beta x > threshold``.")
 declare(softplus_op, onnx=("Softplus",), scalar_form=None)
 
@@ -213,7 +226,11 @@ def _gelu_generic(be, x, *, approximate):
     return 0.5 * x * (1 + be.function("erf")(x / math.sqrt(2.0)))
 
 
-gelu_op = _define("gelu", _gelu_out, _gelu_vjp, _gelu_generic,
+def _gelu_impl(x, *, approximate):
+    return _gelu_out(x, np.empty_like(x), approximate=approximate)
+
+
+gelu_op = _define("gelu", _gelu_impl, _gelu_out, _gelu_vjp, _gelu_generic,
                   "GELU ``x * Phi(x)``; ``approximate='tanh'`` is the tanh form.")
 declare(gelu_op, onnx=("Gelu",), scalar_form=None)
 
