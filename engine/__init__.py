@@ -37,6 +37,8 @@ from .ops import abs, pow, sum, max, min  # noqa: F401
 # name ``linalg`` to the ops module engine.ops.linalg (matmul).
 import engine.linalg as linalg  # noqa: E402
 from .autodiff import GradientTape, custom_gradient, grad, value_and_grad
+from .transforms import (TransformFallbackWarning, custom_jvp, hessian, jacfwd, jacrev, jvp,
+                         linearize, vjp, vmap)
 from . import debug
 from . import random
 from . import optim, data  # noqa: E402

@@ -38,8 +38,8 @@ class Mode(abc.ABC):
         name: a short label for messages ("eager", "trace"); never test it.
         is_concrete: ``True`` when the tensors this mode makes hold values now
             (eager), ``False`` when they stand for values computed later (a
-            graph being traced). Code that needs a value (a Python ``if``, a
-            numpy shortcut) asks this instead of the mode's type.
+            graph being traced, a transformation). Code that needs a value (a
+            Python ``if``, a numpy shortcut) asks this instead of the mode's type.
         value_type: a class whose instances ``lift`` always keeps as they are
             (or rejects), so a recorded call need not lift them first; ``None``
             when there is none. A speed hint for the op functions under a tape.
@@ -52,6 +52,15 @@ class Mode(abc.ABC):
     name = None
     is_concrete = None
     value_type = None
+    #: True for a mode that transforms the computation it runs (forward mode, vmap):
+    #: ``while_loop`` and ``scan`` then run as Python loops of its ops, and compiled
+    #: functions run inline, so every op passes through the transformation.
+    transforms = False
+
+    def call_custom_jvp(self, fun, rule, args):
+        """Call ``fun(*args)``, a function with the forward rule ``rule`` (``en.custom_jvp``);
+        forward mode overrides this to apply ``rule`` to the tangents instead."""
+        return fun(*args)
 
     @abc.abstractmethod
     def lift(self, args):

@@ -117,6 +117,13 @@ RULE_KINDS = {
     "load_check": "graph loading (graph/load.py): ``f(in_avals, params, declared, where)``, "
                   "checks a loaded node's structure before ``abstract_eval`` runs and raises "
                   "LoadError naming ``where``",
+    "jvp": "forward mode (engine/transforms/forward.py): ``f(primals, tangents, out, **params)"
+           " -> tangent of out`` (a tuple for several results), written in engine ops; a "
+           "tangent is None where it is zero. Ops without one use the double-VJP fallback",
+    "batch": "vmap (engine/transforms/batching.py): ``f(size, args, dims, **params) -> (out, "
+             "dim)``: the op on ``args`` whose axis ``dims[i]`` (None: unbatched) is the batch "
+             "axis of size ``size``; ``dim`` is the result's batch axis (tuples for several "
+             "results). Ops without one run once per batch element and are stacked",
 }
 
 

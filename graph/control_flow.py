@@ -203,7 +203,7 @@ def while_loop(cond_fn, body_fn, loop_vars):
     if not isinstance(loop_vars, (tuple, list)):
         raise TypeError("while_loop: loop_vars must be a tuple or list")
     mode = current_mode()
-    if mode.is_concrete:
+    if mode.is_concrete or mode.transforms:   # a transformation runs the loop's ops itself
         vals = tuple(loop_vars)
         while bool(cond_fn(*vals)):
             vals = body_fn(*vals)
@@ -387,7 +387,7 @@ def scan(fn, init, xs=None, length=None, reverse=False):
             raise ShapeError(f"scan: every x must have leading dimension {length}, got "
                              f"shape {x.shape}")
     mode = current_mode()
-    if mode.is_concrete:
+    if mode.is_concrete or mode.transforms:   # a transformation runs the loop's ops itself
         carry = init
         ys = [None] * length
         steps = range(length - 1, -1, -1) if reverse else range(length)

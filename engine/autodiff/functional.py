@@ -3,9 +3,14 @@ import functools
 
 from .. import dtypes, ops
 from ..errors import DTypeError, EngineError
+from ..pytree import flatten, unflatten
 from ..tensor import Tensor, tensor
 from ..variable import Variable
 from .tape import GradientTape
+
+
+def _is_value(x):
+    return isinstance(x, (Tensor, Variable))
 
 
 def _as_source(x, i, name):
@@ -23,7 +28,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
 
     ``f`` must return a scalar (or ``(scalar, aux)`` with ``has_aux=True``;
     then the result is ``((value, aux), grads)``). ``argnums`` is an int or a
-    tuple of ints. Arguments that do not affect the value get zero gradients.
+    tuple of ints. An argument may be a tuple, list or dict of tensors; its gradient
+    has the same structure. Arguments that do not affect the value get zero gradients.
     Works to any order: ``en.grad(en.grad(f))``.
 
     Example:
@@ -43,10 +49,14 @@ def value_and_grad(f, argnums=0, has_aux=False):
                 raise EngineError(f"value_and_grad({name}): argnums {argnums} out of range "
                                   f"for {len(args)} positional arguments")
         args = list(args)
-        sources = []
+        sources, trees = [], []
         for i in nums:
-            args[i] = _as_source(args[i], i, f"grad({name})")
-            sources.append(args[i])
+            # An argument may be a tuple/list/dict of tensors (the parameters of a model).
+            leaves, tree = flatten(args[i], is_leaf=_is_value)
+            leaves = [_as_source(x, i, f"grad({name})") for x in leaves]
+            args[i] = unflatten(tree, leaves)
+            trees.append((tree, len(sources), len(leaves)))
+            sources += leaves
         with GradientTape() as tape:
             tape.watch(sources)
             result = f(*args, **kwargs)
@@ -59,7 +69,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
         grads = tape.gradient(value, sources)
         grads = [ops.zeros_like(s.read() if isinstance(s, Variable) else s) if g is None else g
                  for s, g in zip(sources, grads)]
-        g = tuple(grads) if multiple else grads[0]
+        per_arg = [unflatten(tree, grads[at:at + n]) for tree, at, n in trees]
+        g = tuple(per_arg) if multiple else per_arg[0]
         return ((value, aux) if has_aux else value), g
     return wrapped
 

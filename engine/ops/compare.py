@@ -121,3 +121,14 @@ where_op = register(Op("where", _where_impl, _where_eval, _where_vjp, elementwis
                        doc="``x`` where ``cond`` is true, else ``y``, with broadcasting."))
 declare(where_op, onnx=("Where",), scalar_form="({1} if {0} else {2})")
 where = call(where_op)
+
+
+# ---- forward mode (see engine.op.RULE_KINDS): comparisons have no float result ---------------
+def _where_jvp(primals, tangents, out):
+    c, x, y = primals
+    _, tx, ty = tangents
+    return where(c, creation.zeros_like(x) if tx is None else tx,
+                 creation.zeros_like(y) if ty is None else ty)
+
+
+declare(where_op, jvp=_where_jvp)

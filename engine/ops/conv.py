@@ -27,7 +27,8 @@ from .. import dtypes, workspace
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
-from . import conv_generic
+from . import _rules, conv_generic
+from . import shape_ops as _shapes
 from .conv_geometry import nonnegative_pair, pair, padding_param, span, spatial as _geometry
 
 _ONE = (1, 1)
@@ -408,6 +409,45 @@ def conv_transpose2d(x, w, stride=1, padding=0, output_padding=0, dilation=1, gr
     out_hw = tuple(_transposed_size(name, hw[i], khw[i], p["strides"][i], p["dilation"][i],
                                     pads[i], extra[i]) for i in range(2))
     return apply(conv2d_backprop_input_op, x, w, input_hw=out_hw, **p)
+
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+# Convolutions are bilinear (for any padding, dilation and groups).
+for _op in (conv2d_op, conv2d_backprop_input_op, conv2d_backprop_filter_op):
+    declare(_op, jvp=_rules.jvp_bilinear(_op))
+
+
+def _fold(size, x, d):
+    """A batch of NHWC inputs as one: the batch axis merged into N (broadcast first when
+    the input is the same for every element)."""
+    if d is None:
+        x = apply(_shapes.broadcast_to_op, x, shape=(size,) + tuple(x.shape))
+    else:
+        x = _rules.move_to_front(x, d)
+    return x.reshape((-1,) + tuple(x.shape[2:]))
+
+
+def _unfold(size, out):
+    return out.reshape((size, -1) + tuple(out.shape[1:])), 0
+
+
+def _fold_batch(op, folded):
+    """The batching rule of an op whose images are independent: the inputs at ``folded``
+    are NHWC batches (merged with the vmap batch), the others must be unbatched (else
+    the op runs once per element: batched filters, a filter gradient summed over N)."""
+    def rule(size, args, dims, **params):
+        if any(d is not None for i, d in enumerate(dims) if i not in folded):
+            return NotImplemented
+        args = [_fold(size, a, d) if i in folded else a
+                for i, (a, d) in enumerate(zip(args, dims))]
+        return _unfold(size, apply(op, *args, **params))
+    rule.__name__ = f"{op.name}_batch"
+    return rule
+
+
+declare(conv2d_op, batch=_fold_batch(conv2d_op, (0,)))
+declare(conv2d_backprop_input_op, batch=_fold_batch(conv2d_backprop_input_op, (0,)))
 
 
 __all__ = ["conv2d", "conv2d_op", "conv2d_backprop_input", "conv2d_backprop_input_op",

@@ -248,3 +248,17 @@ def cast(x, dtype):
         raise DTypeError(f"cast: cannot cast {describe_inputs([aval])} to {dtype!r}: "
                          f"{err}{at_user_line()}") from None
     return apply(cast_op, x, dtype=dt)
+
+
+# ---- forward mode (see engine.op.RULE_KINDS; elementwise ops batch by their flag) -----------
+def _no_tangent(primals, tangents, out, **params):
+    return None
+
+
+def _cast_jvp(primals, tangents, out, *, dtype):
+    return cast(tangents[0], dtype) if dtypes.as_dtype(dtype) in dtypes.FLOATS else None
+
+
+declare(zeros_like_op, jvp=_no_tangent)
+declare(ones_like_op, jvp=_no_tangent)
+declare(cast_op, jvp=_cast_jvp)

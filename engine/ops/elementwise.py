@@ -267,3 +267,49 @@ def _negative_int_power(x, y):
 maximum = call(maximum_op)
 minimum = call(minimum_op)
 
+
+
+# ---- forward mode (see engine.op.RULE_KINDS) ------------------------------------------------
+# Elementwise ops without a rule here use their VJP: an elementwise op's Jacobian
+# is diagonal, so J^T t = J t. The binary ones get rules of their own, which skip
+# the broadcasting that costs.
+def _add_jvp(primals, tangents, out):
+    tx, ty = tangents
+    return ty if tx is None else (tx if ty is None else tx + ty)
+
+
+def _sub_jvp(primals, tangents, out):
+    tx, ty = tangents
+    return neg(ty) if tx is None else (tx if ty is None else tx - ty)
+
+
+def _mul_jvp(primals, tangents, out):
+    (x, y), (tx, ty) = primals, tangents
+    total = None if tx is None else tx * y
+    return total if ty is None else (x * ty if total is None else total + x * ty)
+
+
+def _div_jvp(primals, tangents, out):
+    (x, y), (tx, ty) = primals, tangents
+    if ty is None:
+        return tx / y
+    dy = ty * out
+    return neg(dy) / y if tx is None else (tx - dy) / y
+
+
+def _pow_jvp(primals, tangents, out):
+    (x, y), (tx, ty) = primals, tangents
+    total = None if tx is None else tx * y * pow(x, y - 1.0)
+    if ty is not None:   # log(x) as in the VJP: 0 where x <= 0
+        safe_log = log(compare.where(compare.greater(x, 0), x, creation.ones_like(x)))
+        term = ty * out * safe_log
+        total = term if total is None else total + term
+    return total
+
+
+declare(neg_op, jvp=lambda primals, tangents, out: neg(tangents[0]))
+declare(add_op, jvp=_add_jvp)
+declare(sub_op, jvp=_sub_jvp)
+declare(mul_op, jvp=_mul_jvp)
+declare(div_op, jvp=_div_jvp)
+declare(pow_op, jvp=_pow_jvp)

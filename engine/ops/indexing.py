@@ -31,6 +31,8 @@ from ..shapes import broadcast_shapes
 from . import index_generic
 from ._define import unbroadcast
 from . import creation
+from . import _rules
+from .shape_ops import broadcast_to_op
 
 _INDEX_DTYPES = dtypes.INTS
 
@@ -336,6 +338,56 @@ def scatter_add(x, index, updates):
     """
     spec, arrays = parse_index(_shape_of(x), index)
     return apply(scatter_add_op, x, updates, *_on_backend_of(x, arrays), spec=spec)
+
+
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+declare(getitem_op, jvp=_rules.jvp_linear(getitem_op, linear=(0,)))
+declare(scatter_add_op, jvp=_rules.jvp_linear(scatter_add_op, linear=(0, 1)))
+
+_ALL = ("slice", None, None, None)
+
+
+def _advanced_split(spec):
+    """Whether the index has advanced items (arrays, and ints beside them) that are not
+    next to each other: numpy then puts their dims first, before the batch axis."""
+    if not any(it[0] == "array" for it in spec):
+        return False
+    at = [i for i, it in enumerate(spec) if it[0] in ("array", "int")]
+    return at[-1] - at[0] + 1 != len(at)
+
+
+def _getitem_batch(size, args, dims, *, spec):
+    if any(d is not None for d in dims[1:]):
+        return NotImplemented    # batched index arrays: one gather per element
+    x, arrays = _rules.move_to_front(args[0], dims[0]), args[1:]
+    out = apply(getitem_op, x, *arrays, spec=(_ALL,) + tuple(spec))
+    if _advanced_split(spec):
+        return out, len(broadcast_shapes(*[tuple(a.shape) for a in arrays], op_name="getitem"))
+    return out, 0
+
+
+def _scatter_add_batch(size, args, dims, *, spec):
+    if any(d is not None for d in dims[2:]) or _advanced_split(spec):
+        return NotImplemented
+    (x, updates), arrays = args[:2], args[2:]
+    dx, du = dims[:2]
+    element = tuple(x.shape) if dx is None else tuple(x.shape[:dx] + x.shape[dx + 1:])
+    x = _rules.move_to_front(x, dx) if dx is not None else \
+        apply(broadcast_to_op, x, shape=(size,) + element)
+    if du is not None:
+        updates = _rules.move_to_front(updates, du)
+        target = index_shape("scatter_add", (element, x.dtype),
+                             [(tuple(a.shape), a.dtype) for a in arrays], spec)
+        lead = len(target) - (updates.ndim - 1)
+        if lead > 0:
+            updates = updates.reshape((size,) + (1,) * lead + tuple(updates.shape[1:]))
+    return apply(scatter_add_op, x, updates, *arrays, spec=(_ALL,) + tuple(spec)), 0
+
+
+declare(getitem_op, batch=_getitem_batch)
+declare(scatter_add_op, batch=_scatter_add_batch)
 
 
 __all__ = ["getitem", "getitem_op", "scatter_add", "scatter_add_op"]

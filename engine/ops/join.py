@@ -13,6 +13,8 @@ from ..modes import apply
 from ..op import Op, declare, register
 from ..shapes import normalize_axis
 from . import indexing
+from . import _rules
+from .shape_ops import broadcast_to_op
 
 
 def _merge_dim(name, avals, i, a, b):
@@ -264,3 +266,40 @@ def split(x, num_or_sizes, axis=0):
 
 
 __all__ = ["concat", "concat_op", "stack", "stack_op", "split", "split_op"]
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+declare(concat_op, jvp=_rules.jvp_linear(concat_op))
+declare(stack_op, jvp=_rules.jvp_linear(stack_op))
+declare(split_op, jvp=_rules.jvp_linear(split_op))
+
+
+def _all_in_front(size, args, dims):
+    """Every input with the batch axis first (unbatched ones broadcast along it)."""
+    return [_rules.move_to_front(a, d) if d is not None else
+            apply(broadcast_to_op, a, shape=(size,) + tuple(a.shape)) for a, d in zip(args, dims)]
+
+
+def _element_rank(args, dims):
+    return args[0].ndim - (dims[0] is not None)
+
+
+def _concat_batch(size, args, dims, *, axis):
+    nd = _element_rank(args, dims)
+    return apply(concat_op, *_all_in_front(size, args, dims), axis=_rules.shift_axis(axis, nd)), 0
+
+
+def _stack_batch(size, args, dims, *, axis):
+    nd = _element_rank(args, dims)
+    return apply(stack_op, *_all_in_front(size, args, dims), axis=_rules.shift_axis(axis, nd + 1)), 0
+
+
+def _split_batch(size, args, dims, *, num_or_sizes, axis):
+    x = _rules.move_to_front(args[0], dims[0])
+    outs = apply(split_op, x, num_or_sizes=num_or_sizes, axis=_rules.shift_axis(axis, x.ndim - 1))
+    return outs, (0,) * len(outs)
+
+
+declare(concat_op, batch=_concat_batch)
+declare(stack_op, batch=_stack_batch)
+declare(split_op, batch=_split_batch)

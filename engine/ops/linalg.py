@@ -8,6 +8,7 @@ from ..op import Op, declare, register
 from ..shapes import broadcast_shapes
 from ._define import call, unbroadcast
 from . import elementwise, reduce, shape_ops
+from . import _rules
 
 
 def _matmul_eval(x, y):
@@ -107,3 +108,43 @@ def outer(x, y):
     """Outer product of two vectors: ``out[i, j] = x[i] * y[j]``."""
     column = shape_ops.expand_dims(shape_ops.reshape(x, (-1,)), 1)
     return elementwise.mul(column, shape_ops.reshape(y, (-1,)))
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+declare(matmul_op, jvp=_rules.jvp_bilinear(matmul_op))
+
+
+def _matmul_batch(size, args, dims):
+    """One batched matmul. A 1-D element becomes a matrix (a row of x, a column of y)
+    and the batch axis leads; the element ranks are padded with 1s to broadcast."""
+    (x, y), (dx, dy) = args, dims
+    xr, yr = x.ndim - (dx is not None), y.ndim - (dy is not None)
+    if dx is not None and dy is None and xr == 1 and yr <= 2:
+        return matmul(_rules.move_to_front(x, dx), y), 0        # rows of a matrix: one GEMM
+    if dx is None and yr == 1 and dy is not None:
+        # x @ columns: (..., n, k) @ (k, B) puts the batch axis last.
+        out = matmul(x, shape_ops.transpose(_rules.move_to_front(y, dy), (1, 0)))
+        return out, out.ndim - 1
+    squeeze = []
+    if dx is not None:
+        x = _rules.move_to_front(x, dx)
+        if xr == 1:
+            x, xr = shape_ops.expand_dims(x, 1), 2
+            squeeze.append(-2)
+    if dy is not None:
+        y = _rules.move_to_front(y, dy)
+        if yr == 1:
+            y, yr = shape_ops.expand_dims(y, -1), 2
+            squeeze.append(-1)
+    rank = xr if xr >= yr else yr
+    if dx is not None and xr < rank:
+        x = x.reshape((size,) + (1,) * (rank - xr) + tuple(x.shape[1:]))
+    if dy is not None and yr < rank:
+        y = y.reshape((size,) + (1,) * (rank - yr) + tuple(y.shape[1:]))
+    out = matmul(x, y)
+    if squeeze:
+        out = shape_ops.squeeze(out, tuple(a % out.ndim for a in squeeze))
+    return out, 0
+
+
+declare(matmul_op, batch=_matmul_batch)

@@ -21,3 +21,8 @@ declare(identity_op, onnx=("node", "Identity"))
 
 stop_gradient = call(stop_gradient_op)
 identity = call(identity_op)
+
+
+# ---- forward mode (see engine.op.RULE_KINDS; both batch as elementwise ops) ----------------
+declare(stop_gradient_op, jvp=lambda primals, tangents, out: None)
+declare(identity_op, jvp=lambda primals, tangents, out: tangents[0])

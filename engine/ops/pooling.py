@@ -29,8 +29,8 @@ from .. import dtypes
 from ..errors import DomainError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
-from . import pool_generic
-from .conv import _check_floats, _need_known, _pad, _pair, _padding, _spatial, _windows
+from . import _rules, pool_generic
+from .conv import _check_floats, _fold_batch, _need_known, _pad, _pair, _padding, _spatial, _windows
 from .conv_geometry import span
 
 _ONE = (1, 1)
@@ -327,6 +327,21 @@ def avg_pool2d(x, pool_size=2, strides=None, padding="valid", ceil_mode=False,
     del params["dilation"]
     return apply(avg_pool2d_op, x, count_include_pad=bool(count_include_pad), **params)
 
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+# Pooling is linear in the values it moves (max pooling's argmax positions are piecewise
+# constant in x), and every image pools on its own: a vmap batch folds into N.
+declare(max_pool2d_op, jvp=lambda primals, tangents, out, **params: apply(
+    max_pool2d_gather_op, primals[0], tangents[0], **params))
+for _op in (max_pool2d_grad_op, max_pool2d_gather_op):
+    declare(_op, jvp=_rules.jvp_linear(_op, linear=(1,)))
+for _op in (avg_pool2d_op, avg_pool2d_grad_op):
+    declare(_op, jvp=_rules.jvp_linear(_op))
+for _op in (max_pool2d_op, max_pool2d_indices_op, avg_pool2d_op, avg_pool2d_grad_op):
+    declare(_op, batch=_fold_batch(_op, (0,)))
+for _op in (max_pool2d_grad_op, max_pool2d_gather_op):
+    declare(_op, batch=_fold_batch(_op, (0, 1)))
 
 __all__ = ["max_pool2d", "max_pool2d_op", "max_pool2d_grad_op", "max_pool2d_gather_op",
            "max_pool2d_indices_op", "avg_pool2d", "avg_pool2d_op", "avg_pool2d_grad_op"]

@@ -9,6 +9,7 @@ from ..modes import apply
 from ..op import Op, declare, register
 from ..shapes import normalize_axes, reduced_shape
 from . import compare, creation, shape_ops
+from . import _rules
 
 
 def _sum_dtype(dt):
@@ -244,3 +245,10 @@ argmax_op, argmax = _arg_reduction("argmax", np.argmax)
 declare(argmax_op, onnx=("arg_reduce", "ArgMax"))
 argmin_op, argmin = _arg_reduction("argmin", np.argmin)
 declare(argmin_op, onnx=("arg_reduce", "ArgMin"))
+
+
+# ---- forward mode (see engine.op.RULE_KINDS) ------------------------------------------------
+# sum and mean are linear. max, min and prod use the rule the reduction flag implies
+# (the tangent summed against the VJP of ones), and every reduction batches by its flag.
+declare(sum_op, jvp=_rules.jvp_linear(sum_op))
+declare(mean_op, jvp=_rules.jvp_linear(mean_op))

@@ -8,6 +8,7 @@ from ..op import Op, declare, register
 from ..shapes import broadcast_shapes, normalize_axes, normalize_axis, size_of
 from ._args import int_tuple
 from ._define import unbroadcast
+from . import _rules
 
 
 # ---- reshape --------------------------------------------------------------
@@ -276,3 +277,82 @@ def broadcast_to_shape_of(x, like):
     if None in tuple(like.shape):
         return broadcast_like(x, like)
     return broadcast_to(x, like.shape)
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+# Every op here is linear in its data input: the JVP is the op on the tangent.
+for _op in (reshape_op, transpose_op, broadcast_to_op, expand_dims_op, squeeze_op):
+    declare(_op, jvp=_rules.jvp_linear(_op))
+declare(broadcast_like_op, jvp=_rules.jvp_linear(broadcast_like_op, linear=(0,)))
+declare(count_op, jvp=_rules.no_tangent)
+
+
+def _static(shape):
+    return tuple(-1 if d is None else d for d in shape)
+
+
+def _reshape_batch(size, args, dims, *, shape):
+    return apply(reshape_op, _rules.move_to_front(args[0], dims[0]), shape=(size,) + tuple(shape)), 0
+
+
+def _transpose_batch(size, args, dims, *, axes):
+    x = _rules.move_to_front(args[0], dims[0])
+    nd = x.ndim - 1
+    if axes is None:
+        axes = tuple(range(nd))[::-1]
+    if len(axes) != nd:    # the op's own error, on the element's shape
+        _transpose_eval((tuple(x.shape[1:]), x.dtype), axes=axes)
+    return transpose(x, (0,) + tuple(_rules.shift_axis(a, nd) for a in axes)), 0
+
+
+def _broadcast_to_batch(size, args, dims, *, shape):
+    x = _rules.move_to_front(args[0], dims[0])
+    lead = len(shape) - (x.ndim - 1)
+    if lead > 0:
+        x = apply(reshape_op, x, shape=(size,) + (1,) * lead + _static(x.shape[1:]))
+    return broadcast_to(x, (size,) + tuple(shape)), 0
+
+
+def _expand_dims_batch(size, args, dims, *, axis):
+    x = _rules.move_to_front(args[0], dims[0])
+    return expand_dims(x, _rules.shift_axis(axis, x.ndim)), 0
+
+
+def _squeeze_batch(size, args, dims, *, axis):
+    x = _rules.move_to_front(args[0], dims[0])
+    element = tuple(x.shape[1:])
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(element) if d == 1)
+    else:
+        axes = normalize_axes(axis, len(element), "squeeze")
+    return apply(squeeze_op, x, axis=tuple(a + 1 for a in axes)), 0
+
+
+def _broadcast_like_batch(size, args, dims):
+    (x, like), (dx, dl) = args, dims
+    rank = like.ndim - (dl is not None)
+    if dx is not None:
+        x = _rules.move_to_front(x, dx)
+        lead = rank - (x.ndim - 1)
+        if lead > 0:
+            x = apply(reshape_op, x, shape=(size,) + (1,) * lead + _static(x.shape[1:]))
+    if dl is not None:
+        return broadcast_like(x, _rules.move_to_front(like, dl)), 0
+    if None in tuple(like.shape):
+        return NotImplemented
+    return broadcast_to(x, (size,) + tuple(like.shape)), 0
+
+
+def _count_batch(size, args, dims, *, axes, dtype):
+    # The count of one element: the same for every element, so unbatched.
+    x = _rules.move_to_front(args[0], dims[0])
+    return apply(count_op, x, axes=tuple(a + 1 for a in axes), dtype=dtype), None
+
+
+declare(reshape_op, batch=_reshape_batch)
+declare(transpose_op, batch=_transpose_batch)
+declare(broadcast_to_op, batch=_broadcast_to_batch)
+declare(expand_dims_op, batch=_expand_dims_batch)
+declare(squeeze_op, batch=_squeeze_batch)
+declare(broadcast_like_op, batch=_broadcast_like_batch)
+declare(count_op, batch=_count_batch)

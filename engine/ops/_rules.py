@@ -1,0 +1,61 @@
+"""Helpers for the ``jvp`` and ``batch`` rules the op families declare (see
+``engine.op.RULE_KINDS``). Written in engine ops through ``apply`` and tensor
+methods, so this module sits just above ``creation`` and every family can use it.
+
+Example:
+    >>> import engine as en
+    >>> rule = jvp_linear(en.ops.reshape_op)
+    >>> rule([en.zeros(4)], [en.ones(4)], None, shape=(2, 2)).shape
+    (2, 2)
+"""
+from ..modes import apply
+from . import creation
+
+
+def jvp_linear(op, linear=None):
+    """The JVP of an op linear in the inputs at positions ``linear`` together (all inputs
+    when None) and constant in the others: the op applied to their tangents."""
+    def rule(primals, tangents, out, **params):
+        where = range(len(primals)) if linear is None else linear
+        if all(tangents[i] is None for i in where):
+            return None
+        args = list(primals)
+        for i in where:
+            args[i] = tangents[i] if tangents[i] is not None else creation.zeros_like(primals[i])
+        return apply(op, *args, **params)
+    rule.__name__ = f"{op.name}_jvp"
+    return rule
+
+
+def jvp_bilinear(op):
+    """The JVP of an op linear in each of its two inputs: ``op(dx, y) + op(x, dy)``."""
+    def rule(primals, tangents, out, **params):
+        (x, y), (tx, ty) = primals, tangents
+        total = None if tx is None else apply(op, tx, y, **params)
+        if ty is not None:
+            term = apply(op, x, ty, **params)
+            total = term if total is None else total + term
+        return total
+    rule.__name__ = f"{op.name}_jvp"
+    return rule
+
+
+def no_tangent(primals, tangents, out, **params):
+    """The JVP of an op whose result does not change with its inputs (shape queries,
+    ``stop_gradient``, ``zeros_like``)."""
+    return None
+
+
+def move_to_front(x, d):
+    """For batch rules: ``x`` with its batch axis ``d`` first (``x`` itself when it is)."""
+    if not d:
+        return x
+    return x.transpose((d,) + tuple(i for i in range(x.ndim) if i != d))
+
+
+def shift_axis(axis, ndim):
+    """An element's axis (possibly negative, of an element of rank ``ndim``) as an axis of
+    the batch with its batch axis first. Out-of-range axes stay so, for the op's error."""
+    if not -ndim <= axis < ndim:
+        return axis if axis >= 0 else axis - 1
+    return axis % ndim + 1

@@ -1,0 +1,295 @@
+"""``en.vmap`` against stacking the function over the batch, for every op and for models.
+
+For every op and composite of the database, three samples of the same shapes
+(drawn with different seeds) are stacked along a batch axis (first, then
+last); ``vmap(op)`` of the stack must equal the stack of ``op`` on each
+sample: bit for bit for elementwise ops, to 1e-12 relative where a batched
+kernel sums in another order. Models (an MLP, the GRU cell of the rnn
+benchmark, a convolution layer) and per-example gradients are checked the same
+way, eagerly and inside ``en.function`` (one graph, no loop).
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import engine as en
+from op_db import ALL_ENTRIES, F64, I64, BOOL, seeded_rng, to_engine
+
+B = 3
+
+
+@pytest.fixture(autouse=True)
+def _quiet_fallbacks():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", en.TransformFallbackWarning)
+        yield
+
+
+def _batch_positions(args):
+    """``(i,)`` for array arguments and ``(i, j)`` for arrays in a list argument (concat)."""
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, (np.ndarray, np.generic)):
+            out.append((i,))
+        elif isinstance(a, (list, tuple)) and any(isinstance(b, np.ndarray) for b in a):
+            out += [(i, j) for j, b in enumerate(a) if isinstance(b, (np.ndarray, np.generic))]
+    return out
+
+
+def _get(args, path):
+    return args[path[0]] if len(path) == 1 else args[path[0]][path[1]]
+
+
+def _with(args, paths, values):
+    args = list(args)
+    for path, v in zip(paths, values):
+        if len(path) == 1:
+            args[path[0]] = v
+        else:
+            inner = list(args[path[0]])
+            inner[path[1]] = v
+            args[path[0]] = inner
+    return args
+
+
+def _dtype_for(info):
+    for dt in (F64, I64, BOOL):
+        if dt in info.dtypes:
+            return dt
+    return info.dtypes[0]
+
+
+def _stacked_cases(info):
+    dt = _dtype_for(info)
+    draws = [list(info.sample_inputs(dt, seeded_rng(info.name, "vmap", k))) for k in range(B)]
+    for samples in zip(*draws):
+        paths = _batch_positions(samples[0].args)
+        if not paths or any(_batch_positions(s.args) != paths for s in samples):
+            continue
+        leaves = [[np.asarray(_get(s.args, p)) for s in samples] for p in paths]
+        if any(len({x.shape for x in per}) != 1 for per in leaves):
+            continue
+        yield samples, paths, leaves
+
+
+def _outputs(value):
+    return [np.asarray(v) for v in value] if isinstance(value, (tuple, list)) else \
+        [np.asarray(value)]
+
+
+# Ops that take no tensor (zeros, arange, ...) have nothing to map over.
+VMAP_ENTRIES = [pytest.param(info, id=info.name) for info in ALL_ENTRIES
+                if getattr(en.REGISTRY.get(info.name), "n_inputs", None) != 0]
+
+
+@pytest.mark.parametrize("axis", ["first", "last"])
+@pytest.mark.parametrize("info", VMAP_ENTRIES)
+def test_vmap_equals_stacking_over_the_batch(info, axis):
+    checked = 0
+    for samples, paths, leaves in _stacked_cases(info):
+        s0 = samples[0]
+        try:
+            per = [_outputs(info.op(*[to_engine(a) for a in s.args], **s.kwargs)) for s in samples]
+        except en.EngineError:
+            continue
+        if any([o.shape for o in p] != [o.shape for o in per[0]] for p in per):
+            continue   # the result's shape depends on the values (no common batch)
+        axes = [0 if axis == "first" else per_leaf[0].ndim for per_leaf in leaves]
+        stacked = [en.tensor(np.stack(per_leaf, axis=ax)) for per_leaf, ax in zip(leaves, axes)]
+
+        def one(*xs):
+            return info.op(*_with([to_engine(a) for a in s0.args], paths, xs), **s0.kwargs)
+        got = _outputs(en.vmap(one, in_axes=tuple(axes))(*stacked))
+        expected = [np.stack([p[k] for p in per]) for k in range(len(per[0]))]
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape and g.dtype == e.dtype, (
+                f"{info.name} on {s0}: vmap gave {g.dtype}{g.shape}, stacking {e.dtype}{e.shape}")
+            if getattr(en.REGISTRY.get(info.name), "elementwise", False):
+                np.testing.assert_array_equal(g, e, err_msg=f"{info.name} on {s0} (bit for bit)")
+            elif e.dtype.kind == "f":
+                scale = float(np.max(np.abs(e), initial=0.0))
+                np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12 * scale,
+                                           err_msg=f"{info.name} on {s0}")
+            else:
+                np.testing.assert_array_equal(g, e, err_msg=f"{info.name} on {s0}")
+        checked += 1
+    assert checked, f"{info.name}: no sample could be batched"
+
+
+# ---- models ------------------------------------------------------------------------------------
+def _rng():
+    return np.random.default_rng(7)
+
+
+def mlp(params, x):
+    w1, b1, w2, b2 = params
+    return en.tanh(x @ w1 + b1) @ w2 + b2
+
+
+def _mlp_params(rng, sizes=(5, 8, 3)):
+    return [en.tensor(rng.standard_normal((sizes[0], sizes[1])) * 0.5),
+            en.tensor(rng.standard_normal(sizes[1]) * 0.1),
+            en.tensor(rng.standard_normal((sizes[1], sizes[2])) * 0.5),
+            en.tensor(rng.standard_normal(sizes[2]) * 0.1)]
+
+
+def _rows_close(got, rows):
+    np.testing.assert_allclose(np.asarray(got), np.stack([np.asarray(r) for r in rows]),
+                               rtol=1e-12, atol=1e-13)
+
+
+def test_mlp_per_row():
+    rng = _rng()
+    p = _mlp_params(rng)
+    X = en.tensor(rng.standard_normal((6, 5)))
+    _rows_close(en.vmap(mlp, in_axes=(None, 0))(p, X), [mlp(p, X[i]) for i in range(6)])
+
+
+def test_gru_cell_per_sequence_element():
+    from bench.workloads.rnn import gru_cell
+    rng = _rng()
+    hid, feat = 4, 3
+    p = tuple(en.tensor(rng.standard_normal(s) * 0.4) for s in
+              [(feat, hid), (hid, hid), (hid,)] * 3)
+    H = en.tensor(rng.standard_normal((5, 2, hid)))
+    X = en.tensor(rng.standard_normal((5, 2, feat)))
+    got = en.vmap(gru_cell, in_axes=(0, 0, None))(H, X, p)
+    _rows_close(got, [gru_cell(H[i], X[i], p) for i in range(5)])
+
+
+def test_conv_layer_per_image_batch():
+    rng = _rng()
+    w = en.tensor(rng.standard_normal((3, 3, 2, 4)) * 0.3)
+    X = en.tensor(rng.standard_normal((4, 2, 6, 6, 2)))    # 4 batches of 2 NHWC images
+
+    def layer(x):
+        return en.max_pool2d(en.relu(en.conv2d(x, w, padding="same")))
+    _rows_close(en.vmap(layer)(X), [layer(X[i]) for i in range(4)])
+
+
+def _loss(params, x, y):
+    return en.cross_entropy(mlp(params, x)[None], y[None])
+
+
+def test_per_example_gradients_equal_a_loop_of_grad():
+    rng = _rng()
+    p = _mlp_params(rng)
+    X = en.tensor(rng.standard_normal((6, 5)))
+    Y = en.tensor(rng.integers(0, 3, size=6))
+    batched = en.vmap(en.grad(_loss), in_axes=(None, 0, 0))(p, X, Y)
+    loop = [en.grad(_loss)(p, X[i], Y[i]) for i in range(6)]
+    for k in range(4):
+        _rows_close(batched[k], [g[k] for g in loop])
+
+
+def test_per_example_gradients_in_a_graph_are_one_batched_trace():
+    rng = _rng()
+    p = _mlp_params(rng)
+    X = en.tensor(rng.standard_normal((6, 5)))
+    Y = en.tensor(rng.integers(0, 3, size=6))
+    f = en.function(en.vmap(en.grad(_loss), in_axes=(None, 0, 0)))
+    got = f(p, X, Y)
+    loop = [en.grad(_loss)(p, X[i], Y[i]) for i in range(6)]
+    for k in range(4):
+        _rows_close(got[k], [g[k] for g in loop])
+    graph = f.get_concrete_function(p, X, Y).graph
+    graph.lint()
+    one = en.function(en.grad(_loss)).get_concrete_function(p, X[0], Y[0]).graph
+    # Batched ops, not one copy of the computation per row.
+    assert len(graph.nodes) < 2 * len(one.nodes), (len(graph.nodes), len(one.nodes))
+
+
+# ---- composition ---------------------------------------------------------------------------------
+def test_nested_vmap_is_an_outer_product_of_batches():
+    x, y = en.tensor([1.0, 2.0, 3.0]), en.tensor([10.0, 20.0])
+    got = en.vmap(en.vmap(lambda a, b: a * b + a, in_axes=(None, 0)), in_axes=(0, None))(x, y)
+    np.testing.assert_array_equal(np.asarray(got), np.outer([1, 2, 3], [10, 20]) +
+                                  np.array([[1], [2], [3]]))
+
+
+def test_vmap_of_jvp_and_jvp_of_vmap():
+    f = lambda x: en.sin(x) * x   # noqa: E731
+    X = en.tensor(np.linspace(-1, 1, 8).reshape(4, 2))
+    V = en.tensor(np.ones((4, 2)))
+    d = np.cos(np.asarray(X)) * np.asarray(X) + np.sin(np.asarray(X))
+    a = en.vmap(lambda x, v: en.jvp(f, (x,), (v,))[1])(X, V)
+    b = en.jvp(en.vmap(f), (X,), (V,))[1]
+    np.testing.assert_allclose(np.asarray(a), d, rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(b), d, rtol=1e-14)
+
+
+def test_in_axes_nested_structures_none_and_out_axes():
+    def f(d, scale):
+        return {"y": d["a"] * scale + d["b"]}
+    A = en.tensor(np.arange(6.0).reshape(3, 2))
+    b = en.tensor([1.0, -1.0, 0.5])
+    out = en.vmap(f, in_axes=({"a": 1, "b": None}, None), out_axes={"y": 1})(
+        {"a": A, "b": b}, 2.0)    # the columns of A
+    np.testing.assert_array_equal(np.asarray(out["y"]),
+                                  np.asarray(A) * 2.0 + np.asarray(b)[:, None])
+
+
+def test_unbatched_outputs_are_broadcast_and_out_axes_none_keeps_them():
+    X = en.tensor(np.ones((3, 2)))
+    c = en.tensor([5.0, 6.0])
+    got = en.vmap(lambda x: (x, c), out_axes=(0, None))(X)
+    assert got[1] is c
+    assert en.vmap(lambda x: c)(X).shape == (3, 2)
+    with pytest.raises(en.ShapeError, match="out_axes None"):
+        en.vmap(lambda x: x, out_axes=None)(X)
+
+
+def test_vmap_errors():
+    with pytest.raises(en.ShapeError, match="different sizes"):
+        en.vmap(lambda a, b: a + b)(en.ones((3, 2)), en.ones((4, 2)))
+    with pytest.raises(en.ShapeError, match="no argument is mapped"):
+        en.vmap(lambda a: a, in_axes=None)(en.ones(3))
+    with pytest.raises(en.ShapeError, match="matmul"):
+        en.vmap(lambda a: a @ en.ones((4, 2)))(en.ones((3, 2)))
+    with pytest.raises(en.TracingError, match="batched"):
+        en.vmap(lambda a: a if float(en.sum(a)) > 0 else -a)(en.ones((3, 2)))
+
+
+def test_cond_on_a_batched_predicate_selects_per_element():
+    f = en.function(lambda x: en.cond(en.sum(x) > 0, lambda: x * 2.0, lambda: -x))
+    X = en.tensor([[1.0, 2.0], [-3.0, 1.0], [0.5, -0.1]])
+    got = en.vmap(f)(X)
+    expected = [np.asarray(f(X[i])) for i in range(3)]
+    np.testing.assert_array_equal(np.asarray(got), np.stack(expected))
+
+
+def test_scan_under_vmap_runs_per_sequence():
+    def cumulative(xs):
+        return en.scan(lambda c, x: (c + x, c * x), en.tensor(0.0), xs)
+    X = en.tensor(np.arange(12.0).reshape(3, 4))
+    carry, ys = en.vmap(cumulative)(X)
+    for i in range(3):
+        c, y = cumulative(X[i])
+        assert float(carry[i]) == float(c)
+        np.testing.assert_array_equal(np.asarray(ys[i]), np.asarray(y))
+
+
+def test_vmap_inside_a_function_traces_batched_ops():
+    rng = _rng()
+    p = _mlp_params(rng)
+    X = en.tensor(rng.standard_normal((7, 5)))
+    f = en.function(en.vmap(mlp, in_axes=(None, 0)))
+    _rows_close(f(p, X), [mlp(p, X[i]) for i in range(7)])
+    graph = f.get_concrete_function(p, X).graph
+    graph.lint()
+    assert sum(1 for n in graph.nodes if n.op.name == "matmul") == 2
+
+
+def test_fallback_loops_warn_once_and_agree(monkeypatch):
+    from engine.transforms import base, batching
+    monkeypatch.setattr(batching, "default_rule", lambda op, params: None)
+    monkeypatch.setattr(base, "_WARNED", set())
+    X = en.tensor(np.linspace(0.1, 2, 6).reshape(3, 2))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", en.TransformFallbackWarning)
+        got = en.vmap(lambda x: en.exp(x) + en.exp(x))(X)
+    names = [str(w.message) for w in seen if issubclass(w.category, en.TransformFallbackWarning)]
+    assert len(names) == 2 and "'exp'" in names[0] and "'add'" in names[1], names
+    np.testing.assert_array_equal(np.asarray(got), 2 * np.exp(np.asarray(X)))
