@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from bench.workloads.rnn import gru_cell
 from op_db import ALL_ENTRIES, F64, I64, BOOL, seeded_rng, to_engine
 
 B = 3
@@ -148,7 +149,6 @@ def test_mlp_per_row():
 
 
 def test_gru_cell_per_sequence_element():
-    from bench.workloads.rnn import gru_cell
     rng = _rng()
     hid, feat = 4, 3
     p = tuple(en.tensor(rng.standard_normal(s) * 0.4) for s in
