@@ -37,8 +37,10 @@ from .ops import abs, pow, sum, max, min  # noqa: F401
 # name ``linalg`` to the ops module engine.ops.linalg (matmul).
 import engine.linalg as linalg  # noqa: E402
 from .autodiff import GradientTape, custom_gradient, grad, value_and_grad
-from .transforms import (TransformFallbackWarning, custom_jvp, hessian, jacfwd, jacrev, jvp,
-                         linearize, vjp, vmap)
+from .transforms.base import TransformFallbackWarning
+from .transforms.batching import vmap
+from .transforms.forward import custom_jvp, jvp, linearize
+from .transforms.jacobians import hessian, jacfwd, jacrev, vjp
 from . import debug
 from . import random
 from . import optim, data  # noqa: E402

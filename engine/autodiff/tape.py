@@ -12,6 +12,8 @@ import contextlib
 from .. import dtypes, ops
 from ..errors import EngineError, NotDifferentiableError, NumericsError
 from ..recording import paused, pop_tape, push_tape
+from ..transforms.batching import vmap
+from ..variable import Variable
 
 _FLOATS = dtypes.FLOATS
 
@@ -106,6 +108,86 @@ class GradientTape:
             self._variables = []
         return rebuild(grads)
 
+    def jacobian(self, target, sources, experimental_use_pfor=True):
+        """The Jacobian of ``target`` with respect to each source: shape
+        ``target.shape + source.shape``, zeros where the target does not depend on
+        the source. ``sources`` is structured as for :meth:`gradient`.
+
+        One backward pass over the target's basis, batched with ``en.vmap``
+        (``experimental_use_pfor=False``: a Python loop of backward passes).
+
+        Example:
+            >>> import engine as en
+            >>> x = en.tensor([1.0, 2.0])
+            >>> with en.GradientTape() as tape:
+            ...     tape.watch(x)
+            ...     y = x * x
+            >>> tape.jacobian(y, x).numpy().tolist()
+            [[2.0, 0.0], [0.0, 4.0]]
+        """
+        flat_sources, rebuild = self._start_backward(sources)
+        n = _size(target, "jacobian")
+        basis = ops.reshape(ops.eye(n, dtype=target.dtype), (n,) + tuple(target.shape))
+        rows = self._pull(target, basis, flat_sources, experimental_use_pfor)
+        return rebuild([ops.reshape(r, tuple(target.shape) + tuple(s.shape))
+                        for r, s in zip(rows, flat_sources)])
+
+    def batch_jacobian(self, target, source, experimental_use_pfor=True):
+        """Per-example Jacobians: ``target[b]`` with respect to ``source[b]``, shape
+        ``(B,) + target.shape[1:] + source.shape[1:]``, for a target whose row ``b``
+        depends on row ``b`` of the source only (as in TensorFlow).
+
+        Example:
+            >>> import engine as en
+            >>> x = en.tensor([[1.0, 2.0], [3.0, 4.0]])
+            >>> with en.GradientTape() as tape:
+            ...     tape.watch(x)
+            ...     y = x * x
+            >>> tape.batch_jacobian(y, x).numpy().tolist()
+            [[[2.0, 0.0], [0.0, 4.0]], [[6.0, 0.0], [0.0, 8.0]]]
+        """
+        if not target.shape or not source.shape or target.shape[0] != source.shape[0]:
+            raise EngineError(f"batch_jacobian: target {tuple(target.shape)} and source "
+                              f"{tuple(source.shape)} must have the same leading (batch) size")
+        (src,), _ = self._start_backward([source])
+        b, rest = target.shape[0], tuple(target.shape[1:])
+        m = _size(ops.zeros(rest), "batch_jacobian")
+        eye = ops.reshape(ops.eye(m, dtype=target.dtype), (m, 1) + rest)
+        basis = ops.broadcast_to(eye, (m, b) + rest)     # row j: one-hot j in every example
+        (rows,) = self._pull(target, basis, [src], experimental_use_pfor)   # (m, B) + src rest
+        nd = rows.ndim
+        rows = ops.transpose(rows, (1, 0) + tuple(range(2, nd)))
+        return ops.reshape(rows, (b,) + rest + tuple(source.shape[1:]))
+
+    def _start_backward(self, sources):
+        if self._entries is None or (self._used and not self.persistent):
+            raise EngineError(
+                "GradientTape: a non-persistent tape can compute one gradient or Jacobian; "
+                "use GradientTape(persistent=True) to compute several")
+        self._used = True
+        return _flatten(sources)
+
+    def _pull(self, target, basis, sources, pfor):
+        """One backward pass per row of ``basis`` (a cotangent of ``target``): a list, per
+        source, of the results stacked on a new leading axis."""
+        entries = self._entries
+
+        def one(u):
+            grads = backward(entries, [target], [u], sources)
+            return [ops.zeros_like(s.read() if isinstance(s, Variable) else s) if g is None else g
+                    for s, g in zip(sources, grads)]
+        with paused((self,)):
+            if pfor:
+                rows = vmap(one)(basis)
+            else:
+                per = [one(basis[i]) for i in range(basis.shape[0])]
+                rows = [ops.stack([p[k] for p in per]) for k in range(len(sources))]
+        if not self.persistent:
+            self._entries = None
+            self._watched = None
+            self._variables = []
+        return rows
+
     def __del__(self):
         self._entries = None
 
@@ -160,6 +242,15 @@ def backward(entries, targets, seeds, sources):
             if gx is not None and id(x) in reach:
                 _accumulate(cot, x, gx)
     return [cot.get(id(s)) for s in sources]
+
+
+def _size(t, name):
+    n = 1
+    for d in t.shape:
+        if d is None:
+            raise EngineError(f"{name}: the target's shape {tuple(t.shape)} must be known")
+        n *= d
+    return n
 
 
 def _accumulate(cot, x, g):

@@ -1,9 +1,9 @@
 """Function transformations that ride on the op registry: forward mode (``jvp``,
-``linearize``, ``custom_jvp``), batching (``vmap``), ``vjp`` and the Jacobians
-(``jacfwd``, ``jacrev``, ``hessian``). Each is a mode (``engine.modes.Mode``)
-over the mode current when it starts, reading the ops' ``jvp`` and ``batch``
-rules (``engine.op.RULE_KINDS``)."""
-from .base import TransformFallbackWarning  # noqa: F401
-from .batching import vmap  # noqa: F401
-from .forward import custom_jvp, jvp, linearize  # noqa: F401
-from .jacobians import hessian, jacfwd, jacrev, vjp  # noqa: F401
+``linearize``, ``custom_jvp`` in ``forward``), batching (``vmap`` in ``batching``),
+``vjp`` and the Jacobians (``jacfwd``, ``jacrev``, ``hessian`` in ``jacobians``).
+Each is a mode (``engine.modes.Mode``) over the mode current when it starts,
+reading the ops' ``jvp`` and ``batch`` rules (``engine.op.RULE_KINDS``).
+
+The package imports none of its modules: the facade imports what it exports
+from each, and ``GradientTape.jacobian`` imports ``batching`` alone.
+"""
