@@ -104,8 +104,10 @@ _PUBLIC_FACADE = {
     # arrays, dtypes, the op registry and modes
     "Tensor", "tensor", "Variable", "dtypes", "bool_", "float32", "float64", "int32", "int64",
     "broadcast_shapes", "config", "Op", "REGISTRY", "apply", "backend", "ops",
-    # autodiff
+    # autodiff and the function transformations
     "GradientTape", "custom_gradient", "grad", "value_and_grad",
+    "jvp", "linearize", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "custom_jvp",
+    "TransformFallbackWarning",
     # packages
     "debug", "random", "optim", "data", "nn", "errors", "linalg", "fft",
 }
