@@ -30,7 +30,8 @@ from ..errors import DomainError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
 from . import _rules, pool_generic
-from .conv import _check_floats, _fold_batch, _need_known, _pad, _pair, _padding, _spatial, _windows
+from .conv import (_check_floats, _fold_batch, _need_known, _pad, _pair, _padding, _spatial,
+                   _windows)
 from .conv_geometry import span
 
 _ONE = (1, 1)
