@@ -293,3 +293,23 @@ def test_fallback_loops_warn_once_and_agree(monkeypatch):
     names = [str(w.message) for w in seen if issubclass(w.category, en.TransformFallbackWarning)]
     assert len(names) == 2 and "'exp'" in names[0] and "'add'" in names[1], names
     np.testing.assert_array_equal(np.asarray(got), 2 * np.exp(np.asarray(X)))
+
+
+def test_a_converted_if_on_a_batched_tensor_says_to_use_where():
+    @en.function
+    def f(x):
+        if en.sum(x) > 0:
+            return x
+        return -x
+    with pytest.raises(en.TracingError, match="batched .* inside en.vmap"):
+        en.vmap(f)(en.ones((3, 2)))
+
+
+def test_a_compiled_function_under_jvp_branches_on_the_primal():
+    @en.function
+    def f(x):
+        if en.sum(x) > 0:
+            return x * x
+        return -x
+    assert float(en.jvp(f, (en.tensor(2.0),), (en.tensor(1.0),))[1]) == 4.0
+    assert float(en.jvp(f, (en.tensor(-2.0),), (en.tensor(1.0),))[1]) == -1.0

@@ -35,8 +35,9 @@ def tracing():
 
 
 def is_traced(x):
-    """True for a tensor that stands for a node of a graph being traced."""
-    return isinstance(x, Tensor) and x._value is None
+    """True for a tensor that stands for a node of a graph being traced (not a tensor of a
+    transformation such as ``vmap``, whose Python ``if`` asks the tensor itself)."""
+    return isinstance(x, Tensor) and x._value is None and x._node is not None
 
 
 def _leaf(x):
