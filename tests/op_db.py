@@ -481,6 +481,7 @@ add(OpInfo("random_uniform", en.random.uniform_from_key, _uniform_ref,
 # Convolution, pooling and the composites live in op_db_nn* and op_db_conv (they add to OP_DB).
 from op_db_nn import COMPOSITES  # noqa: E402
 import op_db_linalg  # noqa: E402,F401  (einsum, products, engine.linalg)
+import op_db_transforms  # noqa: E402,F401  (optimization_barrier)
 import op_db_nn2  # noqa: E402,F401  (activations, losses, normalization)
 import op_db_conv  # noqa: E402,F401  (convolution and pooling)
 
