@@ -41,6 +41,8 @@ from .transforms.base import TransformFallbackWarning
 from .transforms.batching import vmap
 from .transforms.forward import custom_jvp, jvp, linearize
 from .transforms.jacobians import hessian, jacfwd, jacrev, vjp
+from .transforms.checkpoint import checkpoint, checkpoint_name
+from .transforms.checkpoint import policies as checkpoint_policies
 from . import debug
 from . import random
 from . import optim, data  # noqa: E402
@@ -107,7 +109,7 @@ _PUBLIC_FACADE = {
     # autodiff and the function transformations
     "GradientTape", "custom_gradient", "grad", "value_and_grad",
     "jvp", "linearize", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "custom_jvp",
-    "TransformFallbackWarning",
+    "TransformFallbackWarning", "checkpoint", "checkpoint_name", "checkpoint_policies",
     # packages
     "debug", "random", "optim", "data", "nn", "errors", "linalg", "fft",
 }
