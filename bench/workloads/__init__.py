@@ -22,7 +22,7 @@ Modes are named the same across workloads where they mean the same thing:
 """
 import importlib
 
-_MODULES = ["least_squares", "lbfgs", "autoencoder", "big_ops", "rnn", "gc_pauses"]
+_MODULES = ["least_squares", "lbfgs", "autoencoder", "big_ops", "rnn", "gc_pauses", "transforms"]
 
 
 def load():

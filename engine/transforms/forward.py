@@ -12,6 +12,8 @@ An op with no ``jvp`` rule falls back to the double-VJP trick: the VJP ``u ->
 J^T u`` is linear in ``u``, so its own VJP applied to the tangent is ``J t``.
 That costs a backward pass of the op's VJP; a warning names the op once.
 """
+import contextlib
+import contextvars
 import functools
 
 from .. import dtypes, ops
@@ -23,6 +25,18 @@ from ..tensor import Tensor
 from .base import TransformMode, warn_fallback
 
 _FLOATS = dtypes.FLOATS
+_NATIVE = contextvars.ContextVar("engine_jvp_native_rules", default=True)
+
+
+@contextlib.contextmanager
+def native_rules(enabled):
+    """Within the block, with ``enabled`` False, every op's tangent comes from the
+    double-VJP fallback (no warnings): for comparing the two, as the benchmark does."""
+    token = _NATIVE.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _NATIVE.reset(token)
 
 
 class DualTensor(Tensor):
@@ -133,7 +147,8 @@ def _select(pred, a, b):
 def tangent_of(op, primals, tangents, out, params):
     """The tangent of ``op``'s result (in the current mode): its ``jvp`` rule, else the
     double-VJP fallback. Results are cast and broadcast to the result's dtype and shape."""
-    rule = op.rules.get("jvp") or default_rule(op, params)
+    native = _NATIVE.get()
+    rule = (op.rules.get("jvp") or default_rule(op, params)) if native else None
     if rule is not None:
         tangent = rule(primals, tangents, out, **params)
     elif op.vjp is None:
@@ -143,7 +158,8 @@ def tangent_of(op, primals, tangents, out, params):
                 f"flows into it")
         return None
     else:
-        warn_fallback("jvp", op, "its tangent is computed by differentiating its VJP "
+        if native:
+            warn_fallback("jvp", op, "its tangent is computed by differentiating its VJP "
                                  "(the double-VJP trick, about one extra backward pass)")
         tangent = double_vjp(op, primals, tangents, out, params)
     if op.multiple_results:

@@ -1,0 +1,367 @@
+"""Function transformations: forward mode, per-example gradients, Hessian-vector products.
+
+Three cases, every variant timed side by side in this process:
+
+``jvp``       the tied-weight autoencoder loss (``autoencoder.engine_loss``,
+              float32) and its JVP along a random direction in (W, b1, b2):
+              ``forward`` (the loss alone), ``jvp`` (native rules) and
+              ``jvp_fallback`` (every op through the double-VJP trick), eagerly
+              and traced (``graph_``); ``torch`` runs ``torch.func.jvp``.
+              Target: the traced JVP costs at most 2x the traced forward pass.
+``per_example``  gradients of a 784-100-10 tanh MLP's cross-entropy for each of
+              256 examples: ``loop`` (a Python loop of ``en.grad``, eager),
+              ``vmap`` (``vmap(grad(loss), in_axes=(None, 0, 0))`` eager) and
+              ``graph_vmap`` (the same under ``en.function``), against
+              ``torch.func.vmap(torch.func.grad)`` and ``jax.jit(jax.vmap(
+              jax.grad))`` when installed. Target: graph_vmap >= 20x faster
+              than the loop.
+``hvp``       Hessian-vector products of the autoencoder loss, ``jvp(grad(loss))``
+              (forward over reverse), against two gradient evaluations
+              (``two_grads``: the gradient at two points), eager and traced.
+
+Every variant's result is first checked against a reference (the native JVP
+against the fallback and central differences; per-example gradients against
+the loop; the HVP against central differences of the gradient).
+
+Run alone with ``python -m bench.workloads.transforms [--quick]``.
+"""
+import sys
+
+import numpy as np
+
+from .autoencoder import engine_loss, settled
+
+NAME = "transforms"
+DESCRIPTION = "jvp, per-example gradients (vmap of grad), Hessian-vector products"
+MODES = ["eager", "graph", "torch", "jax"]
+
+_CASES = [("jvp", 256, 20, 5), ("per_example", 256, 10, 3), ("hvp", 256, 20, 5)]
+TARGETS = {"jvp": ("graph_jvp", "graph_forward", 2.0, "at most"),
+           "per_example": ("loop", "graph_vmap", 20.0, "at least"),
+           "hvp": ("graph_hvp", "graph_two_grads", 1.0, "at most")}
+
+
+_QUICK_BATCH = 32
+# Relative errors allowed against each reference (float32 results; the finite
+# differences are taken in float64).
+TOLERANCE = {"rel_err_vs_fd": 2e-3, "rel_err_vs_fallback": 1e-5, "rel_err_vs_loop": 1e-5,
+             "eager_fallback_rel_err": 2e-3}
+
+
+def configs(args):
+    quick = getattr(args, "quick", False)
+    repeats = getattr(args, "repeats", None)
+    return [{"case": case, "batch": _QUICK_BATCH if quick else batch,
+             "repeats": int(repeats or (short if quick else full))}
+            for case, batch, full, short in _CASES]
+
+
+def run(config, modes, args, tick):
+    from bench.common import results, time_modes
+
+    case = config["case"]
+    variants, checks, skipped = _VARIANTS[case](config, modes)
+    fns = {name: settled(fn, "torch" if name.startswith("torch") else
+                         "jax" if name.startswith("jax") else "numpy")
+           for name, fn in variants.items()}
+    for name, errs in checks.items():
+        errs["agree"] = all(v <= TOLERANCE[k] for k, v in errs.items())
+    times = time_modes(fns, config["repeats"], tick, warmup=1)
+    names = list(variants) + list(skipped)
+    return results(NAME, config, names, times, checks, skipped)
+
+
+# ---- the jvp case ----------------------------------------------------------------------------------
+def _autoencoder(batch, seed=0):
+    import engine as en
+    from .autoencoder import Problem
+
+    p = Problem(batch, seed)
+    rng = np.random.default_rng(seed + 7)
+    primals = p.tensors()
+    tangents = tuple(en.tensor(rng.standard_normal(a.shape).astype(np.float32))
+                     for a in p.arrays()[:3])
+    return p, primals, tangents
+
+
+def _rel_err(got, want):
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    return float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-30))
+
+
+def _jvp_variants(config, modes):
+    import engine as en
+    from engine.transforms import forward
+
+    p, (w, b1, b2, x), (tw, tb1, tb2) = _autoencoder(config["batch"])
+
+    def jvp(w, b1, b2, x, tw, tb1, tb2):
+        return en.jvp(lambda w, b1, b2: engine_loss(w, b1, b2, x), (w, b1, b2), (tw, tb1, tb2))
+
+    args = (w, b1, b2, x, tw, tb1, tb2)
+    variants, checks, skipped = {}, {}, {}
+    graph_jvp = en.function(jvp)
+    graph_fallback = en.function(jvp)
+    with forward.native_rules(False):
+        want = jvp(*args)[1]
+        graph_fallback.get_concrete_function(*args)      # traced with the fallback only
+    # The reference: central differences in float64 along the tangent.
+    p64 = [a.astype(np.float64) for a in p.arrays(np.float64)]
+    t64 = [np.asarray(t, dtype=np.float64) for t in (tw, tb1, tb2)]
+    eps = 1e-4
+    plus = engine_loss(*[en.tensor(a + eps * t) for a, t in zip(p64, t64)], en.tensor(p64[3]))
+    minus = engine_loss(*[en.tensor(a - eps * t) for a, t in zip(p64, t64)], en.tensor(p64[3]))
+    fd = (float(plus) - float(minus)) / (2 * eps)
+    if "eager" in modes:
+        variants["forward"] = lambda: engine_loss(w, b1, b2, x)
+        variants["jvp"] = lambda: jvp(*args)
+        checks["jvp"] = {"rel_err_vs_fd": abs(float(jvp(*args)[1]) - fd) / abs(fd)}
+    if "graph" in modes:
+        forward_fn = en.function(engine_loss)
+        variants["graph_forward"] = lambda: forward_fn(w, b1, b2, x)
+        variants["graph_jvp"] = lambda: graph_jvp(*args)
+        variants["graph_jvp_fallback"] = lambda: graph_fallback(*args)
+        got, fb = float(graph_jvp(*args)[1]), float(graph_fallback(*args)[1])
+        checks["graph_jvp"] = {"rel_err_vs_fd": abs(got - fd) / abs(fd),
+                               "rel_err_vs_fallback": abs(got - fb) / abs(fb)}
+        checks["graph_jvp_fallback"] = {"rel_err_vs_fd": abs(fb - fd) / abs(fd),
+                                        "eager_fallback_rel_err": abs(float(want) - fd) / abs(fd)}
+    if "torch" in modes:
+        made = _torch_jvp(p, (tw, tb1, tb2))
+        if isinstance(made, str):
+            skipped["torch_forward"] = skipped["torch_jvp"] = made
+        else:
+            variants["torch_forward"], variants["torch_jvp"], t_value = made
+            checks["torch_jvp"] = {"rel_err_vs_fd": abs(t_value - fd) / abs(fd)}
+    return variants, checks, skipped
+
+
+def _torch_jvp(p, tangents):
+    from bench.common import skip_reason, torch_or_none
+
+    torch = torch_or_none()
+    if torch is None:
+        return skip_reason("torch")
+    w, b1, b2, x = (torch.from_numpy(np.ascontiguousarray(a)) for a in p.arrays())
+    tw, tb1, tb2 = (torch.from_numpy(np.asarray(t).copy()) for t in tangents)
+
+    def loss(w, b1, b2):
+        h = torch.sigmoid(x @ w + b1)
+        y = torch.sigmoid(h @ w.T + b2)
+        return torch.mean((y - x) ** 2)
+
+    def fwd():
+        with torch.no_grad():
+            return loss(w, b1, b2)
+
+    def jvp():
+        return torch.func.jvp(loss, (w, b1, b2), (tw, tb1, tb2))
+    return fwd, jvp, float(jvp()[1])
+
+
+# ---- the per-example gradient case ---------------------------------------------------------------
+def _mlp_problem(batch, seed=0):
+    rng = np.random.default_rng(seed)
+    sizes = (784, 100, 10)
+    w1 = (rng.standard_normal(sizes[:2]) / np.sqrt(sizes[0])).astype(np.float32)
+    b1 = np.zeros(sizes[1], np.float32)
+    w2 = (rng.standard_normal(sizes[1:]) / np.sqrt(sizes[1])).astype(np.float32)
+    b2 = np.zeros(sizes[2], np.float32)
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    y = rng.integers(0, sizes[2], size=batch)
+    return (w1, b1, w2, b2), x, y
+
+
+def mlp_example_loss(params, x, y):
+    """The cross-entropy of one example (``x`` of shape (784,), ``y`` a class id)."""
+    import engine as en
+
+    w1, b1, w2, b2 = params
+    logits = en.tanh(x @ w1 + b1) @ w2 + b2
+    return en.cross_entropy(logits[None], y[None])
+
+
+def _per_example_variants(config, modes):
+    import engine as en
+
+    params_np, x_np, y_np = _mlp_problem(config["batch"])
+    params = tuple(en.tensor(a) for a in params_np)
+    x, y = en.tensor(x_np), en.tensor(y_np)
+    grad = en.grad(mlp_example_loss)
+    per_example = en.vmap(grad, in_axes=(None, 0, 0))
+    traced = en.function(per_example)
+
+    def loop():
+        return [grad(params, x[i], y[i]) for i in range(x.shape[0])]
+    want = loop()
+    want = [np.stack([np.asarray(g[k]) for g in want]) for k in range(4)]
+
+    def err(got):
+        return max(_rel_err(g, w) for g, w in zip(got, want))
+    variants, checks, skipped = {}, {}, {}
+    if "eager" in modes:
+        variants["loop"] = loop
+        variants["vmap"] = lambda: per_example(params, x, y)
+        checks["vmap"] = {"rel_err_vs_loop": err(per_example(params, x, y))}
+    if "graph" in modes:
+        variants["graph_vmap"] = lambda: traced(params, x, y)
+        checks["graph_vmap"] = {"rel_err_vs_loop": err(traced(params, x, y))}
+        if "loop" not in variants:
+            variants["loop"] = loop
+    if "torch" in modes:
+        made = _torch_per_example(params_np, x_np, y_np)
+        if isinstance(made, str):
+            skipped["torch_vmap"] = made
+        else:
+            variants["torch_vmap"] = made
+            checks["torch_vmap"] = {"rel_err_vs_loop": err([t.numpy() for t in made()])}
+    if "jax" in modes:
+        made = _jax_per_example(params_np, x_np, y_np)
+        if isinstance(made, str):
+            skipped["jax_vmap"] = made
+        else:
+            variants["jax_vmap"] = made
+            checks["jax_vmap"] = {"rel_err_vs_loop": err([np.asarray(t) for t in made()])}
+    return variants, checks, skipped
+
+
+def _torch_per_example(params_np, x_np, y_np):
+    from bench.common import skip_reason, torch_or_none
+
+    torch = torch_or_none()
+    if torch is None:
+        return skip_reason("torch")
+    params = tuple(torch.from_numpy(a) for a in params_np)
+    x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+
+    def loss(params, x, y):
+        w1, b1, w2, b2 = params
+        logits = torch.tanh(x @ w1 + b1) @ w2 + b2
+        return torch.nn.functional.cross_entropy(logits[None], y[None])
+    per_example = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))
+    return lambda: per_example(params, x, y)
+
+
+def _jax_per_example(params_np, x_np, y_np):
+    from bench.common import jax_or_none, skip_reason
+
+    jax = jax_or_none()
+    if jax is None:
+        return skip_reason("jax")
+    jnp = jax.numpy
+
+    def loss(params, x, y):
+        w1, b1, w2, b2 = params
+        logits = jnp.tanh(x @ w1 + b1) @ w2 + b2
+        return -jax.nn.log_softmax(logits)[y]
+    per_example = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
+    params = tuple(jnp.asarray(a) for a in params_np)
+    x, y = jnp.asarray(x_np), jnp.asarray(y_np)
+    return lambda: jax.block_until_ready(per_example(params, x, y))
+
+
+# ---- the Hessian-vector product case ------------------------------------------------------------
+def _hvp_variants(config, modes):
+    import engine as en
+
+    p, (w, b1, b2, x), (tw, tb1, tb2) = _autoencoder(config["batch"])
+    grad = en.grad(engine_loss, argnums=(0, 1, 2))
+
+    def hvp(w, b1, b2, x, tw, tb1, tb2):
+        return en.jvp(lambda w, b1, b2: grad(w, b1, b2, x), (w, b1, b2), (tw, tb1, tb2))[1]
+
+    w2 = en.tensor(np.asarray(w) + np.float32(1e-3))
+
+    def two_grads(w, w2, b1, b2, x):
+        return grad(w, b1, b2, x), grad(w2, b1, b2, x)
+    args = (w, b1, b2, x, tw, tb1, tb2)
+    # The reference: central differences of the float64 gradient along the tangent.
+    p64 = p.arrays(np.float64)
+    t64 = [np.asarray(t, dtype=np.float64) for t in (tw, tb1, tb2)]
+    eps = 1e-4
+    gp = grad(*[en.tensor(a + eps * t) for a, t in zip(p64, t64)], en.tensor(p64[3]))
+    gm = grad(*[en.tensor(a - eps * t) for a, t in zip(p64, t64)], en.tensor(p64[3]))
+    fd = [(np.asarray(a) - np.asarray(b)) / (2 * eps) for a, b in zip(gp, gm)]
+
+    def err(got):
+        return max(_rel_err(g, f) for g, f in zip(got, fd))
+    variants, checks = {}, {}
+    if "eager" in modes:
+        variants["hvp"] = lambda: hvp(*args)
+        variants["two_grads"] = lambda: two_grads(w, w2, b1, b2, x)
+        checks["hvp"] = {"rel_err_vs_fd": err(hvp(*args))}
+    if "graph" in modes:
+        g_hvp, g_two = en.function(hvp), en.function(two_grads)
+        variants["graph_hvp"] = lambda: g_hvp(*args)
+        variants["graph_two_grads"] = lambda: g_two(w, w2, b1, b2, x)
+        checks["graph_hvp"] = {"rel_err_vs_fd": err(g_hvp(*args))}
+    return variants, checks, {}
+
+
+_VARIANTS = {"jvp": _jvp_variants, "per_example": _per_example_variants, "hvp": _hvp_variants}
+
+
+# ---- reporting -------------------------------------------------------------------------------------
+def check_targets(results):
+    """``[(text, ok, detail)]``: each case's ratio against its target."""
+    med = {(r["config"]["case"], r["mode"]): r["median_ms"] for r in results
+           if r["workload"] == NAME and r.get("median_ms") is not None}
+    out = []
+    for case, (a, b, need, how) in TARGETS.items():
+        if (case, a) not in med or (case, b) not in med:
+            continue
+        ratio = med[(case, a)] / med[(case, b)]
+        ok = ratio <= need if how == "at most" else ratio >= need
+        out.append((f"{case}: {a} / {b} {how} {need:g}", ok, f"{ratio:.2f}"))
+    return out
+
+
+def summary(results, args=None):
+    mine = [r for r in results if r["workload"] == NAME]
+    if not mine:
+        return ""
+    med = {(r["config"]["case"], r["mode"]): r["median_ms"] for r in mine
+           if r.get("median_ms") is not None}
+    lines = ["transforms: ratios of medians measured side by side in this process"]
+    pairs = [("jvp", "jvp", "forward"), ("jvp", "graph_jvp", "graph_forward"),
+             ("jvp", "graph_jvp_fallback", "graph_forward"), ("jvp", "torch_jvp", "torch_forward"),
+             ("per_example", "loop", "vmap"), ("per_example", "loop", "graph_vmap"),
+             ("per_example", "torch_vmap", "graph_vmap"), ("per_example", "jax_vmap", "graph_vmap"),
+             ("hvp", "hvp", "two_grads"), ("hvp", "graph_hvp", "graph_two_grads")]
+    low = {(r["config"]["case"], r["mode"]): r["min_ms"] for r in mine
+           if r.get("min_ms") is not None}
+    for case, a, b in pairs:
+        if (case, a) in med and (case, b) in med:
+            lines.append(f"  {case}: {a} / {b} = {med[(case, a)] / med[(case, b)]:.2f} "
+                         f"(fastest runs: {low[(case, a)] / low[(case, b)]:.2f})")
+    bad = [f"{r['config']['case']} {r['mode']}" for r in mine if r.get("agree") is False]
+    if bad:
+        lines.append(f"  agreement FAILED: {', '.join(bad)}")
+    errs = [(r["config"]["case"], r["mode"], k, v) for r in mine for k, v in r.items()
+            if k.startswith("rel_err")]
+    if errs:
+        worst = max(errs, key=lambda e: e[3])
+        lines.append(f"  agreement: worst {worst[2]} {worst[3]:.1e} ({worst[0]} {worst[1]})")
+    for text, ok, detail in check_targets(mine):
+        lines.append(f"transforms target {'met' if ok else 'MISSED'}: {text} ({detail})")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    import argparse
+
+    from bench.common import format_table
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=None)
+    args = parser.parse_args(argv)
+    out = []
+    for cfg in configs(args):
+        out += run(cfg, MODES, args, None)
+    print(format_table(out))
+    print(summary(out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
