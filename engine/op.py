@@ -123,7 +123,8 @@ RULE_KINDS = {
     "batch": "vmap (engine/transforms/batching.py): ``f(size, args, dims, **params) -> (out, "
              "dim)``: the op on ``args`` whose axis ``dims[i]`` (None: unbatched) is the batch "
              "axis of size ``size``; ``dim`` is the result's batch axis (tuples for several "
-             "results). Ops without one run once per batch element and are stacked",
+             "results), or NotImplemented to run this call by the fallback. Ops without one "
+             "(and not elementwise or a reduction) run once per batch element and are stacked",
 }
 
 
