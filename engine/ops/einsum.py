@@ -20,7 +20,7 @@ from ..lifting import TensorLike
 from ..modes import apply, current_mode
 from ..op import Op, declare, register
 from ._args import at_user_line
-from . import creation, shape_ops
+from . import _rules, creation, shape_ops
 from .einsum_parse import (LETTERS, canonical, greedy_path, label_sizes, pair_result,
                            parse_explicit, sublists_to_string)
 
@@ -323,3 +323,36 @@ def tensordot(a, b, axes=2):
 
 
 __all__ = ["einsum", "einsum_path", "tensordot", "einsum_op"]
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+def _einsum_jvp(primals, tangents, out, *, subscripts):
+    # Linear in each operand: one einsum per operand that has a tangent.
+    total = None
+    for i, t in enumerate(tangents):
+        if t is not None:
+            xs = list(primals)
+            xs[i] = t
+            term = apply(einsum_op, *xs, subscripts=subscripts)
+            total = term if total is None else total + term
+    return total
+
+
+def _einsum_batch(size, args, dims, *, subscripts):
+    # The batch axis is one more label, first in every batched operand and in the result.
+    words, out = parse_explicit(subscripts)
+    label = next((c for c in LETTERS if c not in subscripts), None)
+    if label is None:
+        return NotImplemented
+    xs, new_words = [], []
+    for x, d, w in zip(args, dims, words):
+        if d is None:
+            xs.append(x)
+            new_words.append(w)
+        else:
+            xs.append(_rules.move_to_front(x, d))
+            new_words.append(label + w)
+    return apply(einsum_op, *xs, subscripts=",".join(new_words) + "->" + label + out), 0
+
+
+declare(einsum_op, jvp=_einsum_jvp, batch=_einsum_batch)
