@@ -313,3 +313,16 @@ def test_a_compiled_function_under_jvp_branches_on_the_primal():
         return -x
     assert float(en.jvp(f, (en.tensor(2.0),), (en.tensor(1.0),))[1]) == 4.0
     assert float(en.jvp(f, (en.tensor(-2.0),), (en.tensor(1.0),))[1]) == -1.0
+
+
+def test_per_example_gradients_of_a_conv_layer_need_no_fallback():
+    rng = _rng()
+    w = en.tensor(rng.standard_normal((3, 3, 2, 4)) * 0.3)
+    X = en.tensor(rng.standard_normal((5, 1, 6, 6, 2)))
+
+    def loss(w, x):
+        return en.sum(en.max_pool2d(en.tanh(en.conv2d(x, w, padding="same"))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", en.TransformFallbackWarning)
+        got = en.vmap(en.grad(loss), in_axes=(None, 0))(w, X)
+    _rows_close(got, [en.grad(loss)(w, X[i]) for i in range(5)])

@@ -452,3 +452,25 @@ declare(conv2d_backprop_input_op, batch=_fold_batch(conv2d_backprop_input_op, (0
 
 __all__ = ["conv2d", "conv2d_op", "conv2d_backprop_input", "conv2d_backprop_input_op",
            "conv2d_backprop_filter", "conv2d_backprop_filter_op", "conv_transpose2d"]
+
+
+def _bp_filter_batch(size, args, dims, *, groups=1, **params):
+    # One filter gradient per element: the batch becomes groups of channels, the
+    # elements' images side by side in C and their cotangents in O (numpy layout
+    # (N, H, W, B*C) and (N, OH, OW, B*O)); the grouped result (KH, KW, Cg, B*O)
+    # holds each element's gradient in its slice of O.
+    x, g = (_rules.move_to_front(a, d) if d is not None else
+            apply(_shapes.broadcast_to_op, a, shape=(size,) + tuple(a.shape))
+            for a, d in zip(args, dims))
+    if None in tuple(x.shape) or None in tuple(g.shape):
+        return NotImplemented
+    b, n, h, w, c = x.shape
+    o = g.shape[4]
+    x = x.transpose((1, 2, 3, 0, 4)).reshape((n, h, w, b * c))
+    g = g.transpose((1, 2, 3, 0, 4)).reshape((n,) + tuple(g.shape[2:4]) + (b * o,))
+    dw = apply(conv2d_backprop_filter_op, x, g, groups=groups * b, **params)
+    kh, kw, cg = dw.shape[:3]
+    return dw.reshape((kh, kw, cg, b, o)).transpose((3, 0, 1, 2, 4)), 0
+
+
+declare(conv2d_backprop_filter_op, batch=_bp_filter_batch)
