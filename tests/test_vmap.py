@@ -326,3 +326,15 @@ def test_per_example_gradients_of_a_conv_layer_need_no_fallback():
         warnings.simplefilter("error", en.TransformFallbackWarning)
         got = en.vmap(en.grad(loss), in_axes=(None, 0))(w, X)
     _rows_close(got, [en.grad(loss)(w, X[i]) for i in range(5)])
+
+
+def test_a_while_loop_on_a_batched_condition_is_refused_clearly():
+    def count_up(x):
+        return en.while_loop(lambda i, v: v < 3.0, lambda i, v: (i + 1, v + 1.0),
+                             (en.tensor(0), x))
+    with pytest.raises(en.TracingError, match="batched"):
+        en.vmap(count_up)(en.tensor([0.0, 1.0]))
+    # An unbatched condition loops as usual.
+    i, v = en.vmap(lambda x: en.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, v * 2.0),
+                                           (en.tensor(0), x)))(en.tensor([1.0, 3.0]))
+    assert i.tolist() == [2, 2] and v.tolist() == [4.0, 12.0]   # outputs are broadcast
