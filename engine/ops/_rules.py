@@ -59,3 +59,13 @@ def shift_axis(axis, ndim):
     if not -ndim <= axis < ndim:
         return axis if axis >= 0 else axis - 1
     return axis % ndim + 1
+
+
+def batch_over_leading_axes(op):
+    """The batching rule of a one-input op that already maps over the leading axes of its
+    input (numpy's linalg functions work on the last two): the batch axis goes first."""
+    def rule(size, args, dims, **params):
+        out = apply(op, move_to_front(args[0], dims[0]), **params)
+        return out, ((0,) * len(out) if op.multiple_results else 0)
+    rule.__name__ = f"{op.name}_batch"
+    return rule

@@ -15,7 +15,7 @@ from ..errors import ShapeError, describe_inputs
 from ..op import Op, declare, register
 from ..shapes import broadcast_shapes
 from ._define import call, unbroadcast
-from . import shape_ops
+from . import _rules, shape_ops
 from .linalg import matmul
 from .matrix_helpers import LINALG_DTYPES, float_inputs, matrix_shape, mT, phi_mask
 
@@ -173,3 +173,11 @@ solve_matrix = call(solve_op)   # A^-1 B for a (stack of) matrix B
 
 
 __all__ = []
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+# Each works on the last two axes of a stack of matrices, so a vmap batch is one more stack axis.
+# inv's tangent is -X dA X; the others use the double-VJP fallback for their tangents.
+declare(inv_op, jvp=lambda primals, tangents, out: -matmul(matmul(out, tangents[0]), out))
+for _op in (inv_op, det_op, slogdet_op, cholesky_op, pinv_op):
+    declare(_op, batch=_rules.batch_over_leading_axes(_op))

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import NotDifferentiableError, ShapeError, describe_inputs
 from ..op import Op, declare, register
 from ._define import call
-from . import shape_ops
+from . import _rules, shape_ops
 from .join import concat
 from .linalg import matmul
 from .linalg_solve import solve_matrix
@@ -178,3 +178,9 @@ qr = call(qr_op)
 svd = call(svd_op)
 eigh = call(eigh_op)
 __all__ = []
+
+
+# ---- batching (see engine.op.RULE_KINDS) --------------------------------------------------------
+# Each factorizes the last two axes of a stack of matrices: a vmap batch is one more stack axis.
+for _op in (qr_op, svd_op, eigh_op):
+    declare(_op, batch=_rules.batch_over_leading_axes(_op))
