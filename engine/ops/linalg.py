@@ -121,6 +121,11 @@ def _matmul_batch(size, args, dims):
     xr, yr = x.ndim - (dx is not None), y.ndim - (dy is not None)
     if dx is not None and dy is None and xr == 1 and yr <= 2:
         return matmul(_rules.move_to_front(x, dx), y), 0        # rows of a matrix: one GEMM
+    if dx is not None and dy is None and xr >= 2 and yr == 2 and None not in tuple(x.shape):
+        # Stacked matrices times one matrix: all their rows in one GEMM.
+        x = _rules.move_to_front(x, dx)
+        out = matmul(x.reshape((-1, x.shape[-1])), y)
+        return out.reshape(tuple(x.shape[:-1]) + (y.shape[-1],)), 0
     if dx is None and yr == 1 and dy is not None:
         # x @ columns: (..., n, k) @ (k, B) puts the batch axis last.
         out = matmul(x, shape_ops.transpose(_rules.move_to_front(y, dy), (1, 0)))
