@@ -22,7 +22,7 @@ from . import dtypes
 from .config import config
 from .dtypes import bool_, float32, float64, int32, int64
 from .errors import (BackendError, DTypeError, EngineError, LoadError, NotDifferentiableError,
-                     NumericsError, ShapeError, TracingError)
+                     NumericsError, ShapeError, TracingError, UnsupportedError)
 from . import modes
 from .errors import DomainError, ScalarOverflowError, ShapeTypeError  # noqa: F401
 from .modes import apply
@@ -102,7 +102,7 @@ _PUBLIC_FACADE = {
     # errors
     "BackendError", "DTypeError", "DomainError", "EngineError", "LoadError",
     "NotDifferentiableError", "NumericsError", "ScalarOverflowError", "ShapeError",
-    "ShapeTypeError", "TracingError",
+    "ShapeTypeError", "TracingError", "UnsupportedError",
     # arrays, dtypes, the op registry and modes
     "Tensor", "tensor", "Variable", "dtypes", "bool_", "float32", "float64", "int32", "int64",
     "broadcast_shapes", "config", "Op", "REGISTRY", "apply", "backend", "ops",

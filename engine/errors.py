@@ -64,6 +64,12 @@ class LoadError(EngineError):
     """A saved graph file is malformed or unsafe to load."""
 
 
+class UnsupportedError(EngineError, TypeError):
+    """The engine does not implement what was asked of it: a numpy function, ufunc
+    method or keyword called on tensors (``np.median(t)``, ``np.exp(t, out=a)``).
+    A ``TypeError``, as numpy's own "no implementation found" is."""
+
+
 def is_engine_file(filename):
     """True when ``filename`` belongs to the engine's own packages."""
     return filename.startswith(_PACKAGE_DIRS)

@@ -18,6 +18,7 @@ from html import escape
 import numpy as np
 
 from . import backend as _backends
+from . import numpy_dispatch as _numpy_dispatch
 from . import ops as _ops
 from .backend import NUMPY
 from .errors import TracingError, format_location, user_frame
@@ -57,6 +58,13 @@ class TensorOps(TensorLike):
     __hash__ = object.__hash__  # identity hash: tensors are dict keys on tapes
 
     def __getitem__(self, index): return _ops.getitem(self, index)
+
+    # numpy functions on tensors run the engine's ops (engine/numpy_dispatch.py).
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _numpy_dispatch.array_function(func, types, args, kwargs)
 
     @property
     def T(self):

@@ -1,0 +1,482 @@
+"""numpy functions called on tensors run the engine's ops (NEP 13 and NEP 18).
+
+``Tensor.__array_ufunc__`` and ``Tensor.__array_function__`` (shared with variables)
+call :func:`array_ufunc` and :func:`array_function` here. The engine function is
+found by name in the public namespace at call time -- ``np.X`` -> ``en.X``,
+``np.linalg.X`` -> ``en.linalg.X``, ``np.fft.X`` -> ``en.fft.X`` -- so every op
+the engine gains is reachable from numpy at once; the tables below hold only the
+differences (numpy's ufunc names, functions that take other arguments). The
+result is whatever the engine function returns: tensors, in eager mode and while
+tracing, recorded on tapes like any op call.
+
+Arguments are bound to numpy's own signature first. Keywords left at numpy's
+default are dropped; ``dtype=`` casts the inputs when the engine function takes
+no ``dtype``; ``out=`` is refused (tensors are immutable); ``where=`` works for
+reductions and is refused elsewhere (without ``out=`` numpy leaves the masked
+places uninitialized). Anything else the engine function does not take, and
+every numpy function the engine lacks, raises :class:`UnsupportedError` naming
+the numpy function, the keywords and the user's line.
+
+Example:
+    >>> import numpy as np
+    >>> import engine as en
+    >>> x = en.tensor([0.0, 1.0])
+    >>> type(np.exp(x)).__name__, float(np.sum(np.exp(x), axis=0))
+    ('Tensor', 3.718281828459045)
+"""
+import inspect
+import sys
+
+import numpy as np
+
+from .errors import UnsupportedError, format_location, user_frame
+from .lifting import TensorLike
+from .op import REGISTRY
+
+# numpy's module of a function -> the engine's namespace holding the same names.
+_NAMESPACES = {"numpy": None, "numpy.linalg": "linalg", "numpy.fft": "fft"}
+
+# Other spellings of a numpy name in the engine, tried after numpy's own name: the
+# engine's short arithmetic names and the Array API standard's.
+ALIASES = {
+    "absolute": ("abs",), "subtract": ("sub",), "multiply": ("mul",),
+    "divide": ("div",), "true_divide": ("div",), "negative": ("neg",),
+    "power": ("pow",), "float_power": ("pow",), "remainder": ("mod",),
+    "mod": ("remainder",), "conjugate": ("conj",), "concatenate": ("concat",),
+    "amax": ("max",), "amin": ("min",), "around": ("round",), "astype": ("cast",),
+    "arccos": ("acos",), "arcsin": ("asin",), "arctan": ("atan",), "arctan2": ("atan2",),
+    "arccosh": ("acosh",), "arcsinh": ("asinh",), "arctanh": ("atanh",),
+    "invert": ("bitwise_invert", "bitwise_not"),
+    "left_shift": ("bitwise_left_shift",), "right_shift": ("bitwise_right_shift",),
+    "permute_dims": ("transpose",),
+}
+
+# Keyword names that numpy and the engine spell differently, per numpy function.
+KEYWORD_NAMES = {"clip": {"a_min": "min", "a_max": "max"}}
+
+# Keywords that cannot change the result: the engine's sorts are stable, which every
+# ``kind=`` numpy offers may give.
+IGNORED_KEYWORDS = {"sort": {"kind"}, "argsort": {"kind"}}
+
+# Public engine names that are not the numpy function of the same name.
+NOT_NUMPY = {"save", "load", "print", "split"}
+
+# ufunc methods: ``np.add.reduce`` is ``en.sum`` and so on.
+REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+          "logical_and": "all", "logical_or": "any"}
+ACCUMULATE = {"add": "cumsum", "multiply": "cumprod", "maximum": "cummax",
+              "minimum": "cummin"}
+# What a masked-out element contributes to a reduction (``where=``); None: numpy
+# needs ``initial=`` for it.
+_IDENTITY = {"sum": 0, "prod": 1, "all": True, "any": False, "max": None, "min": None}
+# Keywords of a ufunc call that are fine at these values (numpy's defaults).
+_UFUNC_DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "signature": None,
+                   "where": True}
+
+# What this protocol handles; anything else in ``types`` gets NotImplemented.
+_TENSOR_TYPES = (TensorLike, np.ndarray)
+
+
+def _en():
+    return sys.modules["engine"]
+
+
+def _where():
+    loc = user_frame()
+    return f" (at {format_location(loc)})" if loc else ""
+
+
+def _unsupported(message):
+    return UnsupportedError(message + _where())
+
+
+def numpy_name(func):
+    """``'numpy.linalg.norm'`` for ``np.linalg.norm``: how errors name a numpy function."""
+    module = getattr(func, "__module__", None) or "numpy"
+    return f"{module}.{func.__name__}"
+
+
+_FOUND = {}   # (module, name) -> the engine function or None; the namespace is fixed on import
+
+
+def engine_function(module, name):
+    """The engine function numpy's ``module.name`` dispatches to, or None.
+
+    Example:
+        >>> engine_function("numpy", "concatenate").__name__
+        'concat'
+    """
+    key = (module, name)
+    try:
+        return _FOUND[key]
+    except KeyError:
+        pass
+    fn = _FOUND[key] = _find(module, name)
+    return fn
+
+
+def _find(module, name):
+    if module not in _NAMESPACES:
+        return None
+    namespace = _en()
+    if _NAMESPACES[module] is not None:
+        namespace = getattr(namespace, _NAMESPACES[module], None)
+        if namespace is None:
+            return None
+    public = getattr(namespace, "__all__", None)
+    for candidate in (name, *ALIASES.get(name, ())):
+        if module == "numpy" and candidate in NOT_NUMPY:
+            continue
+        if public is not None and candidate not in public:
+            continue
+        fn = getattr(namespace, candidate, None)
+        if callable(fn) and not isinstance(fn, type):
+            return fn
+    return None
+
+
+# ---- keyword handling --------------------------------------------------------------------------
+_SIGNATURES = {}
+
+
+def _signature(fn):
+    try:
+        return _SIGNATURES[fn]
+    except KeyError:
+        pass
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        sig = None
+    _SIGNATURES[fn] = sig
+    return sig
+
+
+def accepted_keywords(fn):
+    """The keyword names ``fn`` takes, or None when it takes any. An op function
+    (``f(*inputs, **params)``) takes its op's parameters: the keywords of the op's
+    shape rule."""
+    sig = _signature(fn)
+    if sig is None:
+        return None
+    params = list(sig.parameters.values())
+    kinds = {p.kind for p in params}
+    if inspect.Parameter.VAR_KEYWORD in kinds:
+        op = REGISTRY.get(getattr(fn, "__name__", None))
+        if op is None or inspect.Parameter.VAR_POSITIONAL not in kinds:
+            return None
+        return accepted_keywords(op.abstract_eval)
+    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _is_default(value, default):
+    if value is default:
+        return True
+    if isinstance(default, (bool, int, float, str)) and type(value) is type(default):
+        return value == default
+    return False
+
+
+def _bind(func, args, kwargs):
+    """Bind numpy's call to numpy's signature: ``(positional, keywords)`` in numpy's
+    names, with keywords left at numpy's default dropped. A positional argument after
+    a dropped one goes by keyword, so the engine never gets it in the wrong slot."""
+    sig = _signature(func)
+    if sig is None:
+        return list(args), dict(kwargs)
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as err:
+        raise _unsupported(f"{numpy_name(func)}: {err}") from None
+    positional, keywords, gap = [], {}, False
+    for index, (name, value) in enumerate(bound.arguments.items()):
+        param = sig.parameters[name]
+        if param.kind is param.VAR_POSITIONAL:
+            positional.extend(value)
+        elif param.kind is param.VAR_KEYWORD:
+            keywords.update(value)
+        elif _is_default(value, param.default):
+            gap = True
+        elif index == 0 or (index < len(args) and not gap):   # the array, then as the user did
+            positional.append(value)
+        else:
+            keywords[name] = value
+    return positional, keywords
+
+
+def _cast_arrays(value, dtype):
+    """``value`` (a tensor, an array or a list of them) cast to ``dtype``."""
+    en = _en()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_arrays(v, dtype) for v in value)
+    if isinstance(value, _TENSOR_TYPES):
+        return en.cast(value, dtype)
+    return value
+
+
+def _refuse_out(where, out):
+    outs = out if isinstance(out, tuple) else (out,)
+    if any(o is not None for o in outs):
+        raise _unsupported(
+            f"{where}: out= is not supported, because tensors are immutable; "
+            "use the returned tensor (or Variable.assign to store it)")
+
+
+def _check_keywords(what, fn, keywords):
+    accepted = accepted_keywords(fn)
+    if accepted is None:
+        return
+    unknown = sorted(set(keywords) - accepted)
+    if unknown:
+        shown = ", ".join(f"{k}={keywords[k]!r}" for k in unknown)
+        raise _unsupported(
+            f"{what}: the engine's {fn.__name__} does not take {shown} "
+            f"(it takes {', '.join(sorted(accepted)) or 'no keywords'})")
+
+
+# ---- reductions with where= and initial= -------------------------------------------------------
+def reduction(name, x, axis=None, keepdims=False, dtype=None, initial=np._NoValue,
+              where=True, what=None):
+    """``en.<name>`` (sum, prod, max, min, all, any, mean) with numpy's ``dtype``,
+    ``initial`` and ``where`` keywords, in engine ops (so it differentiates and traces).
+
+    Example:
+        >>> import engine as en
+        >>> float(reduction("sum", en.tensor([1.0, 2.0, 3.0]), where=[True, False, True]))
+        4.0
+    """
+    en = _en()
+    what = what or f"numpy.{name}"
+    fn = getattr(en, name, None)
+    if fn is None:
+        raise _unsupported(f"{what} is not implemented by the engine for tensors (no en.{name})")
+    if dtype is not None:
+        x = en.cast(x, dtype)
+    masked = not (where is True)
+    has_initial = initial is not np._NoValue
+    if masked:
+        if name == "mean":
+            mask = en.broadcast_to(en.tensor(where) if not isinstance(where, _TENSOR_TYPES)
+                                   else where, x.shape)
+            if has_initial:
+                raise _unsupported(f"{what}: initial= is not a keyword of numpy.mean")
+            total = en.sum(en.where(mask, x, 0), axis=axis, keepdims=keepdims)
+            count = en.sum(en.where(mask, 1.0, 0.0), axis=axis, keepdims=keepdims)
+            return total / count
+        fill = _IDENTITY[name]
+        if fill is None:
+            if not has_initial:
+                raise _unsupported(
+                    f"{what}: where= needs initial= for {name} (a masked-out element "
+                    "has no identity to stand for it), as in numpy")
+            fill = initial
+        x = en.where(where, x, fill)
+    out = fn(x, axis=axis, keepdims=keepdims)
+    if has_initial:
+        combine = {"sum": en.add, "prod": en.mul, "max": en.maximum, "min": en.minimum,
+                   "all": en.logical_and, "any": en.logical_or}.get(name)
+        if combine is None:
+            raise _unsupported(f"{what}: initial= is not supported for {name}")
+        out = combine(out, initial)
+    return out
+
+
+def _numpy_reduction(name):
+    def call(func, args, kwargs):
+        what = numpy_name(func)
+        try:
+            bound = _signature(func).bind(*args, **kwargs).arguments
+        except TypeError as err:
+            raise _unsupported(f"{what}: {err}") from None
+        _refuse_out(what, bound.pop("out", None))
+        x = bound.pop(next(iter(_signature(func).parameters)))
+        _check_supported(func, bound, {"axis", "keepdims", "dtype", "initial", "where"})
+        return reduction(name, x, what=what, **bound)
+    return call
+
+
+# ---- numpy functions that are not one engine function of the same name -----------------------
+def _split(func, args, kwargs):
+    positional, keywords = _bind(func, args, kwargs)
+    _check_supported(func, keywords, {"axis"})
+    x, sections = positional[0], (positional[1] if len(positional) > 1
+                                  else keywords.pop("indices_or_sections"))
+    axis = positional[2] if len(positional) > 2 else keywords.get("axis", 0)
+    if not isinstance(sections, int):       # numpy's split points -> the engine's sizes
+        n = x.shape[axis]
+        bounds = [0, *(min(max(int(i) + (n if i < 0 else 0), 0), n) for i in sections), n]
+        sections = [b - a for a, b in zip(bounds[:-1], bounds[1:])]
+    return _en().split(x, sections, axis=axis)
+
+
+def _check_supported(func, keywords, allowed):
+    extra = sorted(set(keywords) - set(allowed))
+    if extra:
+        raise _unsupported(f"{numpy_name(func)}: {', '.join(extra)}= not supported on tensors")
+
+
+def _size(func, args, kwargs):
+    positional, keywords = _bind(func, args, kwargs)
+    a = positional[0]
+    axis = positional[1] if len(positional) > 1 else keywords.get("axis")
+    return a.size if axis is None else a.shape[axis]
+
+
+def _result_type(func, args, kwargs):
+    return np.result_type(*(a.dtype if isinstance(a, TensorLike) else a
+                            for a in args))
+
+
+def _ravel(func, args, kwargs):
+    positional, keywords = _bind(func, args, kwargs)
+    _check_supported(func, keywords, ())
+    return _en().reshape(positional[0], (-1,))
+
+
+def _copy(func, args, kwargs):
+    positional, keywords = _bind(func, args, kwargs)
+    _check_supported(func, keywords, ())
+    return _en().identity(positional[0])   # a tensor is immutable; a variable is read
+
+
+HANDLERS = {
+    ("numpy", "shape"): lambda func, args, kwargs: tuple(args[0].shape),
+    ("numpy", "ndim"): lambda func, args, kwargs: len(args[0].shape),
+    ("numpy", "size"): _size,
+    ("numpy", "result_type"): _result_type,
+    ("numpy", "iscomplexobj"): lambda func, args, kwargs: args[0].dtype.kind == "c",
+    ("numpy", "isrealobj"): lambda func, args, kwargs: args[0].dtype.kind != "c",
+    ("numpy", "ravel"): _ravel,
+    ("numpy", "copy"): _copy,
+    ("numpy", "split"): _split,
+    **{("numpy", n): _numpy_reduction(r) for n, r in (
+        ("sum", "sum"), ("prod", "prod"), ("max", "max"), ("amax", "max"), ("min", "min"),
+        ("amin", "min"), ("all", "all"), ("any", "any"), ("mean", "mean"))},
+}
+
+
+# ---- the protocols ---------------------------------------------------------------------------
+def array_function(func, types, args, kwargs):
+    """``__array_function__``: run numpy function ``func`` with the engine."""
+    tensor_types = _TENSOR_TYPES
+    if not all(issubclass(t, tensor_types) for t in types):
+        return NotImplemented      # another library's arrays: let it (or numpy) decide
+    module, name = getattr(func, "__module__", None) or "numpy", func.__name__
+    handler = HANDLERS.get((module, name))
+    if handler is not None:
+        return handler(func, args, kwargs)
+    fn = engine_function(module, name)
+    if fn is None:
+        raise _unsupported(
+            f"{numpy_name(func)} is not implemented by the engine for tensors "
+            f"(no en.{(_NAMESPACES.get(module) or '') and _NAMESPACES[module] + '.'}{name}); "
+            "call it on t.numpy() to run numpy on the values (eager mode only)")
+    positional, keywords = _bind(func, args, kwargs)
+    _refuse_out(numpy_name(func), keywords.pop("out", None))
+    for ignored in IGNORED_KEYWORDS.get(name, ()):
+        keywords.pop(ignored, None)
+    for numpy_kw, engine_kw in KEYWORD_NAMES.get(name, {}).items():
+        if numpy_kw in keywords:
+            keywords[engine_kw] = keywords.pop(numpy_kw)
+    dtype = keywords.get("dtype")
+    if dtype is not None and "dtype" not in (accepted_keywords(fn) or {"dtype"}):
+        del keywords["dtype"]
+        positional = [_cast_arrays(positional[0], dtype), *positional[1:]]
+    _check_keywords(numpy_name(func), fn, keywords)
+    return fn(*positional, **keywords)
+
+
+def array_ufunc(ufunc, method, inputs, kwargs):
+    """``__array_ufunc__``: run ``ufunc.method(*inputs, **kwargs)`` with the engine."""
+    tensor_types = _TENSOR_TYPES
+    for x in inputs:
+        if (not isinstance(x, tensor_types) and
+                getattr(type(x), "__array_ufunc__", None) is not None and
+                not isinstance(x, (np.generic, int, float, complex, bool))):
+            return NotImplemented
+    if method == "__call__" and not kwargs:
+        fn = engine_function("numpy", ufunc.__name__)
+        if fn is not None:
+            return fn(*inputs)
+    what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    _refuse_out(what, kwargs.pop("out", None))
+    if method == "__call__":
+        return _ufunc_call(ufunc, what, inputs, kwargs)
+    if method == "reduce":
+        return _ufunc_reduce(ufunc, what, inputs, kwargs)
+    if method == "accumulate":
+        return _ufunc_accumulate(ufunc, what, inputs, kwargs)
+    if method == "outer":
+        return _ufunc_outer(ufunc, what, inputs, kwargs)
+    raise _unsupported(f"{what} is not supported on tensors (ufunc.{method} writes in place "
+                       "or needs index arrays; use en.scatter_add or numpy on t.numpy())")
+
+
+def _ufunc_function(ufunc, what):
+    fn = engine_function("numpy", ufunc.__name__)
+    if fn is None:
+        raise _unsupported(f"{what} is not implemented by the engine for tensors "
+                           f"(no en.{ufunc.__name__}); call it on t.numpy() to run numpy "
+                           "on the values (eager mode only)")
+    return fn
+
+
+def _ufunc_call(ufunc, what, inputs, kwargs):
+    fn = _ufunc_function(ufunc, what)
+    if not kwargs:      # the common case (``array + tensor``): nothing to translate
+        return fn(*inputs)
+    dtype = kwargs.pop("dtype", None)
+    for key, default in _UFUNC_DEFAULTS.items():
+        if key in kwargs and _is_default(kwargs[key], default):
+            del kwargs[key]
+    if "where" in kwargs:
+        raise _unsupported(
+            f"{what}: where= is not supported on tensors (without out= numpy leaves the "
+            "masked-out places uninitialized); use en.where(mask, result, other)")
+    if dtype is not None:
+        inputs = [_cast_arrays(x, dtype) for x in inputs]
+    _check_keywords(what, fn, kwargs)
+    return fn(*inputs, **kwargs)
+
+
+def _ufunc_reduce(ufunc, what, inputs, kwargs):
+    name = REDUCE.get(ufunc.__name__)
+    if name is None:
+        raise _unsupported(f"{what} is not supported on tensors (the engine reduces with "
+                           f"{', '.join(f'numpy.{u}' for u in REDUCE)})")
+    x, *rest = inputs
+    if rest:       # numpy passes axis positionally here only when the user did
+        kwargs = dict(zip(("axis", "dtype"), rest), **kwargs)
+    kwargs.setdefault("axis", 0)          # ufunc.reduce reduces the first axis by default
+    _check_supported_ufunc(what, kwargs, {"axis", "dtype", "keepdims", "initial", "where"})
+    return reduction(name, x, what=what, **kwargs)
+
+
+def _ufunc_accumulate(ufunc, what, inputs, kwargs):
+    name = ACCUMULATE.get(ufunc.__name__)
+    fn = getattr(_en(), name, None) if name else None
+    if fn is None:
+        raise _unsupported(f"{what} is not supported on tensors")
+    x, *rest = inputs
+    if rest:
+        kwargs = dict(zip(("axis", "dtype"), rest), **kwargs)
+    _check_supported_ufunc(what, kwargs, {"axis", "dtype"})
+    dtype = kwargs.pop("dtype", None)
+    if dtype is not None:
+        x = _cast_arrays(x, dtype)
+    return fn(x, axis=kwargs.get("axis", 0))
+
+
+def _ufunc_outer(ufunc, what, inputs, kwargs):
+    en = _en()
+    a, b = inputs
+    a = a if isinstance(a, _TENSOR_TYPES) else np.asarray(a)
+    b = b if isinstance(b, _TENSOR_TYPES) else np.asarray(b)
+    a = en.reshape(a, tuple(a.shape) + (1,) * len(b.shape))
+    return _ufunc_call(ufunc, what, (a, b), kwargs)
+
+
+def _check_supported_ufunc(what, kwargs, allowed):
+    extra = sorted(set(kwargs) - set(allowed))
+    if extra:
+        raise _unsupported(f"{what}: {', '.join(extra)}= not supported on tensors")
