@@ -31,3 +31,4 @@ from ._define import unbroadcast  # noqa: F401
 from .activations import *  # noqa: F401,F403
 from .losses import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
+from .numpy_names import *  # noqa: F401,F403
