@@ -25,6 +25,8 @@ from .errors import (BackendError, DTypeError, EngineError, LoadError, NotDiffer
                      NumericsError, ShapeError, TracingError, UnsupportedError)
 from . import modes
 from .errors import DomainError, ScalarOverflowError, ShapeTypeError  # noqa: F401
+from .errors import (ArgumentTypeError, InvalidArgumentError, MissingFileError,  # noqa: F401
+                     UnimplementedError)
 from .modes import apply
 from .op import REGISTRY, Op
 from . import backend
@@ -44,6 +46,8 @@ from .transforms.jacobians import hessian, jacfwd, jacrev, vjp
 from .transforms.checkpoint import checkpoint, checkpoint_name
 from .transforms.checkpoint import policies as checkpoint_policies
 from . import debug
+from . import warning_location
+warning_location.install()   # numpy's warnings inside kernels name the user's line
 from . import random
 from . import optim, data  # noqa: E402
 # The layers package; an absolute import, because ``from .ops import *`` above bound the name
@@ -102,7 +106,8 @@ _PUBLIC_FACADE = {
     # errors
     "BackendError", "DTypeError", "DomainError", "EngineError", "LoadError",
     "NotDifferentiableError", "NumericsError", "ScalarOverflowError", "ShapeError",
-    "ShapeTypeError", "TracingError", "UnsupportedError",
+    "ShapeTypeError", "TracingError", "UnsupportedError", "ArgumentTypeError",
+    "InvalidArgumentError", "MissingFileError", "UnimplementedError",
     # arrays, dtypes, the op registry and modes
     "Tensor", "tensor", "Variable", "dtypes", "bool_", "float32", "float64", "int32", "int64",
     "broadcast_shapes", "config", "Op", "REGISTRY", "apply", "backend", "ops",

@@ -70,6 +70,41 @@ class UnsupportedError(EngineError, TypeError):
     A ``TypeError``, as numpy's own "no implementation found" is."""
 
 
+class InvalidArgumentError(EngineError, ValueError):
+    """An argument's value is not one the function accepts (a negative learning rate,
+    an unknown option name); a ``ValueError``, as Python's own functions raise."""
+
+
+class ArgumentTypeError(EngineError, TypeError):
+    """An argument of the wrong kind (a number where a branch function is expected,
+    a tensor where a tuple of loop variables is); a ``TypeError``."""
+
+
+class MissingFileError(EngineError, FileNotFoundError):
+    """A file or folder the engine was asked to read does not exist (``load_mnist``);
+    a ``FileNotFoundError``."""
+
+
+class UnimplementedError(EngineError, NotImplementedError):
+    """A method a subclass must define was not (``Module.forward``, a back end's kernels)."""
+
+
+def expect_callable(who, what, value):
+    """Raise :class:`ArgumentTypeError`, naming the caller's line, unless ``value`` is callable.
+
+    Example:
+        >>> expect_callable("cond", "true_fn", 1)
+        Traceback (most recent call last):
+          ...
+        engine.errors.ArgumentTypeError: cond: true_fn must be a function, got int 1
+          at ...
+    """
+    if not callable(value):
+        raise ArgumentTypeError(f"{who}: {what} must be a function, got "
+                                f"{type(value).__name__} {value!r:.60}\n"
+                                f"  at {format_location(user_frame())}")
+
+
 def is_engine_file(filename):
     """True when ``filename`` belongs to the engine's own packages."""
     return filename.startswith(_PACKAGE_DIRS)

@@ -25,12 +25,14 @@ import errno
 import os
 import stat
 
+from .errors import EngineError
+
 _KINDS = ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"),
           (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
           (stat.S_ISSOCK, "socket"))
 
 
-class NotARegularFile(OSError):
+class NotARegularFile(EngineError, OSError):
     """The path names a directory, FIFO, device or socket instead of a regular file."""
 
     def __init__(self, path, kind):

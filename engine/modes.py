@@ -26,7 +26,7 @@ import abc
 import contextlib
 import contextvars
 
-from .errors import DTypeError
+from .errors import ArgumentTypeError, DTypeError
 from .lifting import lift_error
 from .recording import active_tapes, record, watch_variable_read
 
@@ -104,7 +104,7 @@ def set_default_mode(mode):
     """Make ``mode`` the mode used wherever none is pushed (the facade registers eager)."""
     global _default
     if not isinstance(mode, Mode):
-        raise TypeError(f"set_default_mode: {mode!r} does not implement engine.modes.Mode")
+        raise ArgumentTypeError(f"set_default_mode: {mode!r} does not implement engine.modes.Mode")
     _default = mode
 
 

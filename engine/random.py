@@ -17,10 +17,12 @@ Example:
     >>> bool((a.numpy() == b.numpy()).all())
     True
 """
+import operator
+
 import numpy as np
 
 from . import dtypes
-from .errors import DTypeError, describe_inputs
+from .errors import ArgumentTypeError, DTypeError, InvalidArgumentError, describe_inputs
 from .modes import apply
 from .op import Op, declare, register
 from .ops.creation import check_shape
@@ -93,7 +95,15 @@ declare(random_uniform_op, onnx=None)  # ONNX draws other numbers than the engin
 
 
 def _key_for_seed(seed):
-    return np.array([int(seed), 0], dtype=np.int64)
+    # operator.index: an int (or numpy integer), never a float or a numeric string
+    try:
+        seed = operator.index(seed)
+    except TypeError:
+        raise ArgumentTypeError(f"Generator: seed must be an int, got {type(seed).__name__} "
+                                f"{seed!r:.60}") from None
+    if not -2**63 <= seed < 2**63:
+        raise InvalidArgumentError(f"Generator: seed {seed} does not fit in int64")
+    return np.array([seed, 0], dtype=np.int64)
 
 
 def normal_from_key(key, shape, mean=0.0, stddev=1.0, dtype="float32"):

@@ -21,7 +21,7 @@ from . import backend as _backends
 from . import numpy_dispatch as _numpy_dispatch
 from . import ops as _ops
 from .backend import NUMPY
-from .errors import TracingError, format_location, user_frame
+from .errors import ArgumentTypeError, TracingError, format_location, user_frame
 from .lifting import TensorLike, as_array, caller_can_write
 
 
@@ -85,7 +85,7 @@ class TensorOps(TensorLike):
 
     def __len__(self):
         if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise ArgumentTypeError("len() of a 0-d tensor")
         if self.shape[0] is None:
             raise TracingError("len() of a tensor whose first dimension is unknown while tracing")
         return self.shape[0]
@@ -220,7 +220,7 @@ class Tensor(TensorOps):
 
     def __iter__(self):
         if not self.shape:
-            raise TypeError("iteration over a 0-d tensor")
+            raise ArgumentTypeError("iteration over a 0-d tensor")
         n = len(self)
         return (self[i] for i in range(n))
 

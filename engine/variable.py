@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-from .errors import DTypeError, EngineError, ShapeError
+from .errors import ArgumentTypeError, DTypeError, EngineError, ShapeError
 from .lifting import as_array
 from .modes import current_mode, read_variable
 from .tensor import Tensor, TensorOps
@@ -145,7 +145,7 @@ class Variable(TensorOps):
         return f"<Variable {self.name!r} shape={self.shape} dtype={self.dtype} value={body}>"
 
     def __reduce__(self):
-        raise TypeError("variables are not picklable; save their values with en.save")
+        raise ArgumentTypeError("variables are not picklable; save their values with en.save")
 
 
 def check_scatter(var, index_aval, update_aval):

@@ -19,6 +19,7 @@ import os
 import numpy as np
 
 from engine.backend import NUMPY, bind, get, mismatch
+from engine import warning_location
 from engine.errors import BackendError
 
 from .graph_ops import constant_op, placeholder_op, unpack_op
@@ -38,6 +39,11 @@ def _is_literal(value):
     return False
 
 
+# Generated code is the engine's own: a numpy warning raised in it is shown at the user's
+# line that traced the op (engine/warning_location.py reads TRACED_LINES of the namespace).
+warning_location.add_internal_filenames("<graph ", "<entry ", "<fused kernel ", "<numba kernel ")
+
+
 class Lowered:
     """Source code plus the namespace it runs in."""
 
@@ -48,6 +54,9 @@ class Lowered:
         self.line_to_node = line_to_node
         self.fn_name = fn_name
         self.filename = filename
+        namespace[warning_location.TRACED_LINES] = {
+            line: node.source for line, node in line_to_node.items()
+            if getattr(node, "source", None)}
 
     def build(self):
         code = self.code or compile(self.source, self.filename, "exec")

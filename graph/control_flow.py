@@ -10,12 +10,14 @@ import numpy as np
 
 from engine import dtypes, ops
 from engine.autodiff import GradientTape
-from engine.errors import (DTypeError, EngineError, NotDifferentiableError, ShapeError,
-                           describe_inputs, format_location, user_frame)
+from engine.errors import (ArgumentTypeError, DTypeError, EngineError, NotDifferentiableError,
+                           ShapeError, describe_inputs, expect_callable, format_location,
+                           user_frame)
 from engine.modes import current_mode
 from engine.recording import active_tapes, record
 from engine.op import Op, declare
 from engine.pytree import LEAF, TreeDef, flatten, unflatten
+from engine.tensor import Tensor
 
 from . import control_flow_checks
 from .graph_ops import _structural
@@ -108,6 +110,8 @@ def cond(pred, true_fn, false_fn, *operands):
         >>> float(en.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x))
         6.0
     """
+    expect_callable("cond", "true_fn", true_fn)
+    expect_callable("cond", "false_fn", false_fn)
     return current_mode().cond(pred, true_fn, false_fn, *operands)
 
 
@@ -200,8 +204,14 @@ def while_loop(cond_fn, body_fn, loop_vars):
         >>> int(s)
         10
     """
+    expect_callable("while_loop", "cond_fn", cond_fn)
+    expect_callable("while_loop", "body_fn", body_fn)
     if not isinstance(loop_vars, (tuple, list)):
-        raise TypeError("while_loop: loop_vars must be a tuple or list")
+        got = (f"a tensor {loop_vars._describe()}" if isinstance(loop_vars, Tensor)
+               else type(loop_vars).__name__)
+        raise ArgumentTypeError(f"while_loop: loop_vars must be a tuple or list of the loop "
+                                f"variables, got {got} (one variable: pass (x,))\n"
+                                f"  at {format_location(user_frame())}")
     mode = current_mode()
     if mode.is_concrete or mode.transforms:   # a transformation runs the loop's ops itself
         vals = tuple(loop_vars)
@@ -377,6 +387,7 @@ def scan(fn, init, xs=None, length=None, reverse=False):
         >>> partial.numpy().tolist()
         [1.0, 3.0, 6.0]
     """
+    expect_callable("scan", "fn", fn)
     x_leaves, x_tree = flatten(xs, is_leaf=_leaf)
     if length is None:
         if not x_leaves:

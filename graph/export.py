@@ -71,7 +71,8 @@ import zipfile
 import numpy as np
 
 from engine import dtypes
-from engine.errors import EngineError, LoadError, describe_aval, format_location
+from engine.errors import (ArgumentTypeError, EngineError, InvalidArgumentError, LoadError,
+                           describe_aval, format_location)
 from engine.op import REGISTRY
 from engine.pytree import LEAF, NONE, TreeDef, is_namedtuple_type
 from engine.tensor import Tensor
@@ -197,7 +198,7 @@ def concrete_function_for(fn, example_args, what):
         return fn
     if not isinstance(fn, Function):
         if not callable(fn):
-            raise TypeError(f"{what}: expected an en.function or a Python function, got "
+            raise ArgumentTypeError(f"{what}: expected an en.function or a Python function, got "
                             f"{type(fn).__name__}")
         fn = function(fn)
     if example_args or (fn.input_signature is None and _takes_no_arguments(fn)):
@@ -419,16 +420,16 @@ def tree_json(td):
 def tree_from_json(doc, depth=0):
     """The :class:`TreeDef` for :func:`tree_json` output. Raises ValueError when malformed."""
     if depth > 64:
-        raise ValueError("the output structure is nested too deeply")
+        raise InvalidArgumentError("the output structure is nested too deeply")
     if doc == "*":
         return LEAF
     if doc is None:
         return NONE
     if type(doc) is not dict or len(doc) != 1:
-        raise ValueError(f"bad output structure {short(doc)}")
+        raise InvalidArgumentError(f"bad output structure {short(doc)}")
     (kind, body), = doc.items()
     if type(body) is not list:
-        raise ValueError(f"bad output structure {short(doc)}")
+        raise InvalidArgumentError(f"bad output structure {short(doc)}")
     if kind in ("tuple", "list"):
         return TreeDef(tuple if kind == "tuple" else list, None,
                        tuple(tree_from_json(c, depth + 1) for c in body))
@@ -437,13 +438,13 @@ def tree_from_json(doc, depth=0):
         for item in body:
             if type(item) is not list or len(item) != 2 or not (
                     item[0] is None or type(item[0]) in (bool, int, float, str)):
-                raise ValueError(f"bad dict entry {short(item)} in the output structure")
+                raise InvalidArgumentError(f"bad dict entry {short(item)} in the output structure")
             keys.append(item[0])
             children.append(tree_from_json(item[1], depth + 1))
         if len(set(map(repr, keys))) != len(keys):
-            raise ValueError("repeated key in an output dict")
+            raise InvalidArgumentError("repeated key in an output dict")
         return TreeDef(dict, tuple(keys), tuple(children))
-    raise ValueError(f"unknown output structure kind {kind!r}")
+    raise InvalidArgumentError(f"unknown output structure kind {kind!r}")
 
 
 # ---- reading fields back: the rules every value in a saved file must follow (graph.load) ----

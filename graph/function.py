@@ -19,7 +19,7 @@ import warnings
 
 from engine import backend as backends
 from engine.config import config
-from engine.errors import DTypeError, EngineError, format_location, user_frame
+from engine.errors import DTypeError, EngineError, expect_callable, format_location, user_frame
 from engine.modes import current_mode, pushed_mode
 from engine.tensor import Tensor
 
@@ -48,6 +48,7 @@ class Function:
 
     def __init__(self, fn, input_signature=None, optimize=True, passes=None, max_traces=8,
                  name=None, max_cached_traces=None, autograph=True):
+        expect_callable("en.function", "fn", fn)
         functools.update_wrapper(self, fn)
         self.python_function = fn
         self.name = name or getattr(fn, "__name__", "function")

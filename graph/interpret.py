@@ -9,6 +9,7 @@ from engine.tensor import wrap
 from .graph_ops import (assign_variable_op, constant_op, placeholder_op, read_variable_op,
                         unpack_op)
 from .subgraph import SubGraph
+from engine.errors import InvalidArgumentError
 
 
 def replay_nodes(graph, variables=None):
@@ -42,7 +43,7 @@ def interpret(graph, inputs, replay=None):
     run again. Returns the flat list of outputs.
     """
     if len(inputs) != len(graph.inputs):
-        raise ValueError(f"interpret: graph {graph.name} takes {len(graph.inputs)} inputs, "
+        raise InvalidArgumentError(f"interpret: graph {graph.name} takes {len(graph.inputs)} inputs, "
                          f"got {len(inputs)}")
     env = dict(zip(graph.inputs, inputs))
     if replay:
@@ -66,7 +67,7 @@ def interpret(graph, inputs, replay=None):
         elif op is unpack_op:
             env[node] = env[node.inputs[0]][node.params["index"]]
         elif op is placeholder_op:
-            raise ValueError(f"interpret: unbound input {node.name}")
+            raise InvalidArgumentError(f"interpret: unbound input {node.name}")
         else:
             env[node] = outs = apply(op, *[env[i] for i in node.inputs], **node.params)
             if op.multiple_results and not mode.is_concrete:   # a control-flow node was traced

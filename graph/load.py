@@ -38,7 +38,8 @@ import os
 
 import numpy as np
 
-from engine.errors import BackendError, LoadError, describe_aval
+from engine.errors import (ArgumentTypeError, BackendError, InvalidArgumentError, LoadError,
+                           describe_aval)
 from engine.files import open_regular
 from engine.modes import current_mode
 from engine.op import REGISTRY
@@ -163,12 +164,12 @@ def _check_node_count(doc):
 def _no_duplicates(pairs):
     out = dict(pairs)
     if len(out) != len(pairs):
-        raise ValueError("repeated key in an object")
+        raise InvalidArgumentError("repeated key in an object")
     return out
 
 
 def _no_constant(name):
-    raise ValueError(f"{name} is not allowed (non-finite floats are written as {{'$float': ...}})")
+    raise InvalidArgumentError(f"{name} is not allowed (non-finite floats are written as {{'$float': ...}})")
 
 
 # ---- checking and rebuilding the graph ----------------------------------------------------------
@@ -578,7 +579,7 @@ def _python_body(graph, name):
     inside another traced function, which inlines it)."""
     def body(*args):
         if len(args) != len(graph.inputs):
-            raise TypeError(f"{name} takes {len(graph.inputs)} arguments, got {len(args)}")
+            raise ArgumentTypeError(f"{name} takes {len(graph.inputs)} arguments, got {len(args)}")
         outs = interpret(graph, current_mode().lift(list(args)))
         return unflatten(graph.output_tree, outs)
     body.__name__ = name

@@ -98,16 +98,16 @@ def read_npy_header(f):
     magic = f.read(8)
     if len(magic) != 8 or magic[:6] != b"\x93NUMPY" or magic[6:] not in (b"\x01\x00",
                                                                        b"\x02\x00"):
-        raise ValueError(f"not a .npy (version 1.0 or 2.0) header: {magic[:8]!r}")
+        raise LoadError(f"not a .npy (version 1.0 or 2.0) header: {magic[:8]!r}")
     width = 2 if magic[6] == 1 else 4
     raw = f.read(width)
     n = int.from_bytes(raw, "little")
     if len(raw) != width or n > 4096:
-        raise ValueError(f"a header of {n} bytes (at most 4096)")
+        raise LoadError(f"a header of {n} bytes (at most 4096)")
     text = f.read(n)
     match = _HEADER.fullmatch(text.decode("latin1")) if len(text) == n else None
     if match is None:
-        raise ValueError(f"not a header numpy writes: {text[:80]!r}")
+        raise LoadError(f"not a header numpy writes: {text[:80]!r}")
     descr, fortran, dims = match.groups()
     shape = tuple(int(d) for d in dims.replace(",", " ").split())
     return shape, fortran == "True", np.dtype(descr), 8 + width + n
@@ -138,7 +138,7 @@ def _read_member(zf, path, i, shape, dtype):
             while done < n:
                 chunk = f.read(min(CHUNK, n - done))
                 if not chunk:
-                    raise EOFError(f"the data ends after {done} of {n} bytes")
+                    raise LoadError(f"the data ends after {done} of {n} bytes")
                 flat[done:done + len(chunk)] = np.frombuffer(chunk, np.uint8)
                 done += len(chunk)
             f.read(1)   # at the end: the CRC is checked here if it was not yet

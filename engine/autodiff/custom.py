@@ -2,7 +2,7 @@
 import functools
 
 from .. import ops
-from ..errors import EngineError
+from ..errors import EngineError, expect_callable
 from ..modes import current_mode
 from ..recording import TapeRule, active_tapes, paused, record
 
@@ -35,6 +35,7 @@ def custom_gradient(f):
         >>> float(en.grad(lambda x: clip_grad(x) * 5.0)(2.0))
         1.0
     """
+    expect_callable("custom_gradient", "f", f)
     name = getattr(f, "__name__", "custom_gradient")
 
     @functools.wraps(f)

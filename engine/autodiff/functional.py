@@ -2,7 +2,7 @@
 import functools
 
 from .. import dtypes, ops
-from ..errors import DTypeError, EngineError
+from ..errors import DTypeError, EngineError, expect_callable
 from ..pytree import flatten, unflatten
 from ..tensor import Tensor, tensor
 from ..variable import Variable
@@ -38,6 +38,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
         >>> float(value), float(g)
         (8.0, 12.0)
     """
+    expect_callable("value_and_grad", "f", f)
     multiple = isinstance(argnums, (tuple, list))
     nums = tuple(argnums) if multiple else (argnums,)
     name = getattr(f, "__name__", "f")
@@ -84,6 +85,7 @@ def grad(f, argnums=0, has_aux=False):
         >>> round(float(d2(0.5)), 6) == round(-float(en.sin(0.5)), 6)
         True
     """
+    expect_callable("grad", "f", f)
     vg = value_and_grad(f, argnums, has_aux)
 
     @functools.wraps(f)

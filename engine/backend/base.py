@@ -1,6 +1,8 @@
 """The :class:`Backend` interface: what the engine needs from an array library."""
 import numpy as np
 
+from ..errors import UnimplementedError
+
 
 class Backend:
     """One array library. Subclasses set the class attributes and the conversions.
@@ -29,7 +31,7 @@ class Backend:
     def asarray(self, data, dtype=None):
         """An array of this library from Python data, a numpy array or its own array
         (always a fresh copy: a tensor's value must never change under it)."""
-        raise NotImplementedError
+        raise UnimplementedError
 
     def from_numpy(self, array):
         """This library's copy of a numpy array."""
@@ -37,7 +39,7 @@ class Backend:
 
     def to_numpy(self, array):
         """A numpy array with ``array``'s values (may share memory; do not write)."""
-        raise NotImplementedError
+        raise UnimplementedError
 
     def is_array(self, value):
         """The type test: whether ``value`` is an array of this library."""
@@ -45,11 +47,11 @@ class Backend:
 
     def dtype_of(self, array):
         """The engine (numpy) dtype of an array of this library."""
-        raise NotImplementedError
+        raise UnimplementedError
 
     def dtype(self, dtype):
         """This library's dtype object for an engine dtype."""
-        raise NotImplementedError
+        raise UnimplementedError
 
     def astype(self, array, dtype):
         """``array`` converted to the engine dtype ``dtype``."""

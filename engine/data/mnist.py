@@ -15,6 +15,7 @@ import numpy as np
 
 from ..files import open_regular
 from .batching import DataError
+from ..errors import MissingFileError
 
 IMAGES_MAGIC = 2051
 LABELS_MAGIC = 2049
@@ -45,7 +46,7 @@ def load_mnist(directory, split=None):
     """
     directory = os.path.expanduser(os.fspath(directory))
     if not os.path.isdir(directory):
-        raise FileNotFoundError(f"load_mnist: {directory!r} is not a directory")
+        raise MissingFileError(f"load_mnist: {directory!r} is not a directory")
     if split is None:
         return _load_split(directory, "train"), _load_split(directory, "test")
     if split not in _FILES:
@@ -77,7 +78,7 @@ def _find(directory, name):
         path = os.path.join(directory, c)
         if os.path.isfile(path):
             return path
-    raise FileNotFoundError(f"load_mnist: no {name} in {directory!r} (looked for "
+    raise MissingFileError(f"load_mnist: no {name} in {directory!r} (looked for "
                             f"{', '.join(candidates)})")
 
 

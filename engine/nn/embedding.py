@@ -6,6 +6,7 @@ Example:
     >>> emb(en.tensor([[1, 2, 3]])).shape
     (1, 3, 4)
 """
+from ..errors import InvalidArgumentError
 from ..variable import Variable
 from . import functional as F
 from . import init as initializers
@@ -32,7 +33,7 @@ class Embedding(Module):
                  else initializers.get(init)(shape, dtype, gen))
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"Embedding: padding_idx must be in [-{num_embeddings}, "
+                raise InvalidArgumentError(f"Embedding: padding_idx must be in [-{num_embeddings}, "
                                  f"{num_embeddings}), got {padding_idx!r}")
             padding_idx %= num_embeddings
             value = value.numpy().copy() if hasattr(value, "numpy") else value.copy()

@@ -16,7 +16,7 @@ Example:
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, InvalidArgumentError, ShapeError
 from ..ops.conv import conv2d, conv_transpose2d  # noqa: F401  (re-exported)
 from ..ops.pooling import avg_pool2d, max_pool2d  # noqa: F401
 from ..ops.nn import cross_entropy, log_softmax, logsumexp, mse, softmax  # noqa: F401
@@ -117,7 +117,7 @@ def dropout(x, rate=0.5, generator=None, training=True):
         True
     """
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate < 1.0:
-        raise ValueError(f"dropout: rate must be in [0, 1), got {rate!r}")
+        raise InvalidArgumentError(f"dropout: rate must be in [0, 1), got {rate!r}")
     x = _as_tensor(x)
     if x.dtype not in dtypes.FLOATS:
         raise input_error(DTypeError, "dropout: expected a floating-point input", x)

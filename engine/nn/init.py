@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from .. import dtypes
-from ..errors import ShapeError
+from ..errors import InvalidArgumentError, ShapeError
 from ..random import Generator, default_generator
 
 
@@ -137,4 +137,4 @@ def get(init):
     try:
         return INITIALIZERS[init]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown initializer {init!r}; known: {sorted(INITIALIZERS)}") from None
+        raise InvalidArgumentError(f"unknown initializer {init!r}; known: {sorted(INITIALIZERS)}") from None

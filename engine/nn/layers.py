@@ -12,7 +12,7 @@ Example:
     >>> layer
     Linear(in_features=3, out_features=2, bias=True)  # 8 parameters
 """
-from ..errors import ShapeError
+from ..errors import InvalidArgumentError, ShapeError
 from ..ops.conv_geometry import pair, padding_param
 from ..random import Generator, default_generator
 from ..variable import Variable
@@ -33,7 +33,7 @@ def _seeded_from_default():
 
 def _positive_int(who, label, value):
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{who}: {label} must be a positive int, got {value!r}")
+        raise InvalidArgumentError(f"{who}: {label} must be a positive int, got {value!r}")
     return value
 
 
@@ -84,7 +84,7 @@ class Conv2D(Module):
         self.out_channels = _positive_int("Conv2D", "out_channels", out_channels)
         self.groups = _positive_int("Conv2D", "groups", groups)
         if in_channels % groups or out_channels % groups:
-            raise ValueError(f"Conv2D: in_channels ({in_channels}) and out_channels "
+            raise InvalidArgumentError(f"Conv2D: in_channels ({in_channels}) and out_channels "
                              f"({out_channels}) must be divisible by groups ({groups})")
         self.kernel_size = pair("Conv2D", kernel_size, "kernel_size")
         self.stride = pair("Conv2D", stride, "stride")
@@ -130,7 +130,7 @@ class ConvTranspose2D(Module):
         self.out_channels = _positive_int("ConvTranspose2D", "out_channels", out_channels)
         self.groups = _positive_int("ConvTranspose2D", "groups", groups)
         if in_channels % groups or out_channels % groups:
-            raise ValueError(f"ConvTranspose2D: in_channels ({in_channels}) and out_channels "
+            raise InvalidArgumentError(f"ConvTranspose2D: in_channels ({in_channels}) and out_channels "
                              f"({out_channels}) must be divisible by groups ({groups})")
         self.kernel_size = pair("ConvTranspose2D", kernel_size, "kernel_size")
         self.stride = pair("ConvTranspose2D", stride, "stride")
@@ -215,7 +215,7 @@ class Dropout(Module):
     def __init__(self, rate=0.5, generator=None):
         super().__init__()
         if not 0.0 <= rate < 1.0:
-            raise ValueError(f"Dropout: rate must be in [0, 1), got {rate}")
+            raise InvalidArgumentError(f"Dropout: rate must be in [0, 1), got {rate}")
         self.rate = float(rate)
         # Private: its state variable is not a parameter (not saved, not trained).
         self._generator = _generator(generator) if generator is not None else _seeded_from_default()

@@ -26,7 +26,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..errors import EngineError, LoadError, describe_aval, format_location, user_frame
+from ..errors import (EngineError, LoadError, UnimplementedError, describe_aval, format_location,
+                      user_frame)
 from ..variable import Variable
 
 
@@ -47,7 +48,7 @@ class Module:
 
     # -- calling --------------------------------------------------------------------
     def forward(self, *args, **kwargs):
-        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+        raise UnimplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)

@@ -8,7 +8,7 @@ Example:
     True
     >>> _ = bn.eval()                                    # eval: the running statistics
 """
-from ..errors import ShapeError
+from ..errors import InvalidArgumentError, ShapeError
 from ..variable import Variable
 from . import functional as F
 from . import init as initializers
@@ -71,7 +71,7 @@ class BatchNorm(Module):
         super().__init__()
         self.num_features = _positive_int("BatchNorm", "num_features", num_features)
         if not 0.0 <= momentum <= 1.0:
-            raise ValueError(f"BatchNorm: momentum must be in [0, 1], got {momentum}")
+            raise InvalidArgumentError(f"BatchNorm: momentum must be in [0, 1], got {momentum}")
         self.momentum = float(momentum)
         self.eps = float(eps)
         n = (num_features,)

@@ -15,7 +15,7 @@ Example:
 import numpy as np
 
 from .. import ops
-from ..errors import ShapeError
+from ..errors import ArgumentTypeError, EngineError, ShapeError
 from ..variable import Variable
 from . import init as initializers
 from .layers import _generator, _positive_int
@@ -145,7 +145,7 @@ class RNN(Module):
     def __init__(self, cell, batch_first=True, reverse=False):
         super().__init__()
         if not isinstance(cell, _Cell):
-            raise TypeError(f"RNN: cell must be an LSTMCell or GRUCell, got {type(cell).__name__}")
+            raise ArgumentTypeError(f"RNN: cell must be an LSTMCell or GRUCell, got {type(cell).__name__}")
         self.cell = cell
         self.batch_first = bool(batch_first)
         self.reverse = bool(reverse)
@@ -186,5 +186,5 @@ def use_scan(scan):
 
 def _scan():
     if _SCAN[0] is None:
-        raise RuntimeError("en.nn.RNN: no scan registered; import engine (the facade) first")
+        raise EngineError("en.nn.RNN: no scan registered; import engine (the facade) first")
     return _SCAN[0]

@@ -29,7 +29,7 @@ import zipfile
 import numpy as np
 
 from .. import dtypes
-from ..errors import LoadError
+from ..errors import ArgumentTypeError, LoadError
 from .module import Module, check_state
 
 FORMAT = "engine.nn.state"
@@ -41,7 +41,7 @@ _MAX_META_BYTES = 16 << 20
 def save(module, path):
     """Write every variable of ``module`` to ``path`` (an ``.npz``), atomically."""
     if not isinstance(module, Module):
-        raise TypeError(f"en.nn.save: expected an en.nn.Module, got {type(module).__name__}")
+        raise ArgumentTypeError(f"en.nn.save: expected an en.nn.Module, got {type(module).__name__}")
     path = os.fspath(path)
     entries, members = [], []
     for i, (name, var) in enumerate(module.named_variables()):
@@ -85,7 +85,7 @@ def load_into(module, path):
     not such a file, or its names, shapes or dtypes differ from the module's.
     """
     if not isinstance(module, Module):
-        raise TypeError(f"en.nn.load_into: expected an en.nn.Module, got {type(module).__name__}")
+        raise ArgumentTypeError(f"en.nn.load_into: expected an en.nn.Module, got {type(module).__name__}")
     path = os.fspath(path)
     who = f"en.nn.load_into({path!r})"
     try:

@@ -3,6 +3,7 @@ import numpy as np
 
 from .. import ops
 from .base import Optimizer, as_dtype
+from ..errors import InvalidArgumentError
 
 
 class Adagrad(Optimizer):
@@ -31,7 +32,7 @@ class Adagrad(Optimizer):
                              ("initial_accumulator_value", initial_accumulator_value),
                              ("eps", eps)):
             if value < 0:
-                raise ValueError(f"Adagrad: {label} must be >= 0, got {value}")
+                raise InvalidArgumentError(f"Adagrad: {label} must be >= 0, got {value}")
         super().__init__(name)
         self.lr = lr
         self.lr_decay = lr_decay

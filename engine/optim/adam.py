@@ -1,6 +1,7 @@
 """Adam (Kingma and Ba, 2015) with bias-corrected moment estimates."""
 from .. import ops
 from .base import Optimizer, as_dtype
+from ..errors import InvalidArgumentError
 
 
 class Adam(Optimizer):
@@ -24,9 +25,9 @@ class Adam(Optimizer):
         """``lr`` is a float or a schedule of the step number (:mod:`engine.optim.schedules`)."""
         for label, b in (("beta1", beta1), ("beta2", beta2)):
             if not 0.0 <= b < 1.0:
-                raise ValueError(f"Adam: {label} must be in [0, 1), got {b}")
+                raise InvalidArgumentError(f"Adam: {label} must be in [0, 1), got {b}")
         if eps < 0:
-            raise ValueError(f"Adam: eps must be >= 0, got {eps}")
+            raise InvalidArgumentError(f"Adam: eps must be >= 0, got {eps}")
         super().__init__(name)
         self.lr = lr
         self.beta1 = beta1

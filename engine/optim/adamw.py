@@ -1,6 +1,7 @@
 """AdamW (Loshchilov and Hutter, 2019): Adam with decoupled weight decay."""
 from .adam import Adam
 from .base import as_dtype
+from ..errors import InvalidArgumentError
 
 
 class AdamW(Adam):
@@ -21,7 +22,7 @@ class AdamW(Adam):
                  name="AdamW"):
         """``lr`` is a float or a schedule of the step number (:mod:`engine.optim.schedules`)."""
         if weight_decay < 0:
-            raise ValueError(f"AdamW: weight_decay must be >= 0, got {weight_decay}")
+            raise InvalidArgumentError(f"AdamW: weight_decay must be >= 0, got {weight_decay}")
         super().__init__(lr, beta1, beta2, eps, name=name)
         self.weight_decay = weight_decay
 

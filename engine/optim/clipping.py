@@ -10,7 +10,7 @@ Example:
     (5.0, [0.6, 0.8])
 """
 from .. import ops
-from ..errors import EngineError
+from ..errors import EngineError, InvalidArgumentError
 from ..tensor import Tensor, tensor
 from ..variable import Variable
 
@@ -52,7 +52,7 @@ def clip_by_global_norm(grads, max_norm):
     adds 1e-6 to the norm) and TensorFlow's ``clip_by_global_norm``.
     """
     if not max_norm > 0:
-        raise ValueError(f"clip_by_global_norm: max_norm must be > 0, got {max_norm}")
+        raise InvalidArgumentError(f"clip_by_global_norm: max_norm must be > 0, got {max_norm}")
     grads = _as_list(grads, "clip_by_global_norm")
     norm = global_norm(grads)
     # max(norm, max_norm) keeps the factor at exactly 1 below the limit, and 0/0 away.
@@ -70,7 +70,7 @@ def clip_by_value(grads, min_value, max_value):
         array([-1. ,  0.5,  1. ])
     """
     if not min_value <= max_value:
-        raise ValueError(f"clip_by_value: min_value ({min_value}) must be <= max_value "
+        raise InvalidArgumentError(f"clip_by_value: min_value ({min_value}) must be <= max_value "
                          f"({max_value})")
     return [None if g is None else ops.minimum(ops.maximum(g, min_value), max_value)
             for g in _as_list(grads, "clip_by_value")]

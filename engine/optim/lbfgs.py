@@ -57,7 +57,7 @@ import numpy as np
 
 from .. import ops
 from ..config import config
-from ..errors import EngineError
+from ..errors import EngineError, InvalidArgumentError
 from ..modes import current_mode
 from ..tensor import Tensor, tensor
 from ..transaction import all_or_nothing
@@ -110,13 +110,13 @@ class LBFGS(Optimizer):
     def __init__(self, lr=1.0, history=10, line_search=None, c1=1e-4, max_backtracks=10,
                  curvature_eps=1e-10, name="LBFGS"):
         if line_search not in (None, "backtracking"):
-            raise ValueError(f"LBFGS: line_search must be None or 'backtracking', got {line_search!r}")
+            raise InvalidArgumentError(f"LBFGS: line_search must be None or 'backtracking', got {line_search!r}")
         if int(history) < 1:
-            raise ValueError(f"LBFGS: history must be >= 1, got {history}")
+            raise InvalidArgumentError(f"LBFGS: history must be >= 1, got {history}")
         if int(max_backtracks) < 1:
-            raise ValueError(f"LBFGS: max_backtracks must be >= 1, got {max_backtracks}")
+            raise InvalidArgumentError(f"LBFGS: max_backtracks must be >= 1, got {max_backtracks}")
         if lr <= 0:
-            raise ValueError(f"LBFGS: lr must be > 0, got {lr}")
+            raise InvalidArgumentError(f"LBFGS: lr must be > 0, got {lr}")
         super().__init__(name)
         self.lr = float(lr)
         self.history = int(history)

@@ -1,6 +1,7 @@
 """RMSprop (Hinton's lecture 6e), in PyTorch's formulation."""
 from .. import ops
 from .base import Optimizer, as_dtype
+from ..errors import InvalidArgumentError
 
 
 class RMSprop(Optimizer):
@@ -27,10 +28,10 @@ class RMSprop(Optimizer):
                  weight_decay=0.0, name="RMSprop"):
         """``lr`` is a float or a schedule of the step number (:mod:`engine.optim.schedules`)."""
         if not 0.0 <= alpha < 1.0:
-            raise ValueError(f"RMSprop: alpha must be in [0, 1), got {alpha}")
+            raise InvalidArgumentError(f"RMSprop: alpha must be in [0, 1), got {alpha}")
         for label, value in (("eps", eps), ("momentum", momentum), ("weight_decay", weight_decay)):
             if value < 0:
-                raise ValueError(f"RMSprop: {label} must be >= 0, got {value}")
+                raise InvalidArgumentError(f"RMSprop: {label} must be >= 0, got {value}")
         super().__init__(name)
         self.lr = lr
         self.alpha = alpha

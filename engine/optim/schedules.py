@@ -24,6 +24,7 @@ import numpy as np
 from .. import ops
 from ..tensor import Tensor, tensor
 from ..variable import Variable
+from ..errors import InvalidArgumentError, UnimplementedError
 
 
 class LearningRateSchedule:
@@ -37,7 +38,7 @@ class LearningRateSchedule:
         return self._value(ops.cast(step, "float64"))
 
     def _value(self, t):
-        raise NotImplementedError
+        raise UnimplementedError
 
     def __repr__(self):
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
@@ -46,7 +47,7 @@ class LearningRateSchedule:
 
 def _positive(who, label, value):
     if not value > 0:
-        raise ValueError(f"{who}: {label} must be > 0, got {value}")
+        raise InvalidArgumentError(f"{who}: {label} must be > 0, got {value}")
     return value
 
 
@@ -125,7 +126,7 @@ class CosineDecay(LearningRateSchedule):
         self.lr = float(lr)
         self.decay_steps = int(_positive("CosineDecay", "decay_steps", decay_steps))
         if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"CosineDecay: alpha must be in [0, 1], got {alpha}")
+            raise InvalidArgumentError(f"CosineDecay: alpha must be in [0, 1], got {alpha}")
         self.alpha = float(alpha)
 
     def _value(self, t):
@@ -151,7 +152,7 @@ class LinearWarmup(LearningRateSchedule):
         self.after = _as_schedule(after)
         self.warmup_steps = int(_positive("LinearWarmup", "warmup_steps", warmup_steps))
         if not 0.0 <= start_factor <= 1.0:
-            raise ValueError(f"LinearWarmup: start_factor must be in [0, 1], got {start_factor}")
+            raise InvalidArgumentError(f"LinearWarmup: start_factor must be in [0, 1], got {start_factor}")
         self.start_factor = float(start_factor)
 
     def _value(self, t):

@@ -1,5 +1,6 @@
 """Stochastic gradient descent, optionally with (Nesterov) momentum."""
 from .base import Optimizer, as_dtype
+from ..errors import InvalidArgumentError
 
 
 class SGD(Optimizer):
@@ -28,9 +29,9 @@ class SGD(Optimizer):
     def __init__(self, lr=0.01, momentum=0.0, nesterov=False, name="SGD"):
         """``lr`` is a float or a schedule of the step number (:mod:`engine.optim.schedules`)."""
         if momentum < 0:
-            raise ValueError(f"SGD: momentum must be >= 0, got {momentum}")
+            raise InvalidArgumentError(f"SGD: momentum must be >= 0, got {momentum}")
         if nesterov and momentum == 0:
-            raise ValueError("SGD: nesterov=True needs momentum > 0")
+            raise InvalidArgumentError("SGD: nesterov=True needs momentum > 0")
         super().__init__(name)
         self.lr = lr
         self.momentum = momentum

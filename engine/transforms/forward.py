@@ -18,7 +18,7 @@ import functools
 
 from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
-from ..errors import EngineError, NotDifferentiableError, ShapeError
+from ..errors import ArgumentTypeError, EngineError, NotDifferentiableError, ShapeError
 from ..modes import apply, current_mode, use_mode
 from ..pytree import flatten, unflatten
 from ..tensor import Tensor
@@ -285,7 +285,7 @@ def jvp(f, primals, tangents, has_aux=False):
         (0.0, 2.0)
     """
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
+        raise ArgumentTypeError("jvp: primals and tangents must be tuples (one entry per argument)")
     p_leaves, p_tree = flatten(tuple(primals))
     t_leaves, t_tree = flatten(tuple(tangents))
     name = getattr(f, "__name__", "f")

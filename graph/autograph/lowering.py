@@ -32,6 +32,8 @@ Example:
 import ast
 import itertools
 
+from engine.errors import UnimplementedError
+
 NEVER, MAYBE, ALWAYS = 0, 1, 2
 RETURN_FLAG, RETVAL = "_ag_do_return", "_ag_retval"
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -77,13 +79,13 @@ class _BlockRewriter:
     into_loops = False
 
     def is_jump(self, stmt):
-        raise NotImplementedError
+        raise UnimplementedError
 
     def replace(self, stmt):
-        raise NotImplementedError
+        raise UnimplementedError
 
     def flag(self):
-        raise NotImplementedError
+        raise UnimplementedError
 
     def block(self, stmts):
         """``(new statements, NEVER/MAYBE/ALWAYS jumps)``."""

@@ -27,6 +27,7 @@ from ..graph_ops import constant_op
 from . import messages, tensor_control as tc
 # Undefined, UndefinedReturnValue and ld are what converted code calls as ag__.<name>.
 from .values import TensorRange, Undefined, UndefinedReturnValue, ld  # noqa: F401
+from engine.errors import ArgumentTypeError
 
 log = logging.getLogger("engine.autograph")
 
@@ -172,7 +173,7 @@ def for_stmt(iterable, extra_test, body, get_state, set_state, names, lists=None
         return
     if tc.is_traced(iterable):
         if not iterable.shape:
-            raise TypeError(f"iteration over a 0-d tensor (at {messages.here()})")
+            raise ArgumentTypeError(f"iteration over a 0-d tensor (at {messages.here()})")
         if extra_test is not None:   # after a break the remaining steps change nothing
             run_body = body
 

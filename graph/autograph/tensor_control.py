@@ -24,6 +24,7 @@ from ..interpret import interpret
 from ..subgraph import SubGraph, hoist_invariant_reads
 from . import messages
 from .values import RETVAL_NAME, Undefined, UndefinedReturnValue
+from engine.errors import EngineError
 
 _NO_INPUTS = TreeDef(tuple, None, ())
 
@@ -383,7 +384,7 @@ def _retrying(run, names, get_state, set_state, kind, lists):
             continue
         set_state(state.unpack(final))
         return
-    raise AssertionError("unreachable: each retry fixes one loop variable")
+    raise EngineError("unreachable: each retry fixes one loop variable")
 
 
 def tensor_while(test, body, get_state, set_state, names, lists=None):

@@ -1,5 +1,10 @@
 """Values converted code handles specially: undefined names and ranges with tensor bounds."""
-from engine.errors import TracingError
+from engine.errors import EngineError, TracingError
+
+
+class UnboundVariableError(EngineError, UnboundLocalError):
+    """A converted function used a local before assigning it: the ``UnboundLocalError``
+    the plain program raises, and an engine error."""
 
 
 class Undefined:
@@ -19,7 +24,7 @@ class Undefined:
         return f"<undefined {self.name}>"
 
     def _unbound(self, *args, **kwargs):
-        raise UnboundLocalError(
+        raise UnboundVariableError(
             f"cannot access local variable '{self.name}' where it is not associated with a value")
 
     __bool__ = __call__ = __iter__ = __len__ = __getitem__ = __index__ = _unbound

@@ -26,6 +26,7 @@ from .layout import layout
 from .memory_planning import memory_planning
 from .report import OptimizationReport, PassRecord
 from .simplify import simplify
+from engine.errors import InvalidArgumentError
 
 PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, dce, fusion,
                                   memory_planning)}
@@ -41,7 +42,7 @@ def _resolve(p):
     if callable(p):
         return p.__name__, p
     if p not in PASSES:
-        raise ValueError(f"unknown pass {p!r}; known: {', '.join(PASSES)}")
+        raise InvalidArgumentError(f"unknown pass {p!r}; known: {', '.join(PASSES)}")
     return p, PASSES[p]
 
 

@@ -31,12 +31,14 @@ Example of a generated kernel (``fn.explain`` and ``node.meta["kernel_source"]``
 """
 import itertools
 import math
+import re
 
 import numpy as np
 
 from engine import ops
 from engine.config import config
 from engine.op import Op, declare
+from engine.warning_location import TRACED_LINES
 
 from ..graph_ops import unpack_op
 from ..parallel import row_bounds, run_split
@@ -290,6 +292,20 @@ def _kernel_source(name, members, inputs, member_index, outputs):
     return "\n".join(lines) + "\n", [dt for _, dt in slots]
 
 
+def _member_lines(source, members):
+    """``{line: source location of the member whose kernel k<i> that line calls}``, so a
+    numpy warning in a fused kernel names the user's line of that op (TRACED_LINES)."""
+    found = {}
+    for number, line in enumerate(source.splitlines(), 1):
+        match = _MEMBER_CALL.search(line)
+        if match and getattr(members[int(match.group(1))], "source", None):
+            found[number] = members[int(match.group(1))].source
+    return found
+
+
+_MEMBER_CALL = re.compile(r"\bk(\d+)\(")
+
+
 class FusedKernel:
     """The callable behind a fused node: ``impl`` allocates, ``out_impl`` writes into ``out``.
 
@@ -317,6 +333,7 @@ class FusedKernel:
         namespace["small_scratch"] = []
         namespace["new_small_scratch"] = lambda: [np.empty(static, d) for d in small_dtypes]
         fresh = dict(namespace)   # before exec: the fresh kernel keeps its own scratch
+        namespace[TRACED_LINES] = _member_lines(self.source, members)
         exec(compile(self.source, f"<fused kernel {name}>", "exec"), namespace)
         self.out_impl = namespace.pop(name)   # not kept in its own globals: no cycle
         self.backend = "numpy"
@@ -334,6 +351,7 @@ class FusedKernel:
             fresh.update(empty=np.empty, out_dtype=np.dtype(members[-1].dtype),
                          small_scratch=[], new_small_scratch=lambda: [
                              np.empty(static, d) for d in fresh_dtypes])
+            fresh[TRACED_LINES] = _member_lines(fresh_source, members)
             exec(compile(fresh_source, f"<fused kernel {name}_fresh>", "exec"), fresh)
             self.impl = fresh.pop(name + "_fresh")
             self.source += "\n" + fresh_source
