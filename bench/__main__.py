@@ -2,12 +2,17 @@
 
 Runs the workloads of :mod:`bench.workloads` (all of them by default, each
 with its default configurations), every mode side by side, and prints a
-table of each mode's time with its ratio to eager and to PyTorch. The
-results (with facts about the machine) go to ``OUT/results.json`` and the
-plots to ``OUT/*.png`` (``--out``, default ``bench_results/``).
+table of each mode's time (median, and min-max over the timed calls) with its
+ratio to eager and to PyTorch. The table also goes to ``OUT/results.md``, the
+results (with facts about the machine) to ``OUT/results.json`` and the plots
+to ``OUT/*.png`` (``--out``, default ``bench_results/``). Without flags the
+run fits a laptop (batches up to 10000, the engine's modes, numpy and
+PyTorch); ``--full`` adds batch 60000 and the other frameworks' variants
+(JAX, PyTorch's hand-written and scripted loops).
 
 Examples:
-    python -m bench                       # the whole suite, a few minutes
+    python -m bench                       # the main job: every workload, batches up to 10000
+    python -m bench --full                # the whole sweep: batch 60000, every framework
     python -m bench --quick               # a smoke run, under a minute
     python -m bench --list                # workloads and their modes
     python -m bench lbfgs --batch 10000 --history 100 --modes eager,graph,torch
@@ -81,8 +86,13 @@ def build_parser(found):
         epilog="Workload options apply to the workloads that define them.")
     parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                         help=f"workloads to run (default: all): {', '.join(found) or 'none found'}")
-    parser.add_argument("--quick", action="store_true",
-                        help="a short smoke run of every workload (under a minute in all)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true",
+                      help="a short smoke run of every workload (under a minute in all)")
+    size.add_argument("--full", action="store_true",
+                      help="the whole sweep: batch 60000 and every framework's modes (the "
+                           "default run stops at batch 10000 and leaves out JAX and PyTorch's "
+                           "loop variants, so it fits a laptop)")
     parser.add_argument("--list", action="store_true", help="list the workloads and their modes")
     parser.add_argument("--modes", default=None,
                         help="comma-separated modes to run (default: each workload's own)")
@@ -115,8 +125,10 @@ def list_workloads(found):
     lines = ["workloads (python -m bench NAME ...):"]
     width = max((len(n) for n in found), default=4)
     for name, mod in found.items():
+        full_only = set(getattr(mod, "FULL_ONLY_MODES", ()))
+        modes = [m + (" (--full)" if m in full_only else "") for m in getattr(mod, "MODES", [])]
         lines.append(f"  {name.ljust(width)}  {getattr(mod, 'DESCRIPTION', '')}")
-        lines.append(f"  {''.ljust(width)}  modes: {', '.join(getattr(mod, 'MODES', []))}")
+        lines.append(f"  {''.ljust(width)}  modes: {', '.join(modes)}")
     avail = []
     for fw, get in (("torch", common.torch_or_none), ("jax", common.jax_or_none)):
         avail.append(f"{fw}: {'available' if get() is not None else 'not installed (skipped)'}")
@@ -125,10 +137,13 @@ def list_workloads(found):
     return "\n".join(lines)
 
 
-def select_modes(mod, requested):
+def select_modes(mod, requested, full=False):
+    """The modes to run: ``--modes`` (of this workload's), else its default ones
+    (every one under ``--full``)."""
     own = list(getattr(mod, "MODES", []))
     if requested is None:
-        return own
+        full_only = () if full else getattr(mod, "FULL_ONLY_MODES", ())
+        return [m for m in own if m not in full_only]
     return [m for m in own if m in requested]
 
 
@@ -139,7 +154,7 @@ def run_suite(found, names, args, progress):
     plan = []
     for name in names:
         mod = found[name]
-        modes = select_modes(mod, requested)
+        modes = select_modes(mod, requested, getattr(args, "full", False))
         if not modes:
             print(f"bench: {name}: none of the modes {requested} (it has "
                   f"{', '.join(getattr(mod, 'MODES', []))}); skipped", file=sys.stderr)
@@ -200,6 +215,30 @@ def write_plots(found, results, out_dir):
     return paths, ("plot failures: " + "; ".join(problems)) if problems else None
 
 
+def write_markdown(path, facts, size, elapsed, results, summaries, skipped, errors, plots,
+                   out_dir):
+    """The report as Markdown: machine, table (median, min-max), summaries, plots."""
+    lines = [f"# python -m bench{size.replace('(', '--').replace(')', '')}", "",
+             common.facts_line(facts) + f"; malloc: {facts.get('malloc')}", "",
+             f"{len(results)} results in {elapsed:.0f} s. Milliseconds; min-max over the "
+             "timed calls (their number in brackets); ratios of medians.", "",
+             common.format_markdown_table(results), ""]
+    notes = [line for text in summaries for line in text.splitlines()]
+    notes += [f"skipped {mode}: {why}" for mode, why in skipped]
+    if notes:   # the runner's own lines (aligned tables among them), as printed
+        lines += ["```text", *notes, "```"]
+    if errors:
+        lines += ["", "## Failures", ""]
+        lines += [f"- {e['workload']} {common.config_label(e['config'] or {})}: {e['error']}"
+                  for e in errors]
+    if plots:
+        lines += ["", "## Plots", ""]
+        lines += [f"![{os.path.basename(p)}]({os.path.relpath(p, out_dir)})" for p in plots]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
 def main(argv=None):
     found = workloads.load()
     parser = build_parser(found)
@@ -226,7 +265,8 @@ def main(argv=None):
     facts = common.machine_facts()   # again, now that the frameworks are imported
     facts["malloc"] = malloc
     facts["kernel_threads"] = en.config.fusion_threads
-    print(f"running {', '.join(names)}{' (quick)' if args.quick else ''}; "
+    size = " (quick)" if args.quick else " (full)" if args.full else ""
+    print(f"running {', '.join(names)}{size}; "
           f"results go to {args.out}/", flush=True)
 
     progress = common.Progress(enabled=not args.no_progress)
@@ -237,6 +277,7 @@ def main(argv=None):
 
     print()
     print(common.format_table(results))
+    summaries = []
     for name in names:
         summary = getattr(found[name], "summary", None)
         if summary is not None:
@@ -245,6 +286,7 @@ def main(argv=None):
             except Exception as err:
                 text = f"{name}: summary failed: {type(err).__name__}: {err}"
             if text:
+                summaries.append(text)
                 print(text)
     skipped = sorted({(r["mode"], r["skipped"]) for r in results if r.get("skipped")})
     for mode, why in skipped:
@@ -253,10 +295,13 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     plots, plot_msg = ([], "plots skipped (--no-plots)") if args.no_plots else \
         write_plots(found, results, args.out)
+    md = write_markdown(os.path.join(args.out, "results.md"), facts, size, elapsed, results,
+                        summaries, skipped, errors, plots, args.out)
     payload = {
         "facts": facts,
         "argv": sys.argv[1:] if argv is None else list(argv),
         "quick": args.quick,
+        "full": args.full,
         "workloads": names,
         "elapsed_s": elapsed,
         "results": results,
@@ -264,7 +309,7 @@ def main(argv=None):
         "plots": plots,
     }
     path = common.write_json(os.path.join(args.out, "results.json"), payload)
-    print(f"results: {path}")
+    print(f"results: {path}, {md}")
     if plots:
         print("plots: " + ", ".join(plots))
     if plot_msg:

@@ -52,6 +52,7 @@ def result(workload, config, mode, times_s, extra=None, skipped=None):
         "mode": mode,
         "median_ms": statistics.median(times) * 1e3 if times and not skipped else None,
         "min_ms": min(times) * 1e3 if times and not skipped else None,
+        "max_ms": max(times) * 1e3 if times and not skipped else None,
         "n": len(times) if not skipped else 0,
         "times": times if not skipped else [],
         "skipped": skipped,
@@ -66,6 +67,16 @@ def results(workload, config, modes, times, extras, skipped):
     return [result(workload, config, mode, [], skipped=skipped[mode]) if mode in skipped
             else result(workload, config, mode, times[mode], extra=extras.get(mode))
             for mode in modes]
+
+
+# The modes that are not the engine: what it is compared with. A baseline's difference from
+# the float64 reference (float32 rounding in another summation order) is a note, not a failure.
+BASELINE_PREFIXES = ("numpy", "torch", "jax")
+
+
+def is_baseline(mode):
+    """True for a comparison mode (numpy, PyTorch, JAX), False for the engine's own."""
+    return mode.startswith(BASELINE_PREFIXES)
 
 
 def config_label(config):
@@ -334,19 +345,32 @@ def _fmt_ratio(a, b):
     return f"{a / b:.2f}x"
 
 
-def format_table(results, baseline="eager", reference="torch"):
-    """A text table of result records: one row per (workload, config, mode).
+def _fmt_spread(r):
+    """``min-max`` ms over the timed calls (``n`` of them), so noise is visible."""
+    lo, hi = r.get("min_ms"), r.get("max_ms")
+    if lo is None:
+        return "-"
+    if hi is None:
+        hi = max(r.get("times") or [lo / 1e3]) * 1e3
+    return f"{_fmt_ms(lo)}-{_fmt_ms(hi)} ({r.get('n', 0)})"
 
-    Columns: the median and minimum ms, the ratio of the median to the
-    ``baseline`` mode's (eager) and to the ``reference`` mode's (PyTorch) on the
-    same configuration, and a note (the skip reason, when skipped).
+
+TABLE_HEADERS = ["workload", "config", "mode", "median ms", "min-max ms (calls)"]
+
+
+def table_rows(results, baseline="eager", reference="torch"):
+    """``(headers, rows)`` of the results table: one row per (workload, config, mode).
+
+    Columns: the median ms, the spread (min-max ms over the timed calls and
+    their number), the ratio of the median to the ``baseline`` mode's (eager)
+    and to the ``reference`` mode's (PyTorch) on the same configuration, and a
+    note (the skip reason, a baseline's rounding note, ...).
     """
     by_key = {}
     for r in results:
         key = (r["workload"], config_label(r["config"]))
         by_key.setdefault(key, {})[r["mode"]] = r
-    headers = ["workload", "config", "mode", "median ms", "min ms", f"/{baseline}",
-               f"/{reference}", "note"]
+    headers = TABLE_HEADERS + [f"/{baseline}", f"/{reference}", "note"]
     rows = []
     for (wl, cfg), modes in by_key.items():
         base = modes.get(baseline, {}).get("median_ms")
@@ -354,8 +378,27 @@ def format_table(results, baseline="eager", reference="torch"):
         for mode, r in modes.items():
             med = r.get("median_ms")
             note = f"skipped: {r['skipped']}" if r.get("skipped") else r.get("note", "") or ""
-            rows.append([wl, cfg, mode, _fmt_ms(med), _fmt_ms(r.get("min_ms")),
+            rows.append([wl, cfg, mode, _fmt_ms(med), _fmt_spread(r),
                          _fmt_ratio(med, base), _fmt_ratio(med, ref), note])
+    return headers, rows
+
+
+def format_markdown_table(results, baseline="eager", reference="torch"):
+    """The results table as Markdown (``bench_results/results.md``)."""
+    headers, rows = table_rows(results, baseline, reference)
+    if not rows:
+        return "(no results)"
+    right = {3, 4, 5, 6}
+    lines = ["| " + " | ".join(headers) + " |",
+             "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    return "\n".join(lines)
+
+
+def format_table(results, baseline="eager", reference="torch"):
+    """A text table of result records (see :func:`table_rows` for the columns)."""
+    headers, rows = table_rows(results, baseline, reference)
     if not rows:
         return "(no results)"
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
@@ -413,3 +456,57 @@ def save_figure(fig, out_dir, name, **savefig_kw):
     fig.savefig(path, **savefig_kw)
     plt.close(fig)
     return path
+
+
+# ----------------------------------------------------------------------------
+# plots: every mode visible, spreads drawn, legends outside the data
+
+LINE_STYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 2)), (0, (8, 3)))
+MARKERS = ("o", "s", "^", "v", "D", "x", "+")
+
+
+def mode_style(i):
+    """Line style and marker of the ``i``-th mode, so curves that overlap stay visible."""
+    return {"linestyle": LINE_STYLES[i % len(LINE_STYLES)], "marker": MARKERS[i % len(MARKERS)]}
+
+
+def overlapping(curves, rtol=5e-3):
+    """Groups (of two or more) of ``{name: values}`` whose curves coincide on a plot: every
+    value within ``rtol`` relative of the group's first. In ``curves`` order."""
+    groups = []
+    for name, values in curves.items():
+        v = np.asarray(values, dtype=np.float64)
+        for group in groups:
+            first = np.asarray(curves[group[0]], dtype=np.float64)
+            if len(first) == len(v) and len(v) and np.all(
+                    np.abs(v - first) <= rtol * np.maximum(np.abs(first), 1e-300)):
+                group.append(name)
+                break
+        else:
+            groups.append([name])
+    return [g for g in groups if len(g) > 1]
+
+
+def spread_bars(rows):
+    """``(medians, [below, above])`` for ``errorbar``/``bar`` ``yerr``: min-max around the
+    median of each result record (NaN where a record has no timings)."""
+    med = np.array([r.get("median_ms") or np.nan for r in rows], dtype=float)
+    lo = np.array([r.get("min_ms") or np.nan for r in rows], dtype=float)
+    hi = np.array([r.get("max_ms") or np.nan for r in rows], dtype=float)
+    return med, np.vstack([med - lo, hi - med])
+
+
+def legend_outside(fig, ax=None, **kwargs):
+    """A legend beside the axes (right of ``ax``) or under the figure: never over the data."""
+    if ax is not None:
+        return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                         fontsize=kwargs.pop("fontsize", 8), **kwargs)
+    handles, labels = {}, []
+    for a in fig.axes:
+        for h, lbl in zip(*a.get_legend_handles_labels()):
+            if lbl not in handles:
+                handles[lbl] = h
+                labels.append(lbl)
+    return fig.legend([handles[lbl] for lbl in labels], labels, loc="lower center",
+                      ncol=min(len(labels), 7), fontsize=kwargs.pop("fontsize", 8),
+                      bbox_to_anchor=(0.5, 0.0), frameon=False, **kwargs)

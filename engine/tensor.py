@@ -232,10 +232,39 @@ class Tensor(TensorOps):
         return f"tensor({body}, shape={self.shape}, dtype={self.dtype})"
 
     def _repr_html_(self):
-        return f"<pre>{escape(repr(self))}</pre>"
+        """In a notebook: the values as an HTML table (rank 0 to 2; long sides show their
+        first and last entries), captioned with the dtype and shape; higher ranks and
+        traced tensors as their text."""
+        if self._value is None or len(self.shape) > 2 or type(self) is not Tensor:
+            return f"<pre>{escape(repr(self))}</pre>"
+        return _html_table(self._value, f"tensor {self.dtype}{list(self.shape)}")
 
     def __reduce__(self):
         return (Tensor, (self.numpy(),))
+
+
+HTML_EDGE = 5   # a side longer than 2 * HTML_EDGE shows its first and last HTML_EDGE entries
+
+
+def _html_table(values, caption):
+    """``values`` (rank 0-2) as ``<table>`` rows of ``<td>`` cells, elided in the middle."""
+    grid = np.atleast_2d(values) if values.ndim else values.reshape(1, 1)
+
+    def picks(n):
+        return list(range(n)) if n <= 2 * HTML_EDGE else \
+            list(range(HTML_EDGE)) + [None] + list(range(n - HTML_EDGE, n))
+
+    rows, cols = picks(grid.shape[0]), picks(grid.shape[1])
+
+    def cell(i, j):
+        if i is None or j is None:
+            return "<td>&hellip;</td>"
+        v = grid[i, j]
+        text = f"{v:.6g}" if grid.dtype.kind == "f" else str(v)
+        return f"<td>{escape(text)}</td>"
+
+    body = "".join("<tr>" + "".join(cell(i, j) for j in cols) + "</tr>" for i in rows)
+    return (f"<table><caption>{escape(caption)}</caption><tbody>{body}</tbody></table>")
 
 
 class ForeignTensor(Tensor):

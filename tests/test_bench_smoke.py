@@ -59,6 +59,9 @@ def test_quick_suite_writes_a_table_and_json(tmp_path):
     else:
         assert "plots skipped" in out
     assert "done in" in out
+    with open(tmp_path / "results.md") as f:     # the same table, in Markdown, with spreads
+        md = f.read()
+    assert md.startswith("# python -m bench --quick") and "| min-max ms (calls) |" in md
 
 
 def test_kernel_threads_reach_graph_mode_and_its_losses_still_agree(tmp_path):

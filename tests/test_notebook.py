@@ -35,6 +35,23 @@ def test_quickstart_notebook_runs_without_errors():
     assert "same result: True" in text and "speed-up" in text
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     assert any("generated source" in h for h in html)    # the explain cell rendered
+    # The tensor cell shows a table of the values, as the notebook says.
+    assert "<caption>tensor float32[2, 2]</caption><tbody><tr><td>1</td><td>2</td></tr>" \
+        "<tr><td>3</td><td>4</td></tr></tbody></table>" in html
+    # The ONNX cell exported the model and onnxruntime ran it (test extra: onnxruntime).
+    assert "ONNX runtime agrees: True" in text
+
+
+def test_a_tensor_shows_its_values_as_an_html_table():
+    html = en.tensor([[1.5, -2.0, 3.25]])._repr_html_()
+    assert html == ("<table><caption>tensor float64[1, 3]</caption><tbody><tr><td>1.5</td>"
+                    "<td>-2</td><td>3.25</td></tr></tbody></table>")
+    assert "<td>7</td>" in en.tensor(7)._repr_html_()
+    assert "<td>True</td><td>False</td>" in en.tensor([True, False])._repr_html_()
+    big = en.tensor(np.arange(30 * 40).reshape(30, 40))._repr_html_()
+    assert big.count("<tr>") == 11 and big.count("&hellip;") == 10 + 11   # one per row, a whole row
+    assert "<td>0</td>" in big and "<td>1199</td>" in big and "<td>600</td>" not in big
+    assert en.ones((2, 2, 2))._repr_html_().startswith("<pre>tensor(")   # rank 3: the text
 
 
 def _fn():

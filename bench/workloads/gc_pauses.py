@@ -29,7 +29,8 @@ DESCRIPTION = "per-iteration times (median/p99/max) and GC time: autoencoder bat
 MODES = ["eager", "graph", "numpy", "torch"]
 
 BATCH = 10000
-ITERATIONS = 200
+ITERATIONS = 60           # the default run (each mode's block takes about 8 s)
+FULL_ITERATIONS = 200     # --full
 QUICK_BATCH = 1000        # --quick: a smaller batch, so the smoke run stays short
 QUICK_ITERATIONS = 30
 HICCUP = 5.0          # an iteration over HICCUP x the median is a hiccup
@@ -37,7 +38,9 @@ HICCUP = 5.0          # an iteration over HICCUP x the median is a hiccup
 
 def configs(args):
     quick = getattr(args, "quick", False)
-    iterations = getattr(args, "repeats", None) or (QUICK_ITERATIONS if quick else ITERATIONS)
+    full = getattr(args, "full", False)
+    iterations = getattr(args, "repeats", None) or (
+        QUICK_ITERATIONS if quick else FULL_ITERATIONS if full else ITERATIONS)
     batch = (autoencoder.batches_from(args) or [QUICK_BATCH if quick else BATCH])[0]
     return [{"batch": int(batch), "iterations": int(iterations)}]
 

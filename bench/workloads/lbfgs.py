@@ -5,7 +5,8 @@
     loss = mean((Y - X)²)          float32 throughout
 
 trained with L-BFGS at a fixed step of 1 (no line search) on one fixed batch,
-for every batch size in {100, 1000, 10000, 60000} and history in {5, 100}.
+for every batch size in {100, 1000, 10000} (and 60000 with ``--full``) and
+history in {5, 100}.
 Every mode starts from the same weights and follows the conventions of
 ``torch.optim.LBFGS`` (first step ``-g * min(1, 1/|g|_1)``, ``H0 = s·y / y·y``
 of the newest pair, ``s = t d``):
@@ -17,8 +18,8 @@ of the newest pair, ``s = t d``):
 ``numpy``       the same loop written by hand in numpy (loss, gradient, two loops)
 ``torch``       PyTorch eager, ``torch.optim.LBFGS(lr=1, history_size=m,
                 max_iter=1, line_search_fn=None)``
-``torch_loop``  PyTorch autograd with the two-loop recursion written by hand
-``jax``         ``jax.jit(jax.value_and_grad(loss))`` with an eager L-BFGS loop
+``torch_loop``  PyTorch autograd with the two-loop recursion written by hand (``--full``)
+``jax``         ``jax.jit(jax.value_and_grad(loss))`` with an eager L-BFGS loop (``--full``)
 
 The modes run side by side, one iteration of each in turn, so drift in the
 machine's speed hits them alike. The table shows milliseconds per iteration
@@ -45,7 +46,9 @@ DESCRIPTION = ("tied-weight autoencoder 784-196-784, full-batch L-BFGS (step 1):
                "ms per iteration, batch x history")
 MODES = ["eager", "graph_loss", "graph", "numpy", "torch", "torch_loop", "jax"]
 
-BATCHES = (100, 1000, 10000, 60000)
+BATCHES = (100, 1000, 10000)               # the default run: fits a laptop
+FULL_BATCHES = (100, 1000, 10000, 60000)    # --full
+FULL_ONLY_MODES = ("torch_loop", "jax")     # --full (or --modes): the other frameworks' variants
 HISTORIES = (5, 100)
 QUICK_BATCHES = (100, 1000)
 CHECK_ITERS = 10          # the losses of the first iterations must agree ...
@@ -99,7 +102,9 @@ def _default_iters(batch, history, quick):
 
 def configs(args):
     quick = getattr(args, "quick", False)
-    batches = getattr(args, "batch", None) or (QUICK_BATCHES if quick else BATCHES)
+    full = getattr(args, "full", False)
+    batches = getattr(args, "batch", None) or (QUICK_BATCHES if quick else
+                                               FULL_BATCHES if full else BATCHES)
     histories = getattr(args, "history", None) or ((5,) if quick else HISTORIES)
     out = []
     for b in batches:
@@ -533,7 +538,14 @@ def run(config, modes, args, tick):
         worst, bad = check_agreement(r.losses, ref)
         extra["check_rel"] = worst
         extra["check_ok"] = bad is None
-        if bad is not None:
+        if bad is not None and common.is_baseline(mode):
+            # A comparison library's own float32 rounding (or conventions): worth a note,
+            # not a failure of the engine.
+            extra["check_ok"] = True
+            extra["note"] = extra["baseline_note"] = (
+                f"note: loss {abs(r.losses[bad] / ref[bad] - 1):.1e} relative off {ref_mode}'s "
+                f"at iteration {bad} (a baseline, not the engine)")
+        elif bad is not None:
             extra["note"] = f"LOSS DIFFERS from {ref_mode} at iteration {bad}"
             failures.append(
                 f"{mode}: loss {r.losses[bad]:.8g} at iteration {bad} differs from {ref_mode}'s "
@@ -553,6 +565,7 @@ TARGETS = (("eager", "torch", 1.5, "eager <= 1.5x PyTorch"),
            ("eager", "numpy", 1.2, "eager <= 1.2x numpy loop"),
            ("graph", "torch", 1.0, "graph < PyTorch"),
            ("graph", "numpy", 1.0, "graph < numpy loop"))
+TARGET_TEXTS = tuple(t[-1] for t in TARGETS)   # stated in the README ("Targets")
 
 
 def summary(results, args=None):
@@ -568,10 +581,14 @@ def summary(results, args=None):
                  "iterations after 'iters - timed' untimed ones, so that when timing starts the "
                  "history holds min(iters - timed, history) pairs (full where iters - timed >= "
                  "history); each round of timing starts with one more untimed iteration.")
-    lines.append(f"lbfgs: every mode's loss agrees with the reference (eager) to {CHECK_RTOL:g} "
-                 f"relative over the first {CHECK_ITERS} iterations (checked); later, float32 "
-                 "rounding differences between back ends are amplified by L-BFGS with a fixed "
-                 "step, so the curves may drift apart.")
+    lines.append(f"lbfgs: every engine mode's loss agrees with the reference (eager) to "
+                 f"{CHECK_RTOL:g} relative over the first {CHECK_ITERS} iterations (checked); "
+                 "later, float32 rounding differences between back ends are amplified by L-BFGS "
+                 "with a fixed step, so the curves may drift apart.")
+    for r in mine:
+        if r.get("baseline_note"):
+            lines.append(f"lbfgs {common.config_label(r['config'])} {r['mode']}: "
+                         + r["baseline_note"].removeprefix("note: "))
     by_cfg = {}
     for r in mine:
         by_cfg.setdefault(common.config_label(r["config"]), {})[r["mode"]] = r
@@ -590,6 +607,8 @@ def summary(results, args=None):
 
 
 def plot(results, out_dir):
+    """``lbfgs_loss.png`` (loss per iteration, one panel per configuration, saying which
+    modes' curves overlap) and ``lbfgs_time.png`` (median ms per iteration, min-max bars)."""
     plt = common.pyplot_or_none()
     if plt is None:
         return []
@@ -599,23 +618,28 @@ def plot(results, out_dir):
     by_cfg = {}
     for r in mine:
         by_cfg.setdefault(common.config_label(r["config"]), []).append(r)
+    style = {m: common.mode_style(i) for i, m in enumerate(MODES)}
     paths = []
     n = len(by_cfg)
     cols = min(n, 4)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows + 0.4), squeeze=False)
     for ax, (label, rs) in zip(axes.flat, by_cfg.items()):
-        for r in rs:
-            if r.get("loss"):
-                ax.semilogy(range(len(r["loss"])), r["loss"], label=r["mode"], lw=1)
-        ax.set_title(label.replace(" iters", "\niters"), fontsize=8)
+        curves = {r["mode"]: r["loss"] for r in rs if r.get("loss")}
+        for mode, loss in curves.items():
+            ax.semilogy(range(len(loss)), loss, label=mode, lw=1, markersize=3,
+                        markevery=max(1, len(loss) // 8), **style.get(mode, {}))
+        title = label.replace(" iters", "\niters")
+        for group in common.overlapping(curves):
+            title += "\ncurves overlap: " + " = ".join(group)
+        ax.set_title(title, fontsize=7)
         ax.set_xlabel("iteration")
         ax.set_ylabel("loss")
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=7)
     fig.suptitle("L-BFGS autoencoder: loss per iteration")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.4 / (3.6 * rows + 0.4), 1, 1))
+    common.legend_outside(fig)
     paths.append(common.save_figure(fig, out_dir, "lbfgs_loss.png", dpi=110))
 
     modes = [m for m in MODES if any(r["mode"] == m and r.get("median_ms") for r in mine)]
@@ -623,17 +647,15 @@ def plot(results, out_dir):
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(labels) * max(1, len(modes)) / 3), 4))
     width = 0.8 / max(1, len(modes))
     for i, mode in enumerate(modes):
-        vals = []
-        for label in labels:
-            r = next((r for r in by_cfg[label] if r["mode"] == mode), None)
-            vals.append(r["median_ms"] if r and r.get("median_ms") else np.nan)
-        ax.bar(np.arange(len(labels)) + i * width, vals, width, label=mode)
+        picked = [next((r for r in by_cfg[label] if r["mode"] == mode), {}) for label in labels]
+        med, bars = common.spread_bars(picked)
+        ax.bar(np.arange(len(labels)) + i * width, med, width, yerr=bars, capsize=2,
+               label=mode, error_kw={"lw": 0.8})
     ax.set_xticks(np.arange(len(labels)) + width * (len(modes) - 1) / 2)
     ax.set_xticklabels([lbl.replace(" iters", "\niters") for lbl in labels], fontsize=7)
     ax.set_yscale("log")
-    ax.set_ylabel("ms per iteration (median)")
-    ax.legend(fontsize=7)
+    ax.set_ylabel("ms per iteration (median, bars: min-max)")
+    common.legend_outside(fig, ax, fontsize=7)
     ax.set_title("L-BFGS autoencoder: time per iteration")
-    fig.tight_layout()
-    paths.append(common.save_figure(fig, out_dir, "lbfgs_time.png", dpi=110))
+    paths.append(common.save_figure(fig, out_dir, "lbfgs_time.png", dpi=110, bbox_inches="tight"))
     return paths

@@ -247,17 +247,26 @@ def plot(results, out_dir):
     methods = [m for m in METHODS if any(r["config"]["method"] == m for r in mine)]
     fig, axes = plt.subplots(2, len(methods), figsize=(4.2 * len(methods), 6.4), squeeze=False)
     for j, method in enumerate(methods):
+        gaps = {}
         for r in (r for r in mine if r["config"]["method"] == method):
             curve = np.asarray(r["curve"], dtype=float)
             gap = np.maximum(curve[:, 2] - r["optimum_loss"], 1e-16)
-            axes[0, j].semilogy(curve[:, 0], gap, label=r["mode"], lw=1)
-            axes[1, j].semilogy(curve[:, 1] * 1e3, gap, label=r["mode"], lw=1)
-        axes[0, j].set_title(f"{method} (eta {r['config']['eta']})")
+            gaps[r["mode"]] = gap
+            style = common.mode_style(MODES.index(r["mode"]) if r["mode"] in MODES else 0)
+            every = max(1, len(gap) // 8)
+            axes[0, j].semilogy(curve[:, 0], gap, label=r["mode"], lw=1, markersize=3,
+                                markevery=every, **style)
+            axes[1, j].semilogy(curve[:, 1] * 1e3, gap, label=r["mode"], lw=1, markersize=3,
+                                markevery=every, **style)
+        title = f"{method} (eta {r['config']['eta']})"
+        for group in common.overlapping(gaps):
+            title += "\ncurves overlap: " + " = ".join(group)
+        axes[0, j].set_title(title, fontsize=9)
         axes[0, j].set_xlabel("updates")
         axes[1, j].set_xlabel("ms spent in updates")
         axes[0, j].set_ylabel("loss - optimum")
         axes[1, j].set_ylabel("loss - optimum")
-    axes[0, 0].legend(fontsize=7)
     fig.suptitle("Least squares: gap to the lstsq optimum")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    common.legend_outside(fig)
     return [common.save_figure(fig, out_dir, "least_squares.png", dpi=110)]
