@@ -79,7 +79,8 @@ def test_interface(module):
 
 def test_autoencoder_batches_and_memory_report():
     assert [c["batch"] for c in autoencoder.configs(_args(quick=True))] == [100, 1000]
-    assert [c["batch"] for c in autoencoder.configs(_args())] == [100, 1000, 10000, 60000]
+    assert [c["batch"] for c in autoencoder.configs(_args())] == [100, 1000, 10000]
+    assert [c["batch"] for c in autoencoder.configs(_args(full=True))] == [100, 1000, 10000, 60000]
     assert [c["batch"] for c in autoencoder.configs(_args(batch=[50]))] == [50]
     records = autoencoder.run({"batch": 4, "repeats": 1}, ["graph"], _args(), lambda: None)
     report = records[0]["memory_report"]

@@ -36,8 +36,9 @@ def test_quickstart_notebook_runs_without_errors():
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     assert any("generated source" in h for h in html)    # the explain cell rendered
     # The tensor cell shows a table of the values, as the notebook says.
-    assert "<caption>tensor float32[2, 2]</caption><tbody><tr><td>1</td><td>2</td></tr>" \
-        "<tr><td>3</td><td>4</td></tr></tbody></table>" in html
+    table = ("<caption>tensor float32[2, 2]</caption><tbody><tr><td>1</td><td>2</td></tr>"
+             "<tr><td>3</td><td>4</td></tr></tbody></table>")
+    assert any(table in h for h in html)
     # The ONNX cell exported the model and onnxruntime ran it (test extra: onnxruntime).
     assert "ONNX runtime agrees: True" in text
 
