@@ -39,6 +39,9 @@ _CASES = [("jvp", 256, 20, 5), ("per_example", 256, 10, 3), ("hvp", 256, 20, 5)]
 TARGETS = {"jvp": ("graph_jvp", "graph_forward", 2.0, "at most"),
            "per_example": ("loop", "graph_vmap", 20.0, "at least"),
            "hvp": ("graph_hvp", "graph_two_grads", 1.0, "at most")}
+# The targets as check_targets words them; stated in the README ("Targets" under "Results").
+TARGET_TEXTS = tuple(f"{case}: {a} / {b} {how} {need:g}" for case, (a, b, need, how)
+                     in TARGETS.items())
 
 
 _QUICK_BATCH = 32

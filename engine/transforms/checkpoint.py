@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
-from ..errors import EngineError
+from ..errors import ArgumentTypeError, EngineError
 from ..lifting import TensorLike
 from ..modes import Mode, current_mode, read_variable, use_mode
 from ..pytree import flatten, unflatten
@@ -250,7 +250,8 @@ def checkpoint(f=None, *, policy=None):
         return lambda fn: checkpoint(fn, policy=policy)
     policy = nothing_saveable if policy is None else policy
     if not isinstance(policy, Policy):
-        raise TypeError(f"checkpoint: policy must be one of en.checkpoint_policies, got {policy!r}")
+        raise ArgumentTypeError(f"checkpoint: policy must be one of en.checkpoint_policies, "
+                                f"got {policy!r}")
     fname = getattr(f, "__name__", "f")
 
     @functools.wraps(f)
