@@ -20,7 +20,8 @@ _layout.install_source_finder()   # engine.graph, engine.eager in a source check
 
 from . import dtypes
 from .config import config
-from .dtypes import bool_, float32, float64, int32, int64
+from .dtypes import (bool_, complex64, complex128, float16, float32, float64, int8, int16, int32,
+                     int64, uint8, uint16, uint32, uint64)
 from .errors import (BackendError, DTypeError, EngineError, LoadError, NotDifferentiableError,
                      NumericsError, ShapeError, TracingError, UnsupportedError)
 from . import modes
@@ -110,6 +111,7 @@ _PUBLIC_FACADE = {
     "InvalidArgumentError", "MissingFileError", "UnimplementedError",
     # arrays, dtypes, the op registry and modes
     "Tensor", "tensor", "Variable", "dtypes", "bool_", "float32", "float64", "int32", "int64",
+    "int8", "int16", "uint8", "uint16", "uint32", "uint64", "float16", "complex64", "complex128",
     "broadcast_shapes", "config", "Op", "REGISTRY", "apply", "backend", "ops",
     # autodiff and the function transformations
     "GradientTape", "custom_gradient", "grad", "value_and_grad",

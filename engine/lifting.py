@@ -4,7 +4,8 @@ import numpy as np
 from . import dtypes
 from .errors import DTypeError, ScalarOverflowError, describe_args, format_location, user_frame
 
-WEAK_SCALAR_TYPES = (bool, int, float)
+# complex last: the hot paths test ``type(x) in WEAK_SCALAR_TYPES`` and floats come first.
+WEAK_SCALAR_TYPES = (bool, int, float, complex)
 
 
 class TensorLike:
@@ -52,18 +53,17 @@ def lift_scalars(args):
 def as_array(value, dtype=None):
     """numpy array from user data, checked against the supported dtypes.
 
-    Python floats become float64 and ints int64 (numpy's defaults); numpy
-    arrays keep their dtype, which must be one the engine supports.
+    Python floats become float64, ints int64 and complex numbers complex128
+    (numpy's defaults); numpy arrays keep their dtype, which must be one the
+    engine supports.
     """
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
         return np.asarray(value, dtype=dtype)
     arr = np.asarray(value)
     if arr.dtype not in dtypes.ALL:
-        if arr.dtype.kind == "f" and arr.dtype.itemsize < 4:
-            hint = " (pass dtype='float32' to convert)"
-        elif arr.dtype.kind in "iu":
-            hint = " (pass dtype='int64' or 'float32' to convert)"
+        if arr.dtype.kind in "fc":   # longdouble, clongdouble
+            hint = " (pass dtype='float64' or 'complex128' to convert)"
         else:
             hint = ""
         raise DTypeError(f"unsupported dtype {arr.dtype}{hint}; supported: {dtypes.names()}")

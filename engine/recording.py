@@ -22,9 +22,11 @@ import contextlib
 import contextvars
 
 from . import dtypes
+from .errors import NotDifferentiableError
 
 _TAPES = contextvars.ContextVar("engine_tapes", default=())
 _FLOATS = dtypes.FLOATS
+_COMPLEX = dtypes.COMPLEX
 
 #: ``active_tapes()``: the tapes recording now, innermost last (``()`` when none).
 #: The bound ``ContextVar.get`` itself, since hot paths call it once per op.
@@ -116,6 +118,8 @@ def record(rule, inputs, out, params, tapes=None):
             if out.dtype in _FLOATS:        # the common case, kept cheap
                 tape._entries.append((rule, inputs, out, params))
                 watched[id(out)] = out
+            elif out.dtype in _COMPLEX:
+                _record_complex(tape, rule, inputs, out, params)
             continue
         floats = [o for o in out if o.dtype in _FLOATS]
         if not floats:
@@ -123,6 +127,37 @@ def record(rule, inputs, out, params, tapes=None):
         tape._entries.append((rule, inputs, out, params))
         for o in floats:
             watched[id(o)] = o
+
+
+class _NoComplexGradient(TapeRule):
+    """The rule of an op that made a complex value from a watched one: a gradient
+    that reaches it raises, naming the op where the values first became complex
+    (the engine has no complex gradients, and dropping the path would give a
+    silently wrong derivative)."""
+
+    __slots__ = ("origin",)
+
+    def __init__(self, rule, origin):
+        def vjp(g, out, *inputs, **params):
+            via = "" if origin == rule.name else f", reached through {rule.name}"
+            raise NotDifferentiableError(
+                f"{origin}: a gradient was requested through the complex values it made "
+                f"from a real input{via}; gradients flow through real floating dtypes only")
+        super().__init__(rule.name, vjp)
+        self.origin = origin
+
+
+def _record_complex(tape, rule, inputs, out, params):
+    origin = rule.name
+    for x in inputs:   # a complex input: name the op that made it complex
+        if id(x) in tape._watched and x.dtype in _COMPLEX:
+            for entry in reversed(tape._entries):
+                if entry[2] is x and isinstance(entry[0], _NoComplexGradient):
+                    origin = entry[0].origin
+                    break
+            break
+    tape._entries.append((_NoComplexGradient(rule, origin), inputs, out, params))
+    tape._watched[id(out)] = out
 
 
 def watch_variable_read(var, value):

@@ -88,7 +88,10 @@ def to_onnx(graph, name="graph", opset=OPSET):
     return model
 
 
-_ONNX_TYPES = {"float32": 1, "float64": 11, "int32": 6, "int64": 7, "bool": 9}
+# ONNX TensorProto.DataType codes.
+_ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7,
+               "bool": 9, "float16": 10, "float64": 11, "uint32": 12, "uint64": 13,
+               "complex64": 14, "complex128": 15}
 
 
 class _Builder:

@@ -68,9 +68,15 @@ def test_op_db_on_strict_matches_numpy(info, dtype, graph):
     assert samples, f"{info.name}: no samples for {dtype}"
     for sample in samples:
         where = f"{info.name} on {sample} ({STRICT}, {'graph' if graph else 'eager'})"
-        out = run_on_strict(info, [on_strict(a) for a in sample.args], sample.kwargs, graph)
         with np.errstate(all="ignore"):
             expected = call_ref(info, sample)
+        if any(np.asarray(e).dtype == np.float16 for e in flat(expected)):
+            # The standard has no float16 (exp of a bool is float16 in numpy): the
+            # back end refuses to make one, naming the dtype.
+            with pytest.raises(en.DTypeError, match="float16"):
+                run_on_strict(info, [on_strict(a) for a in sample.args], sample.kwargs, graph)
+            continue
+        out = run_on_strict(info, [on_strict(a) for a in sample.args], sample.kwargs, graph)
         assert_matches(values_on_strict(out, where), expected, where)
 
 

@@ -55,7 +55,8 @@ def test_dtype_constants_are_numpy_dtypes():
     assert en.tensor([1.0], dtype=en.float32).dtype == np.float32
 
 
-@pytest.mark.parametrize("np_dtype, hint", [(np.uint8, "dtype="), (np.float16, "float32")])
+@pytest.mark.parametrize("np_dtype, hint", [(np.longdouble, "dtype='float64'"),
+                                            (np.clongdouble, "complex128")])
 def test_unsupported_numpy_dtype_is_rejected_with_hint(np_dtype, hint):
     with pytest.raises(en.DTypeError) as info:
         en.tensor(np.ones(3, dtype=np_dtype))
@@ -66,15 +67,15 @@ def test_unsupported_numpy_dtype_is_rejected_with_hint(np_dtype, hint):
     assert isinstance(info.value, TypeError)
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "float16", "complex128", np.int8])
+@pytest.mark.parametrize("dtype", ["float128", "U3", object, np.datetime64])
 def test_unsupported_dtype_argument_is_rejected(dtype):
     with pytest.raises(en.DTypeError, match="supported"):
         en.tensor([1, 2], dtype=dtype)
 
 
 def test_unsupported_dtype_in_an_op_argument():
-    with pytest.raises(en.DTypeError, match="uint8"):
-        en.add(en.tensor([1, 2]), np.array([1, 2], dtype=np.uint8))
+    with pytest.raises(en.DTypeError, match="float128"):
+        en.add(en.tensor([1, 2]), np.array([1, 2], dtype=np.longdouble))
 
 
 def test_shape_dtype_ndim_size():

@@ -2,7 +2,7 @@
 import functools
 
 from .. import dtypes, ops
-from ..errors import DTypeError, EngineError, expect_callable
+from ..errors import EngineError, NotDifferentiableError, expect_callable
 from ..pytree import flatten, unflatten
 from ..tensor import Tensor, tensor
 from ..variable import Variable
@@ -18,8 +18,9 @@ def _as_source(x, i, name):
         return x
     t = x if isinstance(x, Tensor) else tensor(x)
     if t.dtype not in dtypes.FLOATS:
-        raise DTypeError(f"{name}: argument {i} must be floating-point to be differentiated, "
-                         f"got dtype {t.dtype}")
+        raise NotDifferentiableError(
+            f"{name}: argument {i} must be real floating-point to be differentiated, "
+            f"got dtype {t.dtype}")
     return t
 
 

@@ -1,7 +1,14 @@
 """The :class:`Backend` interface: what the engine needs from an array library."""
+import contextlib
+
 import numpy as np
 
 from ..errors import UnimplementedError
+
+_BOOL, _INT8 = np.dtype("bool"), np.dtype("int8")
+# The standard's two-input functions that take bools themselves.
+_TAKE_BOOLS = frozenset(("equal", "not_equal", "logical_and", "logical_or", "logical_xor",
+                         "bitwise_and", "bitwise_or", "bitwise_xor"))
 
 
 class Backend:
@@ -76,14 +83,25 @@ class Backend:
 
     def function(self, name):
         """The kernel for a namespace function ``name`` (``"add"``), promoting inputs
-        first where the namespace does not."""
+        first where the namespace does not. Two bools go where numpy takes them
+        (``True + True`` is True) though the standard's arithmetic takes numbers only:
+        computed as int8, then converted to the dtype of numpy's loop."""
         fn = getattr(self.xp, name)
         if self.numpy_promotion:
             return fn
         promote = self.promote
+        ufunc = getattr(np, name, None)
+        bool_loop = None
+        if isinstance(ufunc, np.ufunc) and ufunc.nin == 2 and name not in _TAKE_BOOLS:
+            with contextlib.suppress(TypeError):   # numpy refuses bool - bool
+                bool_loop = ufunc.resolve_dtypes((_BOOL, _BOOL, None))[-1]
 
         def kernel(*arrays):
-            return fn(*promote(*arrays))
+            arrays = promote(*arrays)
+            if bool_loop is not None and all(self.dtype_of(a) == _BOOL for a in arrays):
+                out = fn(*[self.astype(a, _INT8) for a in arrays])
+                return out if self.dtype_of(out) == bool_loop else self.astype(out, bool_loop)
+            return fn(*arrays)
         kernel.__name__ = name
         return kernel
 

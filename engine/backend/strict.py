@@ -18,8 +18,9 @@ from ..errors import DTypeError
 from ..lifting import as_array
 from .base import Backend
 
-_PAIRS = [(dtypes.float32, xps.float32), (dtypes.float64, xps.float64),
-          (dtypes.int32, xps.int32), (dtypes.int64, xps.int64), (dtypes.bool_, xps.bool)]
+# Every engine dtype but float16, which the standard (and array_api_strict) lacks.
+_PAIRS = [(dt, getattr(xps, "bool" if dt == dtypes.bool_ else dt.name))
+          for dt in dtypes.SUPPORTED if dt != dtypes.float16]
 _TO_XP = {np_dt: xp_dt for np_dt, xp_dt in _PAIRS}
 _TO_NP = {xp_dt: np_dt for np_dt, xp_dt in _PAIRS}
 
@@ -40,7 +41,8 @@ class ArrayAPIStrictBackend(Backend):
     def from_numpy(self, array):
         dt = _TO_XP.get(array.dtype)
         if dt is None:
-            raise DTypeError(f"unsupported dtype {array.dtype}; supported: {dtypes.names()}")
+            raise DTypeError(f"unsupported dtype {array.dtype} on back end {self.name}; "
+                             f"supported: {', '.join(d.name for d in _TO_XP)}")
         return xps.asarray(np.array(array, copy=True), dtype=dt)
 
     def to_numpy(self, array):
@@ -51,5 +53,8 @@ class ArrayAPIStrictBackend(Backend):
         return _TO_NP[array.dtype]
 
     def dtype(self, dtype):
-        return _TO_XP[dtypes.as_dtype(dtype)]
+        dt = dtypes.as_dtype(dtype)
+        if dt not in _TO_XP:
+            raise DTypeError(f"back end {self.name} has no dtype {dt}")
+        return _TO_XP[dt]
 

@@ -21,17 +21,28 @@ def check_arity(name, avals, n):
         raise ShapeError(f"{name}: expected {n} inputs, got {len(avals)}")
 
 
-def unary_rule(name, allowed, what, out_dtype=None):
-    """Shape rule for a one-input elementwise op: same shape, dtype kept or fixed."""
+def unary_rule(name, allowed, what, out_dtype=None, to_float=False):
+    """Shape rule for a one-input elementwise op: same shape, dtype kept or fixed
+    (``out_dtype``: a dtype, or a function of the input's dtype).
+    With ``to_float``, bool and integer inputs are accepted too and give numpy's
+    floating result dtype (``exp`` of int64 is float64, see ``dtypes.float_result``)."""
     def abstract_eval(x):
-        if x[1] not in allowed:
-            raise DTypeError(f"{name}: expected {what} input, got {describe_inputs([x])}")
-        return (x[0], out_dtype or x[1])
+        dt = x[1]
+        if dt not in allowed:
+            if to_float and (dt in dtypes.INTS or dt == dtypes.bool_):
+                dt = dtypes.float_result(dt)
+            else:
+                raise DTypeError(f"{name}: expected {what} input, got {describe_inputs([x])}")
+        if out_dtype is None:
+            return (x[0], dt)
+        return (x[0], out_dtype(dt) if callable(out_dtype) else out_dtype)
     return abstract_eval
 
 
-def binary_rule(name, allowed, what, out_dtype=None, true_divide=False):
-    """Shape rule for a two-input elementwise op with numpy broadcasting and promotion."""
+def binary_rule(name, allowed, what, out_dtype=None, true_divide=False, ufunc=None):
+    """Shape rule for a two-input elementwise op with numpy broadcasting and promotion.
+    Two bools promote as numpy's loop for ``ufunc`` does (``True + True`` is bool,
+    ``True ** True`` int8, ``True - True`` an error)."""
     def abstract_eval(x, y):
         if x[1] not in allowed or y[1] not in allowed:
             raise DTypeError(f"{name}: expected {what} inputs, got {describe_inputs([x, y])}")
@@ -41,11 +52,22 @@ def binary_rule(name, allowed, what, out_dtype=None, true_divide=False):
             raise ShapeError(f"{err}; inputs {describe_inputs([x, y])}") from None
         if out_dtype is not None:
             return (shape, out_dtype)
+        if x[1] == dtypes.bool_ and y[1] == dtypes.bool_ and ufunc is not None:
+            return (shape, _bool_loop(name, ufunc, x, y))
         dt = np.result_type(x[1], y[1])
-        if true_divide and dt not in dtypes.FLOATS:
+        if true_divide and dt not in dtypes.INEXACT:
             dt = dtypes.float64
         return (shape, dt)
     return abstract_eval
+
+
+def _bool_loop(name, ufunc, x, y):
+    """The result dtype of numpy's loop for ``ufunc`` on two bools, or a DTypeError."""
+    try:
+        return ufunc.resolve_dtypes((dtypes.bool_, dtypes.bool_, None))[-1]
+    except TypeError as err:   # numpy refuses bool - bool: say so, naming the op
+        raise DTypeError(f"{name}: not defined for two bool inputs ({err}); got "
+                         f"{describe_inputs([x, y])}") from None
 
 
 def _kernels(impl, generic):
@@ -62,26 +84,61 @@ def _default_out_impl(impl, out_impl):
     return out_impl
 
 
+def _to_float_generic(generic, allowed):
+    """A generic kernel that converts bool and integer inputs to numpy's floating
+    result dtype first (the standard's functions take floating inputs only)."""
+    if generic is None:
+        return None
+    if isinstance(generic, str):
+        name = generic
+
+        def generic(be, x):
+            return getattr(be.xp, name)(x)
+        generic.__name__ = name
+    inner = generic
+
+    def kernel(be, x):
+        dt = be.dtype_of(x)
+        if dt not in allowed:
+            x = be.astype(x, dtypes.float_result(dt))
+        return inner(be, x)
+    kernel.__name__ = getattr(inner, "__name__", "kernel")
+    return kernel
+
+
 def unary(name, impl, vjp, *, allowed=dtypes.FLOATS, what="floating-point", out_dtype=None,
-          differentiable=True, doc="", out_impl=None, generic=None):
+          differentiable=True, doc="", out_impl=None, generic=None, to_float=None):
     """Define and register a one-input elementwise op. ``impl`` is the name of an
     array-namespace function (the kernel on every back end) or numpy's kernel,
-    with ``generic`` the kernel written against the namespace."""
+    with ``generic`` the kernel written against the namespace.
+
+    ``to_float``: the op also takes bool and integer inputs and computes in numpy's
+    floating result dtype (``exp`` of an int64 tensor is float64). The default is
+    True for an op on floating inputs only whose numpy kernel is a ufunc (the ufunc
+    converts them itself); a custom kernel must handle such inputs to ask for it."""
     impl, generic = _kernels(impl, generic)
-    return register(Op(name, impl, unary_rule(name, allowed, what, out_dtype), vjp,
-                       elementwise=True, n_inputs=1, dtypes=allowed,
+    if to_float is None:
+        to_float = isinstance(impl, np.ufunc) and not (allowed & (dtypes.INTS | {dtypes.bool_}))
+    accepted = allowed
+    if to_float:
+        generic = _to_float_generic(generic, allowed)
+        accepted = allowed | dtypes.INTS | {dtypes.bool_}
+    return register(Op(name, impl, unary_rule(name, allowed, what, out_dtype, to_float), vjp,
+                       elementwise=True, n_inputs=1, dtypes=accepted,
                        differentiable=differentiable, doc=doc,
                        out_impl=_default_out_impl(impl, out_impl), generic=generic))
 
 
-def binary(name, impl, vjp, *, allowed=dtypes.NUMERIC, what="numeric", out_dtype=None,
-           commutative=False, true_divide=False, doc="", out_impl=None, vjp_needs=False,
-           generic=None):
+def binary(name, impl, vjp, *, allowed=dtypes.NUMERIC | {dtypes.bool_}, what="numeric or bool",
+           out_dtype=None, commutative=False, true_divide=False, doc="", out_impl=None,
+           vjp_needs=False, generic=None):
     """Define and register a two-input broadcasting elementwise op (``impl`` and
-    ``generic`` as for :func:`unary`)."""
+    ``generic`` as for :func:`unary`). Two bool inputs are typed by numpy's loop when
+    ``impl`` is a ufunc (see :func:`binary_rule`)."""
     impl, generic = _kernels(impl, generic)
-    return register(Op(name, impl, binary_rule(name, allowed, what, out_dtype, true_divide), vjp,
-                       elementwise=True, commutative=commutative, n_inputs=2, dtypes=allowed,
+    ufunc = impl if isinstance(impl, np.ufunc) else None
+    return register(Op(name, impl, binary_rule(name, allowed, what, out_dtype, true_divide, ufunc),
+                       vjp, elementwise=True, commutative=commutative, n_inputs=2, dtypes=allowed,
                        doc=doc, out_impl=_default_out_impl(impl, out_impl),
                        vjp_needs=vjp_needs, generic=generic))
 

@@ -12,6 +12,7 @@ from . import creation
 
 _B = dtypes.bool_
 _ALL = dtypes.ALL
+_ORDERED = dtypes.REAL | {_B}   # complex numbers have no order (the standard's rule)
 
 equal_op = binary("equal", "equal", None, allowed=_ALL, what="any", out_dtype=_B,
                   commutative=True, doc="Elementwise ``x == y`` (bool).")
@@ -19,15 +20,18 @@ declare(equal_op, onnx=("compare", "Equal"), scalar_form="{0} == {1}", positiona
 not_equal_op = binary("not_equal", "not_equal", None, allowed=_ALL, what="any", out_dtype=_B,
                       commutative=True, doc="Elementwise ``x != y`` (bool).")
 declare(not_equal_op, onnx=("compare", "Equal", "not"), scalar_form="{0} != {1}", positional_out=True)
-less_op = binary("less", "less", None, out_dtype=_B, doc="Elementwise ``x < y`` (bool).")
+less_op = binary("less", "less", None, out_dtype=_B, allowed=_ORDERED,
+                 what="real or bool", doc="Elementwise ``x < y`` (bool).")
 declare(less_op, onnx=("compare", "Less"), scalar_form="{0} < {1}", positional_out=True)
-less_equal_op = binary("less_equal", "less_equal", None, out_dtype=_B, doc="Elementwise ``x <= y``.")
+less_equal_op = binary("less_equal", "less_equal", None, out_dtype=_B, allowed=_ORDERED,
+                       what="real or bool", doc="Elementwise ``x <= y``.")
 declare(less_equal_op, onnx=("compare", "LessOrEqual"), scalar_form="{0} <= {1}",
         positional_out=True)
-greater_op = binary("greater", "greater", None, out_dtype=_B, doc="Elementwise ``x > y``.")
+greater_op = binary("greater", "greater", None, out_dtype=_B, allowed=_ORDERED,
+                    what="real or bool", doc="Elementwise ``x > y``.")
 declare(greater_op, onnx=("compare", "Greater"), scalar_form="{0} > {1}", positional_out=True)
-greater_equal_op = binary("greater_equal", "greater_equal", None, out_dtype=_B,
-                          doc="Elementwise ``x >= y``.")
+greater_equal_op = binary("greater_equal", "greater_equal", None, out_dtype=_B, allowed=_ORDERED,
+                          what="real or bool", doc="Elementwise ``x >= y``.")
 declare(greater_equal_op, onnx=("compare", "GreaterOrEqual"), scalar_form="{0} >= {1}",
         positional_out=True)
 def _logical(name):

@@ -4,7 +4,8 @@ import operator
 import numpy as np
 
 from .. import dtypes
-from ..errors import DTypeError, ShapeError, ShapeTypeError, describe_inputs
+from ..errors import (DTypeError, ScalarOverflowError, ShapeError, ShapeTypeError,
+                      describe_inputs)
 from ..modes import apply
 from ..op import Op, declare, register
 from ._args import at_user_line, int_tuple
@@ -146,7 +147,24 @@ def arange(start, stop=None, step=1, dtype=None):
         dt = dtypes.int64 if all_int else dtypes.float64
     else:
         dt = dtypes.as_dtype(dtype)
+    if dt in dtypes.INTS and step != 0:
+        _check_arange_fits(start, stop, step, dt)
     return apply(arange_op, start=start, stop=stop, step=step, dtype=dt)
+
+
+def _check_arange_fits(start, stop, step, dtype):
+    """Refuse an integer arange whose values leave ``dtype`` (numpy raises; a cast
+    would wrap them silently)."""
+    n = _arange_length(start, stop, step) if all(np.isfinite(v) for v in (start, stop)) else 0
+    if n == 0:
+        return
+    info = np.iinfo(dtype)
+    first, last = start, start + (n - 1) * step
+    for v in (first, last):
+        if not info.min <= v <= info.max:
+            raise ScalarOverflowError(
+                f"arange: the values from {first} to {last} do not fit {dtype} "
+                f"(range {info.min} to {info.max}); pick a wider dtype{at_user_line()}")
 
 
 def _eye_eval(*, n, m, k, dtype):

@@ -10,6 +10,14 @@ from ._define import binary, call, unary, unbroadcast
 from . import compare, creation
 
 NUM = dtypes.NUMERIC
+REAL = dtypes.REAL
+INEXACT = dtypes.INEXACT   # the floating functions' own dtypes; ints and bools go to float
+REAL_OR_BOOL = dtypes.REAL | {dtypes.bool_}
+
+
+def _real_part_dtype(dt):
+    # abs of a complex number is real, of its component dtype (numpy's choice).
+    return {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}.get(dt, dt)
 
 
 # ---- unary ---------------------------------------------------------------
@@ -17,20 +25,23 @@ neg_op = unary("neg", "negative", lambda g, out, x: (neg(g),), allowed=NUM, what
                doc="Elementwise ``-x``.")
 declare(neg_op, onnx=("node", "Neg"), scalar_form="-{0}", positional_out=True)
 abs_op = unary("abs", "abs", lambda g, out, x: (g * sign(x),), allowed=NUM, what="numeric",
-               doc="Elementwise absolute value.")
+               out_dtype=_real_part_dtype, doc="Elementwise absolute value.")
 declare(abs_op, onnx=("node", "Abs"), scalar_form="abs({0})", positional_out=True)
 sign_op = unary("sign", "sign", lambda g, out, x: (creation.zeros_like(x),), allowed=NUM,
                 what="numeric", doc="Elementwise sign (-1, 0 or 1); its gradient is zero.")
 declare(sign_op, onnx=("node", "Sign"), scalar_form="np.sign({0})", positional_out=True)
-exp_op = unary("exp", "exp", lambda g, out, x: (g * out,), doc="Elementwise ``e**x``.")
+exp_op = unary("exp", "exp", lambda g, out, x: (g * out,), allowed=INEXACT, doc="Elementwise ``e**x``.")
 declare(exp_op, onnx=("node", "Exp"), scalar_form="np.exp({0})", positional_out=True)
-log_op = unary("log", "log", lambda g, out, x: (g / x,), doc="Natural logarithm.")
+log_op = unary("log", "log", lambda g, out, x: (g / x,), allowed=INEXACT, doc="Natural logarithm.")
 declare(log_op, onnx=("node", "Log"), scalar_form="np.log({0})", positional_out=True)
-log1p_op = unary("log1p", "log1p", lambda g, out, x: (g / (x + 1.0),), doc="``log(1 + x)``, accurate near 0.")
+log1p_op = unary("log1p", "log1p", lambda g, out, x: (g / (x + 1.0),), allowed=INEXACT,
+                 doc="``log(1 + x)``, accurate near 0.")
 declare(log1p_op, onnx=("expr", "Log(Add(x0, 1))"), scalar_form="np.log1p({0})", positional_out=True)
-expm1_op = unary("expm1", "expm1", lambda g, out, x: (g * (out + 1.0),), doc="``exp(x) - 1``, accurate near 0.")
+expm1_op = unary("expm1", "expm1", lambda g, out, x: (g * (out + 1.0),), allowed=INEXACT,
+                 doc="``exp(x) - 1``, accurate near 0.")
 declare(expm1_op, onnx=("expr", "Sub(Exp(x0), 1)"), scalar_form="np.expm1({0})", positional_out=True)
-sqrt_op = unary("sqrt", "sqrt", lambda g, out, x: (g / (out * 2.0),), doc="Square root.")
+sqrt_op = unary("sqrt", "sqrt", lambda g, out, x: (g / (out * 2.0),), allowed=INEXACT,
+                doc="Square root.")
 declare(sqrt_op, onnx=("node", "Sqrt"), scalar_form="np.sqrt({0})", positional_out=True)
 square_op = unary("square", "square", lambda g, out, x: (g * (x * 2.0),), allowed=NUM,
                   what="numeric", doc="``x * x``.")
@@ -52,13 +63,15 @@ def _reciprocal_impl(x):
 
 
 reciprocal_op = unary("reciprocal", _reciprocal_impl, lambda g, out, x: (neg(g * square(out)),),
-                      doc="``1 / x``.", out_impl=_reciprocal_out, generic="reciprocal")
+                      allowed=INEXACT, doc="``1 / x``.", out_impl=_reciprocal_out,
+                      generic="reciprocal")
 declare(reciprocal_op, onnx=("node", "Reciprocal"), scalar_form="ONE / {0}")
-sin_op = unary("sin", "sin", lambda g, out, x: (g * cos(x),), doc="Sine.")
+sin_op = unary("sin", "sin", lambda g, out, x: (g * cos(x),), allowed=INEXACT, doc="Sine.")
 declare(sin_op, onnx=("node", "Sin"), scalar_form="np.sin({0})", positional_out=True)
-cos_op = unary("cos", "cos", lambda g, out, x: (neg(g * sin(x)),), doc="Cosine.")
+cos_op = unary("cos", "cos", lambda g, out, x: (neg(g * sin(x)),), allowed=INEXACT, doc="Cosine.")
 declare(cos_op, onnx=("node", "Cos"), scalar_form="np.cos({0})", positional_out=True)
-tanh_op = unary("tanh", "tanh", lambda g, out, x: (g * (1.0 - square(out)),), doc="Hyperbolic tangent.")
+tanh_op = unary("tanh", "tanh", lambda g, out, x: (g * (1.0 - square(out)),), allowed=INEXACT,
+                doc="Hyperbolic tangent.")
 declare(tanh_op, onnx=("node", "Tanh"), scalar_form="np.tanh({0})", positional_out=True)
 
 
@@ -145,7 +158,7 @@ def _relu_generic(be, x):
 
 
 relu_op = unary("relu", _relu_impl, _relu_vjp,
-                allowed=NUM, what="numeric", doc="``max(x, 0)``.", out_impl=_relu_out,
+                allowed=REAL, what="real numeric", doc="``max(x, 0)``.", out_impl=_relu_out,
                 generic=_relu_generic)
 declare(relu_op, onnx=("node", "Relu"), scalar_form="({0} if {0} > ZERO else ZERO)")
 
@@ -223,7 +236,9 @@ def _div_generic(be, x, y):
 
 add_op = binary("add", "add", _add_vjp, vjp_needs=True, commutative=True, doc="Elementwise ``x + y`` with broadcasting.")
 declare(add_op, onnx=("node", "Add"), scalar_form="{0} + {1}", positional_out=True)
-sub_op = binary("sub", "subtract", _sub_vjp, vjp_needs=True, doc="Elementwise ``x - y``.")
+# numpy refuses ``bool - bool``; sub takes numbers only (bools go through an int cast).
+sub_op = binary("sub", "subtract", _sub_vjp, vjp_needs=True, allowed=NUM, what="numeric",
+                doc="Elementwise ``x - y``.")
 declare(sub_op, onnx=("node", "Sub"), scalar_form="{0} - {1}", positional_out=True)
 mul_op = binary("mul", "multiply", _mul_vjp, vjp_needs=True, commutative=True, doc="Elementwise ``x * y``.")
 declare(mul_op, onnx=("node", "Mul"), scalar_form="{0} * {1}", positional_out=True)
@@ -232,9 +247,11 @@ declare(div_op, onnx=("node", "Div"), scalar_form="{0} / {1}", positional_out=Tr
 pow_op = binary("pow", "pow", _pow_vjp, vjp_needs=True, doc="Elementwise ``x ** y``.")
 declare(pow_op, onnx=("node", "Pow"), scalar_form="{0} ** {1}", positional_out=True)
 maximum_op = binary("maximum", "maximum", _minmax_vjp, vjp_needs=True, commutative=True,
+                    allowed=REAL_OR_BOOL, what="real or bool",
                     doc="Elementwise maximum; ties share the gradient.")
 declare(maximum_op, onnx=("node", "Max"), scalar_form="np.maximum({0}, {1})")  # numpy: no positional out
 minimum_op = binary("minimum", "minimum", _minmax_vjp, vjp_needs=True, commutative=True,
+                    allowed=REAL_OR_BOOL, what="real or bool",
                     doc="Elementwise minimum; ties share the gradient.")
 declare(minimum_op, onnx=("node", "Min"), scalar_form="np.minimum({0}, {1})")  # numpy: no positional out
 

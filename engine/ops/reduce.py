@@ -12,13 +12,17 @@ from . import compare, creation, shape_ops
 from . import _rules
 
 
+# numpy (and the standard) accumulate bools and small ints in the platform int
+# (int64 here), small unsigned ints in uint64.
+_SUM_DTYPES = {dt: np.sum(np.zeros(0, dt)).dtype for dt in dtypes.INTS | {dtypes.bool_}}
+
+
 def _sum_dtype(dt):
-    # numpy accumulates bools and small ints in the platform int (int64 here).
-    return dtypes.int64 if dt in (dtypes.bool_, dtypes.int32) else dt
+    return _SUM_DTYPES.get(dt, dt)
 
 
 def _mean_dtype(dt):
-    return dt if dt in dtypes.FLOATS else dtypes.float64
+    return dt if dt in dtypes.INEXACT else dtypes.float64
 
 
 def _reduction(name, impl, vjp, out_dtype, allowed=dtypes.ALL, what="any", nonempty=False,
