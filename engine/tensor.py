@@ -13,6 +13,7 @@ Example:
     >>> (x * 2.0).dtype
     dtype('float32')
 """
+import importlib
 from html import escape
 
 import numpy as np
@@ -21,7 +22,8 @@ from . import backend as _backends
 from . import numpy_dispatch as _numpy_dispatch
 from . import ops as _ops
 from .backend import NUMPY
-from .errors import ArgumentTypeError, TracingError, format_location, user_frame
+from .devices import CPU, check_device
+from .errors import ArgumentTypeError, ShapeError, TracingError, format_location, user_frame
 from .lifting import TensorLike, as_array, caller_can_write
 
 
@@ -115,6 +117,42 @@ class TensorOps(TensorLike):
     def squeeze(self, axis=None): return _ops.squeeze(self, axis)
     def flatten(self): return _ops.reshape(self, (-1,))
 
+    # -- the Python Array API standard ------------------------------------------
+    def __array_namespace__(self, *, api_version=None):
+        """The standard's namespace for this tensor: ``engine.array_api``.
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([1.0]).__array_namespace__().__name__
+            'engine.array_api'
+        """
+        if api_version is not None and api_version not in _API_VERSIONS:
+            raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r}; "
+                             f"supported: {', '.join(_API_VERSIONS)}")
+        # Imported on first use, as the facade imports graph mode: the namespace is built
+        # on the public engine functions, so `import engine` cannot import it.
+        return importlib.import_module("engine.array_api")
+
+    @property
+    def mT(self):
+        """The tensor with its last two axes swapped (a stack of transposed matrices)."""
+        if self.ndim < 2:
+            raise ShapeError(
+                f"mT: expected at least 2 dimensions, got shape {self.shape}")
+        return _ops.transpose(self, tuple(range(self.ndim - 2)) + (self.ndim - 1, self.ndim - 2))
+
+    @property
+    def device(self):
+        """The device the tensor lives on: the host CPU (``engine.array_api.Device('cpu')``)."""
+        return CPU
+
+    def to_device(self, device, /, *, stream=None):
+        """The tensor on ``device``; the engine has one device, so this is the tensor."""
+        check_device(device, "to_device")
+        return self
+
+
+_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 
 # Python data that np.asarray always copies into a fresh array nobody else holds.
 _FRESH = (list, tuple, int, float, bool, complex)
@@ -189,8 +227,32 @@ class Tensor(TensorOps):
     def __array__(self, dtype=None, copy=None):
         value = self.numpy()
         if dtype is not None and value.dtype != dtype:
+            if copy is False:
+                raise ValueError(f"converting a {self.dtype} tensor to {np.dtype(dtype)} "
+                                 "needs a copy, but copy=False")
             return value.astype(dtype)
         return value.copy() if copy else value  # read-only view unless a copy is asked for
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the values by DLPack (read-only: a consumer must not write them).
+
+        DLPack before 1.0 cannot mark memory read-only, so for such a consumer
+        the export is a copy (refused with ``copy=False``, as the protocol says)."""
+        if dl_device is not None and tuple(dl_device) != (1, 0):
+            raise BufferError(f"__dlpack__: the tensor is on the CPU (1, 0), not {dl_device}")
+        if copy:
+            return np.array(self.numpy(), copy=True).__dlpack__(max_version=max_version)
+        view = self.numpy()
+        if max_version is not None and tuple(max_version) >= (1, 0):
+            return view.__dlpack__(max_version=max_version, copy=False)
+        if copy is False:
+            raise BufferError("__dlpack__: DLPack before 1.0 cannot export read-only memory "
+                              "without a copy, and copy=False")
+        return np.array(view, copy=True).__dlpack__(max_version=max_version)
+
+    def __dlpack_device__(self):
+        """``(1, 0)``: DLPack's CPU device, number 0."""
+        return (1, 0)
 
     def item(self):
         return self.numpy().item()
@@ -201,6 +263,12 @@ class Tensor(TensorOps):
     def __float__(self): return float(self._concrete("float()"))
     def __int__(self): return int(self._concrete("int()"))
     def __index__(self): return int(self._concrete("an index").__index__())
+    def __complex__(self): return complex(self._concrete("complex()"))
+
+    def __setitem__(self, index, value):
+        raise TypeError("tensors are immutable: build the new values instead, e.g. "
+                        "en.where(mask, value, x), or keep them in an en.Variable "
+                        "(scatter_update writes rows)")
 
     def __bool__(self):
         return bool(self._concrete("bool() (an `if` or `while` on a tensor)"))
@@ -265,6 +333,26 @@ def _html_table(values, caption):
 
     body = "".join("<tr>" + "".join(cell(i, j) for j in cols) + "</tr>" for i in rows)
     return (f"<table><caption>{escape(caption)}</caption><tbody>{body}</tbody></table>")
+
+
+def _in_place(name):
+    binary = getattr(TensorOps, f"__{name}__")
+
+    def method(self, other):
+        return binary(self, other)
+    method.__name__ = f"__i{name}__"
+    method.__doc__ = (f"``x {name}= y``: tensors are immutable, so this makes a new tensor and "
+                      "rebinds ``x`` (as in JAX); other references keep the old values.")
+    return method
+
+
+# The in-place operators, for every binary operator tensors have. (Without them
+# Python would fall back to the binary operator just the same; defining them says
+# so, and gives the standard's full operator set.)
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and",
+              "or", "xor", "lshift", "rshift"):
+    if hasattr(TensorOps, f"__{_name}__"):
+        setattr(Tensor, f"__i{_name}__", _in_place(_name))
 
 
 class ForeignTensor(Tensor):
