@@ -18,7 +18,8 @@ import numpy as np
 from engine import backend as backends
 from engine.config import config
 from engine.errors import BackendError
-from engine.lifting import WEAK_SCALAR_TYPES, as_array, weak_scalar_array
+from engine.lifting import NESTED_TYPES, WEAK_SCALAR_TYPES, as_array, holds_tensors, weak_scalar_array
+from engine.ops.join import stack_nested
 from engine.tensor import Tensor, wrap_on
 from engine.variable import Variable
 
@@ -57,6 +58,7 @@ def lift_foreign(mode, args):
     """Eager mode's ``lift`` when an argument lives on another back end: the
     arguments as tensors of that back end (a numpy tensor among them is kept, so
     that the op then names both back ends)."""
+    args = [stack_nested(a) if type(a) in NESTED_TYPES and holds_tensors(a) else a for a in args]
     backend = next(a.backend for a in args
                    if isinstance(a, Tensor) and a._value is not None and a.backend is not
                    backends.NUMPY)
@@ -77,6 +79,8 @@ def _lift(mode, backend, args):
             a = wrap_on(backend, backend.asarray(a))
         elif isinstance(a, (Variable, np.ndarray)):
             a = mode._lift([a])[0]    # numpy's: the op then names both back ends
+        elif type(a) in NESTED_TYPES and holds_tensors(a):   # stacked, differentiably
+            a = stack_nested(a)
         else:   # Python data (lists): made on this back end
             a = wrap_on(backend, backend.from_numpy(as_array(a)))
         out.append(a)
@@ -97,6 +101,8 @@ def _result(backend, value, dtype):
 
 def apply_foreign(mode, op, args, params, located):
     """Run ``op`` eagerly on the back end its arguments live on."""
+    # Lists of tensors ([t, 2 * t]) are stacked first, so their tensors' back end counts.
+    args = [stack_nested(a) if type(a) in NESTED_TYPES and holds_tensors(a) else a for a in args]
     try:
         backend = backend_for(op, args)
     except BackendError as err:

@@ -9,8 +9,10 @@ from engine.backend import current_override
 from engine.config import config
 from engine.errors import (BackendError, DTypeError, EngineError, TracingError, format_location,
                            user_frame)
-from engine.lifting import WEAK_SCALAR_TYPES, as_array, lift_error, weak_scalar_array
+from engine.lifting import (NESTED_TYPES, WEAK_SCALAR_TYPES, as_array, holds_tensors, lift_error,
+                            weak_scalar_array)
 from engine.modes import Mode, read_variable
+from engine.ops.join import stack_nested
 from engine.op import freeze_params
 from engine.tensor import Tensor, wrap
 from engine.variable import Variable, check_scatter
@@ -105,6 +107,10 @@ class EagerMode(Mode):
                 a = read_variable(a, self)
             elif isinstance(a, Tensor):   # a ForeignTensor: another back end's kernels
                 raise OnOtherBackend()
+            elif t in NESTED_TYPES and holds_tensors(a):   # [x, 2 * x]: stacked, differentiably
+                a = stack_nested(a)
+                if type(a) is not Tensor:
+                    raise OnOtherBackend()
             else:
                 a = Tensor(as_array(a))
             out.append(a)

@@ -19,6 +19,24 @@ class TensorLike:
     __slots__ = ()
 
 
+NESTED_TYPES = (list, tuple)
+
+
+def holds_tensors(value):
+    """Whether the Python list or tuple ``value`` holds an engine tensor or variable at any
+    depth. Such a list is stacked through the engine (``engine.ops.join.stack_nested``),
+    so that it keeps its gradient and traces, instead of being read as constant data.
+
+    Example:
+        >>> holds_tensors([1.0, [2.0, 3.0]])
+        False
+    """
+    for v in value:
+        if isinstance(v, TensorLike) or (type(v) in NESTED_TYPES and holds_tensors(v)):
+            return True
+    return False
+
+
 def weak_scalar_array(value, others):
     """A 0-d array for the Python scalar ``value``, typed weakly against ``others``.
 

@@ -25,6 +25,8 @@ from .backend import NUMPY
 from .devices import CPU, check_device
 from .errors import ArgumentTypeError, ShapeError, TracingError, format_location, user_frame
 from .lifting import TensorLike, as_array, caller_can_write
+from .errors import ArgumentTypeError, TracingError, format_location, user_frame
+from .lifting import NESTED_TYPES, TensorLike, as_array, caller_can_write, holds_tensors
 
 
 class TensorOps(TensorLike):
@@ -433,6 +435,9 @@ def tensor(data, dtype=None, backend=None):
         >>> en.tensor([1.0], backend="array_api_strict").backend.name
         'array_api_strict'
     """
+    if type(data) in NESTED_TYPES and holds_tensors(data):
+        # [x, 3 * x]: stacked through the engine, so the tensor keeps x's gradient
+        data = _ops.join.stack_nested(data)
     if isinstance(data, Tensor):
         if dtype is not None and np.dtype(dtype) != data.dtype:
             data = _ops.cast(data, dtype)

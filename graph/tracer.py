@@ -12,8 +12,10 @@ tensors of the enclosing graph as extra inputs.
 import numpy as np
 
 from engine.errors import DTypeError, EngineError, TracingError, format_location, user_frame
-from engine.lifting import WEAK_SCALAR_TYPES, as_array, lift_error, weak_scalar_array
+from engine.lifting import (NESTED_TYPES, WEAK_SCALAR_TYPES, as_array, holds_tensors, lift_error,
+                            weak_scalar_array)
 from engine.modes import Mode, current_mode, read_variable, use_mode
+from engine.ops.join import stack_nested
 from engine.tensor import Tensor, traced
 from engine.variable import Variable, check_scatter
 
@@ -102,6 +104,8 @@ class TraceMode(Mode):
                 weak = True
             elif isinstance(a, Variable):
                 a = read_variable(a, self)
+            elif type(a) in NESTED_TYPES and holds_tensors(a):   # [x, 2 * x]: a stack node
+                a = self.lift([stack_nested(a)])[0]
             else:
                 a = self.constant(as_array(a))
             out.append(a)

@@ -20,14 +20,10 @@ def composite(info):
 
 
 def _dot_samples(dtype, rng):
-    for sx, sy in [((3,), (3,)), ((0,), (0,)), ((2, 3), (2, 3)), ((2, 3), (3,)), ((), ())]:
+    for sx, sy in [((3,), (3,)), ((0,), (0,)), ((2, 3), (3,)), ((2, 3), (3, 4)), ((), ()),
+                   ((), (2, 3)), ((2, 3), ()), ((3,), (3, 2)), ((2, 3, 4), (5, 4, 2)),
+                   ((3,), (2, 3, 4)), ((2, 0), (0, 3)), ((0,), (0, 2))]:
         yield Sample((make(rng, sx, dtype), make(rng, sy, dtype)))
-
-
-def _dot_ref(x, y):
-    if np.ndim(x) == 1 and np.ndim(y) == 1:
-        return np.dot(x, y)
-    return np.sum(np.multiply(x, y))
 
 
 def _outer_samples(dtype, rng):
@@ -35,9 +31,13 @@ def _outer_samples(dtype, rng):
         yield Sample((make(rng, sx, dtype), make(rng, sy, dtype)))
 
 
-composite(OpInfo("dot", en.dot, _dot_ref, _dot_samples, NUMERIC,
+composite(OpInfo("dot", en.dot, np.dot, _dot_samples, NUMERIC,
                  error_inputs=lambda: [ErrorInput(Sample((np.ones(3), np.ones(4))), en.ShapeError,
-                                                  "matmul")]))
+                                                  "matmul"),
+                                       ErrorInput(Sample((np.ones((2, 3)), np.ones((2, 3)))),
+                                                  en.ShapeError, "matmul"),
+                                       ErrorInput(Sample((np.ones((2, 3, 4)), np.ones((2, 3, 4)))),
+                                                  en.ShapeError, "dot")]))
 composite(OpInfo("outer", en.outer, lambda x, y: np.outer(x, y), _outer_samples, NUMERIC))
 
 

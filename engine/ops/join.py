@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import LoadError, ShapeError, TracingError, describe_inputs
+from ..lifting import NESTED_TYPES, holds_tensors
 from ..modes import apply
 from ..op import Op, declare, register
 from ..shapes import normalize_axis
@@ -153,6 +154,23 @@ def stack(tensors, axis=0):
     """
     tensors = _as_list("stack", tensors)
     return apply(stack_op, *tensors, axis=int(axis))
+
+
+def stack_nested(value):
+    """A tensor for a (nested) list or tuple that holds tensors: its items stacked along
+    a new first axis with :func:`stack`, level by level, so the result keeps their
+    gradients and traces. Every mode's ``lift`` (and ``en.tensor``) calls this where
+    numpy would read the list as constant data.
+
+    Example:
+        >>> import engine as en
+        >>> x = en.tensor(2.0)
+        >>> float(en.grad(lambda x: en.sum(en.tensor([x, 3 * x])))(x))
+        4.0
+    """
+    items = [stack_nested(v) if type(v) in NESTED_TYPES and holds_tensors(v) else v
+             for v in value]
+    return apply(stack_op, *items, axis=0)
 
 
 # ---- split -----------------------------------------------------------------

@@ -2,10 +2,12 @@
 import numpy as np
 
 from .. import dtypes
-from ..errors import DTypeError, ShapeError, describe_inputs
+from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
+from ..lifting import TensorLike
 from ..modes import current_mode
 from ..op import Op, declare, register
 from ..shapes import broadcast_shapes
+from ._args import at_user_line
 from ._define import call, unbroadcast
 from . import elementwise, reduce, shape_ops
 from . import _rules
@@ -34,13 +36,15 @@ def _matmul_vjp(g, out, x, y, needs=(True, True)):
         return g * y, g * x
     if len(xs) == 1:                              # (k) @ (..., k, n) -> (..., n)
         gx = matmul(shape_ops.expand_dims(g, -2), _mT(y))      # (..., 1, k)
-        gx = unbroadcast(shape_ops.reshape(gx, (-1, xs[0])) if gx.ndim > 1 else gx, (xs[0],))
+        # Summed over the batch dims and the 1, not reshaped to (-1, k): -1 beside k = 0
+        # has no single answer, and (0,) @ (0, n) must have a gradient too.
+        gx = reduce.sum(gx, axis=tuple(range(gx.ndim - 1)))
         gy = shape_ops.expand_dims(x, -1) * shape_ops.expand_dims(g, -2)  # (..., k, n)
         return gx, unbroadcast(gy, ys)
     if len(ys) == 1:                              # (..., m, k) @ (k) -> (..., m)
         gx = shape_ops.expand_dims(g, -1) * y                       # (..., m, k)
         gy = matmul(_mT(x), shape_ops.expand_dims(g, -1))       # (..., k, 1)
-        gy = reduce.sum(shape_ops.reshape(gy, (-1, ys[0])), axis=0)
+        gy = reduce.sum(gy, axis=tuple(range(gy.ndim - 2)) + (gy.ndim - 1,))
         return unbroadcast(gx, xs), gy
     gx = gy = None
     if needs[0]:
@@ -91,17 +95,42 @@ declare(matmul_op, onnx=("node", "MatMul"), fold_cost="contraction")
 matmul = call(matmul_op)
 
 
+def _ndim(v):
+    return v.ndim if isinstance(v, TensorLike) else np.ndim(v)
+
+
 def dot(x, y):
-    """Inner product of two vectors (a composite: ``sum(x * y)``).
+    """numpy's ``dot``: a product of scalars, the inner product of two vectors, the
+    matrix product of matrices (and of a matrix and a vector), and for N-D inputs
+    the sum over the last axis of ``x`` and the second-to-last of ``y``
+    (``dot(x, y)[i, j, k] = sum(x[i, :] * y[j, :, k])``). A composite of ``mul``,
+    ``matmul``, ``transpose`` and ``reshape``.
 
     Example:
         >>> import engine as en
         >>> float(en.dot(en.tensor([1.0, 2.0]), en.tensor([3.0, 4.0])))
         11.0
+        >>> en.dot(en.ones((2, 3)), en.ones(3)).numpy()
+        array([3., 3.])
     """
-    if getattr(x, "ndim", 0) == 1 and getattr(y, "ndim", 0) == 1:
-        return matmul(x, y)  # BLAS dot: one kernel, no temporary
-    return reduce.sum(elementwise.mul(x, y))
+    xd, yd = _ndim(x), _ndim(y)
+    if xd == 0 or yd == 0:
+        return elementwise.mul(x, y)
+    if yd == 1 or xd == 1 or (xd == 2 and yd == 2):
+        return matmul(x, y)   # the same contraction as numpy's dot here (BLAS, no temporary)
+    # (..., k) . (..., k, n): one matrix product of x as (A, k) and y as (k, B * n).
+    xs, ys = tuple(x.shape), tuple(y.shape)
+    if None in xs or None in ys:
+        raise TracingError(f"dot: N-D inputs need static shapes, got {xs} and {ys}; use "
+                           "en.matmul for batched products")
+    k = xs[-1]
+    if k != ys[-2]:
+        raise ShapeError(f"dot: shapes {xs} and {ys} are not aligned: {k} (dim {xd - 1}) != "
+                         f"{ys[-2]} (dim {yd - 2}){at_user_line()}")
+    a = shape_ops.reshape(x, (int(np.prod(xs[:-1])), k))
+    b = shape_ops.transpose(y, (yd - 2,) + tuple(range(yd - 2)) + (yd - 1,))
+    b = shape_ops.reshape(b, (k, int(np.prod(ys[:-2] + ys[-1:]))))
+    return shape_ops.reshape(matmul(a, b), xs[:-1] + ys[:-2] + ys[-1:])
 
 
 def outer(x, y):
