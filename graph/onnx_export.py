@@ -408,6 +408,12 @@ def _einsum(b, node):
     return b.emit("Einsum", b.inputs_as(node, node.dtype), equation=node.params["subscripts"])
 
 
+def _cumsum(b, node):
+    (x,) = b.inputs_as(node, node.dtype)
+    axis = b.const(np.asarray(node.params["axis"], dtype=np.int64), "axis")
+    return b.emit("CumSum", [x, axis], reverse=int(bool(node.params.get("reverse", False))))
+
+
 # What an op's ``onnx`` rule may name: ``(pattern, *args)`` calls ``PATTERNS[pattern](builder,
 # node, *args)``, which emits the ONNX nodes and returns the value name(s) of the result.
 # Families of ops have lower-case patterns; a pattern built around one ONNX op (with the
@@ -422,6 +428,7 @@ PATTERNS = {
     "Squeeze": _squeeze, "Expand": _broadcast_to, "ExpandToShapeOf": _broadcast_like,
     "Concat": _concat, "UnsqueezeConcat": _stack, "Split": _split, "Slice": _getitem,
     "Einsum": _einsum,
+    "CumSum": _cumsum,
 }
 
 # The neural-network ops' patterns (activations, convolution, pooling): graph/onnx_nn.py.

@@ -32,3 +32,4 @@ from .activations import *  # noqa: F401,F403
 from .losses import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .numpy_names import *  # noqa: F401,F403
+from .cumulative import *  # noqa: F401,F403

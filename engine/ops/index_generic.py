@@ -32,14 +32,19 @@ def getitem(be, x, *arrays, spec, name="getitem"):
     xp = be.xp
     if not any(item[0] == "array" for item in spec):
         basic = []
+        used = sum(1 for item in spec if item[0] in ("int", "slice"))
+        dim = 0
         for item in spec:
             kind = item[0]
             if kind == "int":
                 basic.append(item[1])
+                dim += 1
             elif kind == "slice":
-                basic.append(slice(*item[1:]))
+                basic.append(_bounded(slice(*item[1:]), x.shape[dim]))
+                dim += 1
             else:
                 basic.append(None if kind == "newaxis" else Ellipsis)
+                dim += (x.ndim - used) if kind == "ellipsis" else 0
         if not any(item[0] == "ellipsis" for item in spec):
             basic.append(Ellipsis)   # the standard indexes every dim or says "..."
         return x[tuple(basic)]   # int bounds were checked by the shape rule
@@ -55,7 +60,7 @@ def getitem(be, x, *arrays, spec, name="getitem"):
             basic.extend([slice(None)] * (ndim - used))
             dim += ndim - used
         elif kind == "slice":
-            basic.append(slice(*item[1:]))
+            basic.append(_bounded(slice(*item[1:]), x.shape[dim]))
             dim += 1
         else:   # an int beside index arrays is a 0-d index array (numpy's rule)
             index = arrays[item[1]] if kind == "array" else xp.asarray(item[1], dtype=xp.int64)
@@ -85,6 +90,15 @@ def getitem(be, x, *arrays, spec, name="getitem"):
         order = list(range(nb, nb + at)) + list(range(nb)) + list(range(nb + at, out.ndim))
         out = xp.permute_dims(out, tuple(order))
     return out
+
+
+def _bounded(s, size):
+    """The slice ``s`` with its bounds clipped to an axis of ``size`` (numpy clips them;
+    the standard leaves bounds outside the axis unspecified, and strict refuses them)."""
+    if size == 0:
+        return slice(0, 0)
+    start, stop, step = s.indices(size)
+    return slice(start, None if step < 0 and stop < 0 else stop, step)
 
 
 def _strides(sizes):
