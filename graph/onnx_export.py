@@ -414,6 +414,48 @@ def _cumsum(b, node):
     return b.emit("CumSum", [x, axis], reverse=int(bool(node.params.get("reverse", False))))
 
 
+def _top_k(b, node, result):
+    """sort (``result`` 0: the values) and argsort (1: the indices) as a TopK of every
+    element; TopK breaks ties by the lower index, so it is stable both ways."""
+    (x,) = node.inputs
+    axis = node.params["axis"]
+    n = x.shape[axis]
+    if n is None:
+        raise OnnxExportError(f"en.export_onnx: {node.op.name} node {node.name} sorts an axis "
+                              "of unknown size")
+    value = b.value(x)
+    kept = np.dtype(x.dtype).name in ("float32", "float64", "int32", "int64")
+    if not kept:
+        value = b.cast(value, x.dtype, np.int32)
+    values, indices = b.emit("TopK", [value, b.ints([n], "k")], n_outputs=2, axis=axis,
+                             largest=int(node.params["descending"]), sorted=1)
+    if result:
+        return indices
+    return values if kept else b.cast(values, np.int32, x.dtype)
+
+
+def _scatter_elements(b, node):
+    x, indices, values = node.inputs
+    return b.emit("ScatterElements", [b.value(x), b.cast(b.value(indices), indices.dtype,
+                                                            np.int64),
+                                      b.cast(b.value(values), values.dtype, x.dtype)],
+                  axis=node.params["axis"])
+
+
+def _pad(b, node):
+    (x,) = node.inputs
+    mode = node.params["mode"]
+    if mode not in ("constant", "edge", "reflect"):
+        raise OnnxExportError(f"en.export_onnx: pad node {node.name} pads in mode {mode!r}; "
+                              "ONNX's Pad (opset 17) has constant, edge and reflect")
+    widths = node.params["widths"]
+    pads = b.ints([w[0] for w in widths] + [w[1] for w in widths], "pads")
+    inputs = [b.value(x), pads]
+    if mode == "constant":
+        inputs.append(b.const(np.asarray(node.params["value"], dtype=node.dtype), "pad_value"))
+    return b.emit("Pad", inputs, mode=mode)
+
+
 # What an op's ``onnx`` rule may name: ``(pattern, *args)`` calls ``PATTERNS[pattern](builder,
 # node, *args)``, which emits the ONNX nodes and returns the value name(s) of the result.
 # Families of ops have lower-case patterns; a pattern built around one ONNX op (with the
@@ -428,7 +470,7 @@ PATTERNS = {
     "Squeeze": _squeeze, "Expand": _broadcast_to, "ExpandToShapeOf": _broadcast_like,
     "Concat": _concat, "UnsqueezeConcat": _stack, "Split": _split, "Slice": _getitem,
     "Einsum": _einsum,
-    "CumSum": _cumsum,
+    "CumSum": _cumsum, "TopK": _top_k, "ScatterElements": _scatter_elements, "Pad": _pad,
 }
 
 # The neural-network ops' patterns (activations, convolution, pooling): graph/onnx_nn.py.

@@ -33,3 +33,8 @@ from .losses import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .numpy_names import *  # noqa: F401,F403
 from .cumulative import *  # noqa: F401,F403
+from .sorting import *  # noqa: F401,F403
+from .manipulation import *  # noqa: F401,F403
+from .statistics import *  # noqa: F401,F403
+from .spacing import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403

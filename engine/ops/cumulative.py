@@ -18,6 +18,8 @@ Example:
     >>> en.cumsum(en.tensor([1, 2, 3])).numpy()
     array([1, 3, 6])
 """
+import operator
+
 import numpy as np
 
 from .. import dtypes
@@ -25,7 +27,8 @@ from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..lifting import TensorLike
 from ..modes import apply
 from ..op import Op, declare, register
-from ..shapes import normalize_axis
+from ..shapes import normalize_axes, normalize_axis
+from ._args import at_user_line
 from . import compare, creation, indexing, join, misc, shape_ops
 
 
@@ -33,6 +36,30 @@ def as_tensor(x):
     """``x`` itself when it is a tensor or variable, else a tensor of the current mode
     (an ``identity`` of the data, so lists and arrays become tensors while tracing too)."""
     return x if isinstance(x, TensorLike) else misc.identity(x)
+
+
+def user_axis(axis, ndim, name):
+    """``normalize_axis`` for an axis a user passed to a public function: numpy ints are
+    ints, and the error names the user's line (the ops' own shape rules get it from
+    the mode)."""
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        pass
+    try:
+        return normalize_axis(axis, ndim, name)
+    except ShapeError as err:
+        raise ShapeError(f"{err}{at_user_line()}") from None
+
+
+def user_axes(axis, ndim, name):
+    """``normalize_axes`` (None, an int or a tuple) for a user's ``axis``; see :func:`user_axis`."""
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    try:
+        return normalize_axes(axis, ndim, name)
+    except ShapeError as err:
+        raise ShapeError(f"{err}{at_user_line()}") from None
 
 
 def along(x, axis, item):
@@ -64,7 +91,7 @@ def _public(op, name):
             x = creation.cast(x, dtype)
         if axis is None:
             x, axis = shape_ops.reshape(x, (-1,)), 0
-        return apply(op, x, axis=normalize_axis(axis, x.ndim, name))
+        return apply(op, x, axis=user_axis(axis, x.ndim, name))
     return f
 
 
@@ -297,7 +324,7 @@ def _cumulative(name, op, initial):
             axis = 0
         if x.ndim == 0:
             raise ShapeError(f"{name}: a 0-d input has no axis to accumulate along")
-        axis = normalize_axis(axis, x.ndim, name)
+        axis = user_axis(axis, x.ndim, name)
         if dtype is not None:
             x = creation.cast(x, dtype)
         out = apply(op, x, axis=axis)
@@ -357,7 +384,7 @@ def diff(x, n=1, axis=-1, prepend=None, append=None):
     x = as_tensor(x)
     if x.ndim == 0:
         raise ShapeError(f"diff: the input must be at least 1-D, got shape {tuple(x.shape)}")
-    axis = normalize_axis(axis, x.ndim, "diff")
+    axis = user_axis(axis, x.ndim, "diff")
     n = int(n)
     if n < 0:
         raise ShapeError(f"diff: the order n must be non-negative, got {n}")

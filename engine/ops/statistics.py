@@ -1,0 +1,65 @@
+"""Spread statistics as composites: ``var`` and ``std`` (numpy's, with ``ddof``; the
+Array API's ``correction`` is the same number). Made of ``mean``, ``sub``, ``mul`` and
+``sum``, so their gradients (``2 (x - mean) / (n - ddof)``) and tracing come with them.
+
+Example:
+    >>> import engine as en
+    >>> float(en.var(en.tensor([1.0, 2.0, 3.0, 4.0]), ddof=1))
+    1.6666666666666667
+"""
+from .. import dtypes
+from . import creation, elementwise, reduce, shape_ops
+from .cumulative import as_tensor, user_axes
+
+
+def _ddof(ddof, correction):
+    if correction is not None:
+        if ddof not in (0, None) and ddof != correction:
+            from ..errors import ShapeError
+            raise ShapeError(f"var: ddof={ddof} and correction={correction} disagree; pass one")
+        return correction
+    return ddof or 0
+
+
+def var(x, axis=None, ddof=0, keepdims=False, dtype=None, correction=None):
+    """The variance over ``axis`` (all axes when None): the mean squared deviation,
+    divided by ``n - ddof`` instead of ``n`` (``np.var``). Integer and bool inputs give
+    float64.
+
+    Example:
+        >>> import engine as en
+        >>> en.var(en.tensor([[1.0, 3.0], [2.0, 6.0]]), axis=1).numpy()
+        array([1., 4.])
+    """
+    x = as_tensor(x)
+    if dtype is not None:
+        x = creation.cast(x, dtype)
+    elif x.dtype not in dtypes.FLOATS:
+        x = creation.cast(x, dtypes.float64)
+    ddof = _ddof(ddof, correction)
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    axes = user_axes(axis, x.ndim, "var")
+    centered = x - reduce.mean(x, axis=axis, keepdims=True)
+    total = reduce.sum(centered * centered, axis=axis, keepdims=keepdims)
+    if any(x.shape[a] is None for a in axes):
+        n = shape_ops.count(x, axes, dtype=x.dtype)
+    else:
+        n = 1
+        for a in axes:
+            n *= x.shape[a]
+    return elementwise.div(total, n - ddof)
+
+
+def std(x, axis=None, ddof=0, keepdims=False, dtype=None, correction=None):
+    """The standard deviation, ``sqrt(var(...))`` (``np.std``).
+
+    Example:
+        >>> import engine as en
+        >>> float(en.std(en.tensor([1.0, 3.0])))
+        1.0
+    """
+    return elementwise.sqrt(var(x, axis, ddof, keepdims, dtype, correction))
+
+
+__all__ = ["var", "std"]
