@@ -28,7 +28,7 @@ from ..op import Op, declare, register
 from ..shapes import broadcast_shapes, normalize_axis
 from . import compare, creation, indexing, join, reduce, shape_ops
 from ._args import at_user_line, int_tuple
-from .cumulative import along, as_tensor, take_along, user_axes, user_axis
+from .cumulative import along, as_tensor, cumsum_op, take_along, user_axes, user_axis
 
 
 def constant_for(x, array):
@@ -457,7 +457,6 @@ def _put_vjp(g, out, x, indices, values, *, axis):
     gx = apply(put_along_axis_op, g, indices, creation.zeros_like(values), axis=axis)
     ids = creation.cast(creation.ones_like(values), dtypes.int64)
     shape = tuple(-1 if d is None else d for d in values.shape)
-    from .cumulative import cumsum_op
     ids = shape_ops.reshape(apply(cumsum_op, shape_ops.reshape(ids, (-1,)), axis=0), shape)
     marks = creation.cast(creation.zeros_like(x), dtypes.int64)
     written = apply(put_along_axis_op, marks, indices, ids, axis=axis)

@@ -22,7 +22,7 @@ from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply, current_mode
 from ..op import Op, declare, register
 from ..shapes import normalize_axis
-from . import compare, creation, reduce, shape_ops
+from . import compare, creation, indexing, join, reduce, shape_ops
 from ._args import at_user_line
 from .cumulative import as_tensor, scatter_along, user_axes, user_axis
 
@@ -177,8 +177,8 @@ def searchsorted(a, v, side="left", sorter=None):
         array([0, 2, 3])
     """
     if sorter is not None:
-        from .manipulation import take
-        a = take(a, sorter)
+        a = indexing.getitem(as_tensor(a), sorter if not isinstance(sorter, list)
+                             else np.asarray(sorter, dtype=np.int64))
     return apply(searchsorted_op, a, v, side=side)
 
 
@@ -278,8 +278,7 @@ def argwhere(x, size=None, fill_value=0):
         array([[0, 1],
                [1, 0]])
     """
-    from .join import stack
-    return stack(list(_nonzero(x, size, fill_value, "argwhere")), axis=1)
+    return join.stack(list(_nonzero(x, size, fill_value, "argwhere")), axis=1)
 
 
 def count_nonzero(x, axis=None, keepdims=False):

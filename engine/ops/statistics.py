@@ -8,6 +8,7 @@ Example:
     1.6666666666666667
 """
 from .. import dtypes
+from ..errors import ShapeError
 from . import creation, elementwise, reduce, shape_ops
 from .cumulative import as_tensor, user_axes
 
@@ -15,7 +16,6 @@ from .cumulative import as_tensor, user_axes
 def _ddof(ddof, correction):
     if correction is not None:
         if ddof not in (0, None) and ddof != correction:
-            from ..errors import ShapeError
             raise ShapeError(f"var: ddof={ddof} and correction={correction} disagree; pass one")
         return correction
     return ddof or 0
