@@ -291,9 +291,22 @@ def _split(b, node):
 def _getitem(b, node):
     x = node.inputs[0]
     spec = node.params["spec"]
-    if any(item[0] == "array" for item in spec):
-        raise OnnxExportError(f"en.export_onnx: node {node.name} indexes with arrays "
-                              "(gather), which is not exported; use basic slices")
+    arrays = [item for item in spec if item[0] == "array"]
+    gather = None
+    if arrays:
+        # One index array among slices (en.take, x[:, idx]) is a Gather on its axis; an
+        # int or newaxis beside it, or a second array, follows numpy's advanced rules.
+        if len(arrays) > 1 or any(item[0] in ("int", "newaxis") for item in spec):
+            raise OnnxExportError(f"en.export_onnx: node {node.name} indexes with several "
+                                  "arrays (or an array beside ints or None), which is not "
+                                  "exported; one index array among slices exports as Gather")
+        at = spec.index(arrays[0])
+        used = sum(1 for item in spec if item[0] in ("slice", "array"))
+        # The input axis it indexes: one per slice before it, the rest for an ellipsis.
+        gather_axis = sum(1 if item[0] == "slice" else len(x.shape) - used
+                          for item in spec[:at])
+        gather = (node.inputs[1 + arrays[0][1]], gather_axis)
+        spec = spec[:at] + (("slice", None, None, None),) + spec[at + 1:]
     nd = len(x.shape)
     used = sum(1 for item in spec if item[0] in ("int", "slice"))
     items = []
@@ -328,6 +341,10 @@ def _getitem(b, node):
         value = b.emit("Squeeze", [value, b.ints(squeeze, "axes")])
     if unsqueeze:
         value = b.emit("Unsqueeze", [value, b.ints(unsqueeze, "axes")])
+    if gather is not None:
+        index, axis = gather
+        value = b.emit("Gather", [value, b.cast(b.value(index), index.dtype, np.int64)],
+                       axis=axis)
     return value if value != b.value(x) else b.emit("Identity", [value])
 
 
@@ -456,6 +473,20 @@ def _pad(b, node):
     return b.emit("Pad", inputs, mode=mode)
 
 
+def _nonzero(b, node):
+    """NonZero, padded with ``fill_value`` and cut to ``size``, one result per dimension."""
+    (x,) = node.inputs
+    size, nd = node.params["size"], len(x.shape)
+    found = b.emit("NonZero", [b.value(x)])                              # (nd, count)
+    fill = b.const(np.asarray(node.params["fill_value"], dtype=np.int64), "fill")
+    padded = b.emit("Pad", [found, b.ints([0, 0, 0, size], "pads"), fill], mode="constant")
+    cut = b.emit("Slice", [padded, b.ints([0], "starts"), b.ints([size], "ends"),
+                           b.ints([1], "axes")])                         # (nd, size)
+    rows = b.emit("Split", [cut, b.ints([1] * nd, "split")], n_outputs=nd, axis=0)
+    rows = rows if isinstance(rows, list) else [rows]
+    return [b.emit("Squeeze", [r, b.ints([0], "axes")]) for r in rows]
+
+
 # What an op's ``onnx`` rule may name: ``(pattern, *args)`` calls ``PATTERNS[pattern](builder,
 # node, *args)``, which emits the ONNX nodes and returns the value name(s) of the result.
 # Families of ops have lower-case patterns; a pattern built around one ONNX op (with the
@@ -471,6 +502,7 @@ PATTERNS = {
     "Concat": _concat, "UnsqueezeConcat": _stack, "Split": _split, "Slice": _getitem,
     "Einsum": _einsum,
     "CumSum": _cumsum, "TopK": _top_k, "ScatterElements": _scatter_elements, "Pad": _pad,
+    "NonZero": _nonzero,
 }
 
 # The neural-network ops' patterns (activations, convolution, pooling): graph/onnx_nn.py.

@@ -111,3 +111,25 @@ def test_pad_modes_onnx_lacks_name_themselves(tmp_path):
     f = en.function(lambda x: en.pad(x, 1, mode="wrap"))
     with pytest.raises(en.EngineError, match="pad.*'wrap'"):
         en.export_onnx(f, str(tmp_path / "w.onnx"), np.ones((2, 2), "float32"))
+
+
+def test_onnx_gathers_one_index_array_and_pads_nonzero(tmp_path):
+    x = np.random.default_rng(1).integers(-2, 3, size=(3, 4)).astype("float32")
+    i = np.array([1, -1, 0])
+
+    def f(x, i):
+        return (en.take(x, i, axis=1), x[1:, i], en.repeat(x, [1, 0, 2, 1], axis=1),
+                *en.nonzero(x > 0, size=7, fill_value=-1), *en.nonzero(x, size=2))
+    padded = [np.concatenate([r, -np.ones(7 - len(r), np.int64)])[:7] for r in np.nonzero(x > 0)]
+    want = [np.take(x, i, axis=1), x[1:, i], np.repeat(x, [1, 0, 2, 1], axis=1), *padded,
+            *[r[:2] for r in np.nonzero(x)]]
+    got = _run_onnx(en.function(f), (x, i), tmp_path)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+def test_onnx_refuses_several_index_arrays_by_name(tmp_path):
+    f = en.function(lambda x: en.diagonal(x))
+    with pytest.raises(en.EngineError, match="several arrays"):
+        en.export_onnx(f, str(tmp_path / "d.onnx"), np.ones((3, 3), "float32"))

@@ -228,7 +228,7 @@ nonzero_op = register(Op("nonzero", _nonzero_impl, _nonzero_eval, None, multiple
                          n_inputs=1, dtypes=dtypes.ALL, generic=_nonzero_generic,
                          doc="Indices of the non-zero elements, one array per dimension, "
                              "cut or padded to ``size``."))
-declare(nonzero_op, onnx=None)
+declare(nonzero_op, onnx=("NonZero",))
 
 
 def _concrete_count(name, x, count):
