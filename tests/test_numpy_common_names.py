@@ -109,16 +109,13 @@ COMMON = {
 
 # Names not on ``en`` yet, and the area adding them (others add them in parallel).
 EXPECTED_MISSING = {
-    "std": "shape-ops", "var": "shape-ops", "cumsum": "shape-ops", "sort": "shape-ops",
-    "pad": "shape-ops", "tile": "shape-ops", "repeat": "shape-ops", "flip": "shape-ops",
-    "roll": "shape-ops", "tril": "shape-ops", "triu": "shape-ops", "linspace": "shape-ops",
     "clip": "elem-ops", "floor": "elem-ops", "mod": "elem-ops", "isnan": "elem-ops",
     "erf": "elem-ops",
     "fft.fft": "linalg-fft",
 }
 
 # On en, but not numpy's function yet (the test is a strict xfail: it fails once fixed).
-KNOWN_DEFECTS = {"dot": "shape-ops: en.dot is sum(x * y) beyond two vectors (#16 part 5)"}
+KNOWN_DEFECTS = {}
 
 
 def _erf(x):
