@@ -24,8 +24,6 @@ from . import ops as _ops
 from .backend import NUMPY
 from .devices import CPU, check_device
 from .errors import ArgumentTypeError, ShapeError, TracingError, format_location, user_frame
-from .lifting import TensorLike, as_array, caller_can_write
-from .errors import ArgumentTypeError, TracingError, format_location, user_frame
 from .lifting import NESTED_TYPES, TensorLike, as_array, caller_can_write, holds_tensors
 
 
