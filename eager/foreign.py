@@ -49,7 +49,10 @@ def backend_for(op, args):
         if b is None or b is found:
             continue
         if found is not None:
-            raise backends.mismatch(f"op '{op.name}'", found, b)
+            both = backends.joined(found, b)
+            if both is None:
+                raise backends.mismatch(f"op '{op.name}'", found, b)
+            b = both
         found = b
     return found or backends.default()
 
@@ -57,7 +60,8 @@ def backend_for(op, args):
 def lift_foreign(mode, args):
     """Eager mode's ``lift`` when an argument lives on another back end: the
     arguments as tensors of that back end (a numpy tensor among them is kept, so
-    that the op then names both back ends)."""
+    that the op then names both back ends, unless that back end takes numpy
+    tensors in)."""
     args = [stack_nested(a) if type(a) in NESTED_TYPES and holds_tensors(a) else a for a in args]
     backend = next(a.backend for a in args
                    if isinstance(a, Tensor) and a._value is not None and a.backend is not
@@ -112,7 +116,10 @@ def apply_foreign(mode, op, args, params, located):
         raise located(BackendError(f"op '{op.name}' has no kernel on back end {backend.name}"))
     tensors = _lift(mode, backend, args)
     aval = mode._validate(op, tensors, params, None)[0]
-    result = kernel(*[t._value for t in tensors], **params)
+    # numpy tensors joining another back end's (parameters among Dask data) are
+    # converted here, at the kernel: the tensors recorded on tapes stay theirs.
+    result = kernel(*[t._value if t.backend is backend else backend.from_numpy(t._value)
+                      for t in tensors], **params)
     if op.multiple_results:
         out = tuple(_result(backend, r, a[1]) for r, a in zip(result, aval))
     else:

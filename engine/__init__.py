@@ -32,6 +32,7 @@ from .modes import apply
 from .op import REGISTRY, Op
 from . import backend
 from .tensor import Tensor, tensor
+from .compute import compute
 from .variable import Variable
 from . import ops
 from .ops import *  # noqa: F401,F403  (the op functions: en.add, en.matmul, ...)

@@ -60,6 +60,11 @@ class BackendError(EngineError, TypeError):
     back end."""
 
 
+class ChunkError(EngineError):
+    """A chunk of chunked (Dask) data failed in a function run per chunk; the message
+    names the chunk and the user's line."""
+
+
 class LoadError(EngineError):
     """A saved graph file is malformed or unsafe to load."""
 

@@ -114,6 +114,9 @@ RULE_KINDS = {
                      "[input positions]}``, the inputs whose buffer that result may take "
                      "over when they die at the kernel (it reads them only before writing "
                      "the result); set by fusion on the kernels it makes",
+    "chunks": "chunked data (graph/chunked): ``f(axes, in_avals, out_aval, params)`` -> "
+              "``engine.chunk_rules.rows(...)``/``reduce(...)``, or None when the op needs every "
+              "row of the data at once; see engine/chunk_rules.py (elementwise ops need none)",
     "load_check": "graph loading (graph/load.py): ``f(in_avals, params, declared, where)``, "
                   "checks a loaded node's structure before ``abstract_eval`` runs and raises "
                   "LoadError naming ``where``",

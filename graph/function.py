@@ -24,6 +24,7 @@ from engine.modes import current_mode, pushed_mode
 from engine.tensor import Tensor
 
 from .autograph import convert
+from .chunked import ChunkedFunction
 from .concrete import ConcreteFunction
 from .executor import MISS
 from .notebook import explain
@@ -167,10 +168,15 @@ class Function:
                     f"{self.max_traces}); each new shape, dtype or Python value retraces. Pass "
                     "input_signature=[en.TensorSpec(shape=(None, ...), dtype=...)] to trace once "
                     "for every size", stacklevel=4)
-            concrete = ConcreteFunction(self._traced_function(), self.name, key, leaves, treedef,
-                                        specs=specs, passes=self._passes(),
-                                        compile_function=named_function,
-                                        backend=_backend_of(self.name, tensors))
+            if specs is None and any(t.backend.chunked for t in tensors):
+                # Chunked data (Dask): run once before, per chunk, and once after.
+                concrete = ChunkedFunction(self._traced_function(), self.name, key, leaves,
+                                           treedef, tensors, compile_function=plain_function)
+            else:
+                concrete = ConcreteFunction(self._traced_function(), self.name, key, leaves,
+                                            treedef, specs=specs, passes=self._passes(),
+                                            compile_function=named_function,
+                                            backend=_backend_of(self.name, tensors))
             self._cache[key] = concrete
             self._recent[concrete] = key
             self._last_key = key
@@ -251,6 +257,12 @@ class Function:
 def named_function(fn, name):
     """``en.function(fn)`` named ``name``: what a ConcreteFunction compiles its gradient with."""
     return Function(fn, name=name)
+
+
+def plain_function(fn, name):
+    """``en.function(fn, autograph=False)`` named ``name``: for functions the engine
+    writes itself (the parts of a function run per chunk)."""
+    return Function(fn, name=name, autograph=False)
 
 
 def _backend_of(name, tensors):

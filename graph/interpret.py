@@ -54,25 +54,31 @@ def interpret(graph, inputs, replay=None):
             continue
         if replay is not None and node.side_effects:
             continue      # it ran in the forward pass; its values come from ``replay``
-        op = node.op
-        if op is constant_op:
-            env[node] = wrap(node.params["value"])
-        elif op is read_variable_op:
-            env[node] = read_variable(node.params["var"].var, mode)
-        elif op is assign_variable_op:
-            var = node.params["var"].var
-            mode.assign_variable(var, env[node.inputs[0]], node.params["kind"],
-                                 *[env[i] for i in node.inputs[1:]])
-            env[node] = read_variable(var, mode)
-        elif op is unpack_op:
-            env[node] = env[node.inputs[0]][node.params["index"]]
-        elif op is placeholder_op:
-            raise InvalidArgumentError(f"interpret: unbound input {node.name}")
-        else:
-            env[node] = outs = apply(op, *[env[i] for i in node.inputs], **node.params)
-            if op.multiple_results and not mode.is_concrete:   # a control-flow node was traced
-                _inline_effects(mode, node, outs)
+        env[node] = evaluate(mode, node, [env[i] for i in node.inputs])
     return [env[o] for o in graph.outputs]
+
+
+def evaluate(mode, node, args, params=None):
+    """``node`` run in ``mode`` on ``args`` (its inputs' values), with ``params``
+    in place of the node's own when given."""
+    op = node.op
+    params = node.params if params is None else params
+    if op is constant_op:
+        return wrap(params["value"])
+    if op is read_variable_op:
+        return read_variable(params["var"].var, mode)
+    if op is assign_variable_op:
+        var = params["var"].var
+        mode.assign_variable(var, args[0], params["kind"], *args[1:])
+        return read_variable(var, mode)
+    if op is unpack_op:
+        return args[0][params["index"]]
+    if op is placeholder_op:
+        raise InvalidArgumentError(f"interpret: unbound input {node.name}")
+    outs = apply(op, *args, **params)
+    if op.multiple_results and not mode.is_concrete:   # a control-flow node was traced
+        _inline_effects(mode, node, outs)
+    return outs
 
 
 def _inline_effects(mode, node, outs):

@@ -36,7 +36,8 @@ BACKENDS = {}        # name -> Backend
 _BY_TYPE = {}        # array type -> Backend
 # Back ends the engine knows how to load when first asked for, by name or by
 # the top-level module of an array's type: (module, class).
-_LOADERS = {"array_api_strict": ("engine.backend.strict", "ArrayAPIStrictBackend")}
+_LOADERS = {"array_api_strict": ("engine.backend.strict", "ArrayAPIStrictBackend"),
+            "dask": ("engine.backend.dask_backend", "DaskBackend")}
 _DEFAULT = contextvars.ContextVar("engine_default_backend", default=None)
 
 
@@ -150,6 +151,18 @@ def use(name):
 def current_override():
     """The back end chosen with :func:`use`, or None (numpy) -- read by eager mode."""
     return _DEFAULT.get()
+
+
+def joined(a, b):
+    """The back end of an op whose inputs live on ``a`` and ``b``: the one that takes
+    the other's tensors in (numpy parameters join Dask data), or None when neither does."""
+    if a is b:
+        return a
+    if b.joins_numpy and a is NUMPY:
+        return b
+    if a.joins_numpy and b is NUMPY:
+        return a
+    return None
 
 
 def mismatch(what, a, b):

@@ -24,6 +24,10 @@ class Backend:
         fused_loops: fusion may write block loops in this library's source.
         numpy_promotion: the namespace promotes mixed dtype kinds as numpy does
             (``int32 + float32``); otherwise kernels cast first (:meth:`promote`).
+        joins_numpy: numpy tensors may join this back end's tensors in an op (they
+            are converted with :meth:`from_numpy`); otherwise mixing is an error.
+        chunked: arrays are split into chunks of rows and an ``en.function``
+            called with them runs per chunk (``engine.graph.chunked``).
     """
 
     name = None
@@ -33,6 +37,8 @@ class Backend:
     in_place = False
     fused_loops = False
     numpy_promotion = False
+    joins_numpy = False
+    chunked = False
 
     # -- arrays -----------------------------------------------------------------
     def asarray(self, data, dtype=None):
@@ -67,6 +73,11 @@ class Backend:
     def may_share_memory(self, a, b):
         """The alias test; conservative (True) when the library cannot tell."""
         return True
+
+    def compute(self, arrays):
+        """numpy values of several arrays at once (a lazy library computes them
+        together, sharing work)."""
+        return [np.asarray(self.to_numpy(a)) for a in arrays]
 
     # -- helpers for kernels written against the namespace ----------------------
     def promote(self, *arrays):

@@ -23,7 +23,7 @@ import contextlib
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .. import dtypes, workspace
+from .. import chunk_rules, dtypes, workspace
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
@@ -183,7 +183,7 @@ def _conv2d_vjp(g, out, x, w, *, strides, padding, dilation=_ONE, groups=1):
 conv2d_op = register(Op("conv2d", _conv2d_impl, _conv2d_eval, _conv2d_vjp, n_inputs=2,
                         dtypes=dtypes.FLOATS, out_impl=_conv2d_out, generic=conv_generic.conv2d,
                         doc="2-D convolution (cross-correlation), NHWC input, HWIO filters."))
-declare(conv2d_op, onnx=("Conv",), fold_cost="im2col")
+declare(conv2d_op, onnx=("Conv",), fold_cost="im2col", chunks=chunk_rules.leading)
 
 
 def _conv_params(name, stride, padding, dilation, groups):
@@ -277,7 +277,8 @@ conv2d_backprop_input_op = register(Op(
     "conv2d_backprop_input", _bp_input_impl, _bp_input_eval, _bp_input_vjp, n_inputs=2,
     dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_input,
     doc="Gradient of conv2d with respect to its input (a transposed convolution)."))
-declare(conv2d_backprop_input_op, onnx=("ConvTranspose",), fold_cost="im2col_input_grad")
+declare(conv2d_backprop_input_op, onnx=("ConvTranspose",), fold_cost="im2col_input_grad",
+        chunks=chunk_rules.leading)
 
 
 def conv2d_backprop_input(g, w, input_hw, stride=1, padding="valid", dilation=1, groups=1):
@@ -339,7 +340,8 @@ conv2d_backprop_filter_op = register(Op(
     "conv2d_backprop_filter", _bp_filter_impl, _bp_filter_eval, _bp_filter_vjp, n_inputs=2,
     dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_filter,
     doc="Gradient of conv2d with respect to its filters."))
-declare(conv2d_backprop_filter_op, onnx=None, fold_cost="im2col_filter_grad")
+declare(conv2d_backprop_filter_op, onnx=None, fold_cost="im2col_filter_grad",
+        chunks=chunk_rules.leading_reduce)
 
 
 def conv2d_backprop_filter(x, g, kernel_hw, stride=1, padding="valid", dilation=1, groups=1):

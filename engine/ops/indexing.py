@@ -27,6 +27,7 @@ from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..lifting import TensorLike
 from ..modes import apply
 from ..op import Op, declare, register
+from .. import chunk_rules
 from ..shapes import broadcast_shapes
 from . import index_generic
 from ._define import unbroadcast
@@ -243,7 +244,7 @@ def _getitem_vjp(g, out, x, *arrays, spec):
 getitem_op = register(Op("getitem", _getitem_impl, _getitem_eval, _getitem_vjp,
                          dtypes=dtypes.ALL, generic=index_generic.getitem,
                          doc="numpy indexing ``x[index]``; index arrays are extra inputs."))
-declare(getitem_op, onnx=("Slice",))
+declare(getitem_op, onnx=("Slice",), chunks=chunk_rules.getitem)
 
 
 def getitem(x, index):

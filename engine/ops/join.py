@@ -12,6 +12,7 @@ from ..errors import LoadError, ShapeError, TracingError, describe_inputs
 from ..lifting import NESTED_TYPES, holds_tensors
 from ..modes import apply
 from ..op import Op, declare, register
+from .. import chunk_rules
 from ..shapes import normalize_axis
 from . import indexing
 from . import _rules
@@ -91,7 +92,7 @@ def _concat_generic(be, *arrays, axis):
 concat_op = register(Op("concat", _concat_impl, _concat_eval, _concat_vjp, dtypes=dtypes.ALL,
                         out_impl=_concat_out, generic=_concat_generic,
                         doc="Join tensors along an existing axis."))
-declare(concat_op, onnx=("Concat",))
+declare(concat_op, onnx=("Concat",), chunks=chunk_rules.concat)
 
 
 def concat(tensors, axis=0):
@@ -141,7 +142,7 @@ def _stack_generic(be, *arrays, axis):
 stack_op = register(Op("stack", _stack_impl, _stack_eval, _stack_vjp, dtypes=dtypes.ALL,
                        generic=_stack_generic,
                        doc="Join same-shaped tensors along a new axis."))
-declare(stack_op, onnx=("UnsqueezeConcat",))
+declare(stack_op, onnx=("UnsqueezeConcat",), chunks=chunk_rules.stack)
 
 
 def stack(tensors, axis=0):

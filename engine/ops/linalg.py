@@ -6,6 +6,7 @@ from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..lifting import TensorLike
 from ..modes import current_mode
 from ..op import Op, declare, register
+from .. import chunk_rules
 from ..shapes import broadcast_shapes
 from ._args import at_user_line
 from ._define import call, unbroadcast
@@ -91,7 +92,7 @@ matmul_op = register(Op("matmul", _matmul_impl, _matmul_eval, _matmul_vjp, n_inp
                         out_impl=np.matmul, vjp_needs=True, generic=_matmul_generic,
                         dtypes=dtypes.NUMERIC,
                         doc="Matrix product with numpy's ``@`` semantics (batched, 1-D promoted)."))
-declare(matmul_op, onnx=("node", "MatMul"), fold_cost="contraction")
+declare(matmul_op, onnx=("node", "MatMul"), fold_cost="contraction", chunks=chunk_rules.matmul)
 matmul = call(matmul_op)
 
 

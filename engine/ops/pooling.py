@@ -25,7 +25,7 @@ Example:
 """
 import numpy as np
 
-from .. import dtypes
+from .. import chunk_rules, dtypes
 from ..errors import DomainError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
@@ -95,7 +95,7 @@ max_pool2d_op = register(Op(
         "max_pool2d", x, pool_size, strides, padding, (), dilation, ceil_mode),
     _max_pool_vjp, n_inputs=1, dtypes=dtypes.FLOATS, generic=pool_generic.max_pool2d,
     doc="Maximum over 2-D windows of an NHWC input."))
-declare(max_pool2d_op, onnx=("MaxPool",), fold_cost="windows")
+declare(max_pool2d_op, onnx=("MaxPool",), fold_cost="windows", chunks=chunk_rules.leading)
 
 
 def _pool_grad_eval(x, g, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):

@@ -7,6 +7,7 @@ from .. import dtypes
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
+from .. import chunk_rules
 from ..shapes import normalize_axes, reduced_shape
 from . import compare, creation, shape_ops
 from . import _rules
@@ -190,21 +191,22 @@ def _int_for_bool(d):
 
 sum_op, sum = _reduction("sum", _blocked_sum, _sum_vjp, _sum_dtype,
                          generic=_generic_reduction("sum", _sum_dtype, _sum_dtype))
-declare(sum_op, onnx=("reduce", "ReduceSum"))
+declare(sum_op, onnx=("reduce", "ReduceSum"), chunks=chunk_rules.reduction("sum"))
 mean_op, mean = _reduction("mean", _blocked_mean, _mean_vjp, _mean_dtype, allowed=dtypes.NUMERIC,
                            what="numeric",
                            generic=_generic_reduction("mean", _mean_dtype, _mean_dtype))
-declare(mean_op, onnx=("reduce", "ReduceMean"))
+declare(mean_op, onnx=("reduce", "ReduceMean"),
+        chunks=chunk_rules.reduction("sum", partial="sum", divide=True))
 max_op, max = _reduction("max", np.max, _extreme_vjp, _same, nonempty=True,
                          generic=_generic_reduction("max", _int_for_bool, _same))
-declare(max_op, onnx=("reduce", "ReduceMax"))
+declare(max_op, onnx=("reduce", "ReduceMax"), chunks=chunk_rules.reduction("max"))
 min_op, min = _reduction("min", np.min, _extreme_vjp, _same, nonempty=True,
                          generic=_generic_reduction("min", _int_for_bool, _same))
-declare(min_op, onnx=("reduce", "ReduceMin"))
+declare(min_op, onnx=("reduce", "ReduceMin"), chunks=chunk_rules.reduction("min"))
 prod_op, prod = _reduction("prod", np.prod, _prod_vjp, _sum_dtype, allowed=dtypes.NUMERIC,
                            what="numeric",
                            generic=_generic_reduction("prod", _sum_dtype, _sum_dtype))
-declare(prod_op, onnx=("reduce", "ReduceProd"))
+declare(prod_op, onnx=("reduce", "ReduceProd"), chunks=chunk_rules.reduction("prod"))
 
 
 def _arg_reduction(name, impl):
@@ -246,9 +248,9 @@ def _arg_reduction(name, impl):
 
 
 argmax_op, argmax = _arg_reduction("argmax", np.argmax)
-declare(argmax_op, onnx=("arg_reduce", "ArgMax"))
+declare(argmax_op, onnx=("arg_reduce", "ArgMax"), chunks=chunk_rules.reduction(None))
 argmin_op, argmin = _arg_reduction("argmin", np.argmin)
-declare(argmin_op, onnx=("arg_reduce", "ArgMin"))
+declare(argmin_op, onnx=("arg_reduce", "ArgMin"), chunks=chunk_rules.reduction(None))
 
 
 # ---- forward mode (see engine.op.RULE_KINDS) ------------------------------------------------

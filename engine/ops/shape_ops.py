@@ -5,6 +5,7 @@ from .. import dtypes
 from ..errors import ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
+from .. import chunk_rules
 from ..shapes import broadcast_shapes, normalize_axes, normalize_axis, size_of
 from ._args import int_tuple
 from ._define import unbroadcast
@@ -45,7 +46,7 @@ def _reshape_vjp(g, out, x, *, shape):
 reshape_op = register(Op("reshape", _reshape_impl, _reshape_eval, _reshape_vjp, n_inputs=1,
                          generic=lambda be, x, *, shape: be.xp.reshape(x, shape),
                          dtypes=dtypes.ALL, doc="Same values in a new shape; one dim may be -1."))
-declare(reshape_op, onnx=("Reshape",))
+declare(reshape_op, onnx=("Reshape",), chunks=chunk_rules.reshape)
 
 
 def reshape(x, shape):
@@ -93,7 +94,7 @@ def _transpose_generic(be, x, *, axes):
 transpose_op = register(Op("transpose", _transpose_impl, _transpose_eval, _transpose_vjp,
                            n_inputs=1, dtypes=dtypes.ALL, generic=_transpose_generic,
                            doc="Permute axes (reverse them when ``axes`` is None)."))
-declare(transpose_op, onnx=("Transpose",))
+declare(transpose_op, onnx=("Transpose",), chunks=chunk_rules.transpose)
 
 
 def transpose(x, axes=None):
@@ -131,7 +132,7 @@ broadcast_to_op = register(Op("broadcast_to", _broadcast_to_impl, _broadcast_to_
                               _broadcast_to_vjp, n_inputs=1, dtypes=dtypes.ALL,
                               generic=lambda be, x, *, shape: be.xp.broadcast_to(x, shape),
                               doc="Broadcast to a larger shape (numpy rules)."))
-declare(broadcast_to_op, onnx=("Expand",))
+declare(broadcast_to_op, onnx=("Expand",), chunks=chunk_rules.broadcast_to)
 
 
 def broadcast_to(x, shape):
@@ -165,7 +166,7 @@ expand_dims_op = register(Op("expand_dims", _expand_dims_impl,
                              _expand_dims_eval, _expand_dims_vjp, n_inputs=1, dtypes=dtypes.ALL,
                              generic=lambda be, x, *, axis: be.xp.expand_dims(x, axis=axis),
                              doc="Insert a size-1 axis at ``axis``."))
-declare(expand_dims_op, onnx=("Unsqueeze",))
+declare(expand_dims_op, onnx=("Unsqueeze",), chunks=chunk_rules.expand_dims)
 
 
 def expand_dims(x, axis):
@@ -204,7 +205,7 @@ def _squeeze_generic(be, x, *, axis):
 squeeze_op = register(Op("squeeze", _squeeze_impl, _squeeze_eval, _expand_dims_vjp,
                          n_inputs=1, dtypes=dtypes.ALL, doc="Remove size-1 axes.",
                          generic=_squeeze_generic))
-declare(squeeze_op, onnx=("Squeeze",))
+declare(squeeze_op, onnx=("Squeeze",), chunks=chunk_rules.squeeze)
 
 
 def squeeze(x, axis=None):
@@ -233,7 +234,7 @@ broadcast_like_op = register(Op(
     lambda g, out, x, like: (unbroadcast(g, x.shape), None), n_inputs=2, dtypes=dtypes.ALL,
     generic=lambda be, x, like: be.xp.broadcast_to(x, tuple(like.shape)),
     doc="Broadcast ``x`` to the (run-time) shape of ``like``."))
-declare(broadcast_like_op, onnx=("ExpandToShapeOf",))
+declare(broadcast_like_op, onnx=("ExpandToShapeOf",), chunks=chunk_rules.broadcast_like)
 
 
 def broadcast_like(x, like):

@@ -1,0 +1,151 @@
+"""The Dask back end: tensors whose values are ``dask.array`` arrays, chunked along
+their first axis, computed lazily, on a ``dask.distributed`` cluster when a
+``Client`` is active (Dask's local threads otherwise).
+
+Eager ops on Dask tensors run through the op kernels written once against the
+Array API namespace (``array_api_compat``'s wrapper of ``dask.array``): each op
+adds Dask tasks, nothing runs until ``.numpy()``, ``float()`` or
+:func:`engine.compute`. numpy tensors (small parameters) join Dask tensors in
+an op: they become one-chunk Dask arrays, one graph key each, so a cluster
+sends them to a worker once per computation, not once per task. An
+``en.function`` called with Dask tensors does not run op by op: it runs per
+chunk, see ``engine.graph.chunked``.
+
+Example:
+    >>> import dask.array as da, numpy as np, engine as en
+    >>> x = en.tensor(da.from_array(np.arange(6.0).reshape(3, 2), chunks=(2, 2)))
+    >>> x.backend.name, float(en.sum(x * 2.0))
+    ('dask', 30.0)
+"""
+import array_api_compat.dask.array as xpd
+import dask
+import dask.array as da
+import uuid
+
+import numpy as np
+
+from .. import dtypes
+from ..lifting import as_array
+from .base import Backend
+
+
+class DaskBackend(Backend):
+    name = "dask"
+    xp = xpd
+    array_types = (da.Array,)
+    numpy_promotion = True      # dask.array promotes as numpy does
+    joins_numpy = True          # numpy tensors combine with Dask tensors (see module doc)
+    chunked = True              # en.function runs per chunk (engine.graph.chunked)
+
+    def asarray(self, data, dtype=None):
+        if self.is_array(data):
+            # Dask arrays never change once made: no copy is needed.
+            return data if dtype is None else self.astype(data, dtype)
+        return self.from_numpy(as_array(data, dtype))
+
+    def from_numpy(self, array):
+        # One chunk: a parameter is one graph key, shipped to a worker once.
+        array = np.array(array, copy=True)
+        return da.from_array(array, chunks=array.shape or (), name=False)
+
+    def to_numpy(self, array):
+        return np.asarray(array.compute())
+
+    def dtype_of(self, array):
+        return array.dtype
+
+    def dtype(self, dtype):
+        return dtypes.as_dtype(dtype)
+
+    def astype(self, array, dtype):
+        return array.astype(dtypes.as_dtype(dtype))
+
+    def may_share_memory(self, a, b):
+        return False    # Dask arrays are immutable: nothing written can alias them
+
+    def compute(self, arrays):
+        """numpy values of several Dask arrays, computed together (shared work)."""
+        return [np.asarray(v) for v in dask.compute(*arrays)]
+
+    # -- running a function per chunk (engine.graph.chunked) ----------------------------
+    def run_chunks(self, program, arrays, shared, combines, row_avals=(), split_every=8):
+        """Run ``program`` (a ChunkProgram) on each chunk of rows of ``arrays``, with
+        the numpy arrays ``shared`` sent to the workers once. ``combines`` gives, per
+        partial result, ``(kind, divisor)``: the partials are combined in a tree
+        (``split_every`` at a time) and the result divided by ``divisor`` (a mean)
+        when it is not None. ``row_avals`` gives, per result that stays per chunk,
+        its shape after the rows and its dtype. Returns the combined results (numpy,
+        computed now: one Dask computation) and the per-chunk results, joined into
+        lazy Dask arrays.
+        """
+        arrays = _aligned_rows(arrays)
+        blocks = [a.to_delayed().ravel() for a in arrays]
+        token = uuid.uuid4().hex
+        shared_key = _shared(shared, token)
+        parts = [dask.delayed(_run_chunk)(program, [b[i] for b in blocks], shared_key, i,
+                                          dask_key_name=f"engine-chunk-{token}-{i}")
+                 for i in range(len(blocks[0]))]
+        rows = arrays[0].chunks[0]
+        row_outputs = [da.concatenate([da.from_delayed(dask.delayed(_row_part)(p, j),
+                                                       shape=(n, *tail), dtype=dtype)
+                                       for p, n in zip(parts, rows)], axis=0)
+                       for j, (tail, dtype) in enumerate(row_avals)]
+        if not combines:
+            return [], row_outputs
+        level = [dask.delayed(_partials)(p) for p in parts]
+        while len(level) > 1:
+            level = [dask.delayed(_combine)(combines, *level[i:i + split_every])
+                     for i in range(0, len(level), split_every)]
+        (total,) = dask.compute(level[0])
+        return [v if d is None else v / d for v, (_, d) in zip(total, combines)], row_outputs
+
+
+def _aligned_rows(arrays):
+    """The arrays chunked along rows only, all with the first one's row chunks."""
+    first = arrays[0]
+    rows = first.chunks[0]
+    out = []
+    for a in arrays:
+        wanted = {0: rows, **{i: -1 for i in range(1, a.ndim)}}
+        out.append(a.rechunk(wanted) if a.chunks[0] != rows or
+                   any(len(c) > 1 for c in a.chunks[1:]) else a)
+    return out
+
+
+def _shared(values, token):
+    """One graph key holding the shared values; with a distributed client, scattered
+    to every worker beforehand (so no task carries them)."""
+    try:
+        from distributed import get_client   # optional: only with a cluster
+        client = get_client()
+    except (ImportError, ValueError):
+        client = None
+    if client is not None and values:
+        return client.scatter(list(values), broadcast=True, hash=False)
+    return dask.delayed(list(values), name=f"engine-shared-{token}", pure=False)
+
+
+def _run_chunk(program, chunks, shared, index):
+    return program.run(list(chunks), list(shared), index)
+
+
+def _partials(result):
+    return result[0]
+
+
+def _row_part(result, j):
+    return result[1][j]
+
+
+_COMBINE = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
+
+
+def _combine(combines, *parts):
+    out = []
+    for j, (kind, _) in enumerate(combines):
+        value = parts[0][j]
+        for p in parts[1:]:
+            value = _COMBINE[kind](value, p[j])
+        out.append(value)
+    return out
+
