@@ -29,9 +29,44 @@ from ..lifting import as_array
 from .base import Backend
 
 
+class _Namespace:
+    """``array_api_compat``'s Dask namespace with the few functions where Dask needs
+    help: a reshape that merges or splits dimensions unevenly across chunks, ``eye``
+    with an offset, and max/min of an empty array (Dask reduces chunk by chunk, and
+    an empty chunk has no maximum)."""
+
+    def __getattr__(self, name):
+        return getattr(xpd, name)
+
+    @staticmethod
+    def reshape(x, shape, copy=None):
+        try:
+            return xpd.reshape(x, shape)
+        except (NotImplementedError, TypeError, ValueError):   # chunks that do not line up
+            return xpd.reshape(x.rechunk(-1), shape)        # ... so one chunk first
+
+    @staticmethod
+    def eye(n, m=None, k=0, dtype=None, device=None):
+        return da.from_array(np.eye(n, m, k, dtype=dtype))
+
+    @staticmethod
+    def max(x, axis=None, keepdims=False):
+        return _reduce_empty(xpd.max, np.max, x, axis, keepdims)
+
+    @staticmethod
+    def min(x, axis=None, keepdims=False):
+        return _reduce_empty(xpd.min, np.min, x, axis, keepdims)
+
+
+def _reduce_empty(fn, np_fn, x, axis, keepdims):
+    if 0 in x.shape:     # numpy's result (empty) or numpy's error (an empty axis reduced)
+        return da.from_array(np_fn(np.empty(x.shape, x.dtype), axis=axis, keepdims=keepdims))
+    return fn(x, axis=axis, keepdims=keepdims)
+
+
 class DaskBackend(Backend):
     name = "dask"
-    xp = xpd
+    xp = _Namespace()
     array_types = (da.Array,)
     numpy_promotion = True      # dask.array promotes as numpy does
     joins_numpy = True          # numpy tensors combine with Dask tensors (see module doc)
@@ -68,16 +103,25 @@ class DaskBackend(Backend):
         return [np.asarray(v) for v in dask.compute(*arrays)]
 
     # -- running a function per chunk (engine.graph.chunked) ----------------------------
-    def run_chunks(self, program, arrays, shared, combines, row_avals=(), split_every=8):
+    def run_chunks(self, program, arrays, shared, combines, row_avals=()):
         """Run ``program`` (a ChunkProgram) on each chunk of rows of ``arrays``, with
         the numpy arrays ``shared`` sent to the workers once. ``combines`` gives, per
-        partial result, ``(kind, divisor)``: the partials are combined in a tree
-        (``split_every`` at a time) and the result divided by ``divisor`` (a mean)
-        when it is not None. ``row_avals`` gives, per result that stays per chunk,
-        its shape after the rows and its dtype. Returns the combined results (numpy,
-        computed now: one Dask computation) and the per-chunk results, joined into
-        lazy Dask arrays.
+        partial result, ``(kind, divisor)``: the partials are combined in a tree and
+        the result divided by ``divisor`` (a mean) when it is not None. ``row_avals``
+        gives, per result that stays per chunk, its shape after the rows and its
+        dtype. Returns the combined results (numpy, computed now: one Dask
+        computation) and the per-chunk results, joined into lazy Dask arrays.
         """
+        total, row_outputs = self.chunk_graph(program, arrays, shared, combines, row_avals)
+        if total is None:
+            return [], row_outputs
+        (values,) = dask.compute(total)
+        return [v if d is None else v / d for v, (_, d) in zip(values, combines)], row_outputs
+
+    def chunk_graph(self, program, arrays, shared, combines, row_avals=(), split_every=8):
+        """What :meth:`run_chunks` computes, not computed: the Delayed combined partial
+        results (None without reductions) and the per-chunk results. One task per
+        chunk, and a tree of ``split_every``-way combining tasks."""
         arrays = _aligned_rows(arrays)
         blocks = [a.to_delayed().ravel() for a in arrays]
         token = uuid.uuid4().hex
@@ -91,13 +135,12 @@ class DaskBackend(Backend):
                                        for p, n in zip(parts, rows)], axis=0)
                        for j, (tail, dtype) in enumerate(row_avals)]
         if not combines:
-            return [], row_outputs
+            return None, row_outputs
         level = [dask.delayed(_partials)(p) for p in parts]
         while len(level) > 1:
             level = [dask.delayed(_combine)(combines, *level[i:i + split_every])
                      for i in range(0, len(level), split_every)]
-        (total,) = dask.compute(level[0])
-        return [v if d is None else v / d for v, (_, d) in zip(total, combines)], row_outputs
+        return level[0], row_outputs
 
 
 def _aligned_rows(arrays):

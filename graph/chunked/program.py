@@ -37,6 +37,7 @@ class ChunkProgram:
         self.name, self.n_rows, self.steps = name, n_rows, steps
         self.compile_function = compile_function   # en.function's maker (picklable)
         self.outputs, self.row_outputs, self.where = outputs, row_outputs, where
+        self.check_numerics = False     # set per call, from en.debug.check_numerics
         self.token = (name, next(_TOKENS), id(self))
 
     def _replay(self, *values):
@@ -69,5 +70,11 @@ class ChunkProgram:
             raise ChunkError(f"{self.name}: chunk {index} ({chunks[0].shape[0]} rows) failed: "
                              f"{what}\n  the call was at {self.where}") from None
         outs = [np.asarray(o.numpy()) for o in outs]
+        if self.check_numerics:
+            for o in outs:
+                if o.dtype.kind in "fc" and not np.isfinite(o).all():
+                    raise ChunkError(f"{self.name}: chunk {index} ({chunks[0].shape[0]} rows) "
+                                     "produced NaN or Inf (check_numerics)\n  the call was at "
+                                     f"{self.where}")
         n = len(self.outputs)
         return outs[:n], outs[n:]

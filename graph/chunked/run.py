@@ -26,6 +26,7 @@ Example:
 import numpy as np
 
 from engine.backend import NUMPY
+from engine.config import config
 from engine.errors import TracingError, format_location, user_frame
 from engine.modes import current_mode
 from engine.pytree import LEAF, unflatten
@@ -129,8 +130,8 @@ class ChunkedFunction:
 
     # -- calling --------------------------------------------------------------------
     def __call__(self, tensors):
-        where = format_location(user_frame())
-        self._program.where = where
+        self._program.where = format_location(user_frame())
+        self._program.check_numerics = config.check_numerics
         graph, plan = self.graph, self.plan
         rows = [tensors[i] for i in self._row_positions]
         free = [t for i, t in enumerate(tensors) if i not in self._row_positions]
