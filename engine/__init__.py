@@ -22,8 +22,9 @@ from . import dtypes
 from .config import config
 from .dtypes import (bool_, complex64, complex128, float16, float32, float64, int8, int16, int32,
                      int64, uint8, uint16, uint32, uint64)
-from .errors import (BackendError, DTypeError, EngineError, LoadError, NotDifferentiableError,
-                     NumericsError, ShapeError, TracingError, UnsupportedError)
+from .errors import (BackendError, ChunkError, DTypeError, EngineError, LoadError,
+                     NotDifferentiableError, NumericsError, ShapeError, TracingError,
+                     UnsupportedError)
 from . import modes
 from .errors import DomainError, ScalarOverflowError, ShapeTypeError  # noqa: F401
 from .errors import (ArgumentTypeError, InvalidArgumentError, MissingFileError,  # noqa: F401

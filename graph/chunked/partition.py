@@ -27,7 +27,7 @@ Example:
 import numpy as np
 
 from engine import chunk_rules
-from engine.errors import TracingError, describe_inputs
+from engine.errors import TracingError, describe_inputs, format_location
 
 from ..graph_ops import constant_op, placeholder_op, unpack_op
 
@@ -50,7 +50,7 @@ class Plan:
 
 
 def _error(node, message):
-    where = f"\n  at {node.source}" if node.source else ""
+    where = f"\n  at {format_location(node.source)}" if node.source else ""
     ins = [(i.shape, i.dtype) for i in node.inputs if i.avals is None]
     return TracingError(f"op '{node.op.name}' on chunked data ({describe_inputs(ins)}): "
                         f"{message}{where}")
@@ -118,8 +118,8 @@ def _rule_for(plan, node, axes):
 
 
 def _resize_free_inputs(plan, node, axes):
-    """Mark the free inputs of an elementwise node that span the rows as resized;
-    the new input axes, or None when an input cannot be."""
+    """Mark the free inputs of an elementwise node that span the rows as run per
+    chunk; the new input axes, or None when an input cannot be."""
     from_end = {len(node.inputs[i].shape) - a for i, a in enumerate(axes) if a is not None}
     if len(from_end) != 1:
         return None
@@ -129,14 +129,34 @@ def _resize_free_inputs(plan, node, axes):
         nd = len(inp.shape)
         if a is not None or nd < k or inp.shape[nd - k] == 1:
             continue
-        p = nd - k
-        made_from_shape = "shape" in inp.params and inp.params["shape"][p] == plan.rows and \
-            all(plan.place.get(j) == "free" for j in inp.inputs) and not inp.side_effects
-        if not made_from_shape or inp.shape[p] != plan.rows:
+        if not _per_chunk(plan, inp, nd - k):
             return None
-        plan.resized[inp] = (p, (("shape", p),))
-        out[i] = p
+        out[i] = nd - k
     return out
+
+
+def _per_chunk(plan, node, p):
+    """Whether the free ``node``, whose axis ``p`` spans the rows, can be computed per
+    chunk instead: it is made from a shape (``broadcast_to(g, (N, d))``, ``zeros``),
+    or is elementwise over such values and values that do not span the rows. Marks
+    it (and those it is made of) in ``plan.resized``."""
+    if node in plan.resized:
+        return plan.resized[node][0] == p
+    if node.shape[p] != plan.rows or node.side_effects or node.op.random or \
+            any(plan.place.get(j) != "free" for j in node.inputs):
+        return False
+    if "shape" in node.params and node.params["shape"][p] == plan.rows:
+        plan.resized[node] = (p, (("shape", p),))
+        return True
+    if not node.op.elementwise:
+        return False
+    nd = len(node.shape)
+    for inp in node.inputs:
+        q = len(inp.shape) - (nd - p)
+        if q >= 0 and inp.shape[q] != 1 and not _per_chunk(plan, inp, q):
+            return False
+    plan.resized[node] = (p, ())
+    return True
 
 
 def _shape_only_value(node):

@@ -129,10 +129,11 @@ class ChunkedFunction:
         return tuple(env[o] for o in outs)
 
     # -- calling --------------------------------------------------------------------
-    def __call__(self, tensors):
+    def _chunk_call(self, tensors):
+        """The free part run, and the arguments of the back end's ``run_chunks``."""
         self._program.where = format_location(user_frame())
         self._program.check_numerics = config.check_numerics
-        graph, plan = self.graph, self.plan
+        plan = self.plan
         rows = [tensors[i] for i in self._row_positions]
         free = [t for i, t in enumerate(tensors) if i not in self._row_positions]
         for t in free:
@@ -141,25 +142,35 @@ class ChunkedFunction:
                                    f"back end {t.backend.name}; move others with t.to('numpy')")
         free_values = self._free_fn(*free) if self._shared or self._post_inputs else ()
         free_values = [np.asarray(v.numpy()) for v in free_values]
-        n_shared = len(self._shared)
         combines = [(plan.rule[n].combine, _divisor(n) if plan.rule[n].divide else None)
                     for n in self._reduce]
         row_avals = [(o.shape[1:], o.dtype) for o in self._row_outputs]
-        partials, row_arrays = self.backend.run_chunks(
-            self._program, [t._value for t in rows], free_values[:n_shared], combines,
-            row_avals)
+        args = (self._program, [t._value for t in rows], free_values[:len(self._shared)],
+                combines, row_avals)
+        return args, free_values[len(self._shared):]
+
+    def task_graph(self, tensors):
+        """The back end's task graph one call computes (a dict: key -> task), for
+        counting tasks; nothing runs but the free part."""
+        args, _ = self._chunk_call(tensors)
+        total, row_outputs = self.backend.chunk_graph(*args)
+        graph = {}
+        for value in ([total] if total is not None else []) + row_outputs:
+            graph.update(dict(value.__dask_graph__()))
+        return graph
+
+    def __call__(self, tensors):
+        graph, plan = self.graph, self.plan
+        args, post_values = self._chunk_call(tensors)
+        partials, row_arrays = self.backend.run_chunks(*args)
         reduced = [wrap(np.asarray(v, dtype=n.dtype)) for v, n in zip(partials, self._reduce)]
         has_post = any(plan.place[o] != "rows" for o in graph.outputs) or self._post
-        post = self._post_fn(*reduced, *[wrap(v) for v in free_values[n_shared:]]) \
-            if has_post else ()
+        post = self._post_fn(*reduced, *[wrap(v) for v in post_values]) if has_post else ()
         if not isinstance(post, tuple):
             post = (post,)
-        out_iter = iter(post)
-        row_iter = iter(row_arrays)
-        outs = []
-        for o in graph.outputs:
-            outs.append(wrap_on(self.backend, next(row_iter)) if plan.place[o] == "rows"
-                        else next(out_iter))
+        out_iter, row_iter = iter(post), iter(row_arrays)
+        outs = [wrap_on(self.backend, next(row_iter)) if plan.place[o] == "rows"
+                else next(out_iter) for o in graph.outputs]
         return outs[0] if graph.output_tree == LEAF else unflatten(graph.output_tree, outs)
 
 
