@@ -107,14 +107,14 @@ nn.recurrent.use_scan(_scan)   # RNN's loop: one scan node when traced
 # (a graph-mode one in _GRAPH_NAMES above).
 _PUBLIC_FACADE = {
     # errors
-    "BackendError", "DTypeError", "DomainError", "EngineError", "LoadError",
+    "BackendError", "ChunkError", "DTypeError", "DomainError", "EngineError", "LoadError",
     "NotDifferentiableError", "NumericsError", "ScalarOverflowError", "ShapeError",
     "ShapeTypeError", "TracingError", "UnsupportedError", "ArgumentTypeError",
     "InvalidArgumentError", "MissingFileError", "UnimplementedError",
     # arrays, dtypes, the op registry and modes
     "Tensor", "tensor", "Variable", "dtypes", "bool_", "float32", "float64", "int32", "int64",
     "int8", "int16", "uint8", "uint16", "uint32", "uint64", "float16", "complex64", "complex128",
-    "broadcast_shapes", "config", "Op", "REGISTRY", "apply", "backend", "ops",
+    "broadcast_shapes", "config", "Op", "REGISTRY", "apply", "backend", "ops", "compute",
     # autodiff and the function transformations
     "GradientTape", "custom_gradient", "grad", "value_and_grad",
     "jvp", "linearize", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "custom_jvp",

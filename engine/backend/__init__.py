@@ -75,6 +75,8 @@ def _resolve(op, backend):
         kernel = op.impl
     elif backend.name in op.overrides:
         kernel = op.overrides[backend.name]
+    elif backend.own_kernel(op) is not None:
+        kernel = backend.own_kernel(op)
     elif op.generic is not None:
         kernel = bind(op.generic, backend)
     else:

@@ -74,6 +74,11 @@ class Backend:
         """The alias test; conservative (True) when the library cannot tell."""
         return True
 
+    def own_kernel(self, op):
+        """A kernel of this back end's own for ``op`` (ahead of the op's generic one),
+        or None."""
+        return None
+
     def compute(self, arrays):
         """numpy values of several arrays at once (a lazy library computes them
         together, sharing work)."""

@@ -29,6 +29,22 @@ from ..lifting import as_array
 from .base import Backend
 
 
+WHOLE_ARRAY_FAMILIES = ("engine.ops.linalg", "numpy.linalg")
+
+
+def _whole_array(op):
+    """``op``'s numpy kernel as one Dask task over its inputs (each in one chunk)."""
+    def kernel(*arrays, **params):
+        avals = op.abstract_eval(*[(a.shape, a.dtype) for a in arrays], **params)
+        task = dask.delayed(op.impl, pure=True)(*[a.rechunk(-1) for a in arrays], **params)
+        if not op.multiple_results:
+            return da.from_delayed(task, shape=avals[0], dtype=avals[1])
+        return tuple(da.from_delayed(task[i], shape=shape, dtype=dtype)
+                     for i, (shape, dtype) in enumerate(avals))
+    kernel.__name__ = op.name
+    return kernel
+
+
 class _Namespace:
     """``array_api_compat``'s Dask namespace with the few functions where Dask needs
     help: a reshape that merges or splits dimensions unevenly across chunks, ``eye``
@@ -82,6 +98,14 @@ class DaskBackend(Backend):
         # One chunk: a parameter is one graph key, shipped to a worker once.
         array = np.array(array, copy=True)
         return da.from_array(array, chunks=array.shape or (), name=False)
+
+    def own_kernel(self, op):
+        # The linear-algebra family works on whole matrices (LAPACK calls); Dask's own
+        # linalg wants square chunks and lacks most of it, so each such op runs as one
+        # task on its inputs in one chunk (lazy, not split).
+        if getattr(op.impl, "__module__", "").startswith(WHOLE_ARRAY_FAMILIES):
+            return _whole_array(op)
+        return None
 
     def to_numpy(self, array):
         return np.asarray(array.compute())
