@@ -249,7 +249,8 @@ def main(argv=None):
     unknown = [n for n in args.workloads if n not in found]
     if unknown:
         parser.error(f"unknown workload(s) {', '.join(unknown)}; available: {', '.join(found)}")
-    names = args.workloads or list(found)
+    # Workloads that start clusters (dask) run only when named.
+    names = args.workloads or [n for n, m in found.items() if getattr(m, "IN_DEFAULT_RUN", True)]
 
     if args.kernel_threads is not None:
         if args.kernel_threads < 1:

@@ -22,7 +22,8 @@ Modes are named the same across workloads where they mean the same thing:
 """
 import importlib
 
-_MODULES = ["least_squares", "lbfgs", "autoencoder", "big_ops", "rnn", "gc_pauses", "transforms"]
+_MODULES = ["least_squares", "lbfgs", "autoencoder", "big_ops", "rnn", "gc_pauses", "transforms",
+            "dask_lbfgs"]
 
 
 def load():
