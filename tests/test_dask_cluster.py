@@ -85,8 +85,8 @@ def _load(path):
 
 def test_data_three_times_the_workers_memory_trains_without_a_worker_killed(tmp_path):
     # One worker of 300 MB (about 140 MB of it the interpreter, numpy, Dask and the
-    # engine); 0.9 GB of float64 rows in 140 files of 6.4 MB, each read by its chunk's task.
-    rows_per_file, features, files = 20_000, 40, 140
+    # engine); 0.96 GB of float64 rows in 150 files of 6.4 MB, each read by its chunk's task.
+    rows_per_file, features, files = 20_000, 40, 150
     rng = np.random.default_rng(3)
     paths = []
     for i in range(files):

@@ -129,7 +129,7 @@ class DaskBackend(Backend):
     # -- running a function per chunk (engine.graph.chunked) ----------------------------
     def run_chunks(self, program, arrays, shared, combines, row_avals=()):
         """Run ``program`` (a ChunkProgram) on each chunk of rows of ``arrays``, with
-        the numpy arrays ``shared`` sent to the workers once. ``combines`` gives, per
+        the numpy arrays ``shared`` one graph key (sent to each worker once). ``combines`` gives, per
         partial result, ``(kind, divisor)``: the partials are combined in a tree and
         the result divided by ``divisor`` (a mean) when it is not None. ``row_avals``
         gives, per result that stays per chunk, its shape after the rows and its
@@ -180,15 +180,8 @@ def _aligned_rows(arrays):
 
 
 def _shared(values, token):
-    """One graph key holding the shared values; with a distributed client, scattered
-    to every worker beforehand (so no task carries them)."""
-    try:
-        from distributed import get_client   # optional: only with a cluster
-        client = get_client()
-    except (ImportError, ValueError):
-        client = None
-    if client is not None and values:
-        return client.scatter(list(values), broadcast=True, hash=False)
+    """One graph key holding the shared values: sent once to each worker that runs a
+    chunk, and, unlike data scattered to workers, recomputable if a worker dies."""
     return dask.delayed(list(values), name=f"engine-shared-{token}", pure=False)
 
 
