@@ -9,6 +9,8 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 
+import dask  # noqa: E402
+
 import engine as en  # noqa: E402
 
 
@@ -160,3 +162,18 @@ def test_chunked_inputs_must_have_the_same_rows():
     f = en.function(lambda x, y: en.sum(x) + en.sum(y))
     with pytest.raises(en.TracingError, match=r"same number of rows, got \[10, 97\]"):
         f(chunked(data("float64")[0], 40), chunked(np.ones((10, 2)), 5))
+
+
+def test_an_eager_optimizer_step_on_dask_data_is_one_computation_and_follows_numpy():
+    x = data("float64")[0]
+    losses, computations = {}, []
+    for name, xt in (("numpy", en.tensor(x)), ("dask", chunked(x, 30))):
+        loss, params = autoencoder("float64")
+        opt = en.optim.LBFGS(history=3).build(params)
+        losses[name] = []
+        for _ in range(4):
+            with dask.config.set(scheduler=lambda dsk, keys, **kw: computations.append(1) or
+                                 dask.get(dsk, keys, **kw)):
+                losses[name].append(float(opt.minimize(lambda: loss(xt), params)))
+    assert len(computations) == 4            # one Dask computation per step
+    np.testing.assert_allclose(losses["dask"], losses["numpy"], rtol=1e-12)

@@ -28,6 +28,8 @@ class Backend:
             are converted with :meth:`from_numpy`); otherwise mixing is an error.
         chunked: arrays are split into chunks of rows and an ``en.function``
             called with them runs per chunk (``engine.graph.chunked``).
+        lazy: values are computed only when asked for (:meth:`compute`); an
+            optimizer computes a loss and its gradients together.
     """
 
     name = None
@@ -39,6 +41,7 @@ class Backend:
     numpy_promotion = False
     joins_numpy = False
     chunked = False
+    lazy = False
 
     # -- arrays -----------------------------------------------------------------
     def asarray(self, data, dtype=None):

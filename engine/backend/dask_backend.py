@@ -87,6 +87,7 @@ class DaskBackend(Backend):
     numpy_promotion = True      # dask.array promotes as numpy does
     joins_numpy = True          # numpy tensors combine with Dask tensors (see module doc)
     chunked = True              # en.function runs per chunk (engine.graph.chunked)
+    lazy = True                 # nothing runs until a value is asked for
 
     def asarray(self, data, dtype=None):
         if self.is_array(data):

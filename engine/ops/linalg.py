@@ -71,7 +71,9 @@ def _transposed(t):
     its own layout pass)."""
     if not current_mode().is_concrete:
         return False
-    a = t.numpy()
+    a = t._value
+    if type(a) is not np.ndarray:     # another back end's array: no layout to keep (and a
+        return False                  # lazy one must not be computed here)
     return (a.ndim == 2 and a.shape[0] > 1 and a.shape[1] > 1
             and a.flags.f_contiguous and not a.flags.c_contiguous)
 

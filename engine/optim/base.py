@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import ops
 from ..autodiff import GradientTape
+from ..compute import compute
 from ..errors import DTypeError, EngineError, ShapeError
 from ..tensor import Tensor, tensor
 from ..transaction import all_or_nothing
@@ -173,7 +174,14 @@ def value_and_gradients(loss_fn, var_list, who):
     if loss.shape != ():
         raise ShapeError(f"{who}.minimize: loss_fn must return a scalar, got shape {loss.shape}; "
                          "reduce it first (for example with en.mean)")
-    return loss, tape.gradient(loss, var_list)
+    grads = tape.gradient(loss, var_list)
+    if isinstance(loss, Tensor) and loss._value is not None and loss.backend.lazy:
+        # Data on a lazy back end (Dask): the loss and every gradient in one computation,
+        # which reads the data once; the step then runs on numpy values.
+        found = compute(loss, *[g for g in grads if g is not None])
+        loss, rest = found[0], iter(found[1:])
+        grads = [None if g is None else next(rest) for g in grads]
+    return loss, grads
 
 
 def _as_var_list(vars, who):
