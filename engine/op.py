@@ -99,7 +99,7 @@ RULE_KINDS = {
             "None: the op has no ONNX equivalent (the exporter names it in its error)",
     "scalar_form": "numba fusion (graph/passes/fusion_numba.py): the op on scalars, a format "
                    "string over its inputs ``{0}, {1}, ...``, where ONE and ZERO stand for 1 and "
-                   "0 of the first input's dtype and ``np`` is numpy",
+                   "0 of the first input's dtype and ``np`` is numpy (``math`` the math module)",
     "shape_only": "constant folding: True when the result depends only on the inputs' shapes "
                   "and dtypes, so the node folds once those shapes are static",
     "fold_cost": "constant folding's budget (graph/passes/fold_cost.py): a pattern of "

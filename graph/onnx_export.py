@@ -72,7 +72,7 @@ def to_onnx(graph, name="graph", opset=OPSET):
     """An ``onnx.ModelProto`` for an (unoptimized) engine graph."""
     onnx, helper, _ = _onnx()
     graph, _ = optimize(graph, ["cleanup"])
-    b = _Builder(graph)
+    b = _Builder(graph, opset)
     for node in graph.topo_order():
         b.convert(node)
     outputs = []
@@ -97,9 +97,10 @@ _ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "in
 class _Builder:
     """Collects ONNX nodes and initializers while walking the engine graph."""
 
-    def __init__(self, graph):
+    def __init__(self, graph, opset=OPSET):
         _, self.helper, self.numpy_helper = _onnx()
         self.graph = graph
+        self.opset = opset       # patterns whose ONNX op is newer than it refuse the node
         self.nodes = []
         self.initializers = []
         self.names = {}          # engine node -> ONNX value name(s)
@@ -379,15 +380,34 @@ def _expr(b, node, expr):
     """ONNX nodes for ``expr``, a nested call of ONNX op types on the inputs ``x0, x1, ...``
     (cast to the result's dtype) and numbers (constants of that dtype), as in
     ``"Log(Add(x0, 1))"``."""
-    inputs = b.inputs_as(node, node.dtype)
+    return _emit_expr(b, expr, b.inputs_as(node, node.dtype), node.dtype)
 
+
+def _emit_expr(b, expr, inputs, dtype):
+    """The ONNX nodes of ``expr`` on the value names ``inputs``, numbers as ``dtype``."""
     def build(e):
         if isinstance(e, ast.Call):
             return b.emit(e.func.id, [build(a) for a in e.args])
         if isinstance(e, ast.Name):
             return inputs[int(e.id[1:])]
-        return _scalar(b, e.value, node.dtype)
+        return _scalar(b, e.value, dtype)
     return build(ast.parse(expr, mode="eval").body)
+
+
+def _rounding(b, node, expr):
+    """Rounding to integers: ``expr`` on floats; integers are already whole (ONNX's
+    Floor, Ceil and Round take only floats)."""
+    if node.dtype in dtypes.FLOATS:
+        return _expr(b, node, expr)
+    return b.emit("Identity", b.inputs_as(node, node.dtype))
+
+
+def _predicate(b, node, expr):
+    """A float predicate (bool result) as ``expr`` on the input in floating point
+    (integers, finite and never NaN, cast to float64: ONNX's IsNaN takes only floats)."""
+    (x,) = node.inputs
+    dt = x.dtype if x.dtype in dtypes.FLOATS else dtypes.float64
+    return _emit_expr(b, expr, [b.cast(b.value(x), x.dtype, dt)], dt)
 
 
 # ONNX's ArgMax/ArgMin run (in onnxruntime) on these types; others are cast first.
@@ -487,6 +507,42 @@ def _nonzero(b, node):
     return [b.emit("Squeeze", [r, b.ints([0], "axes")]) for r in rows]
 
 
+def _bitwise(b, node, logical, bitwise):
+    """Bools: ONNX's logical op; integers: its bitwise op (from opset 18)."""
+    if node.dtype == dtypes.bool_:
+        return b.emit(logical, b.inputs_as(node, dtypes.bool_))
+    if b.opset < 18:
+        raise OnnxExportError(
+            f"en.export_onnx: op {node.op.name!r} on {node.dtype} (node {node.name}, created at "
+            f"{format_location(node.source)}) needs ONNX's {bitwise}, from opset 18; export "
+            f"with opset=18")
+    return b.emit(bitwise, b.inputs_as(node, node.dtype))
+
+
+def _mod(b, node, kind):
+    """numpy's remainders and floor division from ONNX's Mod. Integers: Mod(fmod=0) has
+    the divisor's sign, as numpy's; fmod=1 is C's remainder. Floats: ONNX allows only
+    fmod=1 (the dividend's sign), moved by y where the signs differ. The floored
+    quotient is ``(x - mod(x, y)) / y``, rounded (it is an integer up to rounding), as
+    numpy computes it."""
+    x, y = b.inputs_as(node, node.dtype)
+    is_float = node.dtype in dtypes.FLOATS
+    if kind == "fmod":
+        return b.emit("Mod", [x, y], fmod=1)
+    if is_float:
+        f = b.emit("Mod", [x, y], fmod=1)
+        zero = _scalar(b, 0, node.dtype)
+        differ = b.emit("Xor", [b.emit("Less", [f, zero]), b.emit("Less", [y, zero])])
+        fix = b.emit("And", [b.emit("Not", [b.emit("Equal", [f, zero])]), differ])
+        r = b.emit("Where", [fix, b.emit("Add", [f, y]), f])
+    else:
+        r = b.emit("Mod", [x, y], fmod=0)
+    if kind == "mod":
+        return r
+    q = b.emit("Div", [b.emit("Sub", [x, r]), y])
+    return b.emit("Round", [q]) if is_float else q
+
+
 # What an op's ``onnx`` rule may name: ``(pattern, *args)`` calls ``PATTERNS[pattern](builder,
 # node, *args)``, which emits the ONNX nodes and returns the value name(s) of the result.
 # Families of ops have lower-case patterns; a pattern built around one ONNX op (with the
@@ -503,6 +559,7 @@ PATTERNS = {
     "Einsum": _einsum,
     "CumSum": _cumsum, "TopK": _top_k, "ScatterElements": _scatter_elements, "Pad": _pad,
     "NonZero": _nonzero,
+    "bitwise": _bitwise, "Mod": _mod, "rounding": _rounding, "predicate": _predicate,
 }
 
 # The neural-network ops' patterns (activations, convolution, pooling): graph/onnx_nn.py.

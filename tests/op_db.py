@@ -497,6 +497,7 @@ import op_db_nn2  # noqa: E402,F401  (activations, losses, normalization)
 import op_db_conv  # noqa: E402,F401  (convolution and pooling)
 import op_db_numpy_names  # noqa: E402,F401  (all, any)
 import op_db_shape  # noqa: E402,F401  (cumulative, sorting, manipulation, statistics)
+import op_db_elementwise  # noqa: E402,F401  (elementwise math, bitwise ops and their composites)
 
 
 # ---- finishing -------------------------------------------------------------------------

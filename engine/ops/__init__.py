@@ -5,7 +5,8 @@ Each family imports the families its rules call (``from . import compare``),
 never this package, so the families form a hierarchy with no cycle:
 ``creation``, ``shape_ops``, ``misc`` and ``conv`` import no family;
 ``compare`` builds on ``creation``, ``elementwise`` on ``compare``, ``reduce``
-on those and ``shape_ops``; ``indexing`` (and ``join`` on it), ``linalg`` and
+on those and ``shape_ops``; ``math_unary``, ``math_binary`` and ``bitwise``
+(more elementwise math) on ``elementwise`` and ``reduce``; ``indexing`` (and ``join`` on it), ``linalg`` and
 the composites in ``nn`` sit on top.
 ``_define.unbroadcast`` (used by every family) sums and reshapes through the
 cotangent's own methods, since the reductions' VJPs broadcast.
@@ -38,3 +39,6 @@ from .manipulation import *  # noqa: F401,F403
 from .statistics import *  # noqa: F401,F403
 from .spacing import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
+from .math_unary import *  # noqa: F401,F403  (round shadows the builtin on purpose)
+from .math_binary import *  # noqa: F401,F403  (divmod too)
+from .bitwise import *  # noqa: F401,F403

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .. import dtypes
-from ..errors import DomainError, describe_args
+from ..errors import DomainError, describe_args, describe_inputs
 from ..modes import apply
 from ..op import declare
 from ._args import at_user_line
@@ -208,12 +208,22 @@ def _div_vjp(g, out, x, y, needs=_BOTH):
 def _pow_vjp(g, out, x, y, needs=_BOTH):
     gx = gy = None
     if needs[0]:
-        gx = unbroadcast(g * y * pow(x, y - 1.0), x.shape)
+        # d/dx x**y = y * x**(y - 1), which is 0 where y == 0, also at x = 0, where it
+        # would be 0 * inf: there the exponent is moved off 0, so no branch holds NaN
+        # (nor does the second derivative, which takes the same route).
+        origin = compare.logical_and(compare.equal(x, 0), compare.equal(y, 0))
+        y_safe = compare.where(origin, 1.0, y)
+        gx = unbroadcast(g * (y * pow(x, y_safe - 1.0)), x.shape)
     if needs[1]:
-        # d/dy x**y = log(x) * x**y; defined as 0 where x <= 0 (as TensorFlow does), so
-        # an exponent gradient nobody asked for, as in (x - 1) ** 2, never holds NaN.
-        safe_log = log(compare.where(compare.greater(x, 0), x, creation.ones_like(x)))
-        gy = unbroadcast(g * out * safe_log, y.shape)
+        # d/dy x**y = log(x) * x**y. At x = 0 it is 0 for y >= 0 (x**y is constant 0
+        # or 1 there) and -inf for y < 0 (x**y = inf), as PyTorch has it; for x < 0,
+        # where x**y is real only at integer y, it is defined as 0 (as TensorFlow does),
+        # so an exponent gradient nobody asked for, as in (x - 1) ** 2, never holds NaN.
+        positive = compare.greater(x, 0)
+        safe_log = log(compare.where(positive, x, creation.ones_like(x)))
+        pole = compare.logical_and(compare.equal(x, 0), compare.less(y, 0))
+        log_x = compare.where(pole, -np.inf, safe_log)
+        gy = unbroadcast(g * (out * log_x), y.shape)
     return gx, gy
 
 
@@ -244,7 +254,38 @@ mul_op = binary("mul", "multiply", _mul_vjp, vjp_needs=True, commutative=True, d
 declare(mul_op, onnx=("node", "Mul"), scalar_form="{0} * {1}", positional_out=True)
 div_op = binary("div", np.true_divide, _div_vjp, vjp_needs=True, true_divide=True, generic=_div_generic, doc="Elementwise true division ``x / y``.")
 declare(div_op, onnx=("node", "Div"), scalar_form="{0} / {1}", positional_out=True)
-pow_op = binary("pow", "pow", _pow_vjp, vjp_needs=True, doc="Elementwise ``x ** y``.")
+def _negative_power_error(x, y):
+    return DomainError(f"pow: integers to negative integer powers are not allowed, got "
+                       f"{describe_inputs([(np.shape(x), x.dtype), (np.shape(y), y.dtype)])}; "
+                       "cast the base to a float dtype first")
+
+
+# The kernels name the op and dtypes where numpy's ValueError would not (a negative
+# exponent known only when the graph runs); the graph executor adds the node's line.
+def _pow_impl(x, y):
+    try:
+        return np.power(x, y)
+    except ValueError:
+        raise _negative_power_error(x, y) from None
+
+
+def _pow_out(x, y, out):
+    try:
+        return np.power(x, y, out)
+    except ValueError:
+        raise _negative_power_error(x, y) from None
+
+
+def _pow_generic(be, x, y):
+    x, y = be.promote(x, y)
+    try:
+        return be.xp.pow(x, y)
+    except ValueError:
+        raise _negative_power_error(be.to_numpy(x), be.to_numpy(y)) from None
+
+
+pow_op = binary("pow", _pow_impl, _pow_vjp, vjp_needs=True, doc="Elementwise ``x ** y``.",
+                out_impl=_pow_out, generic=_pow_generic)
 declare(pow_op, onnx=("node", "Pow"), scalar_form="{0} ** {1}", positional_out=True)
 maximum_op = binary("maximum", "maximum", _minmax_vjp, vjp_needs=True, commutative=True,
                     allowed=REAL_OR_BOOL, what="real or bool",
@@ -263,23 +304,31 @@ div = call(div_op)
 
 def pow(x, y):
     """Elementwise ``x ** y``. An integer base with a negative integer exponent is
-    refused at the call (numpy raises at run time), eagerly and while tracing."""
-    int_base = type(x) is int or getattr(x, "dtype", None) in dtypes.INTS
-    if type(y) is int:
-        if y < 0 and int_base and type(x) is not int:
-            _negative_int_power(x, y)
-    elif int_base and getattr(y, "dtype", None) in dtypes.INTS:
-        value = getattr(y, "_value", None)   # a concrete exponent (None while tracing)
-        # (numpy arrays: another back end's arrays are checked by its own kernel)
-        if type(value) is np.ndarray and (value < 0).any():
+    refused (numpy raises at run time): at the call where the exponent is known
+    (a Python or numpy integer, a concrete tensor), else by the kernel when it runs."""
+    if _integral(x) and _integral(y):
+        value = y if type(y) is int else getattr(y, "_value", y)
+        # (numpy values only: other back ends' arrays are checked by their kernel)
+        if type(value) is int:
+            if value < 0:
+                _negative_int_power(x, y)
+        elif isinstance(value, (np.ndarray, np.generic)) and (value < 0).any():
             _negative_int_power(x, y)
     return apply(pow_op, x, y)
+
+
+def _integral(v):
+    return type(v) is int or getattr(v, "dtype", None) in _INTEGRAL
+
+
+_INTEGRAL = dtypes.INTS | {dtypes.bool_}
 
 
 def _negative_int_power(x, y):
     raise DomainError(f"pow: integers to negative integer powers are not allowed, got "
                       f"{describe_args([x, y])}; cast the base to a float dtype first"
                       f"{at_user_line()}")
+
 
 maximum = call(maximum_op)
 minimum = call(minimum_op)

@@ -8,6 +8,8 @@ a dtype numba cannot type, keeps the numpy lowering, which is the default and
 always works. Compiling costs tens of milliseconds per kernel (shown in the
 optimization report under ``fusion``).
 """
+import math
+
 import numpy as np
 
 def available():
@@ -40,7 +42,7 @@ def build(name, members, inputs):
         names[m] = f"t{k}"
     lines.append(f"    return t{len(members) - 1}")
     source = "\n".join(lines) + "\n"
-    namespace = {"np": np}
+    namespace = {"np": np, "math": math}
     exec(compile(source, f"<numba kernel {name}>", "exec"), namespace)
     try:
         out_type = numba.from_dtype(np.dtype(members[-1].dtype))
