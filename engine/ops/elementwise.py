@@ -205,25 +205,28 @@ def _div_vjp(g, out, x, y, needs=_BOTH):
             unbroadcast(neg(gx * out), y.shape) if needs[1] else None)
 
 
+def _pow_dx(x, y):
+    """d/dx x**y = y * x**(y - 1). It is 0 where y == 0, also at x = 0, where it would
+    be 0 * inf: there the exponent is moved off 0, so no branch holds NaN (nor does
+    the second derivative, which takes the same route)."""
+    origin = compare.logical_and(compare.equal(x, 0), compare.equal(y, 0))
+    return y * pow(x, compare.where(origin, 1.0, y) - 1.0)
+
+
+def _pow_log(x, y):
+    """The log(x) of d/dy x**y = log(x) * x**y. At x = 0 the derivative is 0 for y >= 0
+    (x**y is constant 0 or 1 there) and -inf for y < 0 (x**y = inf), as PyTorch has
+    it; for x < 0, where x**y is real only at integer y, it is defined as 0 (as
+    TensorFlow does), so an exponent gradient nobody asked for, as in (x - 1) ** 2,
+    never holds NaN."""
+    safe_log = log(compare.where(compare.greater(x, 0), x, creation.ones_like(x)))
+    pole = compare.logical_and(compare.equal(x, 0), compare.less(y, 0))
+    return compare.where(pole, -np.inf, safe_log)
+
+
 def _pow_vjp(g, out, x, y, needs=_BOTH):
-    gx = gy = None
-    if needs[0]:
-        # d/dx x**y = y * x**(y - 1), which is 0 where y == 0, also at x = 0, where it
-        # would be 0 * inf: there the exponent is moved off 0, so no branch holds NaN
-        # (nor does the second derivative, which takes the same route).
-        origin = compare.logical_and(compare.equal(x, 0), compare.equal(y, 0))
-        y_safe = compare.where(origin, 1.0, y)
-        gx = unbroadcast(g * (y * pow(x, y_safe - 1.0)), x.shape)
-    if needs[1]:
-        # d/dy x**y = log(x) * x**y. At x = 0 it is 0 for y >= 0 (x**y is constant 0
-        # or 1 there) and -inf for y < 0 (x**y = inf), as PyTorch has it; for x < 0,
-        # where x**y is real only at integer y, it is defined as 0 (as TensorFlow does),
-        # so an exponent gradient nobody asked for, as in (x - 1) ** 2, never holds NaN.
-        positive = compare.greater(x, 0)
-        safe_log = log(compare.where(positive, x, creation.ones_like(x)))
-        pole = compare.logical_and(compare.equal(x, 0), compare.less(y, 0))
-        log_x = compare.where(pole, -np.inf, safe_log)
-        gy = unbroadcast(g * (out * log_x), y.shape)
+    gx = unbroadcast(g * _pow_dx(x, y), x.shape) if needs[0] else None
+    gy = unbroadcast(g * (out * _pow_log(x, y)), y.shape) if needs[1] else None
     return gx, gy
 
 
@@ -365,10 +368,9 @@ def _div_jvp(primals, tangents, out):
 
 def _pow_jvp(primals, tangents, out):
     (x, y), (tx, ty) = primals, tangents
-    total = None if tx is None else tx * y * pow(x, y - 1.0)
-    if ty is not None:   # log(x) as in the VJP: 0 where x <= 0
-        safe_log = log(compare.where(compare.greater(x, 0), x, creation.ones_like(x)))
-        term = ty * out * safe_log
+    total = None if tx is None else tx * _pow_dx(x, y)
+    if ty is not None:
+        term = ty * (out * _pow_log(x, y))
         total = term if total is None else total + term
     return total
 
@@ -379,3 +381,15 @@ declare(sub_op, jvp=_sub_jvp)
 declare(mul_op, jvp=_mul_jvp)
 declare(div_op, jvp=_div_jvp)
 declare(pow_op, jvp=_pow_jvp)
+
+
+# numpy's names for the arithmetic above (the engine's short names came first).
+subtract = sub
+multiply = mul
+divide = true_divide = div
+negative = neg
+absolute = abs
+power = pow
+
+#: The Array API standard's name -> the engine function, where the two names differ.
+STANDARD_NAMES = {"subtract": sub, "multiply": mul, "divide": div, "negative": neg}

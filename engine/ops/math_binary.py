@@ -154,6 +154,9 @@ fmod = call(fmod_op)
 remainder = mod
 atan2 = arctan2
 
+#: The Array API standard's name -> the engine function, where the two names differ.
+STANDARD_NAMES = {"atan2": arctan2, "remainder": mod}
+
 
 def divmod(x, y):
     """``(floor_divide(x, y), mod(x, y))``, as Python's and numpy's ``divmod``.
