@@ -313,3 +313,15 @@ def test_scalar_forms_agree_with_the_numpy_kernels(name, numba_fusion):
             checked += 1
             break         # one sample per dtype: each compiles a numba kernel
     assert checked, name
+
+
+def test_pow_forward_mode_takes_the_same_closed_forms():
+    # The jvp rule shares the VJP's derivatives: no NaN at x**0, x = 0, nor at 0**y, y < 0.
+    _, t = en.jvp(lambda x: x ** 0.0, (en.tensor(0.0),), (en.tensor(1.0),))
+    assert float(t) == 0.0
+    _, t = en.jvp(lambda y: en.tensor(0.0) ** y, (en.tensor(-0.3),), (en.tensor(1.0),))
+    assert float(t) == -np.inf
+    _, t = en.jvp(lambda x, y: x ** y, (en.tensor(1.7), en.tensor(-0.6)),
+                  (en.tensor(1.0), en.tensor(2.0)))
+    assert math.isclose(float(t), -0.6 * 1.7 ** -1.6 + 2.0 * math.log(1.7) * 1.7 ** -0.6,
+                        rel_tol=1e-14)
