@@ -389,7 +389,6 @@ multiply = mul
 divide = true_divide = div
 negative = neg
 absolute = abs
-power = pow
 
 #: The Array API standard's name -> the engine function, where the two names differ.
 STANDARD_NAMES = {"subtract": sub, "multiply": mul, "divide": div, "negative": neg}
