@@ -290,7 +290,13 @@ def _prepared(a):
 def test_scalar_forms_agree_with_the_numpy_kernels(name, numba_fusion):
     info = OPS_BY_NAME[name]
     checked = 0
+    # Integer inputs of the floating-point functions are converted by the numpy kernel
+    # before any loop runs; the scalar forms are checked on the dtypes they compute in.
+    op = en.REGISTRY[name]
     for dtype in info.dtypes:
+        out = op.abstract_eval(((2, 3), dtype), *[((2, 3), dtype)] * (op.n_inputs - 1))[1]
+        if out.kind == "f" and dtype.kind != "f":
+            continue
         for sample in info.sample_inputs(dtype, seeded_rng(name, "numba")):
             arrays = sample.args
             if sample.kwargs or not all(isinstance(a, np.ndarray) and a.size for a in arrays):

@@ -115,7 +115,8 @@ nextafter_op = _float_binary("nextafter", np.nextafter, "nextafter", None, None,
 
 
 def _integer_division(name, ufunc, generic, vjp, onnx, form, doc):
-    op = binary(name, ufunc, vjp, doc=doc, vjp_needs=True, generic=generic)
+    op = binary(name, ufunc, vjp, allowed=dtypes.NUMERIC, what="numeric", doc=doc,
+                vjp_needs=True, generic=generic)
     declare(op, onnx=onnx, scalar_form=form, positional_out=True)
     return op
 
