@@ -29,7 +29,7 @@ from ..lifting import as_array
 from .base import Backend
 
 
-WHOLE_ARRAY_FAMILIES = ("engine.ops.linalg", "numpy.linalg")
+WHOLE_ARRAY_FAMILIES = ("engine.ops.linalg", "numpy.linalg", "engine.ops.sorting")
 
 
 def _whole_array(op):
@@ -48,7 +48,7 @@ def _whole_array(op):
 class _Namespace:
     """``array_api_compat``'s Dask namespace with the few functions where Dask needs
     help: a reshape that merges or splits dimensions unevenly across chunks, ``eye``
-    with an offset, and max/min of an empty array (Dask reduces chunk by chunk, and
+    with an offset, ``take_along_axis`` (missing), and max/min of an empty array (Dask reduces chunk by chunk, and
     an empty chunk has no maximum)."""
 
     def __getattr__(self, name):
@@ -64,6 +64,14 @@ class _Namespace:
     @staticmethod
     def eye(n, m=None, k=0, dtype=None, device=None):
         return da.from_array(np.eye(n, m, k, dtype=dtype))
+
+    @staticmethod
+    def take_along_axis(x, indices, axis=-1):
+        # Not in Dask: numpy's, as one task over both arrays (the result has the
+        # indices' shape).
+        task = dask.delayed(np.take_along_axis, pure=True)(x.rechunk(-1), indices.rechunk(-1),
+                                                            axis)
+        return da.from_delayed(task, shape=indices.shape, dtype=x.dtype)
 
     @staticmethod
     def max(x, axis=None, keepdims=False):
@@ -101,7 +109,8 @@ class DaskBackend(Backend):
         return da.from_array(array, chunks=array.shape or (), name=False)
 
     def own_kernel(self, op):
-        # The linear-algebra family works on whole matrices (LAPACK calls); Dask's own
+        # The linear-algebra family works on whole matrices (LAPACK calls), sorting and
+        # the data-dependent sizes (nonzero, unique) on whole axes; Dask's own
         # linalg wants square chunks and lacks most of it, so each such op runs as one
         # task on its inputs in one chunk (lazy, not split).
         if getattr(op.impl, "__module__", "").startswith(WHOLE_ARRAY_FAMILIES):
