@@ -76,12 +76,15 @@ def _fmod_vjp(g, out, x, y, needs=_BOTH):
 
 
 def _in_floating_point(standard):
-    """The standard's function ``standard`` on the inputs promoted, integers as float64
-    (numpy's rule for these functions, which the shape rule predicts)."""
+    """The standard's function ``standard`` on the inputs promoted, integers and bools in
+    the float dtype numpy's loop picks (``promote_types(dt, float16)``: bool and 8-bit
+    ints in float16, int64 in float64), which the shape rule predicts."""
     def kernel(be, x, y):
         x, y = be.promote(x, y)
-        if be.dtype_of(x) not in FLOATS:
-            x, y = be.astype(x, dtypes.float64), be.astype(y, dtypes.float64)
+        dt = be.dtype_of(x)
+        if dt not in FLOATS:
+            target = np.promote_types(dt, np.float16)
+            x, y = be.astype(x, target), be.astype(y, target)
         return getattr(be.xp, standard)(x, y)
     kernel.__name__ = standard
     return kernel
