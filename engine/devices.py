@@ -8,6 +8,7 @@ Example:
     >>> en.tensor([1.0]).device
     Device('cpu')
 """
+from .errors import InvalidArgumentError
 
 
 class Device:
@@ -34,4 +35,4 @@ CPU = Device("cpu")
 def check_device(device, fn):
     """Refuse a device the engine does not have, naming the function."""
     if device is not None and device != CPU and device != "cpu":
-        raise ValueError(f"{fn}: unknown device {device!r}; the engine computes on {CPU!r}")
+        raise InvalidArgumentError(f"{fn}: unknown device {device!r}; the engine computes on {CPU!r}")

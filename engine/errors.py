@@ -90,6 +90,11 @@ class MissingFileError(EngineError, FileNotFoundError):
     a ``FileNotFoundError``."""
 
 
+class SharingError(EngineError, BufferError):
+    """A tensor's memory cannot be shared as asked (DLPack: a copy refused, a device
+    the engine does not have)."""
+
+
 class UnimplementedError(EngineError, NotImplementedError):
     """A method a subclass must define was not (``Module.forward``, a back end's kernels)."""
 

@@ -23,7 +23,8 @@ from . import numpy_dispatch as _numpy_dispatch
 from . import ops as _ops
 from .backend import NUMPY
 from .devices import CPU, check_device
-from .errors import ArgumentTypeError, ShapeError, TracingError, format_location, user_frame
+from .errors import (ArgumentTypeError, InvalidArgumentError, ShapeError, SharingError,
+                     TracingError, format_location, user_frame)
 from .lifting import NESTED_TYPES, TensorLike, as_array, caller_can_write, holds_tensors
 
 
@@ -142,7 +143,7 @@ class TensorOps(TensorLike):
             'engine.array_api'
         """
         if api_version is not None and api_version not in _API_VERSIONS:
-            raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r}; "
+            raise InvalidArgumentError(f"__array_namespace__: unsupported api_version {api_version!r}; "
                              f"supported: {', '.join(_API_VERSIONS)}")
         # Imported on first use, as the facade imports graph mode: the namespace is built
         # on the public engine functions, so `import engine` cannot import it.
@@ -243,7 +244,7 @@ class Tensor(TensorOps):
         value = self.numpy()
         if dtype is not None and value.dtype != dtype:
             if copy is False:
-                raise ValueError(f"converting a {self.dtype} tensor to {np.dtype(dtype)} "
+                raise InvalidArgumentError(f"converting a {self.dtype} tensor to {np.dtype(dtype)} "
                                  "needs a copy, but copy=False")
             return value.astype(dtype)
         return value.copy() if copy else value  # read-only view unless a copy is asked for
@@ -254,14 +255,14 @@ class Tensor(TensorOps):
         DLPack before 1.0 cannot mark memory read-only, so for such a consumer
         the export is a copy (refused with ``copy=False``, as the protocol says)."""
         if dl_device is not None and tuple(dl_device) != (1, 0):
-            raise BufferError(f"__dlpack__: the tensor is on the CPU (1, 0), not {dl_device}")
+            raise SharingError(f"__dlpack__: the tensor is on the CPU (1, 0), not {dl_device}")
         if copy:
             return np.array(self.numpy(), copy=True).__dlpack__(max_version=max_version)
         view = self.numpy()
         if max_version is not None and tuple(max_version) >= (1, 0):
             return view.__dlpack__(max_version=max_version, copy=False)
         if copy is False:
-            raise BufferError("__dlpack__: DLPack before 1.0 cannot export read-only memory "
+            raise SharingError("__dlpack__: DLPack before 1.0 cannot export read-only memory "
                               "without a copy, and copy=False")
         return np.array(view, copy=True).__dlpack__(max_version=max_version)
 
@@ -281,7 +282,7 @@ class Tensor(TensorOps):
     def __complex__(self): return complex(self._concrete("complex()"))
 
     def __setitem__(self, index, value):
-        raise TypeError("tensors are immutable: build the new values instead, e.g. "
+        raise ArgumentTypeError("tensors are immutable: build the new values instead, e.g. "
                         "en.where(mask, value, x), or keep them in an en.Variable "
                         "(scatter_update writes rows)")
 

@@ -15,6 +15,7 @@ import engine as _en
 from engine import dtypes as _dt
 from engine.lifting import caller_can_write
 
+from engine.errors import InvalidArgumentError
 from engine.devices import check_device
 from ._lookup import engine_function, export
 
@@ -40,17 +41,17 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         if dtype is None or dtype == obj.dtype:
             return _en.identity(obj) if copy else obj
         if copy is False:
-            raise ValueError(f"asarray: converting {obj.dtype} to {dtype} needs a copy, "
+            raise InvalidArgumentError(f"asarray: converting {obj.dtype} to {dtype} needs a copy, "
                              "but copy=False")
         return _en.cast(obj, dtype)
     if copy is False:
         if not isinstance(obj, np.ndarray) and not hasattr(obj, "__array__") \
                 and not hasattr(obj, "__buffer__"):
-            raise ValueError(f"asarray: a {type(obj).__name__} cannot become a tensor "
+            raise InvalidArgumentError(f"asarray: a {type(obj).__name__} cannot become a tensor "
                              "without a copy, but copy=False")
         arr = np.asarray(obj)
         if (dtype is not None and arr.dtype != dtype) or caller_can_write(arr):
-            raise ValueError("asarray: tensors are immutable and never share memory that "
+            raise InvalidArgumentError("asarray: tensors are immutable and never share memory that "
                              "can be written, so this needs a copy, but copy=False")
         return _en.tensor(arr, dtype=dtype)
     if dtype is None and _is_python_data(obj):
@@ -146,7 +147,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
         return _en.identity(x) if copy else x
     arr = np.from_dlpack(x, copy=copy)
     if copy is False and caller_can_write(arr):
-        raise ValueError("from_dlpack: the exported memory can be written, and tensors are "
+        raise InvalidArgumentError("from_dlpack: the exported memory can be written, and tensors are "
                          "immutable, so it needs a copy, but copy=False")
     return _en.tensor(arr)
 

@@ -17,7 +17,7 @@ import numpy as np
 import engine as _en
 from engine import dtypes as _dt
 from engine.devices import check_device
-from engine.errors import DTypeError
+from engine.errors import DTypeError, InvalidArgumentError
 
 bool = _dt.bool_   # noqa: A001  (the standard's name)
 int8, int16, int32, int64 = _dt.int8, _dt.int16, _dt.int32, _dt.int64
@@ -125,7 +125,7 @@ def isdtype(dtype, kind):
     for k in kinds:
         if isinstance(k, str):
             if k not in KINDS:
-                raise ValueError(f"isdtype: unknown kind {k!r}; known: {', '.join(KINDS)}")
+                raise InvalidArgumentError(f"isdtype: unknown kind {k!r}; known: {', '.join(KINDS)}")
             if dtype in KINDS[k]:
                 return True
         elif dtype == _dtype_of(k, "isdtype"):
@@ -143,7 +143,7 @@ def result_type(*arrays_and_dtypes):
         (dtype('float32'), dtype('int16'))
     """
     if not arrays_and_dtypes:
-        raise ValueError("result_type: at least one array or dtype is required")
+        raise InvalidArgumentError("result_type: at least one array or dtype is required")
     strong = []
     weak = []
     for a in arrays_and_dtypes:
@@ -152,6 +152,6 @@ def result_type(*arrays_and_dtypes):
         else:
             strong.append(_dtype_of(a, "result_type"))
     if not strong:
-        raise ValueError("result_type: at least one array or dtype is required beside "
+        raise InvalidArgumentError("result_type: at least one array or dtype is required beside "
                          "Python scalars")
     return _dt.result_type(*strong, *weak)

@@ -8,6 +8,7 @@ Example:
     (Device('cpu'), dtype('int64'))
 """
 from engine import dtypes as _dt
+from engine.errors import InvalidArgumentError
 from engine.devices import CPU, Device, check_device  # noqa: F401  (Device: the standard's)
 
 from ._data_types import KINDS
@@ -43,7 +44,7 @@ class Info:
         out = {}
         for k in kinds:
             if k not in KINDS:
-                raise ValueError(f"dtypes: unknown kind {k!r}; known: {', '.join(KINDS)}")
+                raise InvalidArgumentError(f"dtypes: unknown kind {k!r}; known: {', '.join(KINDS)}")
             for d in KINDS[k]:
                 out[d.name] = d
         return out

@@ -54,11 +54,29 @@ def binary_rule(name, allowed, what, out_dtype=None, true_divide=False, ufunc=No
             return (shape, out_dtype)
         if x[1] == dtypes.bool_ and y[1] == dtypes.bool_ and ufunc is not None:
             return (shape, _bool_loop(name, ufunc, x, y))
+        if ufunc is not None:     # the dtype of numpy's own loop (arctan2 of int8: float16)
+            try:
+                return (shape, ufunc.resolve_dtypes((x[1], y[1], None))[-1])
+            except TypeError:
+                raise DTypeError(f"{name}: not defined for {describe_inputs([x, y])}") from None
         dt = np.result_type(x[1], y[1])
         if true_divide and dt not in dtypes.INEXACT:
             dt = dtypes.float64
         return (shape, dt)
     return abstract_eval
+
+
+def _with_loops(ufunc, candidates):
+    """The dtypes among ``candidates`` that ``ufunc`` has a loop for (taking every input
+    of that dtype): what an op on the ufunc can claim."""
+    out = set()
+    for dt in candidates:
+        try:
+            ufunc.resolve_dtypes((dt,) * ufunc.nin + (None,) * ufunc.nout)
+        except TypeError:
+            continue
+        out.add(dt)
+    return frozenset(out)
 
 
 def _bool_loop(name, ufunc, x, y):
@@ -123,6 +141,8 @@ def unary(name, impl, vjp, *, allowed=dtypes.FLOATS, what="floating-point", out_
     if to_float:
         generic = _to_float_generic(generic, allowed)
         accepted = allowed | dtypes.INTS | {dtypes.bool_}
+    if isinstance(impl, np.ufunc):
+        accepted = _with_loops(impl, accepted)
     return register(Op(name, impl, unary_rule(name, allowed, what, out_dtype, to_float), vjp,
                        elementwise=True, n_inputs=1, dtypes=accepted,
                        differentiable=differentiable, doc=doc,
@@ -137,6 +157,8 @@ def binary(name, impl, vjp, *, allowed=dtypes.NUMERIC | {dtypes.bool_}, what="nu
     ``impl`` is a ufunc (see :func:`binary_rule`)."""
     impl, generic = _kernels(impl, generic)
     ufunc = impl if isinstance(impl, np.ufunc) else None
+    if ufunc is not None:   # bool stays: it mixes with numbers even where bool-bool has no loop
+        allowed = _with_loops(ufunc, allowed) | (allowed & {dtypes.bool_})
     return register(Op(name, impl, binary_rule(name, allowed, what, out_dtype, true_divide, ufunc),
                        vjp, elementwise=True, commutative=commutative, n_inputs=2, dtypes=allowed,
                        doc=doc, out_impl=_default_out_impl(impl, out_impl),

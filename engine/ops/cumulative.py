@@ -68,8 +68,13 @@ def along(x, axis, item):
 
 
 def _accumulated_dtype(dt):
-    # numpy accumulates bools and ints narrower than the platform int in int64.
-    return dtypes.int64 if dt == dtypes.bool_ or (dt.kind in "iu" and dt.itemsize < 8) else dt
+    # numpy accumulates bools and ints narrower than the platform int in the platform
+    # int (unsigned ones in the platform uint), as its sum does.
+    if dt == dtypes.bool_ or (dt.kind == "i" and dt.itemsize < 8):
+        return dtypes.int64
+    if dt.kind == "u" and dt.itemsize < 8:
+        return dtypes.uint64
+    return dt
 
 
 def _scan_rule(name, allowed, what, out_dtype):

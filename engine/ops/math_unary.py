@@ -135,7 +135,8 @@ def _rounding(name, ufunc, standard, onnx, form, doc):
         return getattr(be.xp, standard)(x)
 
     impl.__name__ = generic.__name__ = name
-    op = unary(name, impl, _zero_vjp, allowed=NUM, what="numeric", out_impl=out_impl,
+    # numpy rounds real numbers only (its floor, ceil, trunc and rint refuse complex).
+    op = unary(name, impl, _zero_vjp, allowed=NUM - dtypes.COMPLEX, what="real", out_impl=out_impl,
                generic=generic, doc=doc + " Its gradient is zero (piecewise constant).")
     declare(op, onnx=onnx, scalar_form=form, positional_out=True)
     return op
