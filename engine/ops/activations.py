@@ -23,13 +23,12 @@ from ..errors import DomainError, DTypeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
 from ._args import at_user_line
-from . import compare, creation, elementwise as ew
+from . import compare, creation, elementwise as ew, math_unary
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
-# The exact form needs the elementwise family's erf op; until the engine has one, only
-# the tanh form is offered.
-_GELU_FORMS = ("tanh", "none") if hasattr(ew, "erf_op") else ("tanh",)
+# The exact form computes with the erf op (engine.ops.math_unary).
+_GELU_FORMS = ("tanh", "none")
 
 
 def _float_rule(name):
@@ -204,7 +203,7 @@ def _gelu_out(x, out, *, approximate):
 
 
 def _erf_into(out):
-    out[...] = ew.erf_op.impl(out)   # the elementwise family's erf kernel
+    out[...] = math_unary.erf_op.impl(out)   # the erf op's kernel
 
 
 def _gelu_vjp(g, out, x, *, approximate):
@@ -215,7 +214,7 @@ def _gelu_vjp(g, out, x, *, approximate):
         return (g * ((1.0 + th) * 0.5 + x * 0.5 * (1.0 - th * th) * inner),)
     # d/dx x Phi(x) = Phi(x) + x phi(x)
     phi = ew.exp(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
-    cdf = (ew.erf(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
+    cdf = (math_unary.erf(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
     return (g * (cdf + x * phi),)
 
 
@@ -223,7 +222,8 @@ def _gelu_generic(be, x, *, approximate):
     xp = be.xp
     if approximate == "tanh":
         return 0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + _GELU_CUBIC * x * x * x)))
-    return 0.5 * x * (1 + be.function("erf")(x / math.sqrt(2.0)))
+    # The standard has no erf: the erf op's kernel for this back end.
+    return 0.5 * x * (1 + math_unary.erf_op.kernels[be.name](x / math.sqrt(2.0)))
 
 
 def _gelu_impl(x, *, approximate):
