@@ -98,9 +98,13 @@ def _hand_written(x, params, opt):
 
 
 def run(config, modes, args, tick):
-    from distributed import Client, LocalCluster
-
     from bench.common import result
+
+    try:
+        from distributed import Client, LocalCluster   # optional: pip install '.[dask]'
+    except ImportError as err:
+        return [result(NAME, config, mode, [], skipped=f"dask not installed ({err})")
+                for mode in modes]
 
     out = []
     with tempfile.TemporaryDirectory() as folder:
