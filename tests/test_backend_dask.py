@@ -13,6 +13,7 @@ da = pytest.importorskip("dask.array")
 
 import engine as en  # noqa: E402
 from op_db import ALL_ENTRIES, F64, call_ref, seeded_rng  # noqa: E402
+from test_backend_strict import flat  # noqa: E402
 from test_ops_numeric import assert_matches  # noqa: E402
 
 DASK = "dask"
@@ -28,12 +29,6 @@ def on_dask(value):
     if isinstance(value, (list, tuple)):
         return type(value)(on_dask(v) for v in value)
     return value
-
-
-def flat(value):
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in flat(v)]
-    return [value]
 
 
 def _cases():

@@ -75,13 +75,13 @@ def _resolve(op, backend):
         kernel = op.impl
     elif backend.name in op.overrides:
         kernel = op.overrides[backend.name]
-    elif backend.own_kernel(op) is not None:
-        kernel = backend.own_kernel(op)
-    elif op.generic is not None:
-        kernel = bind(op.generic, backend)
     else:
-        op.kernels.pop(backend.name, None)
-        return
+        kernel = backend.own_kernel(op)
+        if kernel is None and op.generic is not None:
+            kernel = bind(op.generic, backend)
+        if kernel is None:
+            op.kernels.pop(backend.name, None)
+            return
     op.kernels[backend.name] = kernel
 
 
@@ -205,7 +205,8 @@ def _kind(op, backend):
         # numpy's kernel is generic when it is exactly the namespace function named.
         generic = isinstance(op.generic, str) and getattr(np, op.generic, None) is op.impl
         return "generic" if generic else "override"
-    return "override" if backend.name in op.overrides else "generic"
+    own = backend.name in op.overrides or backend.own_kernel(op) is not None
+    return "override" if own else "generic"
 
 
 def format_kernel_report(report=None):
