@@ -123,3 +123,14 @@ def test_onnx_exports_einsum_and_det(tmp_path):
     want = [a @ b, np.linalg.det(b), np.trace(b), a @ b]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("fn, a, match", [
+    (LA.inv, np.ones((2, 2)), "inv: Singular matrix"),
+    (LA.cholesky, -np.eye(3), "cholesky: Matrix is not positive definite"),
+    (lambda a: LA.solve(a, en.ones(2)), np.zeros((2, 2)), "solve: Singular matrix")])
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
+def test_lapack_failures_are_domain_errors_naming_the_op(fn, a, match, graph):
+    f = en.function(fn) if graph else fn
+    with pytest.raises(en.DomainError, match=match):
+        f(en.tensor(a))

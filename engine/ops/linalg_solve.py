@@ -17,7 +17,7 @@ from ..shapes import broadcast_shapes
 from ._define import call, unbroadcast
 from . import _rules, shape_ops
 from .linalg import matmul
-from .matrix_helpers import LINALG_DTYPES, float_inputs, matrix_shape, mT, phi_mask
+from .matrix_helpers import LINALG_DTYPES, float_inputs, lapack_errors, matrix_shape, mT, phi_mask
 
 
 def _square_eval(name):
@@ -29,8 +29,8 @@ def _square_eval(name):
 
 
 def _linalg_op(name, impl, abstract_eval, vjp, generic, doc, **kw):
-    return register(Op(name, impl, abstract_eval, vjp, dtypes=LINALG_DTYPES, generic=generic,
-                       doc=doc, **kw))
+    return register(Op(name, lapack_errors(name, impl), abstract_eval, vjp, dtypes=LINALG_DTYPES,
+                       generic=lapack_errors(name, generic, generic=True), doc=doc, **kw))
 
 
 # ---- inv -------------------------------------------------------------------------------------

@@ -28,13 +28,14 @@ from . import _rules, shape_ops
 from .join import concat
 from .linalg import matmul
 from .linalg_solve import solve_matrix
-from .matrix_helpers import (LINALG_DTYPES, diag_embed, float_inputs, matrix_shape, mT,
-                             phi_mask, safe_reciprocal_differences)
+from .matrix_helpers import (LINALG_DTYPES, diag_embed, float_inputs, lapack_errors,
+                             matrix_shape, mT, phi_mask, safe_reciprocal_differences)
 
 
 def _op(name, impl, abstract_eval, vjp, generic, doc):
-    return register(Op(name, impl, abstract_eval, vjp, dtypes=LINALG_DTYPES, generic=generic,
-                       doc=doc, n_inputs=1, multiple_results=True))
+    return register(Op(name, lapack_errors(name, impl), abstract_eval, vjp, dtypes=LINALG_DTYPES,
+                       generic=lapack_errors(name, generic, generic=True), doc=doc, n_inputs=1,
+                       multiple_results=True))
 
 
 # ---- qr --------------------------------------------------------------------------------------

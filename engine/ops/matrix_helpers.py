@@ -1,10 +1,12 @@
 """Small pieces the linear-algebra ops share: shape rules for stacks of matrices,
 and the matrices their gradients are written with (in engine ops, so they trace
 and differentiate again)."""
+import functools
+
 import numpy as np
 
 from .. import dtypes
-from ..errors import DTypeError, NotDifferentiableError, ShapeError, describe_inputs
+from ..errors import DomainError, DTypeError, NotDifferentiableError, ShapeError, describe_inputs
 from . import compare, creation, shape_ops
 
 
@@ -18,6 +20,21 @@ def float_inputs(name, avals):
             raise DTypeError(f"{name}: expected floating-point inputs, got "
                              f"{describe_inputs(avals)}")
     return np.result_type(*[dt for _, dt in avals])
+
+
+def lapack_errors(name, kernel, generic=False):
+    """``kernel`` raising :class:`DomainError` naming the op and its inputs where LAPACK
+    fails on the values (a singular matrix, one not positive definite), instead of
+    numpy's ``LinAlgError``; ``generic``: a kernel taking the back end first."""
+    @functools.wraps(kernel)
+    def run(*args, **params):
+        try:
+            return kernel(*args, **params)
+        except np.linalg.LinAlgError as err:
+            arrays = args[1:] if generic else args
+            avals = [(tuple(a.shape), np.dtype(str(a.dtype).split(".")[-1])) for a in arrays]
+            raise DomainError(f"{name}: {err} (inputs {describe_inputs(avals)})") from None
+    return run
 
 
 def matrix_shape(name, aval, square=False):
