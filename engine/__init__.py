@@ -41,6 +41,7 @@ from .ops import abs, pow, sum, max, min  # noqa: F401
 # The linear-algebra namespace; absolute, because ``from .ops import *`` above bound the
 # name ``linalg`` to the ops module engine.ops.linalg (matmul).
 import engine.linalg as linalg  # noqa: E402
+import engine.fft as fft  # noqa: E402
 from .autodiff import GradientTape, custom_gradient, grad, value_and_grad
 from .transforms.base import TransformFallbackWarning
 from .transforms.batching import vmap

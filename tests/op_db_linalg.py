@@ -1,4 +1,5 @@
-"""Op-database entries for einsum, tensordot and the products, and for ``engine.linalg``:
+"""Op-database entries for einsum, tensordot and the products, for ``engine.linalg``,
+and for the real helpers of ``engine.fft``:
 numpy references, samples (well-conditioned, symmetric positive-definite where the
 op needs it, distinct eigen- and singular values for the spectral gradients),
 error inputs; the suites check values, shape rules, gradients of order 1 and 2
@@ -362,3 +363,32 @@ def _rank_samples(dtype, rng):
 composite(OpInfo("linalg.matrix_rank", LA.matrix_rank,
                  lambda x: np.asarray(np.linalg.matrix_rank(x)), _rank_samples, FLOATS,
                  supports_grad=False))
+
+
+# ---- engine.fft: the real helpers ---------------------------------------------------------------
+def _freq_samples(dtype, rng):
+    for n, d in [(1, 1.0), (4, 1.0), (5, 0.5), (8, 2.0)]:
+        yield Sample((), dict(n=n, d=d, dtype=dtype))
+
+
+def _freq_ref(fn):
+    return lambda n, d=1.0, dtype=None: fn(n, d).astype(dtype or F64)
+
+
+def _freq_errors(name):
+    return lambda: [ErrorInput(Sample((), dict(n=0)), en.ShapeError, name),
+                    ErrorInput(Sample((), dict(n=2.5)), en.ShapeError, name)]
+
+
+composite(OpInfo("fft.fftfreq", en.fft.fftfreq, _freq_ref(np.fft.fftfreq), _freq_samples, FLOATS,
+                 supports_grad=False, error_inputs=_freq_errors("fftfreq")))
+composite(OpInfo("fft.rfftfreq", en.fft.rfftfreq, _freq_ref(np.fft.rfftfreq), _freq_samples,
+                 FLOATS, supports_grad=False, error_inputs=_freq_errors("rfftfreq")))
+
+_SHIFT_CASES = [(make, [(5,)], {}), (make, [(6,)], {}), (make, [(5, 6)], {}),
+                (make, [(5, 6)], dict(axes=0)), (make, [(3, 4, 5)], dict(axes=(0, 2))),
+                (make, [(1, 2)], {}), (make, [(0, 3)], dict(axes=[1]))]
+for _name in ("fftshift", "ifftshift"):
+    composite(OpInfo(f"fft.{_name}", getattr(en.fft, _name), getattr(np.fft, _name),
+                     _samples(_SHIFT_CASES), ALL, error_inputs=lambda n=_name: [
+                         ErrorInput(Sample((np.ones(3),), dict(axes=1)), en.ShapeError, n)]))

@@ -69,16 +69,19 @@ def _split_terms(subscripts, n_operands):
     return terms, rhs
 
 
-@functools.lru_cache(maxsize=512)
 def canonical(subscripts, shapes):
     """``(operand letter strings, output letters)`` with every dim named by a letter.
 
-    ``shapes`` is a tuple of shape tuples (``None`` for a dim unknown while
+    ``shapes`` holds one shape per operand (``None`` for a dim unknown while
     tracing). A dim of size 1 that broadcasts against a larger one gets a letter
     of its own (summed away: a size-1 sum), so the explicit form needs no
     broadcasting.
     """
-    shapes = tuple(tuple(s) for s in shapes)
+    return _canonical(subscripts, tuple(tuple(s) for s in shapes))
+
+
+@functools.lru_cache(maxsize=512)
+def _canonical(subscripts, shapes):
     terms, rhs = _split_terms(subscripts, len(shapes))
     used = set("".join(terms) + (rhs or ""))
     fresh = (c for c in LETTERS if c not in used)

@@ -46,7 +46,7 @@ def det(x):
 
     Example:
         >>> import engine as en
-        >>> float(en.linalg.det(en.tensor([[2.0, 1.0], [1.0, 3.0]])))
+        >>> round(float(en.linalg.det(en.tensor([[2.0, 1.0], [1.0, 3.0]]))), 12)
         5.0
     """
     return apply(det_op, x)
