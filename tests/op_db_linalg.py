@@ -80,6 +80,9 @@ EINSUM_CASES = [
                                                                    (3, 2)]),
     ("ij,ij->ij", [(2, 3), (2, 3)]), ("ij,jk->ik", [(0, 3), (3, 2)]), ("ij,jk->ik", [(2, 0), (0, 3)]),
     ("i,i,i->", [(4,), (4,), (4,)]), ("ba,ab->", [(2, 3), (3, 2)]), ("ij,ji->", [(3, 3), (3, 3)]),
+    # Large enough for the kernel's batched-matmul path (small ones run np.einsum).
+    ("bij,bjk->bik", [(4, 16, 16), (4, 16, 16)]), ("ij,jk->ki", [(32, 16), (16, 32)]),
+    ("iij,jk->ik", [(20, 20, 24), (24, 20)]), ("abc,cba->b", [(8, 40, 30), (30, 40, 8)]),
 ]
 
 

@@ -140,6 +140,7 @@ def _canonical(subscripts, shapes):
     return tuple(final), out
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_explicit(subscripts):
     """``"ab,bc->ac"`` (the canonical form an einsum op holds) as ``(("ab", "bc"), "ac")``."""
     lhs, out = subscripts.split("->")
