@@ -134,3 +134,25 @@ def test_lapack_failures_are_domain_errors_naming_the_op(fn, a, match, graph):
     f = en.function(fn) if graph else fn
     with pytest.raises(en.DomainError, match=match):
         f(en.tensor(a))
+
+
+@pytest.mark.parametrize("subs, shapes", [("ij,jk->ik", [(2, 3), (3, 4)]),
+                                          ("ii,i->", [(3, 3), (3,)]),
+                                          ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)])])
+def test_einsum_jvp_and_vmap_are_native_and_right(subs, shapes):
+    import warnings
+    rng = np.random.default_rng(6)
+    xs = [rng.standard_normal(s) for s in shapes]
+    ts = [rng.standard_normal(s) for s in shapes]
+    f = lambda *a: en.einsum(subs, *a)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", en.TransformFallbackWarning)
+        _, tangent = en.jvp(f, tuple(en.tensor(x) for x in xs), tuple(en.tensor(t) for t in ts))
+        eps = 1e-6
+        fd = (np.einsum(subs, *[x + eps * t for x, t in zip(xs, ts)])
+              - np.einsum(subs, *[x - eps * t for x, t in zip(xs, ts)])) / (2 * eps)
+        np.testing.assert_allclose(tangent.numpy(), fd, rtol=1e-6, atol=1e-8)
+        batch = rng.standard_normal((5,) + shapes[0])
+        got = en.vmap(lambda a: f(a, *[en.tensor(x) for x in xs[1:]]))(en.tensor(batch))
+    want = np.stack([np.einsum(subs, b, *xs[1:]) for b in batch])
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10)
