@@ -117,15 +117,26 @@ def _einsum_impl(*arrays, subscripts):
 
 def _einsum_generic(be, *arrays, subscripts):
     words, out = parse_explicit(subscripts)
-    return _contract_all(be.xp, be.promote(*arrays), words, out)
+    arrays = be.promote(*arrays)
+    if be.dtype_of(arrays[0]) == dtypes.bool_:
+        # numpy's bool einsum is an OR of ANDs; the standard sums and multiplies numbers
+        # only, so count in int64 and test for nonzero.
+        z = _contract_all(be.xp, [be.astype(a, np.dtype("int64")) for a in arrays], words, out)
+        return be.astype(z, dtypes.bool_)
+    return _contract_all(be.xp, arrays, words, out)
+
+
+# numpy's einsum takes bools too (an OR of ANDs; mixed with numbers, promoted).
+_EINSUM_DTYPES = dtypes.NUMERIC | {dtypes.bool_}
 
 
 # ---- shape rule and gradient --------------------------------------------------------------
 def _einsum_eval(*avals, subscripts):
     words, out = parse_explicit(subscripts)
     for _, dt in avals:
-        if dt not in dtypes.NUMERIC:
-            raise DTypeError(f"einsum: expected numeric inputs, got {describe_inputs(avals)}")
+        if dt not in _EINSUM_DTYPES:
+            raise DTypeError(f"einsum: expected numeric or bool inputs, got "
+                             f"{describe_inputs(avals)}")
     if len(words) != len(avals) or any(len(w) != len(a[0]) for w, a in zip(words, avals)):
         raise ShapeError(f"einsum: subscripts {subscripts!r} do not fit inputs "
                          f"{describe_inputs(avals)}")
@@ -178,7 +189,7 @@ def _einsum_vjp(g, out, *xs, subscripts, needs=None):
 
 
 einsum_op = register(Op("einsum", _einsum_impl, _einsum_eval, _einsum_vjp, vjp_needs=True,
-                        generic=_einsum_generic, dtypes=dtypes.NUMERIC,
+                        generic=_einsum_generic, dtypes=_EINSUM_DTYPES,
                         doc="Einstein summation over explicit subscripts (every dim labelled)."))
 declare(einsum_op, onnx=("Einsum",), fold_cost="einsum")
 
