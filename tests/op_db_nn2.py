@@ -267,3 +267,67 @@ composite(OpInfo("batch_norm", en.batch_norm, _f64(_np_batch_norm), _batch_norm_
                                 "batch_norm"),
                      ErrorInput(Sample((np.ones((2, 3)),), dict(training=True, momentum=2.0)),
                                 en.DomainError, "batch_norm")]))
+
+
+# ---- interpolate ---------------------------------------------------------------------------------------
+def _np_interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """PyTorch's source positions, written out pixel by pixel."""
+    n, h, w, c = x.shape
+    if size is not None:
+        oh, ow = (size, size) if isinstance(size, int) else size
+        sh, sw = h / oh, w / ow
+    else:
+        fh, fw = (scale_factor,) * 2 if np.isscalar(scale_factor) else scale_factor
+        oh, ow, sh, sw = int(np.floor(h * fh)), int(np.floor(w * fw)), 1 / fh, 1 / fw
+    out = np.zeros((n, oh, ow, c), x.dtype)
+
+    def source(d, scale, size, out_size):
+        if mode == "nearest":
+            return min(int(np.floor(d * scale)), size - 1)
+        if mode == "nearest-exact":
+            return min(int(np.floor((d + 0.5) * scale)), size - 1)
+        if align_corners:
+            return d * (size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        return max((d + 0.5) * scale - 0.5, 0.0)
+
+    for i in range(oh):
+        for j in range(ow):
+            si, sj = source(i, sh, h, oh), source(j, sw, w, ow)
+            if mode != "bilinear":
+                out[:, i, j] = x[:, si, sj]
+                continue
+            i0, j0 = min(int(np.floor(si)), h - 1), min(int(np.floor(sj)), w - 1)
+            i1, j1 = min(i0 + 1, h - 1), min(j0 + 1, w - 1)
+            a, b = si - i0, sj - j0
+            out[:, i, j] = ((1 - a) * ((1 - b) * x[:, i0, j0] + b * x[:, i0, j1])
+                            + a * ((1 - b) * x[:, i1, j0] + b * x[:, i1, j1]))
+    return out
+
+
+def _interpolate_samples(dtype, rng):
+    x = make(rng, (2, 3, 4, 2), dtype)
+    yield Sample((x,), dict(scale_factor=2))
+    yield Sample((x,), dict(size=(5, 3)))
+    yield Sample((x,), dict(size=(7, 6), mode="nearest-exact"))
+    yield Sample((x,), dict(size=(5, 7), mode="bilinear"))
+    yield Sample((x,), dict(size=(2, 3), mode="bilinear"), desc="down")
+    yield Sample((x,), dict(scale_factor=(1.5, 2.5), mode="bilinear", align_corners=True))
+    yield Sample((make(rng, (1, 1, 3, 1), dtype),), dict(size=(3, 5), mode="bilinear",
+                                                        align_corners=True), desc="one row")
+
+
+composite(OpInfo("interpolate", en.interpolate, _f64(_np_interpolate), _interpolate_samples,
+                 FLOATS, error_inputs=lambda: [
+                     ErrorInput(Sample((np.ones((1, 2, 2, 1)),)), en.DomainError, "interpolate"),
+                     ErrorInput(Sample((np.ones((1, 2, 2, 1)),), dict(size=2, scale_factor=2)),
+                                en.DomainError, "interpolate"),
+                     ErrorInput(Sample((np.ones((1, 2, 2, 1)),), dict(size=2, mode="bicubic")),
+                                en.DomainError, "interpolate"),
+                     ErrorInput(Sample((np.ones((2, 2, 1)),), dict(size=2)), en.ShapeError,
+                                "interpolate"),
+                     ErrorInput(Sample((np.ones((1, 2, 2, 1), I64),), dict(size=2)),
+                                en.DTypeError, "interpolate"),
+                     ErrorInput(Sample((np.ones((1, 2, 2, 1)),), dict(size=2, align_corners=True)),
+                                en.DomainError, "align_corners"),
+                     ErrorInput(Sample((np.ones((1, 2, 2, 1)),), dict(scale_factor=0.1)),
+                                en.ShapeError, "interpolate")]))

@@ -21,7 +21,7 @@ Example:
 from . import functional, init  # noqa: F401
 from .module import Module  # noqa: F401
 from .layers import (AvgPool2D, Conv2D, ConvTranspose2D, Dropout, Flatten, Linear,  # noqa: F401
-                     MaxPool2D)
+                     MaxPool2D, Upsample)
 from .normalization import BatchNorm, LayerNorm  # noqa: F401
 from .embedding import Embedding  # noqa: F401
 from .recurrent import GRUCell, LSTMCell, RNN  # noqa: F401
@@ -30,8 +30,8 @@ from .activations import (ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU,
                           Softmax, Softplus, Tanh)
 from .serialization import load_into, save  # noqa: F401
 
-__all__ = ["Module", "Linear", "Conv2D", "ConvTranspose2D", "MaxPool2D", "AvgPool2D", "Flatten", "Dropout",
-           "LayerNorm", "BatchNorm", "Embedding", "LSTMCell", "GRUCell", "RNN", "Sequential",
-           "ModuleList", "ReLU", "LeakyReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "ELU", "Softplus",
-           "Softmax", "LogSoftmax",
-           "functional", "init", "save", "load_into"]
+__all__ = ["Module", "Linear", "Conv2D", "ConvTranspose2D", "Upsample", "MaxPool2D",
+           "AvgPool2D", "Flatten", "Dropout", "LayerNorm", "BatchNorm", "Embedding", "LSTMCell",
+           "GRUCell", "RNN", "Sequential", "ModuleList", "ReLU", "LeakyReLU", "Tanh", "Sigmoid",
+           "GELU", "SiLU", "ELU", "Softplus", "Softmax", "LogSoftmax", "functional", "init",
+           "save", "load_into"]

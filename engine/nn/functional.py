@@ -158,6 +158,7 @@ def embedding(ids, weight, padding_idx=None):
     return ops.embedding(ids, weight, padding_idx)
 
 
+interpolate = ops.interpolate
 one_hot = ops.one_hot
 nll_loss = ops.nll_loss
 binary_cross_entropy = ops.binary_cross_entropy
@@ -166,6 +167,6 @@ binary_cross_entropy_with_logits = ops.binary_cross_entropy_with_logits
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "mse", "cross_entropy", "relu", "sigmoid",
            "tanh", "leaky_relu", "gelu", "silu", "elu", "softplus", "linear", "conv2d",
-           "conv_transpose2d", "max_pool2d", "avg_pool2d", "flatten", "dropout", "layer_norm", "batch_norm",
-           "batch_norm_apply", "embedding", "one_hot", "nll_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits"]
+           "conv_transpose2d", "max_pool2d", "avg_pool2d", "flatten", "dropout", "layer_norm",
+           "batch_norm", "batch_norm_apply", "embedding", "interpolate", "one_hot", "nll_loss",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits"]

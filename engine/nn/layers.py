@@ -191,6 +191,28 @@ class AvgPool2D(Module):
         return f"pool_size={self.pool_size}, strides={self.strides}, padding={self.padding!r}"
 
 
+class Upsample(Module):
+    """Resize NHWC images to ``size`` or by ``scale_factor`` (see :func:`engine.interpolate`).
+
+    Example:
+        >>> import engine as en
+        >>> en.nn.Upsample(scale_factor=2, mode="bilinear")(en.ones((1, 3, 3, 2))).shape
+        (1, 6, 6, 2)
+    """
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None):
+        super().__init__()
+        self.size, self.scale_factor = size, scale_factor
+        self.mode, self.align_corners = mode, align_corners
+
+    def forward(self, x):
+        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
+
+    def extra_repr(self):
+        what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
+        return f"{what}, mode={self.mode!r}"
+
+
 class Flatten(Module):
     """Merge every axis from ``start_axis`` (default 1, keeping the batch) into one."""
 

@@ -42,3 +42,4 @@ from .padding import *  # noqa: F401,F403
 from .math_unary import *  # noqa: F401,F403  (round shadows the builtin on purpose)
 from .math_binary import *  # noqa: F401,F403  (divmod too)
 from .bitwise import *  # noqa: F401,F403
+from .resize import *  # noqa: F401,F403
