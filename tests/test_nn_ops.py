@@ -265,3 +265,16 @@ def test_pooling_matches_torch(options):
         theirs = TF.avg_pool2d(_nchw(x), count_include_pad=include, **kw)
         ours = en.avg_pool2d(x, count_include_pad=include, **options)
         np.testing.assert_allclose(ours.numpy(), _nhwc(theirs), rtol=1e-12, atol=1e-14)
+
+
+def test_embedding_and_interpolate_export_to_onnx_as_gathers(tmp_path):
+    table = _x(6, 3).astype("float32")
+    ids = np.array([[0, 5, 5], [2, 1, 0]])
+    image = _x(2, 3, 4, 2).astype("float32")
+
+    def f(table, image):
+        return (en.embedding(ids, table), en.interpolate(image, size=(5, 7), mode="bilinear"),
+                en.interpolate(image, scale_factor=2))
+    got = _onnx_run(f, (table, image), tmp_path)
+    for a, b in zip(got, f(table, image)):
+        np.testing.assert_allclose(a, b.numpy(), rtol=1e-6, atol=1e-6)
