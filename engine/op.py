@@ -123,6 +123,12 @@ RULE_KINDS = {
     "jvp": "forward mode (engine/transforms/forward.py): ``f(primals, tangents, out, **params)"
            " -> tangent of out`` (a tuple for several results), written in engine ops; a "
            "tangent is None where it is zero. Ops without one use the double-VJP fallback",
+    "complex_vjp": "autodiff (engine/recording.py, engine/autodiff/tape.py): True when the op's "
+                   "``vjp`` (and forward rule) hold for complex values with JAX's convention (a "
+                   "cotangent pairs with a tangent as ``Re(g * dz)``: holomorphic ops multiply by "
+                   "their derivative, unconjugated). Gradients flow through complex values only "
+                   "along such ops; any other op that a complex value with a gradient reaches "
+                   "raises NotDifferentiableError naming it",
     "batch": "vmap (engine/transforms/batching.py): ``f(size, args, dims, **params) -> (out, "
              "dim)``: the op on ``args`` whose axis ``dims[i]`` (None: unbatched) is the batch "
              "axis of size ``size``; ``dim`` is the result's batch axis (tuples for several "

@@ -129,28 +129,50 @@ def record(rule, inputs, out, params, tapes=None):
             watched[id(o)] = o
 
 
+def has_complex_vjp(rule):
+    """Whether ``rule``'s VJP holds for complex values (JAX's convention; the
+    ``complex_vjp`` rule kind of :data:`engine.op.RULE_KINDS`)."""
+    rules = getattr(rule, "rules", None)
+    return bool(rules and rules.get("complex_vjp"))
+
+
+def complex_refusal(name):
+    """The error for a gradient asked through complex values of an op without a complex VJP."""
+    return NotDifferentiableError(
+        f"{name}: a gradient was requested through complex values, and this op has no "
+        f"complex gradient (gradients flow through complex values along the FFT ops, real, "
+        f"imag, conj and the arithmetic that declares complex_vjp)")
+
+
 class _NoComplexGradient(TapeRule):
-    """The rule of an op that made a complex value from a watched one: a gradient
-    that reaches it raises, naming the op where the values first became complex
-    (the engine has no complex gradients, and dropping the path would give a
-    silently wrong derivative)."""
+    """The rule of an op without a complex VJP that made a complex value from a watched
+    one: a gradient that reaches it raises, naming the op where the values first became
+    complex without one (dropping the path would give a silently wrong derivative)."""
 
     __slots__ = ("origin",)
 
     def __init__(self, rule, origin):
         def vjp(g, out, *inputs, **params):
+            if origin is None:
+                raise complex_refusal(rule.name)
             via = "" if origin == rule.name else f", reached through {rule.name}"
             raise NotDifferentiableError(
                 f"{origin}: a gradient was requested through the complex values it made "
-                f"from a real input{via}; gradients flow through real floating dtypes only")
+                f"from a real input{via}; gradients flow through real floating dtypes and "
+                f"through complex values along ops that declare complex_vjp only")
         super().__init__(rule.name, vjp)
         self.origin = origin
 
 
 def _record_complex(tape, rule, inputs, out, params):
+    if has_complex_vjp(rule):     # fft, real, imag, conj, arithmetic: carry complex cotangents
+        tape._entries.append((rule, inputs, out, params))
+        tape._watched[id(out)] = out
+        return
     origin = rule.name
     for x in inputs:   # a complex input: name the op that made it complex
         if id(x) in tape._watched and x.dtype in _COMPLEX:
+            origin = None          # made by an op with a complex VJP: refuse this op itself
             for entry in reversed(tape._entries):
                 if entry[2] is x and isinstance(entry[0], _NoComplexGradient):
                     origin = entry[0].origin

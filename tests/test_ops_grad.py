@@ -15,6 +15,7 @@ import pytest
 import engine as en
 from op_db import ALL_ENTRIES, F32, F64, OPS_BY_NAME, call_engine, seeded_rng, to_engine
 
+C64, C128 = np.dtype("complex64"), np.dtype("complex128")
 EPS = 1e-5
 N_DIRECTIONS = 2
 
@@ -61,7 +62,9 @@ class GradProblem:
         self.idx = leaf_paths(sample.args, F64)
         self.x0 = [get_leaf(sample.args, path) for path in self.idx]
         outs = as_list(call_engine(info, sample))
-        self.cots = [rng.standard_normal(o.shape) if o.dtype in (F32, F64) else None for o in outs]
+        self.cots = [rng.standard_normal(o.shape) if o.dtype in (F32, F64)
+                     else rng.standard_normal(o.shape) + 1j * rng.standard_normal(o.shape)
+                     if o.dtype in (C64, C128) else None for o in outs]
 
     @property
     def checkable(self):
@@ -72,7 +75,11 @@ class GradProblem:
         total = None
         for o, c in zip(as_list(self.info.op(*args, **self.sample.kwargs)), self.cots):
             if c is not None:
+                # A complex result (an fft) enters through the real part of its
+                # product with a complex cotangent: a real f, differentiated through
+                # the complex values with JAX's convention.
                 term = en.sum(o * en.tensor(c, dtype=o.dtype))
+                term = en.real(term) if o.dtype in (C64, C128) else term
                 total = term if total is None else total + term
         return total
 

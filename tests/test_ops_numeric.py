@@ -18,6 +18,8 @@ from op_db import (ALL, ALL_ENTRIES, F32, F64, OP_DB, OPS_BY_NAME, ErrorInput, c
 
 # (rtol, atol) per result dtype; ints and bools must match exactly.
 TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}
+# Complex results (the transforms) as their components' precision.
+TOLS.update({np.dtype("complex128"): TOLS[F64], np.dtype("complex64"): TOLS[F32]})
 
 
 class ShapeRuleSpy:

@@ -17,6 +17,7 @@ from op_db import ALL_ENTRIES, F32, F64, seeded_rng
 from test_ops_grad import as_list, get_leaf, leaf_paths, with_leaves
 
 EPS = 1e-6
+COMPLEX = (np.dtype("complex64"), np.dtype("complex128"))
 
 ENTRIES = [pytest.param(info, id=info.name) for info in ALL_ENTRIES if info.supports_grad]
 
@@ -42,7 +43,8 @@ class Problem:
         return as_list(self.info.op(*args, **self.sample.kwargs))
 
     def float_outputs(self, outs):
-        return [i for i, o in enumerate(outs) if o.dtype in (F32, F64)]
+        """The outputs with tangents: real floating, or complex (the transforms)."""
+        return [i for i, o in enumerate(outs) if o.dtype in (F32, F64) + COMPLEX]
 
 
 def _problems(info):
@@ -57,7 +59,18 @@ def _problems(info):
 
 
 def _inner(a, b):
-    return float(np.sum(np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)))
+    """``Re(sum(a * b))``, unconjugated: how JAX's convention pairs a cotangent with a
+    tangent (for real arrays, the plain inner product)."""
+    a, b = np.asarray(a), np.asarray(b)
+    wide = np.complex128 if a.dtype in COMPLEX or b.dtype in COMPLEX else np.float64
+    return float(np.real(np.sum(a.astype(wide) * b.astype(wide))))
+
+
+def _random_like(rng, o):
+    if o.dtype in COMPLEX:
+        return en.tensor(rng.standard_normal(o.shape) + 1j * rng.standard_normal(o.shape),
+                         dtype=o.dtype)
+    return en.tensor(rng.standard_normal(o.shape), dtype=o.dtype)
 
 
 @pytest.mark.parametrize("info", ENTRIES)
@@ -68,8 +81,8 @@ def test_jvp_is_the_transpose_of_vjp(info):
         vs = [en.tensor(rng.standard_normal(x.shape)) for x in p.x0]
         outs, jv = en.jvp(p.f, tuple(xs), tuple(vs))
         keep = p.float_outputs(outs)
-        us = [en.tensor(rng.standard_normal(o.shape), dtype=o.dtype) if i in keep
-              else en.zeros_like(o) for i, o in enumerate(outs)]
+        us = [_random_like(rng, o) if i in keep else en.zeros_like(o)
+              for i, o in enumerate(outs)]
         _, vjp_fn = en.vjp(p.f, *xs)
         jtu = vjp_fn(us)
         lhs = sum(_inner(us[i], jv[i]) for i in keep)

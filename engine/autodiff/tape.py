@@ -11,11 +11,12 @@ import contextlib
 
 from .. import dtypes, ops
 from ..errors import EngineError, NotDifferentiableError, NumericsError
-from ..recording import paused, pop_tape, push_tape
+from ..recording import complex_refusal, has_complex_vjp, paused, pop_tape, push_tape
 from ..transforms.batching import vmap
 from ..variable import Variable
 
 _FLOATS = dtypes.FLOATS
+_COMPLEX = dtypes.COMPLEX
 
 
 def _is_float(t):
@@ -195,6 +196,7 @@ class GradientTape:
 def backward(entries, targets, seeds, sources):
     """Walk ``entries`` backwards from ``targets``; return one cotangent per source."""
     reach = {id(s) for s in sources}
+    complex_reach = set()     # complex values a gradient may flow through (rarely any)
     relevant = []
     for entry in entries:
         for x in entry[1]:
@@ -206,6 +208,8 @@ def backward(entries, targets, seeds, sources):
         outs = entry[2] if entry[0].multiple_results else (entry[2],)
         for o in outs:
             reach.add(id(o))
+            if o.dtype in _COMPLEX:
+                complex_reach.add(id(o))
 
     cot = {}
     for t, seed in zip(targets, seeds):
@@ -228,6 +232,10 @@ def backward(entries, targets, seeds, sources):
         if op.vjp is None:
             raise NotDifferentiableError(
                 f"op '{op.name}' has no gradient, but a gradient was requested through it")
+        if complex_reach and not has_complex_vjp(op) and any(
+                id(x) in complex_reach for x in inputs):
+            # e.g. abs of an fft: its real-valued VJP would be silently wrong on complex z
+            raise complex_refusal(op.name)
         try:
             if op.vjp_needs:
                 # The rule skips the work for inputs that need no gradient.
@@ -255,6 +263,8 @@ def _size(t, name):
 
 def _accumulate(cot, x, g):
     if g.dtype != x.dtype:
+        if g.dtype in _COMPLEX and x.dtype not in _COMPLEX:
+            g = ops.real(g)   # a real input of a complex op: the real part (JAX's convention)
         g = ops.cast(g, x.dtype)
     prev = cot.get(id(x))
     cot[id(x)] = g if prev is None else ops.add(prev, g)

@@ -43,3 +43,5 @@ from .math_unary import *  # noqa: F401,F403  (round shadows the builtin on purp
 from .math_binary import *  # noqa: F401,F403  (divmod too)
 from .bitwise import *  # noqa: F401,F403
 from .resize import *  # noqa: F401,F403
+from .complex_parts import *  # noqa: F401,F403
+from . import fft_transforms  # noqa: F401  (registry entries of engine.fft)

@@ -8,6 +8,7 @@ from ..errors import (DTypeError, ScalarOverflowError, ShapeError, ShapeTypeErro
                       describe_inputs)
 from ..modes import apply
 from ..op import Op, declare, register
+from ..op import lookup as _lookup
 from ._args import at_user_line, int_tuple
 from ._define import call
 
@@ -241,9 +242,16 @@ def _cast_out(x, *, dtype, out):
     return out
 
 
+def _real_part(z):
+    # The op "real" (engine/ops/complex_parts.py builds on this module: looked up, not imported).
+    return apply(_lookup("real"), z)
+
+
 def _cast_vjp(g, out, x, *, dtype):
-    if not dtypes.is_float(x.dtype):
+    if x.dtype not in dtypes.INEXACT:
         return (None,)
+    if g.dtype in dtypes.COMPLEX and x.dtype not in dtypes.COMPLEX:
+        g = _real_part(g)                 # real -> complex: the real part (JAX's convention)
     return (cast(g, x.dtype),)
 
 
@@ -274,7 +282,12 @@ def _no_tangent(primals, tangents, out, **params):
 
 
 def _cast_jvp(primals, tangents, out, *, dtype):
-    return cast(tangents[0], dtype) if dtypes.as_dtype(dtype) in dtypes.FLOATS else None
+    dt, t = dtypes.as_dtype(dtype), tangents[0]
+    if dt not in dtypes.INEXACT:
+        return None
+    if t.dtype in dtypes.COMPLEX and dt not in dtypes.COMPLEX:
+        t = _real_part(t)
+    return cast(t, dt)
 
 
 declare(zeros_like_op, jvp=_no_tangent)

@@ -5,6 +5,7 @@ from .. import dtypes
 from ..errors import DomainError, describe_args, describe_inputs
 from ..modes import apply
 from ..op import declare
+from ..op import lookup as _lookup
 from ._args import at_user_line
 from ._define import binary, call, unary, unbroadcast
 from ._define import binary_rule as _binary_rule
@@ -25,7 +26,17 @@ def _real_part_dtype(dt):
 neg_op = unary("neg", "negative", lambda g, out, x: (neg(g),), allowed=NUM, what="numeric",
                doc="Elementwise ``-x``.")
 declare(neg_op, onnx=("node", "Neg"), scalar_form="-{0}", positional_out=True)
-abs_op = unary("abs", "abs", lambda g, out, x: (g * sign(x),), allowed=NUM, what="numeric",
+def _abs_vjp(g, out, x):
+    if x.dtype in dtypes.COMPLEX:
+        # d|z| = Re(conj(z) dz) / |z|: the cotangent conj(z) / |z| (JAX's convention),
+        # written without sign(z) so that it differentiates again; 0 at z = 0.
+        # (conj is engine/ops/complex_parts.py's, a family above this one: looked up)
+        safe = compare.where(out == 0.0, creation.ones_like(out), out)
+        return (apply(_lookup("conj"), x) * (g / safe),)
+    return (g * sign(x),)
+
+
+abs_op = unary("abs", "abs", _abs_vjp, allowed=NUM, what="numeric",
                out_dtype=_real_part_dtype, doc="Elementwise absolute value.")
 declare(abs_op, onnx=("node", "Abs"), scalar_form="abs({0})", positional_out=True)
 sign_op = unary("sign", "sign", lambda g, out, x: (creation.zeros_like(x),), allowed=NUM,

@@ -21,10 +21,14 @@ from ..autodiff.tape import GradientTape
 from ..errors import ArgumentTypeError, EngineError, NotDifferentiableError, ShapeError
 from ..modes import apply, current_mode, use_mode
 from ..pytree import flatten, unflatten
+from ..recording import complex_refusal
 from ..tensor import Tensor
 from .base import TransformMode, warn_fallback
 
 _FLOATS = dtypes.FLOATS
+_COMPLEX = dtypes.COMPLEX
+# Tangents are real floating, or complex along ops that declare complex_vjp.
+_TANGENT_DTYPES = dtypes.FLOATS | dtypes.COMPLEX
 _NATIVE = contextvars.ContextVar("engine_jvp_native_rules", default=True)
 
 
@@ -107,7 +111,7 @@ class ForwardMode(TransformMode):
         return self._wrap(out, tangent)
 
     def _wrap(self, out, tangent):
-        if tangent is None or out.dtype not in _FLOATS:
+        if tangent is None or out.dtype not in _TANGENT_DTYPES:
             return out
         return dual(out, tangent, self.tag)
 
@@ -147,6 +151,10 @@ def _select(pred, a, b):
 def tangent_of(op, primals, tangents, out, params):
     """The tangent of ``op``'s result (in the current mode): its ``jvp`` rule, else the
     double-VJP fallback. Results are cast and broadcast to the result's dtype and shape."""
+    if not op.rules.get("complex_vjp") and (
+            (not op.multiple_results and out.dtype in _COMPLEX)
+            or any(t is not None and t.dtype in _COMPLEX for t in tangents)):
+        raise complex_refusal(op.name)
     native = _NATIVE.get()
     rule = (op.rules.get("jvp") or default_rule(op, params)) if native else None
     if rule is not None:
@@ -224,8 +232,10 @@ def has_rule(op):
 
 
 def _fit(tangent, out):
-    if tangent is None or out.dtype not in _FLOATS:
+    if tangent is None or out.dtype not in _TANGENT_DTYPES:
         return None
+    if tangent.dtype in _COMPLEX and out.dtype not in _COMPLEX:
+        tangent = ops.real(tangent)   # a real result of complex values (real, abs)
     if tangent.dtype != out.dtype:
         tangent = ops.cast(tangent, out.dtype)
     if tuple(tangent.shape) != tuple(out.shape):

@@ -51,7 +51,9 @@ def vjp(f, *primals, has_aux=False):
             if tuple(c.shape) != tuple(o.shape):
                 raise ShapeError(f"vjp: a cotangent has shape {tuple(c.shape)} for an output "
                                  f"of shape {tuple(o.shape)}")
-        pairs = [(o, _lift(c)) for o, c in zip(o_leaves, c_leaves) if o.dtype in _FLOATS]
+        # Complex outputs take complex cotangents (JAX's convention; see complex_vjp).
+        pairs = [(o, _lift(c)) for o, c in zip(o_leaves, c_leaves)
+                 if o.dtype in _FLOATS or o.dtype in dtypes.COMPLEX]
         grads = tape.gradient([o for o, _ in pairs], watched,
                               output_gradients=[c for _, c in pairs]) if pairs else []
         by_id = {id(x): g for x, g in zip(watched, grads)}
