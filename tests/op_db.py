@@ -498,6 +498,7 @@ import op_db_conv  # noqa: E402,F401  (convolution and pooling)
 import op_db_numpy_names  # noqa: E402,F401  (all, any)
 import op_db_shape  # noqa: E402,F401  (cumulative, sorting, manipulation, statistics)
 import op_db_elementwise  # noqa: E402,F401  (elementwise math, bitwise ops and their composites)
+import op_db_fft  # noqa: E402,F401  (real, imag, conj and the Fourier transforms)
 
 
 # ---- finishing -------------------------------------------------------------------------

@@ -108,9 +108,7 @@ COMMON = {
 }
 
 # Names not on ``en`` yet, and the area adding them (others add them in parallel).
-EXPECTED_MISSING = {
-    "fft.fft": "the FFT transforms (not written yet)",
-}
+EXPECTED_MISSING = {}
 
 # On en, but not numpy's function yet (the test is a strict xfail: it fails once fixed).
 KNOWN_DEFECTS = {}
