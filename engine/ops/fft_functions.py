@@ -158,8 +158,8 @@ def ihfft(x, n=None, axis=-1, norm=None):
 
     Example:
         >>> import engine as en
-        >>> en.fft.ihfft(en.tensor([8.0, -2.0, 0.0, -2.0])).tolist()
-        [(1+0j), (2+0j), (3+0j)]
+        >>> en.real(en.fft.ihfft(en.tensor([8.0, -2.0, 0.0, -2.0]))).tolist()
+        [1.0, 2.0, 3.0]
     """
     x = _lifted(x)
     if x.dtype in dtypes.COMPLEX:
