@@ -45,11 +45,29 @@ def _whole_array(op):
     return kernel
 
 
+class _FFTNamespace:
+    """Dask's ``fft`` functions, each given its transformed axes in one chunk (Dask
+    transforms only along unsplit axes; the other axes keep their chunks)."""
+
+    def __getattr__(self, name):
+        fn = getattr(xpd.fft, name)
+
+        def transform(x, /, *, s=None, axes=None, norm="backward"):
+            axes = tuple(range(x.ndim)) if axes is None else axes
+            x = x.rechunk({a % x.ndim: -1 for a in axes})
+            return fn(x, s=s, axes=axes, norm=norm)
+        transform.__name__ = name
+        return transform
+
+
 class _Namespace:
     """``array_api_compat``'s Dask namespace with the few functions where Dask needs
     help: a reshape that merges or splits dimensions unevenly across chunks, ``eye``
-    with an offset, ``take_along_axis`` (missing), and max/min of an empty array (Dask reduces chunk by chunk, and
-    an empty chunk has no maximum)."""
+    with an offset, ``take_along_axis`` (missing), max/min of an empty array (Dask
+    reduces chunk by chunk, and an empty chunk has no maximum), and the transforms
+    of ``fft`` (along unsplit axes only)."""
+
+    fft = _FFTNamespace()
 
     def __getattr__(self, name):
         return getattr(xpd, name)
