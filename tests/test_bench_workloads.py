@@ -87,6 +87,39 @@ def test_autoencoder_batches_and_memory_report():
     assert report["buffer_bytes"] > 0 and "unplanned_peak_bytes" in report
 
 
+def test_autoencoder_first_call_is_measured_in_a_fresh_process():
+    records = autoencoder.run({"batch": 4, "repeats": 1}, ["graph"], _args(), lambda: None)
+    first = records[0]["first_call"]
+    assert "error" not in first, first
+    parts = first["trace_s"] + first["passes_s"] + first["lower_s"]
+    assert first["trace_s"] > 0 and first["passes_s"] > 0 and first["lower_s"] > 0
+    assert 0 < parts <= first["first_s"] and first["import_s"] > 0
+    text = autoencoder.summary(records)
+    assert "batch=4 first call of graph in a fresh process" in text
+    assert "first call of graph (trace, compile, run)" in text    # the verdict, batch <= 1000
+
+
+def test_autoencoder_matmul_floor_products_give_the_weight_gradient():
+    problem = autoencoder.Problem(6)
+    args = problem.arrays(np.float64)
+    floor = autoencoder.MatmulFloor(*args)
+    (dw,) = floor.weight_gradient(floor.step())
+    np.testing.assert_allclose(dw, autoencoder.numpy_loss_and_grad(*args)[1], rtol=1e-9,
+                               atol=1e-15)
+
+
+def test_autoencoder_floor_ceiling_judges_batch_1000_up():
+    from bench import common
+
+    rows = [dict(common.result("autoencoder", {"batch": b}, m, [t]))
+            for b, m, t in ((100, "graph", 3.0), (100, autoencoder.FLOOR, 1.0),
+                            (1000, "graph", 1.3), (1000, autoencoder.FLOOR, 1.0))]
+    text = autoencoder.summary(rows)
+    assert "target MISSED: graph at most 1.2x the five matrix products alone" in text
+    assert "(1000: 1.30x)" in text
+    assert "100: 3.00x, 1000: 1.30x" in text    # the plain ratio line has every batch
+
+
 def test_autoencoder_prealloc_matches_allocating_numpy():
     problem = autoencoder.Problem(5)
     args = problem.arrays(np.float64)
