@@ -15,22 +15,33 @@ Example:
 class TreeDef:
     """The shape of a nested structure: its container kinds, keys and leaf count."""
 
-    __slots__ = ("kind", "keys", "children", "num_leaves")
+    __slots__ = ("kind", "keys", "children", "num_leaves", "_hash")
 
     def __init__(self, kind, keys, children):
         self.kind = kind          # "leaf", "none", tuple, list, dict
         self.keys = keys
         self.children = children
         self.num_leaves = (1 if kind == "leaf" else sum(c.num_leaves for c in children))
+        # A treedef is part of every en.function cache key: hashed once, not per lookup
+        # (a tree's hash from its children's, so the cost is one tuple per node).
+        self._hash = hash((kind, keys, tuple(c._hash for c in children)))
 
     def _key(self):
         return (self.kind, self.keys, tuple(c._key() for c in self.children))
 
     def __eq__(self, other):
-        return isinstance(other, TreeDef) and self._key() == other._key()
+        if self is other:
+            return True
+        return (isinstance(other, TreeDef) and self._hash == other._hash
+                and self.kind == other.kind and self.keys == other.keys
+                and self.children == other.children)
 
     def __hash__(self):
-        return hash(self._key())
+        return self._hash
+
+    def __reduce__(self):
+        # Rebuilt, not restored: a type's hash differs from one process to the next.
+        return TreeDef, (self.kind, self.keys, self.children)
 
     def __repr__(self):
         return f"TreeDef({self._key()!r})"

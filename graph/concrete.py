@@ -197,55 +197,73 @@ class ConcreteFunction:
         record(_call_rule(self, residuals), list(tensors) + reads, tuple(outs), {})
         return unflatten(self.graph.output_tree, outs)
 
-    def backward_function(self):
+    def backward_function(self, wanted=None):
         """An ``en.function`` from (inputs, variable values, residuals, output cotangents)
-        to the gradients of the float inputs and the trainable float variables."""
+        to the gradients of the float inputs and the trainable float variables.
+
+        ``wanted`` (one bool per input, then per variable; default all) picks the
+        gradients it computes and returns, in that order: an input nobody
+        differentiates (an RNN cell's ``x``) costs its gradient's products otherwise.
+        Each choice is its own function, made once.
+        """
+        if wanted is None:
+            wanted = (True,) * (len(self.graph.inputs) + len(self._float_vars))
+        wanted = tuple(wanted)
         if self._backward is None:
-            self._forward_with_residuals()
-            graph = self.unoptimized_graph
-            n_in = len(graph.inputs)
-            variables = self._float_vars
-            assigned = {id(n.params["var"].var) for n in graph.nodes
-                        if n.op is assign_variable_op}
-            replay_nodes_ = self._replay
+            self._backward = {}
+        backward = self._backward.get(wanted)
+        if backward is None:
+            backward = self._backward[wanted] = self._make_backward(wanted)
+        return backward
 
-            def backward(*flat):
-                xs = list(flat[:n_in])
-                vs = list(flat[n_in:n_in + len(variables)])
-                rest = flat[n_in + len(variables):]
-                residuals, gs = list(rest[:len(replay_nodes_)]), list(rest[len(replay_nodes_):])
-                value_of = {id(v): t for v, t in zip(variables, vs)}
-                replay = {}
-                for node, r in zip(replay_nodes_, residuals):
-                    var = node.params["var"].var if node.op is read_variable_op else None
-                    if var is not None and id(var) in value_of and id(var) not in assigned:
-                        r = value_of[id(var)]   # so gradients reach the variable
-                    replay[node] = r
-                sources = [x for x in xs if x.dtype in dtypes.FLOATS] + vs
-                with GradientTape() as tape:
-                    tape.watch(sources)
-                    outs = interpret(graph, xs, replay)
-                pairs = [(o, g) for o, g in zip(outs, gs) if o.dtype in dtypes.FLOATS]
-                grads = tape.gradient([o for o, _ in pairs], sources,
-                                      output_gradients=[g for _, g in pairs]) if pairs else \
-                    [None] * len(sources)
-                return tuple(ops.zeros_like(s) if g is None else g for s, g in zip(sources, grads))
+    def _make_backward(self, wanted):
+        self._forward_with_residuals()
+        graph = self.unoptimized_graph
+        n_in = len(graph.inputs)
+        variables = self._float_vars
+        assigned = {id(n.params["var"].var) for n in graph.nodes
+                    if n.op is assign_variable_op}
+        replay_nodes_ = self._replay
 
-            self._backward = self._compile_function(backward, f"{self.name}_backward")
-        return self._backward
+        def backward(*flat):
+            xs = list(flat[:n_in])
+            vs = list(flat[n_in:n_in + len(variables)])
+            rest = flat[n_in + len(variables):]
+            residuals, gs = list(rest[:len(replay_nodes_)]), list(rest[len(replay_nodes_):])
+            value_of = {id(v): t for v, t in zip(variables, vs)}
+            replay = {}
+            for node, r in zip(replay_nodes_, residuals):
+                var = node.params["var"].var if node.op is read_variable_op else None
+                if var is not None and id(var) in value_of and id(var) not in assigned:
+                    r = value_of[id(var)]   # so gradients reach the variable
+                replay[node] = r
+            sources = [x for x, w in zip(xs, wanted) if w and x.dtype in dtypes.FLOATS] + \
+                [v for v, w in zip(vs, wanted[n_in:]) if w]
+            with GradientTape() as tape:
+                tape.watch(sources)
+                outs = interpret(graph, xs, replay)
+            pairs = [(o, g) for o, g in zip(outs, gs) if o.dtype in dtypes.FLOATS]
+            grads = tape.gradient([o for o, _ in pairs], sources,
+                                  output_gradients=[g for _, g in pairs]) if pairs else \
+                [None] * len(sources)
+            return tuple(ops.zeros_like(s) if g is None else g for s, g in zip(sources, grads))
+
+        return self._compile_function(backward, f"{self.name}_backward")
 
 
 def _call_rule(concrete, residuals):
     """The tape rule of one compiled-function call: its VJP runs the compiled backward
-    graph on this call's residuals."""
-    def vjp(gs, outs, *inputs):
+    graph on this call's residuals, for the inputs the tape needs gradients of."""
+    def vjp(gs, outs, *inputs, needs):
         n_vars = len(concrete._float_vars)
-        xs = inputs[:len(inputs) - n_vars]
-        vs = inputs[len(inputs) - n_vars:]
-        grads = iter(concrete.backward_function()(*xs, *vs, *residuals, *gs))
-        return tuple(next(grads) if x.dtype in dtypes.FLOATS else None for x in xs) + \
-            tuple(next(grads) for _ in vs)
-    return TapeRule(f"call[{concrete.name}]", vjp, multiple_results=True)
+        n_in = len(inputs) - n_vars
+        wanted = tuple(bool(need) and (k >= n_in or x.dtype in dtypes.FLOATS)
+                       for k, (x, need) in enumerate(zip(inputs, needs)))
+        if not any(wanted):
+            return (None,) * len(inputs)
+        grads = iter(concrete.backward_function(wanted)(*inputs, *residuals, *gs))
+        return tuple(next(grads) if w else None for w in wanted)
+    return TapeRule(f"call[{concrete.name}]", vjp, multiple_results=True, vjp_needs=True)
 
 
 # Passes that write numpy into preallocated buffers or generate numpy loops: a

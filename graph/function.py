@@ -38,6 +38,34 @@ def _miss(args):
     return MISS
 
 
+def _tuple_fast_key(args):
+    """``(key, tensors)`` for positional arguments that are concrete tensors or tuples of
+    them (one level: an RNN cell's weights), else None: such a call skips the general
+    signature (a pytree and a key per leaf). The ``tuple`` marker and length keep the
+    key apart from any flat one, whose items alternate shapes and dtypes."""
+    key = []
+    tensors = []
+    for a in args:
+        if type(a) is Tensor:
+            if a._value is None:
+                return None
+            key.append(a.shape)
+            key.append(a.dtype)
+            tensors.append(a)
+        elif type(a) is tuple:
+            key.append(tuple)
+            key.append(len(a))
+            for t in a:
+                if type(t) is not Tensor or t._value is None:
+                    return None
+                key.append(t.shape)
+                key.append(t.dtype)
+                tensors.append(t)
+        else:
+            return None
+    return tuple(key), tensors
+
+
 def _check_cache_limit(limit):
     if limit is not None and (type(limit) is not int or limit < 1):
         raise EngineError(f"max_cached_traces must be a positive int or None, got {limit!r}")
@@ -106,6 +134,18 @@ class Function:
                         pass
                 self._last_entry = concrete.guarded_entry
                 return concrete.entry(args)
+            nested = _tuple_fast_key(args)
+            if nested is not None:
+                key, tensors = nested
+                concrete = self._fast.get(key)
+                if concrete is None:
+                    concrete = self._remember_fast(key, self.get_concrete_function(*args))
+                else:
+                    try:
+                        self._recent.move_to_end(concrete)
+                    except KeyError:
+                        pass
+                return concrete.entry(tensors)
         if not current_mode().is_concrete:
             return self._traced_function()(*args, **kwargs)   # inline into that graph
         if config.run_functions_eagerly:
