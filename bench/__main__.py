@@ -56,6 +56,7 @@ if __name__ == "__main__":
 import engine as en  # noqa: E402
 from bench import common, workloads  # noqa: E402
 from bench.malloc import steady_malloc  # noqa: E402
+from engine.graph.parallel import kernel_threads  # noqa: E402
 
 
 class _SharedOptions:
@@ -103,8 +104,9 @@ def build_parser(found):
                         help="limit BLAS, PyTorch and XLA to N threads each (default: their own "
                              "choice, usually one per core); steadier figures on a busy machine")
     parser.add_argument("--kernel-threads", type=int, default=None, metavar="N",
-                        help="threads per large fused kernel in graph mode "
-                             "(en.config.fusion_threads; default 1)")
+                        help="threads per large fused kernel and matrix product in graph "
+                             "mode (en.config.fusion_threads; default 2 on two cores or more "
+                             "where numpy's OpenBLAS can be held at one thread, else 1)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--default-malloc", action="store_true",
                         help="leave glibc's adaptive malloc thresholds as they are (default: "
@@ -265,7 +267,7 @@ def main(argv=None):
             print(f"{fw}: skipped ({common.skip_reason(fw)})")
     facts = common.machine_facts()   # again, now that the frameworks are imported
     facts["malloc"] = malloc
-    facts["kernel_threads"] = en.config.fusion_threads
+    facts["kernel_threads"] = kernel_threads()
     size = " (quick)" if args.quick else " (full)" if args.full else ""
     print(f"running {', '.join(names)}{size}; "
           f"results go to {args.out}/", flush=True)

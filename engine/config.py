@@ -20,10 +20,13 @@ class _Config:
         # How fused elementwise kernels are lowered: "numpy" (the default, always
         # available) or "numba" (optional JIT: one pass, one call; needs numba).
         self.fusion_backend = "numpy"
-        # Threads that walk a large fused kernel's rows at once. 1 by default:
-        # they help only where the BLAS's threads sleep between calls (OpenBLAS
-        # spins ~0.1 s after each; see the README, "Kernel threads").
-        self.fusion_threads = 1
+        # Threads that walk a large fused kernel's rows, and split a large matrix
+        # product's rows, at once. None (the default): 2 where the process may run on
+        # two cores or more and numpy's OpenBLAS can be held at one thread while the
+        # engine's pool runs its products (else OpenBLAS's threads, spinning ~0.1 s
+        # after each product, take the second core), otherwise 1; see the README,
+        # "Kernel threads", and graph/parallel.py's kernel_threads().
+        self.fusion_threads = None
         # Traces each en.function keeps, least recently used dropped first (None:
         # all). Each holds its graphs, generated code and planned buffers; 32 covers
         # the shapes a training loop alternates between (last batch, eval batch).

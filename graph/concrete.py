@@ -268,7 +268,7 @@ def _call_rule(concrete, residuals):
 
 # Passes that write numpy into preallocated buffers or generate numpy loops: a
 # back end without out= kernels runs its kernels one by one instead.
-_NEEDS_OUT = ("fusion", "memory_planning")
+_NEEDS_OUT = ("fusion", "parallel_matmul", "memory_planning")
 
 
 def _optimize(graph, passes, backend=NUMPY):

@@ -28,6 +28,10 @@ import queue
 import signal
 import threading
 
+from engine.config import config
+
+from . import blas_threads
+
 
 class _Part:
     """One row range handed to a worker, with its own result and finish flag."""
@@ -105,6 +109,28 @@ class _InterruptsHeld:
 
 _workers = []
 _busy = threading.Lock()
+_auto = []
+
+
+def kernel_threads():
+    """The kernel threads in use: ``en.config.fusion_threads``, or where that is None (the
+    default) 2 if this process may run on two cores or more and numpy's OpenBLAS can
+    be held at one thread (``blas_threads.available()``), else 1.
+
+    Example:
+        >>> kernel_threads() in (1, 2)
+        True
+    """
+    chosen = config.fusion_threads
+    if chosen is not None:
+        return chosen
+    if not _auto:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):     # not on Linux
+            cores = os.cpu_count() or 1
+        _auto.append(2 if cores >= 2 and blas_threads.available() else 1)
+    return _auto[0]
 
 
 def _forget_workers():

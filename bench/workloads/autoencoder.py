@@ -229,9 +229,9 @@ def summary(results, args=None):
     floor = [f"{b}: {med[(b, 'graph')] / med[(b, FLOOR)]:.2f}x"
              for b in sorted({b for b, _ in med}) if (b, "graph") in med and (b, FLOOR) in med]
     if floor:
-        import engine as en
+        from engine.graph.parallel import kernel_threads
         lines.append("autoencoder graph / matrix-product floor (the graph's time over the five "
-                     f"products alone; kernel threads {en.config.fusion_threads}): "
+                     f"products alone; kernel threads {kernel_threads()}): "
                      + ", ".join(floor))
     for fast, slow in RATIOS:
         pairs = [f"{b}: {med[(b, slow)] / med[(b, fast)]:.2f}x" for b in sorted({b for b, _ in med})

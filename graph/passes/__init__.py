@@ -7,7 +7,9 @@ default pipeline, in order:
    changes the graph (each can expose work for the others);
 2. ``fusion`` -- elementwise regions (and regions feeding one another) into single
    kernels, then ``dce``;
-3. ``memory_planning`` -- buffers for the compiled schedule (a plan kept for lowering;
+3. ``parallel_matmul`` -- with kernel threads (``en.config.fusion_threads`` above 1), large
+   matrix products split by rows over the engine's pool; nothing otherwise;
+4. ``memory_planning`` -- buffers for the compiled schedule (a plan kept for lowering;
    the graph does not change).
 
 ``en.function(optimize=False)`` runs none; ``en.function(passes=[...])`` runs
@@ -24,14 +26,15 @@ from .dce import dce
 from .fusion import fusion
 from .layout import layout
 from .memory_planning import memory_planning
+from .parallel_matmul import parallel_matmul
 from .report import OptimizationReport, PassRecord
 from .simplify import simplify
 from engine.errors import InvalidArgumentError
 
 PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, dce, fusion,
-                                  memory_planning)}
+                                  parallel_matmul, memory_planning)}
 CLEANUP = ("simplify", "layout", "constant_folding", "cse", "dce")
-DEFAULT_PIPELINE = ("cleanup", "fusion", "dce", "memory_planning")
+DEFAULT_PIPELINE = ("cleanup", "fusion", "dce", "parallel_matmul", "memory_planning")
 MAX_ROUNDS = 10
 
 # Tests set this to run graph.lint() after every pass.

@@ -9,8 +9,8 @@ block-sized scratch buffers, so no full-size temporary array is made, and each
 input is streamed from memory once. For a small traced shape the node's plain
 ``impl`` is a second generated function that allocates the result and runs
 every op once over whole arrays, in the result itself where the values allow.
-With ``en.config.fusion_threads`` above 1 the row blocks of a large kernel are
-shared among threads (``graph/parallel.py``), each with its own scratch.
+With kernel threads (``graph.parallel.kernel_threads()``: ``en.config.fusion_threads``,
+by default 2 on two cores or more) the row blocks of a large kernel are shared among threads (``graph/parallel.py``), each with its own scratch.
 
 Regions that feed one another are then grouped (``fusion_groups``): a group
 becomes one node with several results (``unpack`` nodes), each a value used
@@ -27,7 +27,7 @@ Example of a generated kernel (``fn.explain`` and ``node.meta["kernel_source"]``
                 a0 = x0[s:e] if sl0 else x0
                 t0 = k0(a0, x1, out=scratch_float32_0[:e - s])
                 t1 = k1(t0, out=out[s:e])
-        run_split(part, row_bounds(n, rows, config.fusion_threads))
+        run_split(part, row_bounds(n, rows, kernel_threads()))
 """
 import itertools
 import math
@@ -41,7 +41,7 @@ from engine.op import Op, declare
 from engine.warning_location import TRACED_LINES
 
 from ..graph_ops import unpack_op
-from ..parallel import row_bounds, run_split
+from ..parallel import kernel_threads, row_bounds, run_split
 from . import fusion_numba
 from .fusion_groups import group_outputs, group_regions
 
@@ -282,7 +282,7 @@ def _kernel_source(name, members, inputs, member_index, outputs):
             lines.append(f"            sums_{reduced[m][0]}.append(float(np.sum(t{k})))")
     if reduced:
         lines.append(f"        return {', '.join(f'sums_{o}' for o, _ in reduced.values())},")
-    split = "run_split(part, row_bounds(n, rows, config.fusion_threads))"
+    split = "run_split(part, row_bounds(n, rows, kernel_threads()))"
     lines.append(f"    parts = {split}" if reduced else f"    {split}")
     for j, (o, r) in enumerate(reduced.values()):
         # Block sums added exactly, in double precision.
@@ -320,8 +320,8 @@ class FusedKernel:
         spec = [(m, r.op.name if r is not None else None) for m, r in outputs]
         self.source, self.scratch_dtypes = _kernel_source(name, members, inputs, member_index,
                                                           spec)
-        namespace = {"np": np, "math": math, "config": config, "run_split": run_split,
-                     "row_bounds": row_bounds}
+        namespace = {"np": np, "math": math, "kernel_threads": kernel_threads,
+                     "run_split": run_split, "row_bounds": row_bounds}
         for k, m in enumerate(members):
             namespace[f"k{k}"] = m.op.out_impl
             for key, value in m.params.items():

@@ -1,0 +1,116 @@
+"""Large matrix products split by rows over the kernel threads (graph/passes/parallel_matmul.py),
+with numpy's OpenBLAS held at one thread meanwhile (graph/blas_threads.py)."""
+import importlib
+
+import numpy as np
+import pytest
+
+import engine as en
+from engine.graph import blas_threads
+from engine.graph.parallel import kernel_threads
+
+# The module (its name in engine.graph.passes is the pass function).
+pm = importlib.import_module("engine.graph.passes.parallel_matmul")
+
+
+@pytest.fixture
+def threads():
+    before = en.config.fusion_threads
+
+    def set_threads(n):
+        en.config.fusion_threads = n
+    yield set_threads
+    en.config.fusion_threads = before
+
+
+def _autoencoder(w, b1, b2, x):
+    h = en.sigmoid(x @ w + b1)
+    y = en.sigmoid(h @ en.transpose(w) + b2)
+    return en.mean((y - x) ** 2.0)
+
+
+def _numpy_gradient(w, b1, b2, x):
+    h = 1.0 / (1.0 + np.exp(-(x @ w + b1)))
+    y = 1.0 / (1.0 + np.exp(-(h @ w.T + b2)))
+    r = y - x
+    dz2 = 2.0 / r.size * r * y * (1.0 - y)
+    dz1 = (dz2 @ w) * h * (1.0 - h)
+    return np.mean(r * r), x.T @ dz1 + dz2.T @ h
+
+
+def test_split_products_give_numpys_answer_and_one_threads_to_rounding(threads):
+    rng = np.random.default_rng(0)
+    n, f, k = 2000, 300, 120      # products of 7.2e7 multiply-adds: split
+    x = rng.random((n, f)).astype(np.float32)
+    w = (rng.standard_normal((f, k)) * 0.1).astype(np.float32)
+    b1, b2 = rng.standard_normal(k).astype(np.float32), rng.standard_normal(f).astype(np.float32)
+    args = [en.tensor(a) for a in (w, b1, b2, x)]
+    want_loss, want_dw = _numpy_gradient(*(a.astype(np.float64) for a in (w, b1, b2, x)))
+    answers = []
+    for count in (1, 2):
+        threads(count)
+        fn = en.function(en.value_and_grad(_autoencoder))
+        loss, dw = fn(*args)
+        split = [n_.op.name for n_ in fn.get_concrete_function(*args).graph.nodes
+                 if n_.op.name == "matmul_rows"]
+        if count == 1 or not blas_threads.available():
+            assert split == []
+        else:
+            assert len(split) == 5            # the forward's two and the gradient's three
+        np.testing.assert_allclose(float(loss), want_loss, rtol=1e-5)
+        # float32 sums over 2000 rows: within 1e-5 of the gradient's largest entry
+        np.testing.assert_allclose(dw.numpy(), want_dw, rtol=0,
+                                   atol=1e-5 * np.abs(want_dw).max())
+        answers.append((float(loss), dw.numpy().copy()))
+    # OpenBLAS blocks a product's sums by its shape (a part has fewer rows), so the
+    # split agrees with the whole product to float32 rounding, not bit for bit.
+    np.testing.assert_allclose(answers[1][0], answers[0][0], rtol=1e-6)
+    np.testing.assert_allclose(answers[1][1], answers[0][1], rtol=0,
+                               atol=1e-6 * np.abs(answers[0][1]).max())
+
+
+def test_a_small_product_stays_whole(threads):
+    threads(2)
+    fn = en.function(lambda a, b: a @ b)
+    a, b = en.tensor(np.ones((100, 64))), en.tensor(np.ones((64, 64)))   # 4e5 multiply-adds
+    np.testing.assert_array_equal(fn(a, b).numpy(), np.full((100, 64), 64.0))
+    assert [n.op.name for n in fn.get_concrete_function(a, b).graph.nodes
+            if n.op.name.startswith("matmul")] == ["matmul"]
+
+
+@pytest.mark.skipif(not blas_threads.available(), reason="numpy's BLAS is not OpenBLAS here")
+def test_blas_is_held_at_one_thread_inside_a_split_product_and_restored_after():
+    before = blas_threads.blas_threads()
+    seen = []
+    kernel = pm.RowSplitProduct(np.float64)
+    x, y = np.ones((64, 8)), np.ones((8, 4))
+    original = pm.run_split
+
+    def spy(fn, bounds):
+        seen.append((blas_threads.blas_threads(), len(bounds) - 1))
+        return original(fn, bounds)
+    pm.run_split = spy
+    try:
+        before_threads = en.config.fusion_threads
+        en.config.fusion_threads = 2
+        try:
+            out = kernel.impl(x, y)
+        finally:
+            en.config.fusion_threads = before_threads
+    finally:
+        pm.run_split = original
+    np.testing.assert_array_equal(out, np.full((64, 4), 8.0))
+    assert seen == [(1, 2)]
+    assert blas_threads.blas_threads() == before
+    with blas_threads.one_blas_thread():
+        with blas_threads.one_blas_thread():
+            assert blas_threads.blas_threads() == 1
+        assert blas_threads.blas_threads() == 1
+    assert blas_threads.blas_threads() == before
+
+
+def test_kernel_threads_default_follows_the_machine(threads):
+    threads(None)
+    assert kernel_threads() in (1, 2)
+    threads(3)
+    assert kernel_threads() == 3
