@@ -3,7 +3,7 @@
 With kernel threads (``graph.parallel.kernel_threads()`` above 1: by default on two
 cores or more) when a function is traced, each 2-D
 product of static shape with at least ``MIN_WORK`` multiply-adds becomes a
-``matmul_rows`` node: its rows are shared among the kernel threads
+``matmul_rows`` node (its op is named ``matmul`` still): its rows are shared among the kernel threads
 (``graph/parallel.py``), each part one BLAS call on one BLAS thread, with
 numpy's OpenBLAS held at one thread meanwhile (``graph/blas_threads.py``). The
 engine's pool then does all of a graph's parallel work: its workers sleep on a
@@ -66,7 +66,9 @@ class RowSplitProduct:
 def _row_split_op(node):
     kernel = RowSplitProduct(node.dtype)
     aval = (tuple(node.shape), node.dtype)
-    return Op("matmul_rows", kernel.impl, lambda *a: aval, None, n_inputs=2,
+    # Named "matmul": to every reader of the optimized graph it is still that product
+    # (the node's name, matmul_rows, says how it runs).
+    return Op("matmul", kernel.impl, lambda *a: aval, None, n_inputs=2,
               out_impl=lambda x, y, out: kernel.out_impl(x, y, out),
               doc="A matrix product whose rows are split among the kernel threads.")
 
