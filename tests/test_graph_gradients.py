@@ -118,7 +118,10 @@ def test_call_under_tape_is_one_op_with_a_compiled_backward():
             y = f(x, w)
         assert len(tape._entries) == 1 and tape._entries[0][0].name == "call[_loss]"
         tape.gradient(y, w)
-    backward = f.get_concrete_function(x, w).backward_function()
+    concrete = f.get_concrete_function(x, w)
+    # One backward per choice of gradients: here w's alone (x is not watched).
+    assert list(concrete._backward) == [(False, True)]
+    backward = concrete.backward_function((False, True))
     assert isinstance(backward, en.Function)
     assert f.trace_count == 1 and backward.trace_count == 1, "the backward graph is reused"
 
