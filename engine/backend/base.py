@@ -87,6 +87,12 @@ class Backend:
         together, sharing work)."""
         return [np.asarray(self.to_numpy(a)) for a in arrays]
 
+    def row_blocks(self, arrays):
+        """For a ``chunked`` back end: the arrays' row chunks, aligned to the first
+        array's, as one list per chunk holding each array's (lazy) block."""
+        raise UnimplementedError(f"the {self.name} back end does not split arrays into "
+                                 "chunks of rows")
+
     # -- helpers for kernels written against the namespace ----------------------
     def promote(self, *arrays):
         """The arrays cast to their common dtype, by numpy's promotion table (the

@@ -154,6 +154,10 @@ class DaskBackend(Backend):
         """numpy values of several Dask arrays, computed together (shared work)."""
         return [np.asarray(v) for v in dask.compute(*arrays)]
 
+    def row_blocks(self, arrays):
+        arrays = _aligned_rows(arrays)
+        return [[a.blocks[i] for a in arrays] for i in range(arrays[0].numblocks[0])]
+
     # -- running a function per chunk (engine.graph.chunked) ----------------------------
     def run_chunks(self, program, arrays, shared, combines, row_avals=()):
         """Run ``program`` (a ChunkProgram) on each chunk of rows of ``arrays``, with

@@ -10,6 +10,8 @@ from .. import dtypes
 from ..errors import DTypeError, EngineError, ShapeError
 from ..tensor import Tensor, tensor
 from ..variable import Variable
+from ..backend import of_array
+from .chunked import iterate_chunks
 
 
 class DataError(EngineError, ValueError):
@@ -39,9 +41,12 @@ def batches(arrays, batch_size=None, shuffle=False, seed=None, drop_last=False):
         >>> [tuple(b.shape for b in batch) for batch in en.data.batches((x, y), 2)]
         [((2, 2), (2,)), ((2, 2), (2,)), ((1, 2), (1,))]
     """
-    columns, single = _columns(arrays)
+    columns, single, lazy = _columns(arrays)
     n = len(columns[0])
     size = _batch_size(batch_size, n)
+    if lazy is not None:
+        rng = np.random.default_rng(seed) if shuffle else None
+        return iterate_chunks(lazy, columns, single, size, rng, drop_last)
     order = np.random.default_rng(seed).permutation(n) if shuffle else None
     return _iterate(columns, single, n, size, order, drop_last)
 
@@ -51,6 +56,8 @@ class DataLoader:
 
     With ``shuffle=True`` every epoch has a new order, drawn from one random
     generator seeded with ``seed``, so a run is reproducible epoch by epoch.
+    Over Dask arrays each epoch reads the data once, a chunk at a time (see
+    :mod:`engine.data.chunked`).
 
     Example:
         >>> import engine as en, numpy as np
@@ -61,7 +68,7 @@ class DataLoader:
     """
 
     def __init__(self, arrays, batch_size=None, shuffle=False, seed=None, drop_last=False):
-        self._columns, self._single = _columns(arrays)
+        self._columns, self._single, self._lazy = _columns(arrays)
         self.num_examples = len(self._columns[0])
         self.batch_size = _batch_size(batch_size, self.num_examples)
         self.shuffle = bool(shuffle)
@@ -74,6 +81,9 @@ class DataLoader:
         return full + (1 if rest and not self.drop_last else 0)
 
     def __iter__(self):
+        if self._lazy is not None:
+            return iterate_chunks(self._lazy, self._columns, self._single, self.batch_size,
+                                  self._rng if self.shuffle else None, self.drop_last)
         order = self._rng.permutation(self.num_examples) if self.shuffle else None
         return _iterate(self._columns, self._single, self.num_examples, self.batch_size,
                         order, self.drop_last)
@@ -96,13 +106,22 @@ def _iterate(columns, single, n, size, order, drop_last):
 
 
 def _columns(arrays):
+    """The arrays as numpy arrays, or, when one of them lives in chunks (a Dask
+    array or tensor), all as that back end's arrays; with whether it is one array
+    and the chunked back end (None for numpy)."""
     single = not isinstance(arrays, (tuple, list))
     items = [arrays] if single else list(arrays)
     if not items:
         raise DataError("batches: no arrays given")
+    values = [a._value if isinstance(a, Tensor) and a._value is not None else a for a in items]
+    owners = [of_array(v) for v in values]
+    lazy = next((b for b in owners if b is not None and b.chunked), None)
     columns = []
-    for i, a in enumerate(items):
-        if isinstance(a, (Tensor, Variable)):
+    for i, a in enumerate(values):
+        if lazy is not None:
+            a = a if owners[i] is lazy else lazy.from_numpy(np.asarray(
+                a.numpy() if isinstance(a, (Tensor, Variable)) else a))
+        elif isinstance(a, (Tensor, Variable)):
             a = a.numpy()
         else:
             a = np.asarray(a)
@@ -113,13 +132,16 @@ def _columns(arrays):
         if a.ndim == 0:
             raise ShapeError(f"batches: array {i} is a scalar; every array needs an example axis 0")
         columns.append(a)
-    lengths = [len(c) for c in columns]
+    lengths = [c.shape[0] for c in columns]
+    if any(n != n for n in lengths):      # NaN: a Dask array of unknown chunk sizes
+        raise ShapeError(f"batches: array lengths {lengths} are not known; call "
+                         "compute_chunk_sizes() on the Dask array first")
     if len(set(lengths)) > 1:
         raise ShapeError(f"batches: the arrays must have the same length along axis 0, got "
                          f"lengths {lengths}")
     if lengths[0] == 0:
         raise DataError("batches: the arrays are empty")
-    return columns, single
+    return columns, single, lazy
 
 
 def _batch_size(batch_size, n):
