@@ -177,3 +177,20 @@ def test_an_eager_optimizer_step_on_dask_data_is_one_computation_and_follows_num
                 losses[name].append(float(opt.minimize(lambda: loss(xt), params)))
     assert len(computations) == 4            # one Dask computation per step
     np.testing.assert_allclose(losses["dask"], losses["numpy"], rtol=1e-12)
+
+
+def test_a_weight_used_forward_transposed_and_in_the_backward_pass_is_sent_once():
+    # The autoencoder reads W (x @ W), its transpose (h @ W.T) and both again in the
+    # backward pass: the chunks get W's bytes once and make the views themselves.
+    x = data("float64")[0]
+    loss, params = autoencoder("float64")
+    step = value_and_grads(loss, params)
+    xt = chunked(x, 30)
+    value, grads = step(xt)
+    sent = step.get_concrete_function(xt).shared_nbytes([xt])
+    w, b1, b2 = (p.numpy() for p in params)
+    assert sent <= w.nbytes + b1.nbytes + b2.nbytes + 64      # + a few scalars
+    ref_value, ref_grads = step(en.tensor(x))
+    np.testing.assert_allclose(float(value), float(ref_value), rtol=1e-12)
+    for g, r in zip(grads, ref_grads):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-12)

@@ -66,6 +66,7 @@ class ChunkedFunction:
         chunk_nodes = [n for n in needed(plan, reduce_nodes + row_outputs)
                        if plan.place[n] in ("rows", "reduce") or n in plan.resized]
         chunk_nodes = [n for n in chunk_nodes if n not in plan.row_inputs]
+        chunk_nodes = _recompute_views(plan, chunk_nodes)
         # Values the chunks take from the free part (shared, sent to workers once).
         inside = set(chunk_nodes) | set(plan.row_inputs)
         shared = []
@@ -141,7 +142,7 @@ class ChunkedFunction:
                 raise TracingError(f"{self.name}: only the chunked (row) inputs may live on "
                                    f"back end {t.backend.name}; move others with t.to('numpy')")
         free_values = self._free_fn(*free) if self._shared or self._post_inputs else ()
-        free_values = [np.asarray(v.numpy()) for v in free_values]
+        free_values = _same_objects([np.asarray(v.numpy()) for v in free_values])
         combines = [(plan.rule[n].combine, _divisor(n) if plan.rule[n].divide else None)
                     for n in self._reduce]
         row_avals = [(o.shape[1:], o.dtype) for o in self._row_outputs]
@@ -158,6 +159,12 @@ class ChunkedFunction:
         for value in ([total] if total is not None else []) + row_outputs:
             graph.update(dict(value.__dask_graph__()))
         return graph
+
+    def shared_nbytes(self, tensors):
+        """Bytes of the shared values (parameters, values computed once on the client)
+        one call sends to each worker that runs a chunk."""
+        args, _ = self._chunk_call(tensors)
+        return sum(v.nbytes for v in {id(v): v for v in args[2]}.values())
 
     def __call__(self, tensors):
         graph, plan = self.graph, self.plan
@@ -181,4 +188,39 @@ def _divisor(node):
     axes = range(len(shape)) if axis is None else \
         [a % len(shape) for a in ((axis,) if isinstance(axis, int) else axis)]
     return float(np.prod([shape[a] for a in axes]))
+
+
+# Layout ops that make a view: a chunk recomputes them from the value they view rather
+# than receive a second copy of the same bytes (W and W.T would otherwise both travel).
+VIEW_OPS = frozenset(("transpose", "reshape", "expand_dims", "squeeze"))
+
+
+def _recompute_views(plan, chunk_nodes):
+    """``chunk_nodes`` with the free view ops they read (chains of them included)
+    moved into the chunk program, in graph order."""
+    inside = set(chunk_nodes) | set(plan.row_inputs)
+    todo = [i for n in chunk_nodes for i in n.inputs if i not in inside]
+    pulled = set()
+    while todo:
+        n = todo.pop()
+        if n in inside or n in pulled or n.op.name not in VIEW_OPS or n in plan.constants \
+                or plan.place.get(n) != "free" or n.side_effects:
+            continue
+        pulled.add(n)
+        todo.extend(n.inputs)
+    if not pulled:
+        return chunk_nodes
+    keep = set(chunk_nodes) | pulled
+    return [n for n in plan.order if n in keep]
+
+
+def _same_objects(values):
+    """``values`` with arrays that are the same bytes seen the same way (two reads of
+    one variable) replaced by one object, so that they are serialized once."""
+    seen = {}
+    out = []
+    for v in values:
+        key = (v.__array_interface__["data"][0], v.shape, v.strides, v.dtype.str)
+        out.append(seen.setdefault(key, v))
+    return out
 
