@@ -189,7 +189,7 @@ def run(config, modes, args, tick):
                     else:
                         x = en.tensor(x_dask)
                         call = lambda: float(step(x))  # noqa: E731
-                        call()
+                        call()                          # warm up: traces, worker imports
                         concrete = step.get_concrete_function(x)
                         tasks = len(concrete.task_graph([x]))
                         per_worker = concrete.shared_nbytes([x])
@@ -198,7 +198,8 @@ def run(config, modes, args, tick):
                                  task_overhead_ms=_scheduler_cost(client, len(paths)) * 1e3)
                 else:
                     continue
-                call()                                  # warm up: traces, worker imports
+                if mode in ("numpy", "dask_array"):
+                    call()                              # warm up: traces, worker imports
                 times = []
                 for _ in range(config["iterations"]):
                     t = time.perf_counter()
