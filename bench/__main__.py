@@ -193,8 +193,10 @@ def run_suite(found, names, args, progress):
                            "traceback": traceback.format_exc()})
             progress.newline()
             print(f"bench: {label} FAILED: {msg}", file=sys.stderr)
+        peak = common.peak_rss_mb()
         for r in out:
             r.setdefault("wall_s", time.perf_counter() - start)
+            r.setdefault("peak_rss_mb", peak)
         results.extend(out)
         progress.tick()
     return results, errors
@@ -317,6 +319,7 @@ def main(argv=None):
         print("plots: " + ", ".join(plots))
     if plot_msg:
         print(plot_msg)
+    print(common.peak_memory_line(results))
     print(f"done in {elapsed:.1f} s")
     if errors:
         print(f"{len(errors)} failure(s):", file=sys.stderr)

@@ -178,6 +178,28 @@ def skip_reason(name):
 # ----------------------------------------------------------------------------
 # machine facts
 
+def peak_rss_mb():
+    """This process's peak resident memory so far, in MB (None where unknown)."""
+    try:
+        import resource
+    except ImportError:        # not on POSIX
+        return None
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024 if sys.platform != "darwin" else kb / 2**20   # macOS counts bytes
+
+
+def peak_memory_line(results):
+    """The run's peak resident memory and the first configuration that reached it
+    (each record carries the peak after its configuration ran)."""
+    seen = [r for r in results if r.get("peak_rss_mb") is not None]
+    if not seen:
+        return "peak resident memory: unknown on this platform"
+    top = max(r["peak_rss_mb"] for r in seen)
+    first = next(r for r in seen if r["peak_rss_mb"] == top)
+    return (f"peak resident memory: {top / 1024:.2f} GB, reached during "
+            f"{first['workload']} {config_label(first['config'])}")
+
+
 def _cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
