@@ -55,7 +55,7 @@ if __name__ == "__main__":
 
 import engine as en  # noqa: E402
 from bench import common, workloads  # noqa: E402
-from bench.malloc import steady_malloc  # noqa: E402
+from bench.malloc import release_memory, steady_malloc  # noqa: E402
 from engine.graph.parallel import kernel_threads  # noqa: E402
 
 
@@ -183,6 +183,7 @@ def run_suite(found, names, args, progress):
             progress.set_detail(f"({reps[0]} reps)")
 
         progress.set_label(label)
+        release_memory()
         start = time.perf_counter()
         try:
             out = mod.run(cfg, modes, args, tick)

@@ -24,6 +24,7 @@ Example:
 """
 import ctypes
 import ctypes.util
+import gc
 import platform
 
 # mallopt parameters, from glibc's <malloc.h>.
@@ -33,12 +34,16 @@ MMAP_THRESHOLD = 32 << 20      # glibc's largest allowed value on 64-bit systems
 _NO_TRIM = (1 << 31) - 1        # mallopt takes an int
 
 
+def _libc():
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+
+
 def steady_malloc():
     """Fix glibc's mmap and trim thresholds; returns a line saying what was done."""
     if platform.libc_ver()[0] != "glibc":
         return "unchanged (not glibc)"
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = _libc()
         ok = (libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and
               libc.mallopt(_M_TRIM_THRESHOLD, _NO_TRIM) == 1)
     except (OSError, AttributeError) as err:
@@ -46,3 +51,21 @@ def steady_malloc():
     if not ok:
         return "unchanged (mallopt refused)"
     return f"glibc: mmap threshold {MMAP_THRESHOLD >> 20} MiB, no trimming"
+
+
+def release_memory():
+    """Hand back what the last configuration left: the eager buffer cache's arrays,
+    unreachable objects (a mode's compiled function and its buffers), and the free
+    part of the heap, which the fixed thresholds never trim by themselves. The
+    runner calls it between configurations (never inside one, where it would cost
+    the next call page faults), so the run's peak memory is its largest
+    configuration's, not the sum of what every workload left cached."""
+    from engine.eager import buffer_cache
+    buffer_cache.clear()
+    gc.collect()
+    if platform.libc_ver()[0] == "glibc":
+        try:
+            _libc().malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+

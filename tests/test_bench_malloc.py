@@ -46,3 +46,37 @@ def test_steady_malloc_stops_page_faults_on_reused_memory():
     # 50 iterations, each making ~9 MiB of temporaries: a few faults at most
     # (the interpreter's own small allocations), not thousands.
     assert int(faults) < 50, f"{faults} page faults in 50 iterations"
+
+
+RELEASE_CHILD = r"""
+import numpy as np
+import engine as en
+from engine.eager import buffer_cache
+from bench.malloc import release_memory, steady_malloc
+
+def resident_kb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4
+
+print(steady_malloc())
+x = en.tensor(np.ones((2000, 2000)))
+for _ in range(3):
+    y = en.exp(x) + 1.0           # eager temporaries of 32 MB: recycled by the cache
+    del y
+blocks = [np.ones(1 << 17) for _ in range(400)]   # 400 MB of 1 MB heap blocks
+del blocks
+before = resident_kb()
+cached = buffer_cache.cached_bytes()
+release_memory()
+print(cached, buffer_cache.cached_bytes(), before - resident_kb())
+"""
+
+
+def test_release_memory_empties_the_eager_cache_and_trims_the_heap():
+    if platform.libc_ver()[0] != "glibc":
+        return   # steady_malloc leaves other allocators alone; nothing to release
+    out = subprocess.run([sys.executable, "-c", RELEASE_CHILD], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split("\n")
+    cached, after, released_kb = (int(v) for v in out[1].split())
+    assert cached > 0 and after == 0
+    assert released_kb > 300_000        # the freed heap went back to the system
