@@ -151,12 +151,13 @@ def unary(name, impl, vjp, *, allowed=dtypes.FLOATS, what="floating-point", out_
 
 def binary(name, impl, vjp, *, allowed=dtypes.NUMERIC | {dtypes.bool_}, what="numeric or bool",
            out_dtype=None, commutative=False, true_divide=False, doc="", out_impl=None,
-           vjp_needs=False, generic=None):
+           vjp_needs=False, generic=None, loops=None):
     """Define and register a two-input broadcasting elementwise op (``impl`` and
     ``generic`` as for :func:`unary`). Two bool inputs are typed by numpy's loop when
-    ``impl`` is a ufunc (see :func:`binary_rule`)."""
+    ``impl`` is a ufunc (see :func:`binary_rule`); ``loops`` names that ufunc when
+    ``impl`` is a function around it."""
     impl, generic = _kernels(impl, generic)
-    ufunc = impl if isinstance(impl, np.ufunc) else None
+    ufunc = impl if isinstance(impl, np.ufunc) else loops
     if ufunc is not None:   # bool stays: it mixes with numbers even where bool-bool has no loop
         allowed = _with_loops(ufunc, allowed) | (allowed & {dtypes.bool_})
     return register(Op(name, impl, binary_rule(name, allowed, what, out_dtype, true_divide, ufunc),

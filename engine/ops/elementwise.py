@@ -9,7 +9,7 @@ from ..op import lookup as _lookup
 from ._args import at_user_line
 from ._define import binary, call, unary, unbroadcast
 from ._define import binary_rule as _binary_rule
-from . import compare, creation
+from . import compare, complex_kernels, creation
 
 NUM = dtypes.NUMERIC
 REAL = dtypes.REAL
@@ -49,8 +49,23 @@ declare(log_op, onnx=("node", "Log"), scalar_form="np.log({0})", positional_out=
 log1p_op = unary("log1p", "log1p", lambda g, out, x: (g / (x + 1.0),), allowed=INEXACT,
                  doc="``log(1 + x)``, accurate near 0.")
 declare(log1p_op, onnx=("expr", "Log(Add(x0, 1))"), scalar_form="np.log1p({0})", positional_out=True)
-expm1_op = unary("expm1", "expm1", lambda g, out, x: (g * (out + 1.0),), allowed=INEXACT,
-                 doc="``exp(x) - 1``, accurate near 0.")
+
+
+def _expm1_out(x, out):
+    # numpy's complex expm1 misses C99's special values (see complex_kernels).
+    if x.dtype.kind == "c":
+        out[...] = complex_kernels.expm1(x)
+        return out
+    return np.expm1(x, out)
+
+
+def _expm1_impl(x):
+    return complex_kernels.expm1(x) if x.dtype.kind == "c" else np.expm1(x)
+
+
+expm1_op = unary("expm1", _expm1_impl, lambda g, out, x: (g * (out + 1.0),), allowed=INEXACT,
+                 doc="``exp(x) - 1``, accurate near 0.", out_impl=_expm1_out,
+                 generic="expm1", to_float=True)
 declare(expm1_op, onnx=("expr", "Sub(Exp(x0), 1)"), scalar_form="np.expm1({0})", positional_out=True)
 sqrt_op = unary("sqrt", "sqrt", lambda g, out, x: (g / (out * 2.0),), allowed=INEXACT,
                 doc="Square root.")

@@ -117,9 +117,9 @@ nextafter_op = _float_binary("nextafter", np.nextafter, "nextafter", None, None,
                              "The next float after ``x`` toward ``y`` (no gradient).")
 
 
-def _integer_division(name, ufunc, generic, vjp, onnx, form, doc):
+def _integer_division(name, ufunc, generic, vjp, onnx, form, doc, out_impl=None, loops=None):
     op = binary(name, ufunc, vjp, allowed=dtypes.NUMERIC, what="numeric", doc=doc,
-                vjp_needs=True, generic=generic)
+                vjp_needs=True, generic=generic, out_impl=out_impl, loops=loops)
     declare(op, onnx=onnx, scalar_form=form, positional_out=True)
     return op
 
@@ -133,11 +133,47 @@ def _fmod_generic(be, x, y):
     return be.xp.where(fix, r - y, r)
 
 
+# Floor division of floats: numpy follows Python, where ``inf // 2`` is NaN and
+# ``1 // -inf`` is -1; the Array API standard defines ``floor(x / y)`` there
+# (inf and -0). The kernels take numpy's result and redo only the elements
+# with an infinite or NaN operand, so finite inputs cost one check more.
+def _floor_divide_fix(x, y, q):
+    """``q`` (numpy's ``x // y``) with the standard's values where an operand is not finite."""
+    with np.errstate(all="ignore"):
+        bad = ~(np.isfinite(x) & np.isfinite(y))
+        if bad.any():
+            q = np.where(bad, np.floor(np.true_divide(x, y)), q).astype(q.dtype, copy=False)
+    return q
+
+
+def _floor_divide_impl(x, y):
+    q = np.floor_divide(x, y)
+    return _floor_divide_fix(x, y, q) if q.dtype.kind == "f" else q
+
+
+def _floor_divide_out(x, y, out):
+    np.floor_divide(x, y, out)
+    if out.dtype.kind == "f":
+        out[...] = _floor_divide_fix(x, y, out)
+    return out
+
+
+def _floor_divide_generic(be, x, y):
+    x, y = be.promote(x, y)
+    q = be.xp.floor_divide(x, y)
+    if be.dtype_of(q) not in FLOATS:
+        return q
+    xp = be.xp
+    return xp.where(xp.isfinite(x) & xp.isfinite(y), q, xp.floor(x / y))
+
+
 floor_divide_op = _integer_division(
-    "floor_divide", np.floor_divide, "floor_divide", _floor_divide_vjp, ("Mod", "floor_divide"),
-    "np.floor_divide({0}, {1})",
-    "``x // y``: the quotient rounded toward -inf (integers: 0 where y is 0, as numpy). "
-    "Its gradient is zero (piecewise constant).")
+    "floor_divide", _floor_divide_impl, _floor_divide_generic, _floor_divide_vjp,
+    ("Mod", "floor_divide"), "np.floor_divide({0}, {1})",
+    "``x // y``: the quotient rounded toward -inf (integers: 0 where y is 0, as numpy; "
+    "floats with an infinite operand: ``floor(x / y)``, the Array API standard's value, "
+    "where numpy gives Python's NaN and -1). Its gradient is zero (piecewise constant).",
+    out_impl=_floor_divide_out, loops=np.floor_divide)
 mod_op = _integer_division(
     "mod", np.remainder, "remainder", _mod_vjp, ("Mod", "mod"), "np.remainder({0}, {1})",
     "``x % y``: the remainder of floor division, with the divisor's sign (numpy's "

@@ -38,10 +38,13 @@ _LN10 = math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-def _float(name, np_name, standard, vjp, onnx, form, doc):
+def _float(name, np_name, standard, vjp, onnx, form, doc, allowed=dtypes.INEXACT):
     """A floating-point unary op on numpy's ufunc ``np_name`` and the standard's
-    function ``standard`` (the kernel on other back ends)."""
-    op = unary(name, getattr(np, np_name), vjp, doc=doc, generic=standard)
+    function ``standard`` (the kernel on other back ends). Complex inputs take
+    numpy's complex kernels (the standard defines each of these on complex
+    numbers, with C99's branch cuts and special values); their gradients are
+    refused by the tape, as for every complex value."""
+    op = unary(name, getattr(np, np_name), vjp, doc=doc, generic=standard, allowed=allowed)
     declare(op, onnx=onnx, scalar_form=form, positional_out=True)
     return op
 
