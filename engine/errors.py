@@ -23,6 +23,11 @@ class ShapeError(EngineError, ValueError):
     """Input shapes do not fit the op (rank, size or broadcasting)."""
 
 
+class AxisError(ShapeError, IndexError):
+    """An axis is out of range for the input's rank; an ``IndexError`` too, as
+    numpy's ``AxisError`` is and the Array API standard asks."""
+
+
 class DTypeError(EngineError, TypeError):
     """Input dtypes do not fit the op, or the dtype is not supported."""
 

@@ -1,5 +1,5 @@
 """Shape helpers shared by the shape rules. Dims may be ``None`` (unknown at trace time)."""
-from .errors import ShapeError
+from .errors import AxisError, ShapeError
 
 
 def broadcast_shapes(*shapes, op_name="broadcast"):
@@ -38,7 +38,7 @@ def normalize_axis(axis, ndim, op_name):
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise ShapeError(f"{op_name}: axis must be an int, got {axis!r}")
     if not -ndim <= axis < ndim:
-        raise ShapeError(f"{op_name}: axis {axis} is out of range for an input of rank {ndim}")
+        raise AxisError(f"{op_name}: axis {axis} is out of range for an input of rank {ndim}")
     return axis % ndim if ndim else 0
 
 

@@ -136,3 +136,24 @@ def test_reductions_and_sorting_adapters():
     assert a.shape == b.shape == (2, 3)
     assert [t.tolist() for t in xp.unstack(xp.asarray([[1, 2], [3, 4]]), axis=1)] == [[1, 3],
                                                                                     [2, 4]]
+
+
+def test_linalg_diagonal_and_trace_take_the_last_two_axes():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    for offset in (-1, 0, 2):
+        np.testing.assert_array_equal(xp.linalg.diagonal(xp.asarray(a), offset=offset).numpy(),
+                                      np.diagonal(a, offset=offset, axis1=-2, axis2=-1))
+        np.testing.assert_array_equal(xp.linalg.trace(xp.asarray(a), offset=offset).numpy(),
+                                      np.trace(a, offset=offset, axis1=-2, axis2=-1))
+    assert xp.linalg.trace(xp.asarray(a), dtype=xp.float32).dtype == xp.float32
+
+
+def test_an_axis_out_of_range_is_an_index_error():
+    x = xp.zeros((2, 3))
+    assert xp.expand_dims(x, axis=2).shape == (2, 3, 1)
+    assert xp.expand_dims(x, axis=-3).shape == (1, 2, 3)
+    for axis in (3, -4):
+        with pytest.raises(IndexError, match="out of range"):   # numpy's AxisError is one too
+            xp.expand_dims(x, axis=axis)
+        with pytest.raises(en.ShapeError):
+            en.expand_dims(x, axis)

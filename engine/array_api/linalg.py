@@ -26,7 +26,9 @@ def _engine(name):
 
 def _define(name, make, engine_name=None):
     fn = _engine(engine_name or name)
-    if fn is None and name in ("tensordot", "vecdot", "outer", "trace", "diagonal"):
+    if name in ("trace", "diagonal"):   # the main namespace's, which takes axis1/axis2
+        fn = getattr(_en, name, None)
+    if fn is None and name in ("tensordot", "vecdot", "outer"):
         fn = getattr(_en, engine_name or name, None)   # the main namespace's
     if fn is not None:
         globals()[name] = make(fn)

@@ -144,6 +144,11 @@ def _lower_from(x, uplo, name):
     """``x`` with the triangle ``uplo`` in the lower one (the op reads the lower)."""
     if uplo not in ("L", "U"):
         raise DomainError(f"{name}: UPLO={uplo!r}; expected 'L' or 'U'{at_user_line()}")
+    if uplo == "U" and getattr(x, "dtype", None) in dtypes.COMPLEX:
+        # A Hermitian matrix's upper triangle is the lower one of its conjugate transpose;
+        # the plain transpose would give the conjugate eigenvectors.
+        raise DomainError(f"{name}: UPLO='U' of a complex matrix is not supported; pass the "
+                          f"lower triangle (UPLO='L'){at_user_line()}")
     return x if uplo == "L" else matrix_transpose(x)
 
 
@@ -196,11 +201,24 @@ def pinv(x, rcond=None, hermitian=False, *, rtol=_NO_VALUE):
             rcond = _eps_cutoff(x)
         else:
             rcond = rtol
-    return apply(pinv_op, x, rcond=float(rcond))
+    return apply(pinv_op, x, rcond=_cutoff_param(rcond))
+
+
+def _cutoff_param(rcond):
+    """``rcond`` as an op parameter: a float, or for one cutoff per matrix of the
+    stack (the standard's array ``rtol``) the values as nested tuples."""
+    values = np.asarray(rcond.numpy() if isinstance(rcond, TensorLike) else rcond)
+    if values.ndim == 0:
+        return float(values)
+    return _tuples(values.astype(np.float64).tolist())
+
+
+def _tuples(value):
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 def _eps_cutoff(x):
-    dt = x.dtype if x.dtype in dtypes.FLOATS else dtypes.float64
+    dt = x.dtype if x.dtype in dtypes.INEXACT else dtypes.float64   # complex64: float32's eps
     dims = [d for d in x.shape[-2:] if d is not None] or [1]
     return max(dims) * float(np.finfo(dt).eps)
 

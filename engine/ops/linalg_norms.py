@@ -18,8 +18,9 @@ _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
 
 
 def _float_tensor(name, x):
+    """``x`` as a tensor of a floating dtype: complex kept, bools and integers in float64."""
     x = x if isinstance(x, TensorLike) else current_mode().lift([x])[0]
-    if x.dtype not in dtypes.FLOATS:
+    if x.dtype not in dtypes.INEXACT:
         if x.dtype not in dtypes.NUMERIC and x.dtype != dtypes.bool_:
             raise DomainError(f"{name}: unsupported dtype {x.dtype}{at_user_line()}")
         x = creation.cast(x, dtypes.float64)
@@ -38,6 +39,8 @@ def vector_norm(x, axis=None, keepdims=False, ord=2):
     x = _float_tensor("vector_norm", x)
     if isinstance(ord, str) or ord is None:
         raise DomainError(f"vector_norm: invalid ord {ord!r} for vectors{at_user_line()}")
+    if x.dtype in dtypes.COMPLEX:   # the norms of a complex vector are its moduli's
+        x = elementwise.abs(x)
     axes = normalize_axes(tuple(axis) if isinstance(axis, list) else axis, x.ndim,
                           "vector_norm")
     kw = dict(axis=axes, keepdims=bool(keepdims))
@@ -72,6 +75,8 @@ def matrix_norm(x, keepdims=False, ord="fro"):
     if ord not in _MATRIX_ORDS:
         raise DomainError(f"matrix_norm: invalid ord {ord!r}; expected one of "
                           f"{_MATRIX_ORDS}{at_user_line()}")
+    if x.dtype in dtypes.COMPLEX and ord not in ("nuc", 2, -2):
+        x = elementwise.abs(x)    # entrywise norms: those of the moduli
     if ord == "fro":
         out = elementwise.sqrt(reduce.sum(x * x, axis=(-2, -1)))
     elif ord in ("nuc", 2, -2):

@@ -17,7 +17,8 @@ from ..shapes import broadcast_shapes
 from ._define import call, unbroadcast
 from . import _rules, shape_ops
 from .linalg import matmul
-from .matrix_helpers import LINALG_DTYPES, float_inputs, lapack_errors, matrix_shape, mT, phi_mask
+from .matrix_helpers import (LINALG_DTYPES, float_inputs, lapack_errors, matrix_shape, mT,
+                             phi_mask, real_dtype)
 
 
 def _square_eval(name):
@@ -66,7 +67,7 @@ declare(det_op, onnx=("node", "Det"), fold_cost="factorization")
 def _slogdet_eval(x):
     dt = float_inputs("slogdet", [x])
     batch, _, _ = matrix_shape("slogdet", x, square=True)
-    return ((batch, dt), (batch, dt))
+    return ((batch, dt), (batch, real_dtype(dt)))
 
 
 def _slogdet_impl(x):
@@ -147,7 +148,24 @@ declare(cholesky_op, onnx=None, fold_cost="contraction")
 def _pinv_eval(x, *, rcond):
     dt = float_inputs("pinv", [x])
     batch, m, n = matrix_shape("pinv", x)
+    if isinstance(rcond, tuple):   # one cutoff per matrix: it broadcasts against the stack
+        cutoffs = np.shape(rcond)
+        try:
+            broadcast_shapes(cutoffs, batch, op_name="pinv")
+        except ShapeError:
+            raise ShapeError(f"pinv: cutoffs of shape {cutoffs} do not broadcast against the "
+                             f"stack of {describe_inputs([x])}") from None
     return (batch + (n, m), dt)
+
+
+def _pinv_impl(x, *, rcond):
+    return np.linalg.pinv(x, rcond=np.asarray(rcond) if isinstance(rcond, tuple) else rcond)
+
+
+def _pinv_generic(be, x, *, rcond):
+    if isinstance(rcond, tuple):
+        rcond = be.asarray(np.asarray(rcond, dtype=real_dtype(be.dtype_of(x))))
+    return be.xp.linalg.pinv(x, rtol=rcond)
 
 
 def _pinv_vjp(g, out, x, *, rcond):
@@ -160,10 +178,10 @@ def _pinv_vjp(g, out, x, *, rcond):
     return (term1 + term2 + term3,)
 
 
-pinv_op = _linalg_op("pinv", lambda x, *, rcond: np.linalg.pinv(x, rcond=rcond), _pinv_eval,
-                     _pinv_vjp, lambda be, x, *, rcond: be.xp.linalg.pinv(x, rtol=rcond),
+pinv_op = _linalg_op("pinv", _pinv_impl, _pinv_eval, _pinv_vjp, _pinv_generic,
                      "Moore-Penrose pseudo-inverse (singular values below ``rcond`` times the "
-                     "largest are dropped).", n_inputs=1)
+                     "largest are dropped; ``rcond`` a float, or nested tuples of one cutoff "
+                     "per matrix).", n_inputs=1)
 declare(pinv_op, onnx=None, fold_cost="contraction")
 
 

@@ -29,7 +29,8 @@ from .join import concat
 from .linalg import matmul
 from .linalg_solve import solve_matrix
 from .matrix_helpers import (LINALG_DTYPES, diag_embed, float_inputs, lapack_errors,
-                             matrix_shape, mT, phi_mask, safe_reciprocal_differences)
+                             matrix_shape, mT, phi_mask, real_dtype,
+                             safe_reciprocal_differences)
 
 
 def _op(name, impl, abstract_eval, vjp, generic, doc):
@@ -103,7 +104,7 @@ def _svd_eval(x, *, full_matrices):
     batch, m, n = matrix_shape("svd", x)
     k = None if None in (m, n) else min(m, n)
     ucols, vrows = (m, n) if full_matrices else (k, k)
-    return ((batch + (m, ucols), dt), (batch + (k,), dt), (batch + (vrows, n), dt))
+    return ((batch + (m, ucols), dt), (batch + (k,), real_dtype(dt)), (batch + (vrows, n), dt))
 
 
 def _svd_impl(x, *, full_matrices):
@@ -149,7 +150,7 @@ declare(svd_op, onnx=None, fold_cost="factorization")
 def _eigh_eval(x):
     dt = float_inputs("eigh", [x])
     batch, m, _ = matrix_shape("eigh", x, square=True)
-    return ((batch + (m,), dt), (batch + (m, m), dt))
+    return ((batch + (m,), real_dtype(dt)), (batch + (m, m), dt))
 
 
 def _eigh_impl(x):

@@ -10,15 +10,18 @@ from ..errors import DomainError, DTypeError, NotDifferentiableError, ShapeError
 from . import compare, creation, shape_ops
 
 
-#: What LAPACK takes (numpy's linalg refuses float16): the real dtypes of these ops.
-LINALG_DTYPES = frozenset((dtypes.float32, dtypes.float64))
+#: What LAPACK takes (numpy's linalg refuses float16): the dtypes of these ops.
+#: Complex matrices compute with numpy's complex LAPACK routines; their gradients
+#: are refused by the tape, as for every complex value.
+LINALG_DTYPES = frozenset((dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128))
 
 
 def float_inputs(name, avals):
+    """The result dtype of inputs that must all be float32/64 or complex64/128."""
     for _, dt in avals:
         if dt not in LINALG_DTYPES:
-            raise DTypeError(f"{name}: expected floating-point inputs, got "
-                             f"{describe_inputs(avals)}")
+            raise DTypeError(f"{name}: expected float32, float64, complex64 or complex128 "
+                             f"inputs, got {describe_inputs(avals)}")
     return np.result_type(*[dt for _, dt in avals])
 
 
@@ -35,6 +38,12 @@ def lapack_errors(name, kernel, generic=False):
             avals = [(tuple(a.shape), np.dtype(str(a.dtype).split(".")[-1])) for a in arrays]
             raise DomainError(f"{name}: {err} (inputs {describe_inputs(avals)})") from None
     return run
+
+
+def real_dtype(dt):
+    """The dtype of the real numbers a result on ``dt`` holds (singular values,
+    eigenvalues of a Hermitian matrix, log |det|): complex64 -> float32."""
+    return np.finfo(dt).dtype
 
 
 def matrix_shape(name, aval, square=False):
