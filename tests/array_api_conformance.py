@@ -13,14 +13,17 @@ loaded machine must not turn into failures), from a scratch folder so that
 hypothesis writes nothing into the suite's folder.
 
 The expected failures are ``tests/array_api_xfails.txt``: one test id a line,
-each under a ``#`` comment that says why. The run fails on any other failure;
-it prints the tests that are listed but passed, so the list can shrink. The
-last line is the count the README quotes.
+each under a ``#`` comment that says why. The run fails (exit status 1) on any
+other failure; it prints the tests that are listed but passed, so the list can
+shrink. It fails with status 2, saying why, when the suite can be neither found
+nor cloned or pytest could not run it: CI never passes without having run it.
+The last line is the count the README quotes.
 """
 import argparse
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,29 +41,45 @@ SPEC_COMMIT = "5f847a38"
 def find_suite():
     """The folder holding the suite: the environment's, the shared copy, or a clone."""
     given = os.environ.get("ARRAY_API_TESTS_DIR")
-    candidates = [Path(given)] if given else []
-    candidates.append(ROOT.parent / "shared" / "array-api-tests")
-    for path in candidates:
-        if (path / "array_api_tests").is_dir():
-            return path
+    if given:   # asked for by name: that one or none
+        if not (Path(given) / "array_api_tests").is_dir():
+            raise SuiteUnavailable(f"ARRAY_API_TESTS_DIR={given} holds no array_api_tests/")
+        return Path(given)
+    shared = ROOT.parent / "shared" / "array-api-tests"
+    if (shared / "array_api_tests").is_dir():
+        return shared
     return clone_suite(ROOT / ".cache" / f"array-api-tests-{SUITE_COMMIT}")
 
 
+class SuiteUnavailable(Exception):
+    """Neither a copy of the suite nor a clone of it could be had."""
+
+
 def clone_suite(path):
+    """A clone of the suite (and of the standard's text it reads) at the pinned commits,
+    made in a scratch folder and moved to ``path`` only when complete, so a failed
+    clone leaves nothing half made behind."""
     if (path / "array_api_tests").is_dir() and (path / "array-api" / "spec").is_dir():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def git(*args, cwd=None):
-        subprocess.run(["git", *args], cwd=cwd, check=True)
-    git("clone", "--quiet", SUITE_URL, str(path))
-    git("checkout", "--quiet", SUITE_COMMIT, cwd=path)
-    spec = path / "array-api"
-    if spec.exists() and not any(spec.iterdir()):
-        spec.rmdir()
-    if not spec.exists():
-        git("clone", "--quiet", SPEC_URL, str(spec))
-    git("checkout", "--quiet", SPEC_COMMIT, cwd=spec)
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+        if done.returncode:
+            raise SuiteUnavailable(f"git {' '.join(args)}: {done.stderr.strip()}")
+    with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
+        work = Path(scratch) / "suite"
+        git("clone", "--quiet", SUITE_URL, str(work))
+        git("checkout", "--quiet", SUITE_COMMIT, cwd=work)
+        spec = work / "array-api"
+        if spec.exists() and not any(spec.iterdir()):
+            spec.rmdir()
+        if not spec.exists():
+            git("clone", "--quiet", SPEC_URL, str(spec))
+        git("checkout", "--quiet", SPEC_COMMIT, cwd=spec)
+        if path.exists():
+            shutil.rmtree(path)
+        work.rename(path)
     return path
 
 
@@ -92,10 +111,14 @@ def run(suite, report_path, extra):
 
 
 def first_line(test):
+    """The first line of a test's failure message, or of its skip reason."""
     for phase in ("setup", "call"):
         crash = (test.get(phase) or {}).get("crash") or {}
         if crash.get("message"):
             return crash["message"].splitlines()[0][:160]
+        longrepr = (test.get(phase) or {}).get("longrepr")
+        if test["outcome"] == "skipped" and longrepr:
+            return str(longrepr).splitlines()[-1][:160]
     return ""
 
 
@@ -103,11 +126,24 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--report", action="store_true", help="list every failure's message")
     args, pytest_args = parser.parse_known_args()   # the rest goes to pytest (-k ...)
-    suite = find_suite()
+    try:
+        suite = find_suite()
+    except SuiteUnavailable as err:   # never pass silently without having run the suite
+        print(f"array-api-tests: no copy at {ROOT.parent / 'shared' / 'array-api-tests'} "
+              f"(or $ARRAY_API_TESTS_DIR), and cloning {SUITE_URL} failed: {err}",
+              file=sys.stderr)
+        return 2
+    if not XFAILS.is_file():
+        print(f"array-api-tests: {XFAILS} is missing", file=sys.stderr)
+        return 2
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(tmp) / "report.json"
-        run(suite, report_path, pytest_args)
+        code = run(suite, report_path, pytest_args)
+        if code not in (0, 1) or not report_path.is_file():   # 1: some test failed
+            print(f"array-api-tests: pytest exited with status {code} (collection or usage "
+                  "error, or no test ran)", file=sys.stderr)
+            return 2
         tests = json.loads(report_path.read_text())["tests"]
     seconds = time.perf_counter() - start
     outcomes = collections.Counter(t["outcome"] for t in tests)
@@ -115,7 +151,7 @@ def main():
     stale = [t["nodeid"] for t in tests if t["outcome"] == "xpassed"]
     if args.report:
         for t in tests:
-            if t["outcome"] in ("failed", "error", "xfailed"):
+            if t["outcome"] in ("failed", "error", "xfailed", "skipped"):
                 print(f"{t['outcome']:8} {t['nodeid']}\n         {first_line(t)}")
     for t in failed:
         print(f"UNEXPECTED FAILURE {t['nodeid']}: {first_line(t)}")
@@ -127,7 +163,7 @@ def main():
           f"({100 * passed / max(total, 1):.1f}%), {outcomes['xfailed']} expected failures, "
           f"{len(failed)} unexpected failures, {outcomes['skipped']} skipped, "
           f"in {seconds:.0f} s")
-    return 1 if failed else 0
+    return 1 if failed or not tests else 0
 
 
 if __name__ == "__main__":
