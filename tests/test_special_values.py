@@ -124,3 +124,7 @@ def test_floor_divide_on_finite_inputs_is_numpys():
         np.testing.assert_array_equal(en.floor_divide(en.tensor(ix), en.tensor(iy)).numpy(),
                                       np.floor_divide(ix, iy))
     assert (en.tensor([INF]) // 2).dtype == np.float64
+    big = np.array([1e308, 1e308, -3.0])     # quotients overflow: numpy's inf stays
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(en.floor_divide(en.tensor(big), 0.5).numpy(),
+                                      np.floor_divide(big, 0.5))

@@ -133,17 +133,23 @@ def _fmod_generic(be, x, y):
     return be.xp.where(fix, r - y, r)
 
 
+_sum = np.add.reduce
+
+
 # Floor division of floats: numpy follows Python, where ``inf // 2`` is NaN and
 # ``1 // -inf`` is -1; the Array API standard defines ``floor(x / y)`` there
 # (inf and -0). The kernels take numpy's result and redo only the elements
 # with an infinite or NaN operand, so finite inputs cost one check more.
 def _floor_divide_fix(x, y, q):
     """``q`` (numpy's ``x // y``) with the standard's values where an operand is not finite."""
+    # numpy's q is wrong only where it is NaN (x infinite) or y is infinite: one sum of
+    # each tells (an overflowing sum only takes the slower path). This runs outside
+    # np.errstate, inside which ufuncs on small arrays run many times slower.
+    if math.isfinite(_sum(q, None) + _sum(y, None)):
+        return q
+    bad = ~(np.isfinite(x) & np.isfinite(y))
     with np.errstate(all="ignore"):
-        bad = ~(np.isfinite(x) & np.isfinite(y))
-        if bad.any():
-            q = np.where(bad, np.floor(np.true_divide(x, y)), q).astype(q.dtype, copy=False)
-    return q
+        return np.where(bad, np.floor(np.true_divide(x, y)), q).astype(q.dtype, copy=False)
 
 
 def _floor_divide_impl(x, y):
