@@ -102,3 +102,15 @@ def test_pinv_takes_one_cutoff_per_matrix():
     assert LA.pinv(en.zeros((0, 2, 2)), rtol=en.zeros((0,), dtype="float32")).shape == (0, 2, 2)
     with pytest.raises(en.ShapeError, match="broadcast"):
         LA.pinv(en.tensor(a), rtol=np.array([0.1, 0.2, 0.3]))
+
+
+def test_vecdot_and_vdot_conjugate_their_first_complex_argument():
+    a, b = _complex((3, 4)), _complex((4,), seed=1)
+    np.testing.assert_allclose(en.vecdot(en.tensor(a), en.tensor(b)).numpy(), np.vecdot(a, b),
+                               rtol=1e-12)
+    np.testing.assert_allclose(complex(en.vdot(en.tensor(a[0]), en.tensor(b))),
+                               np.vdot(a[0], b), rtol=1e-12)
+    x1, x2 = np.array([1j, 2j, 3j]), np.array([1, 2j, 3])     # the standard's own example
+    assert complex(en.linalg.vecdot(en.tensor(x1), en.tensor(x2))) == 4 - 10j
+    r = np.arange(4.0)
+    assert float(en.vecdot(en.tensor(r), en.tensor(r))) == 14.0   # real: unchanged

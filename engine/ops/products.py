@@ -1,9 +1,11 @@
 """Products of vectors and tensors, as numpy names them: ``kron``, ``inner``, ``vdot``,
 ``cross``, ``vecdot``, ``matrix_transpose`` (composites of registered ops, so their
 gradients of any order and their traces come from those ops)."""
+from .. import dtypes
 from ..errors import ShapeError
 from ..lifting import TensorLike
-from ..modes import current_mode
+from ..modes import apply, current_mode
+from ..op import lookup
 from ..shapes import normalize_axis
 from ._args import at_user_line
 from . import elementwise, shape_ops
@@ -51,6 +53,12 @@ def inner(a, b):
     return tensordot(a, b, axes=([-1], [-1]))
 
 
+def _conj(x):
+    # engine.ops.complex_parts registers its rules over every op, so it is imported after
+    # this module: its conj op is found in the registry when called.
+    return apply(lookup("conj"), x)
+
+
 def vdot(a, b):
     """Dot product of ``a`` and ``b`` flattened (same number of elements).
 
@@ -60,6 +68,8 @@ def vdot(a, b):
         4.0
     """
     a, b = _tensors(a, b)
+    if a.dtype in dtypes.COMPLEX:    # numpy's vdot conjugates its first argument
+        a = _conj(a)
     fa, fb = shape_ops.reshape(a, (-1,)), shape_ops.reshape(b, (-1,))
     if None not in (fa.shape[0], fb.shape[0]) and fa.shape[0] != fb.shape[0]:
         raise ShapeError(f"vdot: inputs {a.dtype}{list(a.shape)} and {b.dtype}{list(b.shape)} "
@@ -106,6 +116,8 @@ def vecdot(x1, x2, axis=-1):
     if not fits or None not in (x1.shape[ax], x2.shape[ax]) and x1.shape[ax] != x2.shape[ax]:
         raise ShapeError(f"vecdot: axis {axis} does not have one size in {x1.dtype}"
                          f"{list(x1.shape)} and {x2.dtype}{list(x2.shape)}{at_user_line()}")
+    if x1.dtype in dtypes.COMPLEX:   # the standard's (and numpy's) sum(conj(x1) * x2)
+        x1 = _conj(x1)
     # An einsum keeps numpy's result dtype (a sum would widen int32 to int64).
     x1 = shape_ops.transpose(x1, _axis_last(x1.ndim, ax))
     x2 = shape_ops.transpose(x2, _axis_last(x2.ndim, ax))
