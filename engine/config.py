@@ -20,6 +20,11 @@ class _Config:
         # How fused elementwise kernels are lowered: "numpy" (the default, always
         # available) or "numba" (optional JIT: one pass, one call; needs numba).
         self.fusion_backend = "numpy"
+        # Whether a whole small graph, or each scan, runs as one numba-compiled function:
+        # "auto" (where numba is installed and it pays over 100 calls, compile time
+        # included; see graph/passes/compile_numba.py), "numba" (wherever it can) or
+        # "numpy" (never: the numpy lowering, which always works).
+        self.compiled_lowering = "auto"
         # Threads that walk a large fused kernel's rows, and split a large matrix
         # product's rows, at once. None (the default): 2 where the process may run on
         # two cores or more and numpy's OpenBLAS can be held at one thread while the

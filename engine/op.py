@@ -100,6 +100,9 @@ RULE_KINDS = {
     "scalar_form": "numba fusion (graph/passes/fusion_numba.py): the op on scalars, a format "
                    "string over its inputs ``{0}, {1}, ...``, where ONE and ZERO stand for 1 and "
                    "0 of the first input's dtype and ``np`` is numpy (``math`` the math module)",
+    "numba_form": "compiled lowering (graph/compiled/numba_source.py): a pattern of "
+                  "``numba_source.PATTERNS`` that writes the op in a numba function (non-"
+                  "elementwise ops; elementwise ones use their scalar_form)",
     "shape_only": "constant folding: True when the result depends only on the inputs' shapes "
                   "and dtypes, so the node folds once those shapes are static",
     "fold_cost": "constant folding's budget (graph/passes/fold_cost.py): a pattern of "

@@ -3,7 +3,15 @@
 ``graph.lint()`` runs after every optimization pass in every test, so a pass
 that leaves a broken graph (a dangling edge, a wrong recorded shape or dtype,
 a cycle) fails the test that triggered it, at the pass that did it.
+
+Compiled regions are cached in a fresh folder for the session, so what the
+default ("auto") lowering chooses never depends on what an earlier run left in
+the user's cache.
 """
+import os
+import tempfile
+
 import engine.graph.passes
 
 engine.graph.passes.LINT_AFTER_EACH_PASS[0] = True
+os.environ["ENGINE_CACHE_DIR"] = tempfile.mkdtemp(prefix="engine-test-cache-")

@@ -322,3 +322,6 @@ def _split_batch(size, args, dims, *, num_or_sizes, axis):
 declare(concat_op, batch=_concat_batch)
 declare(stack_op, batch=_stack_batch)
 declare(split_op, batch=_split_batch)
+
+# The compiled lowering copies the parts into one array (graph/compiled/numba_source.py).
+declare(stack_op, numba_form="stack_rows")

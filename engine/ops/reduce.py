@@ -258,3 +258,7 @@ declare(argmin_op, onnx=("arg_reduce", "ArgMin"), chunks=chunk_rules.reduction(N
 # (the tangent summed against the VJP of ones), and every reduction batches by its flag.
 declare(sum_op, jvp=_rules.jvp_linear(sum_op))
 declare(mean_op, jvp=_rules.jvp_linear(mean_op))
+
+# The compiled lowering writes these as loops summing in float64 (graph/compiled/numba_source.py).
+declare(sum_op, numba_form="reduce_sum")
+declare(mean_op, numba_form="reduce_mean")

@@ -5,11 +5,13 @@ default pipeline, in order:
 
 1. ``simplify``, ``layout``, ``constant_folding``, ``cse``, ``dce`` -- repeated until none
    changes the graph (each can expose work for the others);
-2. ``fusion`` -- elementwise regions (and regions feeding one another) into single
+2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one numba-compiled
+   function where numba is installed and it pays (``en.config.compiled_lowering``);
+3. ``fusion`` -- elementwise regions (and regions feeding one another) into single
    kernels, then ``dce``;
-3. ``parallel_matmul`` -- with kernel threads (``en.config.fusion_threads`` above 1), large
+4. ``parallel_matmul`` -- with kernel threads (``en.config.fusion_threads`` above 1), large
    matrix products split by rows over the engine's pool; nothing otherwise;
-4. ``memory_planning`` -- buffers for the compiled schedule (a plan kept for lowering;
+5. ``memory_planning`` -- buffers for the compiled schedule (a plan kept for lowering;
    the graph does not change).
 
 ``en.function(optimize=False)`` runs none; ``en.function(passes=[...])`` runs
@@ -21,6 +23,7 @@ import time
 from engine.config import config
 
 from .constant_folding import constant_folding
+from .compile_numba import compile_numba
 from .cse import cse
 from .dce import dce
 from .fusion import fusion
@@ -31,10 +34,11 @@ from .report import OptimizationReport, PassRecord
 from .simplify import simplify
 from engine.errors import InvalidArgumentError
 
-PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, dce, fusion,
-                                  parallel_matmul, memory_planning)}
+PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, dce, compile_numba,
+                                  fusion, parallel_matmul, memory_planning)}
 CLEANUP = ("simplify", "layout", "constant_folding", "cse", "dce")
-DEFAULT_PIPELINE = ("cleanup", "fusion", "dce", "parallel_matmul", "memory_planning")
+DEFAULT_PIPELINE = ("cleanup", "compile_numba", "fusion", "dce", "parallel_matmul",
+                    "memory_planning")
 MAX_ROUNDS = 10
 
 # Tests set this to run graph.lint() after every pass.

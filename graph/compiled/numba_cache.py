@@ -1,0 +1,124 @@
+"""Compiling generated numba source, with the machine code kept on disk.
+
+A region's source is written to ``<cache>/<key>.py``, where ``key`` hashes the
+source (which holds every shape and dtype as literals), the maths it imports
+(``numba_math.py``), and the numba, numpy and Python versions. The module is
+imported from that file and its function compiled with ``cache=True``, so
+numba stores the machine code beside it (``__pycache__``) and a second process
+loads it instead of compiling (tens of milliseconds instead of seconds).
+``<key>.ok`` is written after a compile succeeds: the lowering policy reads it
+to know that a region is cheap to load.
+
+The folder is ``$ENGINE_CACHE_DIR/numba`` if that is set, else
+``$XDG_CACHE_HOME/engine/numba``, else ``~/.cache/engine/numba``. Where it
+cannot be written, the function is compiled in memory (every process compiles
+again); nothing fails.
+
+Example:
+    >>> cache_dir().name
+    'numba'
+"""
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import pathlib
+import platform
+import sys
+import tempfile
+
+import numpy as np
+
+_MATH = pathlib.Path(__file__).with_name("numba_math.py")
+_HEADER = "import math\n\nimport numpy as np\nimport numba\nfrom engine.graph.compiled.numba_math import exp32, tanh32\n\n"
+
+
+def cache_dir():
+    """The folder compiled regions are kept in (see the module docstring)."""
+    root = os.environ.get("ENGINE_CACHE_DIR")
+    if root:
+        return pathlib.Path(root) / "numba"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = pathlib.Path(xdg) if xdg else pathlib.Path.home() / ".cache"
+    return base / "engine" / "numba"
+
+
+def key_of(source):
+    """The hash naming a region's files: its source, the maths and the versions (read
+    from the installed metadata: asking whether a region is cached imports no numba)."""
+    h = hashlib.sha256()
+    for part in (source, _MATH.read_text(), importlib.metadata.version("numba"), np.__version__,
+                 platform.python_version(), platform.machine()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def is_cached(source):
+    """True when this region's machine code is on disk (a compile succeeded before)."""
+    try:
+        return (cache_dir() / f"r{key_of(source)}.ok").exists()
+    except OSError:
+        return False
+
+
+def _write_atomic(path, text):
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _module_from_file(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module   # numba's cache finds the function's module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def _in_memory(source, fn_name):
+    import numba   # optional, imported when a region is compiled
+    namespace = {}
+    exec(compile(_HEADER + source, f"<numba region {fn_name}>", "exec"), namespace)
+    return numba.njit(namespace[fn_name], nogil=True, error_model="numpy")
+
+
+def load(source, fn_name, signature):
+    """A numba dispatcher for ``fn_name`` in ``source``, compiled for ``signature``
+    (a numba signature) and nothing else. Returns ``(dispatcher, from_cache)``."""
+    import numba   # optional, imported when a region is compiled
+    key = key_of(source)
+    folder = cache_dir()
+    module_name = f"_engine_region_{key}"
+    fn = None
+    on_disk = False
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"r{key}.py"
+        text = _HEADER + source
+        if not path.exists() or path.read_text() != text:
+            _write_atomic(path, text)
+        module = sys.modules.get(module_name) or _module_from_file(path, module_name)
+        fn = numba.njit(getattr(module, fn_name), cache=True, nogil=True, error_model="numpy")
+        on_disk = True
+    except (OSError, ImportError):   # an unwritable cache: compile in memory
+        fn = None
+    if fn is None:
+        fn = _in_memory(source, fn_name)
+    fn.compile(signature)
+    from_cache = bool(getattr(fn, "stats", None) and fn.stats.cache_hits)
+    fn.disable_compile()
+    if on_disk:
+        try:
+            (folder / f"r{key}.ok").touch()
+        except OSError:
+            pass
+    return fn, from_cache

@@ -1,0 +1,229 @@
+"""Compiled lowering of small-op regions: a whole graph, or each ``scan``, as one native function.
+
+Where every node of a graph has a numba form (elementwise ops through their
+``scalar_form`` rule, the others through ``numba_form``: matrix products,
+transposes, sums and means, integer indexing, ``stack``, ``scan``), the whole
+graph becomes one node calling one numba function; otherwise each ``scan``
+whose body has one does, with its time loop inside the compiled code. The
+numpy lowering stays for everything else, and always works.
+
+``en.config.compiled_lowering`` chooses:
+
+- ``"numpy"``: never;
+- ``"numba"``: wherever the region can be written (and numba is installed);
+- ``"auto"`` (the default): where numba is installed, the region's values are
+  small (at most ``SMALL_ELEMENTS`` elements each: where numpy's per-call
+  overhead, not its SIMD loops, is the cost), and it pays over
+  ``CALLS`` calls, compile time included: the machine code is on disk already
+  (``graph/compiled/numba_cache.py``; loading costs tens of milliseconds), or
+  the ops a call runs (a scan's body counted once per step) times
+  ``SAVED_SECONDS_PER_OP`` over ``CALLS`` calls exceed the estimated compile
+  time, ``COMPILE_SECONDS + COMPILE_SECONDS_PER_LINE`` per source line.
+
+Example:
+    >>> import engine as en
+    >>> en.config.compiled_lowering
+    'auto'
+"""
+import importlib.util
+import logging
+
+import numpy as np
+
+from engine.backend import NUMPY
+from engine.config import config
+from engine.errors import InvalidArgumentError
+from engine.op import Op
+
+from ..compiled import numba_cache, numba_source   # neither imports numba until it compiles
+from ..graph_ops import constant_op, placeholder_op, unpack_op
+
+# The policy's figures, measured on the benchmark machine (README, "rnn"): the numpy
+# lowering spends 1.5-3 us per op on arrays of a few thousand elements; importing numba
+# takes about 1 s, and it compiles a region in about 0.1 s per source line (the GRU's
+# forward and backward scans, 243 lines: 30 s on the loaded 2-core machine).
+CALLS = 100
+SMALL_ELEMENTS = 1 << 16
+SAVED_SECONDS_PER_OP = 1.5e-6
+COMPILE_SECONDS = 1.0
+COMPILE_SECONDS_PER_LINE = 0.1
+MODES = ("auto", "numba", "numpy")
+
+log = logging.getLogger("engine.graph")
+
+
+def numba_available():
+    """Whether numba is installed (found, not imported: importing it takes a second)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def compile_numba(graph):
+    """Replace the graph, or each of its scans, by one compiled node where the policy
+    says so (module docstring). Returns True if anything was replaced."""
+    mode = config.compiled_lowering
+    if mode not in MODES:
+        raise InvalidArgumentError(f"en.config.compiled_lowering must be one of {MODES}, "
+                                   f"got {mode!r}")
+    if mode == "numpy" or getattr(graph, "backend", NUMPY) is not NUMPY or \
+            not numba_available():
+        return False
+    whole = _whole_graph(graph)
+    done = 1 if whole is not None and _try(mode, graph, whole) else 0
+    if not done:
+        done = sum(_try(mode, graph, members) for members in _scan_regions(graph))
+    if done:
+        graph.notes.append(f"compiled {done} region{'s' if done != 1 else ''} with numba")
+    return bool(done)
+
+
+def _try(mode, graph, members):
+    """Compile one region where it can be written and pays; True if it was replaced."""
+    region = _Region(graph, members)
+    try:
+        # One name for every region: the source, hashed, names the cached files.
+        source, n_ops = numba_source.emit(members, region.inputs, region.outputs, "region")
+    except numba_source.Unsupported as why:
+        log.debug("compiled lowering: region of %d nodes not written: %s", len(members), why)
+        return False
+    if not _pays(mode, members, source, n_ops):
+        return False
+    compiled, from_cache = _compile(source, region)
+    if compiled is None:
+        return False
+    region.replace(compiled, source, n_ops, from_cache)
+    return True
+
+
+def whole_graph_source(graph):
+    """The numba source the whole of ``graph`` would compile to; raises
+    ``numba_source.Unsupported`` naming what cannot be written (nothing is compiled).
+
+    Example:
+        >>> import engine as en
+        >>> g = en.function(lambda x: en.tanh(x) * 2.0, passes=["cleanup"]).graph_for(en.ones(3))
+        >>> print(whole_graph_source(g).splitlines()[0])
+        def region(a0):
+    """
+    members = _whole_graph(graph)
+    if members is None:
+        raise numba_source.Unsupported("the graph has effects or nothing to compute")
+    region = _Region(graph, members)
+    return numba_source.emit(members, region.inputs, region.outputs, "region")[0]
+
+
+def _whole_graph(graph):
+    """Every computing node, when none has side effects or control dependencies."""
+    members = []
+    for node in graph.topo_order():
+        if node.op is placeholder_op or _array_constant(node):
+            continue
+        if node.side_effects or node.control_deps:
+            return None
+        members.append(node)
+    return members if members else None
+
+
+def _scan_regions(graph):
+    regions = []
+    for node in graph.topo_order():
+        if node.op.rules.get("numba_form") != "time_loop" or node.side_effects or node.control_deps:
+            continue
+        regions.append([node] + [u for u in graph.users(node) if u.op is unpack_op])
+    return regions
+
+
+def _array_constant(node):
+    return node.op is constant_op and np.ndim(node.params["value"]) > 0
+
+
+class _Region:
+    """The nodes to replace, the values they read from outside, and those read outside."""
+
+    def __init__(self, graph, members):
+        self.graph = graph
+        self.members = members
+        inside = set(members)
+        inputs = []
+        for m in members:
+            for i in m.inputs:
+                if i not in inside and i not in inputs:
+                    inputs.append(i)
+        self.inputs = inputs
+        graph_outputs = set(graph.outputs)
+        self.outputs = [m for m in members if not m.op.multiple_results and (
+            m in graph_outputs or any(u not in inside for u in graph.users(m)))]
+
+    def replace(self, compiled, source, n_ops, from_cache):
+        graph = self.graph
+        avals = [(tuple(o.shape), o.dtype) for o in self.outputs]
+        op = Op("compiled_region", compiled, lambda *a: avals, None, multiple_results=True,
+                n_inputs=len(self.inputs),
+                doc=f"A numba-compiled region of {len(self.members)} nodes")
+        last = self.members[-1]
+        node = graph.add(op, list(self.inputs), {}, avals, name="compiled", source=last.source)
+        node.meta["kernel_source"] = source
+        node.meta["compiled_ops"] = n_ops
+        node.meta["backend"] = "numba"
+        node.meta["from_cache"] = from_cache   # machine code loaded from disk, not compiled
+        for j, (out, aval) in enumerate(zip(self.outputs, avals)):
+            value = graph.add(unpack_op, [node], {"index": j}, aval, name="compiled_result",
+                              source=out.source)
+            graph.replace_all_uses_with(out, value)
+        for m in reversed(self.members):
+            graph.drop_control_users(m)
+            graph.erase(m)
+
+
+def _largest(members):
+    sizes = [0]
+    for m in members:
+        if m.op.multiple_results:
+            continue
+        sizes.append(int(np.prod(m.shape)) if m.shape else 1)
+    for m in members:
+        if m.op.rules.get("numba_form") == "time_loop":
+            sizes += [int(np.prod(n.shape)) if n.shape else 1
+                      for n in m.params["body"].graph.nodes]
+    return max(sizes)
+
+
+def _pays(mode, members, source, n_ops):
+    if mode == "numba":
+        return True
+    if _largest(members) > SMALL_ELEMENTS:
+        return False
+    if numba_cache.is_cached(source):
+        return True
+    compile_seconds = COMPILE_SECONDS + COMPILE_SECONDS_PER_LINE * source.count("\n")
+    return n_ops * SAVED_SECONDS_PER_OP * CALLS > compile_seconds
+
+
+def _numba_type(shape, dtype):
+    import numba   # optional (see numba_available)
+    return numba.types.Array(numba.from_dtype(np.dtype(dtype)), len(shape), "C")
+
+
+def _compile(source, region):
+    """``(callable a compiled node runs, whether it came from the disk cache)``; the
+    callable is None when numba refuses the source."""
+    name = source.split("(", 1)[0].removeprefix("def ")
+    signature = tuple(_numba_type(i.shape, i.dtype) for i in region.inputs)
+    try:
+        fn, from_cache = numba_cache.load(source, name, signature)
+    except Exception as err:   # a numba typing limit: keep the numpy lowering
+        log.debug("numba refused region %s: %s: %s", name, type(err).__name__, err)
+        return None, False
+    return _caller(fn, [i.dtype for i in region.inputs]), from_cache
+
+
+def _caller(fn, dtypes):
+    """``fn`` for the arrays it was compiled for; other layouts (a transposed view, a
+    numpy scalar from a kernel) are made C-contiguous arrays first."""
+    def run(*arrays):
+        try:
+            return fn(*arrays)
+        except TypeError:
+            return fn(*[np.ascontiguousarray(a, dt) if np.ndim(a) else np.asarray(a, dt)
+                        for a, dt in zip(arrays, dtypes)])
+    run.dispatcher = fn
+    return run
