@@ -46,7 +46,7 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 # Column order of the table; a case may provide any subset of these.
 VARIANTS = ("numpy", "engine", "engine_tape", "engine_traced", "engine_traced_noopt",
-            "engine_traced_numba", "torch", "torch_grad")
+            "engine_traced_numba", "engine_compiled", "torch", "torch_grad")
 LABELS = {
     "numpy": "numpy",
     "engine": "engine",
@@ -54,6 +54,7 @@ LABELS = {
     "engine_traced": "traced",
     "engine_traced_noopt": "traced -O0",
     "engine_traced_numba": "traced numba",
+    "engine_compiled": "compiled",
     "torch": "torch",
     "torch_grad": "torch+grad",
 }
@@ -62,7 +63,8 @@ RATIOS = (("engine", "torch", "engine/torch"),
           ("engine_tape", "torch_grad", "tape/torch+grad"),
           ("engine", "engine_traced", "eager/traced"),
           ("engine", "engine_traced_noopt", "eager/-O0"),
-          ("engine", "engine_traced_numba", "eager/numba"))
+          ("engine", "engine_traced_numba", "eager/numba"),
+          ("engine", "engine_compiled", "eager/compiled"))
 
 CASES = {}
 
@@ -202,6 +204,16 @@ def _function_30(inputs):
         finally:
             en.config.fusion_backend = previous
         variants["engine_traced_numba"] = loop(lambda: jitted(*tensors))
+        # The whole function as one numba function (en.config.compiled_lowering; "auto"
+        # picks it once its machine code is on disk).
+        previous = en.config.compiled_lowering
+        en.config.compiled_lowering = "numba"
+        try:
+            whole = en.function(thirty_op_function)
+            whole(*tensors)
+        finally:
+            en.config.compiled_lowering = previous
+        variants["engine_compiled"] = loop(lambda: whole(*tensors))
     return variants
 
 

@@ -76,6 +76,7 @@ class Emitter:
         self.values = {}
         self._names = 0
         self.users = {}
+        self.outputs = set()
 
     def fresh(self, prefix="v"):
         self._names += 1
@@ -116,6 +117,7 @@ class Emitter:
 
     # -- nodes ---------------------------------------------------------------------
     def emit_nodes(self, order, outputs, depth):
+        self.outputs = outputs
         for node in order:
             if node in self.values:
                 continue
@@ -328,10 +330,15 @@ def _scan(em, node, depth):
         name = em.fresh("c")
         em.line(f"{name} = {c.text}", depth)
         carry_names.append(name)
+    summed = _summed_over_steps(em, node, n_carry, n_y)
     ys = []
-    for o in outs[n_carry:]:
+    for k, o in enumerate(outs[n_carry:]):
         name = em.fresh("y")
-        em.line(f"{name} = np.empty({(length,) + tuple(o.shape)!r}, {_np_type(o.dtype)})", depth)
+        if k in summed:   # only its sum over the steps is used: add each step into it
+            em.line(f"{name} = np.zeros({tuple(o.shape)!r}, np.float64)", depth)
+        else:
+            em.line(f"{name} = np.empty({(length,) + tuple(o.shape)!r}, {_np_type(o.dtype)})",
+                    depth)
         ys.append(name)
     stacked = []
     for c in carries:
@@ -367,7 +374,10 @@ def _scan(em, node, depth):
             raise Unsupported("scan output inlined")
         results.append(v)
     for k in range(n_y):
-        em.line(f"{ys[k]}[{t}] = {results[n_carry + k].text}", inner)
+        if k in summed:
+            em.line(f"{ys[k]} += {results[n_carry + k].text}", inner)
+        else:
+            em.line(f"{ys[k]}[{t}] = {results[n_carry + k].text}", inner)
     if n_carry:
         news = [v.text for v in results[:n_carry]]
         em.line(f"{', '.join(carry_names)}, = {', '.join(news)},", inner)
@@ -378,6 +388,35 @@ def _scan(em, node, depth):
     dts = [c.dtype for c in carries] + [o.dtype for o in outs[n_carry:]] + [c.dtype for c in carries]
     texts = carry_names + ys + stacked
     em.values[node] = [_Value(k, s, sh, d) for k, s, sh, d in zip(kinds, texts, shapes, dts)]
+    for k, total in summed.items():
+        name = em.fresh()
+        em.line(f"{name} = {ys[k]}.astype({_np_type(total.dtype)})", depth)
+        em.values[total] = _Value("array", name, total.shape, total.dtype)
+        # The stacked ys were never made: nothing else may read them.
+        em.values[node][n_carry + k] = _Value("expr", "<summed>", shapes[n_carry + k], dts[n_carry + k])
+
+
+def _summed_over_steps(em, node, n_carry, n_y):
+    """``{y index: sum node}`` for the stacked ys whose one use is their float sum over
+    the steps (a scan's VJP sums the per-step gradients of what the body captured)."""
+    found = {}
+    for u in em.users.get(node, []):
+        index = u.params.get("index", -1) - n_carry
+        if u.op is not unpack_op or not 0 <= index < n_y or u in em.outputs:
+            continue
+        users = em.users.get(u, [])
+        if len(users) != 1:
+            continue
+        total = users[0]
+        axis = total.params.get("axis")
+        if total.op.rules.get("numba_form") != "reduce_sum" or total.inputs != [u] or \
+                axis not in (0, (0,)) or total.params.get("keepdims") or \
+                np.dtype(total.dtype).kind != "f" or total.dtype != u.dtype or not u.shape[1:]:
+            continue
+        if sum(1 for x in em.users.get(node, []) if x.params.get("index") == u.params["index"]) != 1:
+            continue
+        found[index] = total
+    return found
 
 
 PATTERNS = {
