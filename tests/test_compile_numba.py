@@ -315,3 +315,23 @@ def test_fast_float32_exp_and_tanh_are_within_a_few_ulp():
     assert np.max(rel) < 4e-7
     assert np.isnan(t[-1]) and t[-3] == 1.0 and t[-2] == -1.0
     assert np.signbit(t[a == 0]).tolist() == np.signbit(a[a == 0]).tolist()
+
+
+def test_an_inlined_value_is_computed_once_even_where_its_user_reads_it_twice():
+    graph = en.function(lambda x: en.square(en.tanh(x)) + 1.0,
+                        passes=["cleanup"]).graph_for(en.ones((2, 3), dtype="float32"))
+    source = compile_numba.whole_graph_source(graph)
+    assert source.count("tanh32(") == 1, source   # square is {0} * {0}: tanh is an array
+
+
+def test_a_compiled_function_takes_a_transposed_view(lowering):
+    lowering("numba")
+    fn = en.function(lambda x, w: en.tanh(x @ w) * 2.0)
+    a = np.arange(12.0).reshape(3, 4) / 10.0
+    w = np.linspace(-1, 1, 8).reshape(4, 2)
+    x = en.tensor(a)
+    assert _compiled_nodes(fn.graph_for(x, en.tensor(w)))
+    fn(x, en.tensor(w))
+    view = en.transpose(en.tensor(a.T.copy()))          # the same values, not C-contiguous
+    assert not view.numpy().flags.c_contiguous
+    np.testing.assert_allclose(fn(view, en.tensor(w)).numpy(), np.tanh(a @ w) * 2.0, rtol=1e-12)

@@ -25,7 +25,8 @@ loss and its gradient with respect to the nine weights. The modes:
 ``graph_unrolled_compiled``  ``graph_unrolled`` compiled the same way (tanh cell only:
                          the unrolled GRU's 3,000-node function compiles for minutes)
 ``torch``                PyTorch eager autograd
-``torch_cell_compiled``  the cell as ``torch.jit.script``, the loop eager (``--full``)
+``torch_cell_compiled``  the cell as ``torch.jit.script``, the loop eager (``--full``;
+                         the compiled modes above are ``--full`` too)
                          (skipped when scripting fails)
 ``jax``                  ``jax.jit(jax.value_and_grad(...))`` over ``lax.scan`` (``--full``)
 
@@ -47,7 +48,9 @@ NAME = "rnn"
 DESCRIPTION = "custom GRU cell, 50 steps, batch 32, hidden 64: loss + gradient"
 MODES = ["eager", "graph_cell", "graph", "graph_unrolled", "graph_compiled",
          "graph_unrolled_compiled", "torch", "torch_cell_compiled", "jax"]
-FULL_ONLY_MODES = ("torch_cell_compiled", "jax")   # --full (or --modes): every framework
+# --full (or --modes): every framework, and the compiled modes (their first run in a
+# process with a cold cache compiles for 30-60 s; see graph/passes/compile_numba.py).
+FULL_ONLY_MODES = ("torch_cell_compiled", "jax", "graph_compiled", "graph_unrolled_compiled")
 
 PARAM_NAMES = ("Wz", "Uz", "bz", "Wr", "Ur", "br", "Wh", "Uh", "bh")
 TANH_PARAM_NAMES = ("W", "U", "b")

@@ -93,7 +93,8 @@ def _in_memory(source, fn_name):
 
 def load(source, fn_name, signature):
     """A numba dispatcher for ``fn_name`` in ``source``, compiled for ``signature``
-    (a numba signature) and nothing else. Returns ``(dispatcher, from_cache)``."""
+    (numba types of the arguments; other layouts compile on first use). Returns
+    ``(dispatcher, from_cache)``."""
     import numba   # optional, imported when a region is compiled
     key = key_of(source)
     folder = cache_dir()
@@ -115,7 +116,6 @@ def load(source, fn_name, signature):
         fn = _in_memory(source, fn_name)
     fn.compile(signature)
     from_cache = bool(getattr(fn, "stats", None) and fn.stats.cache_hits)
-    fn.disable_compile()
     if on_disk:
         try:
             (folder / f"r{key}.ok").touch()

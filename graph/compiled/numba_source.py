@@ -181,10 +181,14 @@ class Emitter:
 
 
 def _inlinable_user(user, node):
-    """An elementwise user of the same shape that reads ``node`` once."""
-    return (user.op.elementwise and not user.op.multiple_results
-            and user.op.rules.get("scalar_form") is not None
-            and tuple(user.shape) == tuple(node.shape) and user.inputs.count(node) == 1)
+    """An elementwise user of the same shape that reads ``node`` once (in one input
+    whose place its scalar form names once: ``square``'s ``{0} * {0}`` would compute
+    an inlined input twice)."""
+    form = user.op.rules.get("scalar_form") if user.op.elementwise else None
+    if form is None or user.op.multiple_results or tuple(user.shape) != tuple(node.shape) \
+            or user.inputs.count(node) != 1:
+        return False
+    return form.count("{%d}" % user.inputs.index(node)) == 1
 
 
 def count_users(nodes, outputs):

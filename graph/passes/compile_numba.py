@@ -213,12 +213,16 @@ def _compile(source, region):
     except Exception as err:   # a numba typing limit: keep the numpy lowering
         log.debug("numba refused region %s: %s: %s", name, type(err).__name__, err)
         return None, False
+    if all(i.shape for i in region.inputs):
+        # Called directly (a Python frame less per call): another layout of an input
+        # (a transposed view) compiles one more specialization, made contiguous inside.
+        return fn, from_cache
     return _caller(fn, [i.dtype for i in region.inputs]), from_cache
 
 
 def _caller(fn, dtypes):
-    """``fn`` for the arrays it was compiled for; other layouts (a transposed view, a
-    numpy scalar from a kernel) are made C-contiguous arrays first."""
+    """``fn`` for the arrays it was compiled for, where a 0-d input may come as a numpy
+    scalar from a kernel: then the inputs are made arrays of their dtypes first."""
     def run(*arrays):
         try:
             return fn(*arrays)
