@@ -125,6 +125,10 @@ def first_line(test):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--report", action="store_true", help="list every failure's message")
+    parser.add_argument("--if-available", action="store_true",
+                        help="where no copy of the suite can be found or cloned (a machine "
+                             "without ../shared and without network), say so loudly and exit "
+                             "0 instead of 2; failures of the suite itself still fail")
     args, pytest_args = parser.parse_known_args()   # the rest goes to pytest (-k ...)
     try:
         suite = find_suite()
@@ -132,6 +136,10 @@ def main():
         print(f"array-api-tests: no copy at {ROOT.parent / 'shared' / 'array-api-tests'} "
               f"(or $ARRAY_API_TESTS_DIR), and cloning {SUITE_URL} failed: {err}",
               file=sys.stderr)
+        if args.if_available:
+            print("array-api-tests: NOT RUN on this machine (no copy of the suite); "
+                  "nothing was checked", file=sys.stderr)
+            return 0
         return 2
     if not XFAILS.is_file():
         print(f"array-api-tests: {XFAILS} is missing", file=sys.stderr)

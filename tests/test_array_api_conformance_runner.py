@@ -55,6 +55,15 @@ def test_a_missing_suite_fails_loudly(tmp_path):
     assert "holds no array_api_tests" in done.stderr
 
 
+def test_if_available_says_not_run_when_there_is_no_suite(tmp_path, monkeypatch):
+    runner = _runner()
+    monkeypatch.setenv("ARRAY_API_TESTS_DIR", str(tmp_path / "nowhere"))
+    monkeypatch.setattr(sys, "argv", [str(RUNNER), "--if-available"])
+    assert runner.main() == 0
+    monkeypatch.setattr(sys, "argv", [str(RUNNER)])
+    assert runner.main() == 2
+
+
 def test_a_failed_clone_raises_and_leaves_nothing_behind(tmp_path, monkeypatch):
     runner = _runner()
     monkeypatch.setattr(runner, "SUITE_URL", str(tmp_path / "no-such-repository"))
