@@ -3,7 +3,12 @@
 * ``x * 1``, ``1 * x``, ``x / 1``, ``x + 0``, ``0 + x``, ``x - 0`` -> ``x`` when the
   result keeps x's shape and dtype; on floats the zero must have the right sign
   (``-0.0 + 0.0`` is ``+0.0``, so only ``x + (-0.0)`` and ``x - (+0.0)`` are ``x``);
-* ``x ** 1`` -> ``x``, ``x ** 2`` -> ``square(x)``; ``-(-x)`` -> ``x``; ``identity`` / ``stop_gradient`` -> their input (at run
+* ``x ** 1`` -> ``x``, ``x ** 2`` -> ``square(x)``; ``-(-x)`` -> ``x``;
+  ``logical_and`` with an all-False constant and ``logical_or`` with an all-True one ->
+  that constant broadcast; ``where`` on a constant (or broadcast constant) condition
+  that is all True or all False -> the chosen branch (broadcast to the result's shape;
+  derivative rules guard singular points with masks like ``(x == 0) & (y == 0)``, which
+  vanish once ``y`` is a known nonzero constant); ``identity`` / ``stop_gradient`` -> their input (at run
   time they only matter to autodiff, which is done by the time a graph runs);
 * transpose of transpose -> one transpose (or nothing); reshape chains -> one
   reshape (or nothing); casts and broadcasts to what the value already is -> nothing;
@@ -121,6 +126,54 @@ def _power_of_constant(graph, node):
     return False
 
 
+def _constant_mask(node):
+    """The one value (True or False) every element of a boolean ``node`` holds, when it is
+    a constant or a broadcast constant; else None."""
+    while node.op is ops.broadcast_to_op:
+        node = node.inputs[0]
+    if not is_constant(node) or node.dtype != np.bool_:
+        return None
+    v = constant_value(node)
+    if v.size == 0:
+        return None
+    if v.all():
+        return True
+    return False if not v.any() else None
+
+
+def _broadcast_as(graph, node, x):
+    """``x`` standing for ``node`` (same dtype): itself, or broadcast to ``node``'s shape."""
+    if tuple(x.shape) == tuple(node.shape):
+        return replace_node(graph, node, x)
+    if None in node.shape:
+        return False
+    big = graph.add(ops.broadcast_to_op, [x], {"shape": tuple(node.shape)},
+                    (node.shape, node.dtype), name="broadcast_to", source=node.source)
+    return replace_node(graph, node, big)
+
+
+def _absorbing(value):
+    """``logical_and`` (value False) / ``logical_or`` (value True): an input that is all
+    ``value`` decides the result, which is that input broadcast."""
+    def rule(graph, node):
+        if node.dtype != np.bool_:
+            return False
+        for x in node.inputs:
+            if _constant_mask(x) is value and x.dtype == node.dtype:
+                return _broadcast_as(graph, node, x)
+        return False
+    return rule
+
+
+def _constant_condition(graph, node):
+    """``where(c, a, b)`` with ``c`` all True (all False) -> ``a`` (``b``), broadcast."""
+    cond, a, b = node.inputs
+    chosen = {True: a, False: b}.get(_constant_mask(cond))
+    if chosen is None or chosen.dtype != node.dtype:
+        return False
+    return _broadcast_as(graph, node, chosen)
+
+
 _SMALL = 64   # constants up to this many elements are cheap to compute on directly
 
 
@@ -183,6 +236,9 @@ RULES = {
     ops.reshape_op: _reshape_chain,
     ops.cast_op: _cast_noop,
     ops.broadcast_to_op: _broadcast_noop,
+    ops.logical_and_op: _absorbing(False),
+    ops.logical_or_op: _absorbing(True),
+    ops.where_op: _constant_condition,
 }
 
 
