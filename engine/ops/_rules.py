@@ -69,3 +69,14 @@ def batch_over_leading_axes(op):
         return out, ((0,) * len(out) if op.multiple_results else 0)
     rule.__name__ = f"{op.name}_batch"
     return rule
+
+
+def batch_with_axis(op):
+    """The batching rule of a one-input op that works along one ``axis`` parameter (running
+    sums, sorts): the batch axis goes first and ``axis`` moves past it."""
+    def rule(size, args, dims, *, axis, **params):
+        x = move_to_front(args[0], dims[0])
+        out = apply(op, x, axis=shift_axis(axis, x.ndim - 1), **params)
+        return out, ((0,) * len(out) if op.multiple_results else 0)
+    rule.__name__ = f"{op.name}_batch"
+    return rule

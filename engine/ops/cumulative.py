@@ -29,7 +29,7 @@ from ..modes import apply
 from ..op import Op, declare, register
 from ..shapes import normalize_axes, normalize_axis
 from ._args import at_user_line
-from . import compare, creation, indexing, join, misc, shape_ops
+from . import _rules, compare, creation, indexing, join, misc, shape_ops
 
 
 def as_tensor(x):
@@ -405,3 +405,23 @@ def diff(x, n=1, axis=-1, prepend=None, append=None):
 
 __all__ = ["cumsum", "cumsum_op", "cumprod", "cumprod_op", "cummax", "cummax_op", "cummin",
            "cummin_op", "cumulative_sum", "cumulative_prod", "diff"]
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+def _extreme_scan_jvp(op):
+    def rule(primals, tangents, out, *, axis):
+        # The tangent of the running extreme is the tangent at the position holding it
+        # (the latest k <= j with x_k == out_k, as the VJP routes the cotangent).
+        (x,), (t,) = primals, tangents
+        ones = creation.cast(creation.ones_like(x), dtypes.int64)
+        positions = apply(cumsum_op, ones, axis=axis) - 1
+        held = compare.where(compare.equal(x, out), positions, creation.zeros_like(positions))
+        return take_along(t, apply(cummax_op, held, axis=axis), axis % x.ndim)
+    return rule
+
+
+declare(cumsum_op, jvp=_rules.jvp_linear(cumsum_op))
+declare(cummax_op, jvp=_extreme_scan_jvp(cummax_op))
+declare(cummin_op, jvp=_extreme_scan_jvp(cummin_op))
+for _op in (cumsum_op, cumprod_op, cummax_op, cummin_op):
+    declare(_op, batch=_rules.batch_with_axis(_op))

@@ -195,7 +195,81 @@ __all__ = []
 
 # ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
 # Each works on the last two axes of a stack of matrices, so a vmap batch is one more stack axis.
-# inv's tangent is -X dA X; the others use the double-VJP fallback for their tangents.
+# inv's tangent is -X dA X; the others' tangents are declared below.
 declare(inv_op, jvp=lambda primals, tangents, out: -matmul(matmul(out, tangents[0]), out))
 for _op in (inv_op, det_op, slogdet_op, cholesky_op, pinv_op):
     declare(_op, batch=_rules.batch_over_leading_axes(_op))
+
+
+# Tangents by the standard closed forms (the transposes of the VJPs above).
+def _det_jvp(primals, tangents, out):
+    # d det(A) = det(A) tr(A^-1 dA)
+    return out * _trace_of_inverse_times(primals[0], tangents[0])
+
+
+def _trace_of_inverse_times(a, t):
+    """tr(A^-1 T) over the last two axes, as the sum of A^-T * T."""
+    return (mT(inv(a)) * t).sum(axis=(-2, -1))
+
+
+def _slogdet_jvp(primals, tangents, out):
+    # The sign is piecewise constant; d log|det A| = tr(A^-1 dA).
+    return None, _trace_of_inverse_times(primals[0], tangents[0])
+
+
+def _solve_jvp(primals, tangents, out):
+    # X = A^-1 B: dX = A^-1 (dB - dA X)
+    (a, _), (ta, tb) = primals, tangents
+    rhs = None if ta is None else -matmul(ta, out)
+    if tb is not None:
+        rhs = tb if rhs is None else rhs + tb
+    return solve_matrix(a, rhs)
+
+
+def _cholesky_jvp(primals, tangents, out):
+    # A = L L^T with the lower triangle of A read: dA is that triangle made symmetric;
+    # dL = L Phi(L^-1 dA L^-T) (Murray 2016).
+    t = tangents[0]
+    lower = phi_mask(t.shape[-1], t.dtype) * t
+    sym = lower + mT(lower)
+    y = solve_matrix(out, sym)                    # L^-1 dA
+    z = mT(solve_matrix(out, mT(y)))              # ... L^-T
+    return matmul(out, phi_mask(t.shape[-1], t.dtype) * z)
+
+
+def _pinv_jvp(primals, tangents, out, *, rcond):
+    # d A+ = -A+ dA A+ + A+ A+^T dA^T (I - A A+) + (I - A+ A) dA^T A+^T A+ (constant rank)
+    (x,), (t,) = primals, tangents
+    p, pt, tt = out, mT(out), mT(t)
+    term1 = -matmul(matmul(p, t), p)
+    ppt_tt = matmul(matmul(p, pt), tt)
+    term2 = ppt_tt - matmul(ppt_tt, matmul(x, p))
+    tt_ptp = matmul(tt, matmul(pt, p))
+    term3 = tt_ptp - matmul(matmul(p, x), tt_ptp)
+    return term1 + term2 + term3
+
+
+declare(det_op, jvp=_det_jvp)
+declare(slogdet_op, jvp=_slogdet_jvp)
+declare(solve_op, jvp=_solve_jvp)
+declare(cholesky_op, jvp=_cholesky_jvp)
+declare(pinv_op, jvp=_pinv_jvp)
+
+
+def _solve_batch(size, args, dims):
+    # numpy's solve broadcasts the stack axes: the batch axis goes first in each batched
+    # operand, after singleton axes that give both the same stack rank (an unbatched
+    # operand then broadcasts over the batch by itself).
+    rank = max(a.ndim - (d is not None) for a, d in zip(args, dims)) - 2
+    out = []
+    for a, d in zip(args, dims):
+        if d is not None:
+            a = _rules.move_to_front(a, d)
+            missing = rank - (a.ndim - 3)
+            if missing:
+                a = shape_ops.reshape(a, (size,) + (1,) * missing + tuple(a.shape[1:]))
+        out.append(a)
+    return solve_matrix(*out), 0
+
+
+declare(solve_op, batch=_solve_batch)

@@ -186,3 +186,18 @@ __all__ = []
 # Each factorizes the last two axes of a stack of matrices: a vmap batch is one more stack axis.
 for _op in (qr_op, svd_op, eigh_op):
     declare(_op, batch=_rules.batch_over_leading_axes(_op))
+
+
+def _eigh_jvp(primals, tangents, out):
+    # With dA the read (lower) triangle made symmetric and M = V^T dA V:
+    # dw = diag(M), dV = V (F * M), F[i, j] = 1 / (w_j - w_i) (0 for equal pairs).
+    w, v = out
+    t = tangents[0]
+    lower = phi_mask(t.shape[-1], t.dtype) * t
+    sym = lower + mT(lower)
+    m = matmul(mT(v), matmul(sym, v))
+    dw = (v * matmul(sym, v)).sum(axis=-2)
+    return dw, matmul(v, safe_reciprocal_differences(w) * m)
+
+
+declare(eigh_op, jvp=_eigh_jvp)

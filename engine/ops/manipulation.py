@@ -26,7 +26,7 @@ from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
 from ..shapes import broadcast_shapes, normalize_axis
-from . import compare, creation, indexing, join, reduce, shape_ops
+from . import _rules, compare, creation, indexing, join, reduce, shape_ops
 from ._args import at_user_line, int_tuple
 from .cumulative import along, as_tensor, cumsum_op, take_along, user_axes, user_axis
 
@@ -530,3 +530,22 @@ def put_along_axis(x, indices, values, axis):
 __all__ = ["flip", "roll", "moveaxis", "swapaxes", "tile", "repeat", "tril", "triu", "diagonal",
            "trace", "diag", "broadcast_arrays", "unstack", "meshgrid", "atleast_1d", "atleast_2d",
            "atleast_3d", "take", "take_along_axis", "put_along_axis", "put_along_axis_op"]
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+def _put_batch(size, args, dims, *, axis):
+    # Every operand gets the batch axis first (an unbatched one is broadcast: the op's
+    # shape rule pairs the three exactly); the written axis moves past it.
+    full = []
+    for a, d in zip(args, dims):
+        if d is None:
+            a = shape_ops.broadcast_to(shape_ops.expand_dims(a, 0), (size,) + tuple(a.shape))
+        else:
+            a = _rules.move_to_front(a, d)
+        full.append(a)
+    return apply(put_along_axis_op, *full, axis=axis + 1), 0
+
+
+# Linear in the input and the values together; the indices are constants.
+declare(put_along_axis_op, jvp=_rules.jvp_linear(put_along_axis_op, linear=(0, 2)),
+        batch=_put_batch)

@@ -18,7 +18,7 @@ from .. import dtypes
 from ..errors import ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
-from . import creation, indexing
+from . import _rules, creation, indexing
 from ._args import at_user_line
 from .cumulative import along, as_tensor
 
@@ -143,3 +143,17 @@ def pad(x, pad_width, mode="constant", constant_values=0):
 
 
 __all__ = ["pad", "pad_op"]
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+def _pad_jvp(primals, tangents, out, *, widths, mode, value):
+    # Linear in x; the padding value is a constant, so its tangent is 0.
+    return apply(pad_op, tangents[0], widths=widths, mode=mode, value=0)
+
+
+def _pad_batch(size, args, dims, *, widths, **params):
+    x = _rules.move_to_front(args[0], dims[0])
+    return apply(pad_op, x, widths=((0, 0),) + tuple(widths), **params), 0
+
+
+declare(pad_op, jvp=_pad_jvp, batch=_pad_batch)

@@ -22,9 +22,9 @@ from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply, current_mode
 from ..op import Op, declare, register
 from ..shapes import normalize_axis
-from . import compare, creation, indexing, join, reduce, shape_ops
+from . import _rules, compare, creation, indexing, join, reduce, shape_ops
 from ._args import at_user_line
-from .cumulative import as_tensor, scatter_along, user_axes, user_axis
+from .cumulative import as_tensor, scatter_along, take_along, user_axes, user_axis
 
 _SORTABLE = dtypes.ALL
 
@@ -394,3 +394,16 @@ def unique_values(x, size=None, fill_value=None):
 __all__ = ["sort", "sort_op", "argsort", "argsort_op", "searchsorted", "searchsorted_op",
            "nonzero", "nonzero_op", "flatnonzero", "argwhere", "count_nonzero", "unique",
            "unique_op", "unique_all", "unique_counts", "unique_inverse", "unique_values"]
+
+
+# ---- forward mode and batching (see engine.op.RULE_KINDS) ---------------------------------------
+def _sort_jvp(primals, tangents, out, *, axis, descending):
+    # Sorting permutes: the tangent is permuted the same way (stable, so ties as the VJP).
+    (x,), (t,) = primals, tangents
+    order = apply(argsort_op, x, axis=axis, descending=descending)
+    return take_along(t, order, axis % x.ndim)
+
+
+declare(sort_op, jvp=_sort_jvp)
+for _op in (sort_op, argsort_op):
+    declare(_op, batch=_rules.batch_with_axis(_op))
