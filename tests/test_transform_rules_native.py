@@ -16,8 +16,8 @@ import engine as en
 from engine.op import REGISTRY
 from engine.transforms import batching, forward
 
-NATIVE_JVP = ("cumsum", "cummax", "cummin", "sort", "pad", "put_along_axis", "det", "slogdet",
-              "solve", "cholesky", "pinv", "eigh")
+NATIVE_JVP = ("cumsum", "cumprod", "cummax", "cummin", "sort", "pad", "put_along_axis", "det", "slogdet",
+              "solve", "cholesky", "pinv", "eigh", "qr", "svd")
 NATIVE_BATCH = ("cumsum", "cumprod", "cummax", "cummin", "sort", "argsort", "pad",
                 "put_along_axis", "solve")
 EPS = 1e-6
@@ -84,6 +84,32 @@ def test_cholesky_and_eigh_tangents_read_the_lower_triangle():
     _check_jvp(lambda x: en.linalg.eigh(x)[1] * en.linalg.eigh(x)[1][..., :1, :], [a], [da])
 
 
+@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (3, 5), (2, 4, 3)], ids=str)
+def test_qr_tangents_of_tall_square_and_wide_matrices(shape):
+    rng = _rng()
+    a, da = rng.standard_normal(shape), rng.standard_normal(shape)
+    _check_jvp(lambda x: en.linalg.qr(x), [a], [da])
+
+
+def test_qr_complete_of_a_tall_matrix_has_no_tangent():
+    a = en.tensor(_rng().standard_normal((4, 2)))
+    with pytest.raises(en.NotDifferentiableError, match="complete"):
+        en.jvp(lambda x: en.linalg.qr(x, mode="complete"), (a,), (en.ones_like(a),))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (3, 5), (2, 3, 4)], ids=str)
+def test_svd_tangents_of_tall_square_and_wide_matrices(shape):
+    rng = _rng()
+    a, da = rng.standard_normal(shape), rng.standard_normal(shape)
+    _check_jvp(lambda x: en.linalg.svd(x, full_matrices=False), [a], [da])
+
+
+def test_svd_full_matrices_of_a_non_square_matrix_has_no_tangent():
+    a = en.tensor(_rng().standard_normal((4, 2)))
+    with pytest.raises(en.NotDifferentiableError, match="full_matrices"):
+        en.jvp(lambda x: en.linalg.svd(x), (a,), (en.ones_like(a),))
+
+
 def test_pinv_tangent_of_a_full_rank_wide_matrix():
     rng = _rng()
     a, da = rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
@@ -95,6 +121,10 @@ def test_running_sort_pad_and_scatter_tangents():
     x, v = rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
     _check_jvp(lambda x: en.cumsum(x, axis=1), [x], [v])
     _check_jvp(lambda x: en.cummax(x, axis=0), [x], [v])
+    zeros = x.copy()
+    zeros[0, 1] = zeros[1, 0] = zeros[1, 3] = 0.0     # one zero in a row, two in another
+    _check_jvp(lambda x: en.cumprod(x, axis=1), [zeros], [v])
+    _check_jvp(lambda x: en.cumprod(x, axis=0), [zeros], [v])
     _check_jvp(lambda x: en.cummin(x, axis=-1), [x], [v])
     _check_jvp(lambda x: en.sort(x, axis=0, descending=True), [x], [v])
     _check_jvp(lambda x: en.pad(x, ((1, 2), (0, 1)), constant_values=3.0), [x], [v])

@@ -420,7 +420,26 @@ def _extreme_scan_jvp(op):
     return rule
 
 
+def _cumprod_jvp(primals, tangents, out, *, axis):
+    # d out_j = sum_{k <= j} t_k prod_{i <= j, i != k} x_i, exact at zeros: before the
+    # first zero it is out_j * sum_{k <= j} t_k / x_k; from the first zero k0 on, only
+    # k = k0 is left, t_k0 times the running product without x_k0 (which a second zero
+    # makes 0).
+    (x,), (t,) = primals, tangents
+    nonzero = compare.not_equal(x, 0)
+    zeros_so_far = apply(cumsum_op, compare.logical_not(nonzero), axis=axis)
+    first_zero = compare.logical_and(compare.logical_not(nonzero),
+                                     compare.equal(zeros_so_far, 1))
+    one, zero = creation.ones_like(x), creation.zeros_like(t)
+    safe_x = compare.where(nonzero, x, one)
+    before = out * apply(cumsum_op, compare.where(nonzero, t / safe_x, zero), axis=axis)
+    t_first = apply(cumsum_op, compare.where(first_zero, t, zero), axis=axis)
+    after = t_first * apply(cumprod_op, compare.where(first_zero, one, x), axis=axis)
+    return compare.where(compare.equal(zeros_so_far, 0), before, after)
+
+
 declare(cumsum_op, jvp=_rules.jvp_linear(cumsum_op))
+declare(cumprod_op, jvp=_cumprod_jvp)
 declare(cummax_op, jvp=_extreme_scan_jvp(cummax_op))
 declare(cummin_op, jvp=_extreme_scan_jvp(cummin_op))
 for _op in (cumsum_op, cumprod_op, cummax_op, cummin_op):

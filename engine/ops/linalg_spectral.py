@@ -28,7 +28,7 @@ from . import _rules, shape_ops
 from .join import concat
 from .linalg import matmul
 from .linalg_solve import solve_matrix
-from .matrix_helpers import (LINALG_DTYPES, diag_embed, float_inputs, lapack_errors,
+from .matrix_helpers import (LINALG_DTYPES, diag_embed, eye, float_inputs, lapack_errors,
                              matrix_shape, mT, phi_mask, real_dtype,
                              safe_reciprocal_differences)
 
@@ -201,3 +201,64 @@ def _eigh_jvp(primals, tangents, out):
 
 
 declare(eigh_op, jvp=_eigh_jvp)
+
+
+def _qr_square_jvp(q, r, t):
+    """``(dQ, dR)`` for ``A = QR`` with ``A`` tall or square: with ``X = Q^T dA R^-1``
+    and ``O`` the antisymmetric matrix of its strict lower triangle, ``dR = (X - O) R``
+    and ``dQ = dA R^-1 - Q (X - O)``."""
+    n = r.shape[-1]
+    t_rinv = mT(solve_matrix(mT(r), mT(t)))                  # dA R^-1
+    x = matmul(mT(q), t_rinv)
+    low = (phi_mask(n, t.dtype) - 0.5 * eye(n, t.dtype)) * x
+    upper = x - low + mT(low)
+    return t_rinv - matmul(q, upper), matmul(upper, r)
+
+
+def _qr_jvp(primals, tangents, out, *, mode):
+    (x,), (t,) = primals, tangents
+    q, r = out
+    rows, cols = x.shape[-2:]
+    if rows >= cols:
+        if mode == "complete" and rows > cols:
+            raise NotDifferentiableError(
+                f"qr: mode='complete' of a tall matrix ({describe_inputs([(x.shape, x.dtype)])}) "
+                "has no derivative (its extra columns of Q are arbitrary); use mode='reduced'")
+        return _qr_square_jvp(q, r, t)
+    # A wide matrix: A = [X | Y] = Q [U | V] with X = Q U square; dV = Q^T (dY - dQ V).
+    dq, du = _qr_square_jvp(q, r[..., :, :rows], t[..., :, :rows])
+    dv = matmul(mT(q), t[..., :, rows:] - matmul(dq, r[..., :, rows:]))
+    return dq, concat([du, dv], axis=-1)
+
+
+declare(qr_op, jvp=_qr_jvp)
+
+
+def _svd_jvp(primals, tangents, out, *, full_matrices):
+    # A = U S V^T (reduced), P = U^T dA V, F[i, j] = 1 / (s_j^2 - s_i^2): dS = diag(P),
+    # dU = U (F * (P S + S P^T)) + (I - U U^T) dA V S^-1, and dV alike with A^T.
+    (x,), (t,) = primals, tangents
+    u, s, vh = out
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    if full_matrices and m != n:
+        raise NotDifferentiableError(
+            f"svd: full_matrices=True of a non-square matrix "
+            f"({describe_inputs([(x.shape, x.dtype)])}) has no derivative (the extra "
+            "singular vectors are arbitrary); use full_matrices=False")
+    v = mT(vh)
+    t_v, tt_u = matmul(t, v), matmul(mT(t), u)
+    p = matmul(mT(u), t_v)
+    f = safe_reciprocal_differences(s * s)
+    s_row, s_col = shape_ops.expand_dims(s, -2), shape_ops.expand_dims(s, -1)
+    ds = (u * t_v).sum(axis=-2)                                  # diag(U^T dA V)
+    du = matmul(u, f * (p * s_row + s_col * mT(p)))
+    dv = matmul(v, f * (s_col * p + mT(p) * s_row))
+    if m > k:
+        du = du + (t_v - matmul(u, p)) / s_row
+    if n > k:
+        dv = dv + (tt_u - matmul(v, mT(p))) / s_row
+    return du, ds, mT(dv)
+
+
+declare(svd_op, jvp=_svd_jvp)
