@@ -3,13 +3,14 @@
 * ``x * 1``, ``1 * x``, ``x / 1``, ``x + 0``, ``0 + x``, ``x - 0`` -> ``x`` when the
   result keeps x's shape and dtype; on floats the zero must have the right sign
   (``-0.0 + 0.0`` is ``+0.0``, so only ``x + (-0.0)`` and ``x - (+0.0)`` are ``x``);
-* ``x ** 1`` -> ``x``, ``x ** 2`` -> ``square(x)``; ``-(-x)`` -> ``x``;
-  ``logical_and`` with an all-False constant and ``logical_or`` with an all-True one ->
+* ``x ** 1`` -> ``x``, ``x ** 2`` -> ``square(x)``; ``-(-x)`` -> ``x``; ``identity`` /
+  ``stop_gradient`` -> their input (at run time they only matter to autodiff, which is
+  done by the time a graph runs);
+* ``logical_and`` with an all-False constant and ``logical_or`` with an all-True one ->
   that constant broadcast; ``where`` on a constant (or broadcast constant) condition
-  that is all True or all False -> the chosen branch (broadcast to the result's shape;
-  derivative rules guard singular points with masks like ``(x == 0) & (y == 0)``, which
-  vanish once ``y`` is a known nonzero constant); ``identity`` / ``stop_gradient`` -> their input (at run
-  time they only matter to autodiff, which is done by the time a graph runs);
+  that is all True or all False -> the chosen branch, broadcast to the result's shape
+  (derivative rules guard singular points with masks like ``(x == 0) & (y == 0)``,
+  which vanish once ``y`` is a known nonzero constant, as in ``(a - b) ** 2.0``);
 * transpose of transpose -> one transpose (or nothing); reshape chains -> one
   reshape (or nothing); casts and broadcasts to what the value already is -> nothing;
 * a ``broadcast_to`` feeding an elementwise op whose own broadcasting gives the
