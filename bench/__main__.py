@@ -105,8 +105,8 @@ def build_parser(found):
                              "choice, usually one per core); steadier figures on a busy machine")
     parser.add_argument("--kernel-threads", type=int, default=None, metavar="N",
                         help="threads per large fused kernel and matrix product in graph "
-                             "mode (en.config.fusion_threads; default 2 on two cores or more "
-                             "where numpy's OpenBLAS can be held at one thread, else 1)")
+                             "mode (en.config.fusion_threads; default 1, measured faster "
+                             "at batch 1000 on two idle cores; README, 'Kernel threads')")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--default-malloc", action="store_true",
                         help="leave glibc's adaptive malloc thresholds as they are (default: "
