@@ -59,9 +59,9 @@ def commit(folder, json_name, json_data, npz_name, npz_data, stem):
         old = _arrays_named_by(json_path)
         _remove_leftovers(folder, json_name, stem, keep={old, npz_name})
         existed = os.path.lexists(npz_path)
-        _write_file(npz_path, npz_data)
+        write_file(npz_path, npz_data)
         try:
-            _write_file(json_path, json_data)         # the commit point
+            write_file(json_path, json_data)         # the commit point
         except BaseException:
             if not existed:
                 _remove(npz_path)
@@ -91,7 +91,7 @@ def _locked(folder):
         os.close(fd)                           # releases the lock
 
 
-def _write_file(path, data):
+def write_file(path, data):
     """``data`` at ``path`` by a unique temporary file in the same folder and a rename."""
     folder, name = os.path.split(path)
     while True:

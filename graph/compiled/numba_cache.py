@@ -25,9 +25,10 @@ import os
 import pathlib
 import platform
 import sys
-import tempfile
 
 import numpy as np
+
+from ..atomic_save import write_file
 
 _MATH = pathlib.Path(__file__).with_name("numba_math.py")
 _HEADER = "import math\n\nimport numpy as np\nimport numba\nfrom engine.graph.compiled.numba_math import exp32, tanh32\n\n"
@@ -62,20 +63,6 @@ def is_cached(source):
         return False
 
 
-def _write_atomic(path, text):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _module_from_file(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -106,7 +93,7 @@ def load(source, fn_name, signature):
         path = folder / f"r{key}.py"
         text = _HEADER + source
         if not path.exists() or path.read_text() != text:
-            _write_atomic(path, text)
+            write_file(str(path), text.encode())
         module = sys.modules.get(module_name) or _module_from_file(path, module_name)
         fn = numba.njit(getattr(module, fn_name), cache=True, nogil=True, error_model="numpy")
         on_disk = True
