@@ -99,13 +99,13 @@ def test_a_save_failing_at_any_step_leaves_the_old_save_and_no_files(location, m
 def test_a_save_interrupted_after_its_arrays_leaves_the_old_save(location, monkeypatch):
     path, folder = location
     before = _listing(folder)
-    real = atomic._write_file
+    real = atomic.write_file
 
     def interrupted(target, data):
         if target.endswith(".json"):
             raise KeyboardInterrupt
         return real(target, data)
-    monkeypatch.setattr(atomic, "_write_file", interrupted)
+    monkeypatch.setattr(atomic, "write_file", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _save("b", path)
     monkeypatch.undo()
