@@ -1,13 +1,14 @@
 """The neural-network ops beyond what the op database checks: dropout's random stream in
 both modes, one_hot's inferred class count, embedding's frozen padding row, batch_norm's
 running statistics, fusion and ONNX export of the activations, and (where torch is
-installed) agreement with ``torch.nn.functional`` as an extra, independent reference."""
+installed) agreement with ``torch.nn.functional`` beside the numpy references."""
 import math
 
 import numpy as np
 import pytest
 
 import engine as en
+import op_db_conv
 from pass_helpers import fused_nodes
 
 F = en.nn.functional
@@ -120,42 +121,65 @@ def test_activations_export_to_onnx(tmp_path):
     np.testing.assert_allclose(soft, np.logaddexp(0, x.astype(np.float64)), rtol=2e-5, atol=2e-5)
 
 
-# ---- torch as an extra reference (optional) --------------------------------------------------------------
+# ---- activations and losses: numpy's closed forms, and torch too where it is installed -----------
 try:
     import torch
     import torch.nn.functional as TF
-except ImportError:   # torch is an optional, extra comparison
+except ImportError:   # torch is an optional, extra reference; the numpy forms always run
     torch = None
 
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed (an extra check)")
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
 
 
-@needs_torch
-def test_activations_and_losses_match_torch():
+def _reduce(terms, reduction, denominator=None):
+    if reduction == "none":
+        return terms
+    total = terms.sum()
+    return total if reduction == "sum" else total / (terms.size if denominator is None else denominator)
+
+
+def test_activations_and_losses_match_closed_forms_and_torch():
     x = _x(5, 4)
-    t = torch.tensor
-    pairs = [
-        (en.silu(x), TF.silu(t(x))), (en.elu(x, 0.4), TF.elu(t(x), 0.4)),
-        (en.leaky_relu(x, 0.3), TF.leaky_relu(t(x), 0.3)),
-        (en.softplus(x, 1.5, 1.0), TF.softplus(t(x), 1.5, 1.0)),
-        (en.gelu(x, approximate="tanh"), TF.gelu(t(x), approximate="tanh")),
-        (en.layer_norm(x, 4), TF.layer_norm(t(x), (4,))),
-        (en.batch_norm(x, training=True), TF.batch_norm(t(x), None, None, training=True)),
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    cases = [   # (ours, numpy's closed form, torch's function of the same arguments or None)
+        (en.silu(x), x * _sigmoid(x), lambda t: TF.silu(t(x))),
+        (en.elu(x, 0.4), np.where(x > 0, x, 0.4 * np.expm1(x)), lambda t: TF.elu(t(x), 0.4)),
+        (en.leaky_relu(x, 0.3), np.where(x > 0, x, 0.3 * x), lambda t: TF.leaky_relu(t(x), 0.3)),
+        (en.softplus(x, 1.5, 1.0), np.where(1.5 * x > 1.0, x, np.log1p(np.exp(1.5 * x)) / 1.5),
+         lambda t: TF.softplus(t(x), 1.5, 1.0)),
+        (en.gelu(x, approximate="tanh"),
+         0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+         lambda t: TF.gelu(t(x), approximate="tanh")),
+        (en.layer_norm(x, 4), (x - mean) / np.sqrt(var + 1e-5), lambda t: TF.layer_norm(t(x), (4,))),
+        (en.batch_norm(x, training=True), (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5),
+         lambda t: TF.batch_norm(t(x), None, None, training=True)),
     ]
     logp = np.log(np.exp(x) / np.exp(x).sum(1, keepdims=True))
     target, w = np.array([0, 3, -100, 1, 2]), RNG.uniform(0.5, 2, 4)
     p, y, pw = RNG.uniform(0.05, 0.95, (5, 4)), RNG.uniform(0, 1, (5, 4)), RNG.uniform(0.5, 2, 4)
+    kept = target != -100                       # -100: the ignored class, as in PyTorch
+    weight = np.where(kept, w[np.where(kept, target, 0)], 0.0)
+    nll = -weight * logp[np.arange(5), np.where(kept, target, 0)]
+    bce = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+    bce_logits = -(pw * y * np.log(_sigmoid(x)) + (1 - y) * np.log(1 - _sigmoid(x)))
     for red in ("mean", "sum", "none"):
-        pairs += [
-            (en.nll_loss(logp, target, w, reduction=red),
-             TF.nll_loss(t(logp), t(target), weight=t(w), reduction=red)),
-            (en.binary_cross_entropy(p, y, reduction=red),
-             TF.binary_cross_entropy(t(p), t(y), reduction=red)),
+        cases += [
+            (en.nll_loss(logp, target, w, reduction=red), _reduce(nll, red, weight.sum()),
+             lambda t, red=red: TF.nll_loss(t(logp), t(target), weight=t(w), reduction=red)),
+            (en.binary_cross_entropy(p, y, reduction=red), _reduce(bce, red),
+             lambda t, red=red: TF.binary_cross_entropy(t(p), t(y), reduction=red)),
             (en.binary_cross_entropy_with_logits(x, y, pos_weight=pw, reduction=red),
-             TF.binary_cross_entropy_with_logits(t(x), t(y), pos_weight=t(pw), reduction=red)),
+             _reduce(bce_logits, red),
+             lambda t, red=red: TF.binary_cross_entropy_with_logits(t(x), t(y), pos_weight=t(pw),
+                                                                    reduction=red)),
         ]
-    for ours, theirs in pairs:
-        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-12)
+    for ours, closed_form, theirs in cases:
+        np.testing.assert_allclose(ours.numpy(), closed_form, rtol=1e-10, atol=1e-12)
+        if torch is not None:
+            np.testing.assert_allclose(ours.numpy(), theirs(torch.tensor).numpy(), rtol=1e-10,
+                                       atol=1e-12)
 
 
 # ---- convolution and pooling: ONNX, and torch as an extra reference ---------------------------------
@@ -222,49 +246,60 @@ def _nhwc(t):
     return t.detach().numpy().transpose(0, 2, 3, 1)
 
 
-@needs_torch
 @pytest.mark.parametrize("options", [CONV_OPTIONS[0], dict(padding=(1, 0), groups=2),
                                      dict(stride=(1, 2), dilation=(2, 1), groups=4)])
-def test_conv2d_and_its_gradients_match_torch(options):
+def test_conv2d_and_its_gradients_match_loops_and_torch(options):
+    """Against the loop references of the op database, and PyTorch's where installed."""
     x, w = _x(2, 9, 8, 4), _x(3, 2, 1 if options.get("groups") == 4 else 2, 8)
-    xt, wt = _nchw(x).requires_grad_(), torch.tensor(w.transpose(3, 2, 0, 1)).requires_grad_()
-    theirs = TF.conv2d(xt, wt, **options)
-    cot = RNG.standard_normal(theirs.shape)
-    (theirs * torch.tensor(cot)).sum().backward()
-    cot = cot.transpose(0, 2, 3, 1)
     ours = en.conv2d(x, w, **options)
+    cot = RNG.standard_normal(ours.shape)
     gx, gw = en.grad(lambda a, b: en.sum(en.conv2d(a, b, **options) * cot), argnums=(0, 1))(
         en.tensor(x), en.tensor(w))
-    np.testing.assert_allclose(ours.numpy(), _nhwc(theirs), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(gx.numpy(), _nhwc(xt.grad), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(gw.numpy(), wt.grad.numpy().transpose(2, 3, 1, 0), rtol=1e-10,
-                               atol=1e-12)
+    want = [op_db_conv._conv2d_ref(x, w, **options),
+            op_db_conv._conv2d_bp_input_ref(cot, w, x.shape[1:3], **options),
+            op_db_conv._conv2d_bp_filter_ref(x, cot, w.shape[:2], **options)]
+    if torch is not None:
+        xt, wt = _nchw(x).requires_grad_(), torch.tensor(w.transpose(3, 2, 0, 1)).requires_grad_()
+        theirs = TF.conv2d(xt, wt, **options)
+        (theirs * torch.tensor(cot.transpose(0, 3, 1, 2))).sum().backward()
+        want += [_nhwc(theirs), _nhwc(xt.grad), wt.grad.numpy().transpose(2, 3, 1, 0)]
+    for got, ref in zip([ours, gx, gw] * 2, want):
+        np.testing.assert_allclose(got.numpy(), ref, rtol=1e-10, atol=1e-12)
 
 
-@needs_torch
 @pytest.mark.parametrize("options", TRANSPOSE_OPTIONS[:2])
-def test_conv_transpose2d_matches_torch(options):
+def test_conv_transpose2d_matches_loops_and_torch(options):
     x, w = _x(2, 4, 5, 6), _x(3, 3, 2, 6)
-    theirs = TF.conv_transpose2d(_nchw(x), torch.tensor(w.transpose(3, 2, 0, 1)), **options)
-    np.testing.assert_allclose(en.conv_transpose2d(x, w, **options).numpy(), _nhwc(theirs),
+    ours = en.conv_transpose2d(x, w, **options).numpy()
+    np.testing.assert_allclose(ours, op_db_conv._conv_transpose2d_ref(x, w, **options),
                                rtol=1e-10, atol=1e-12)
+    if torch is not None:
+        theirs = TF.conv_transpose2d(_nchw(x), torch.tensor(w.transpose(3, 2, 0, 1)), **options)
+        np.testing.assert_allclose(ours, _nhwc(theirs), rtol=1e-10, atol=1e-12)
 
 
-@needs_torch
 @pytest.mark.parametrize("options", POOL_OPTIONS[:2] + [dict(pool_size=(3, 2), strides=(2, 3),
                                                               padding=(1, 1), ceil_mode=True)])
-def test_pooling_matches_torch(options):
+def test_pooling_matches_loops_and_torch(options):
     x = _x(2, 7, 9, 3)
+    out, idx = en.max_pool2d(x, return_indices=True, **options)
+    want_out, want_idx = op_db_conv._max_pool_ref(x, return_indices=True, **options)
+    np.testing.assert_array_equal(out.numpy(), want_out)
+    np.testing.assert_array_equal(idx.numpy(), want_idx)
     kw = dict(kernel_size=options["pool_size"], stride=options.get("strides"),
               padding=options.get("padding", 0), ceil_mode=options.get("ceil_mode", False))
-    out, idx = en.max_pool2d(x, return_indices=True, **options)
-    t_out, t_idx = TF.max_pool2d(_nchw(x), return_indices=True, **kw)
-    np.testing.assert_array_equal(out.numpy(), _nhwc(t_out))
-    np.testing.assert_array_equal(idx.numpy(), _nhwc(t_idx))
+    if torch is not None:
+        t_out, t_idx = TF.max_pool2d(_nchw(x), return_indices=True, **kw)
+        np.testing.assert_array_equal(out.numpy(), _nhwc(t_out))
+        np.testing.assert_array_equal(idx.numpy(), _nhwc(t_idx))
     for include in (True, False):
-        theirs = TF.avg_pool2d(_nchw(x), count_include_pad=include, **kw)
-        ours = en.avg_pool2d(x, count_include_pad=include, **options)
-        np.testing.assert_allclose(ours.numpy(), _nhwc(theirs), rtol=1e-12, atol=1e-14)
+        ours = en.avg_pool2d(x, count_include_pad=include, **options).numpy()
+        np.testing.assert_allclose(ours, op_db_conv._avg_pool_ref(x, count_include_pad=include,
+                                                                  **options),
+                                   rtol=1e-12, atol=1e-14)
+        if torch is not None:
+            theirs = TF.avg_pool2d(_nchw(x), count_include_pad=include, **kw)
+            np.testing.assert_allclose(ours, _nhwc(theirs), rtol=1e-12, atol=1e-14)
 
 
 def test_embedding_and_interpolate_export_to_onnx_as_gathers(tmp_path):
