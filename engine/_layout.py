@@ -64,10 +64,13 @@ class _SourceTreeFinder:
 def install_source_finder():
     """Map the mode subpackages that are not inside ``engine/`` (a source checkout).
 
-    Appended to ``sys.meta_path``: the ordinary finders answer first, so an
-    installed layout (or setuptools' editable finder) wins where there is one.
+    First on ``sys.meta_path``: ``engine`` was imported from this checkout, so its
+    modes must come from the same one, even where another checkout is installed in
+    editable mode (whose finder would map ``engine.graph`` to that checkout's
+    ``graph/``, mixing two trees in one process). An installed wheel has the modes
+    inside ``engine/`` and installs nothing here.
     """
     outside = {name: folder for name, folder in subpackage_dirs().items()
                if os.path.dirname(folder) != PACKAGE_DIR}
     if outside and not any(isinstance(f, _SourceTreeFinder) for f in sys.meta_path):
-        sys.meta_path.append(_SourceTreeFinder(outside))
+        sys.meta_path.insert(0, _SourceTreeFinder(outside))

@@ -68,6 +68,31 @@ def test_a_users_own_graph_eager_and_bench_files_break_nothing(tmp_path):
     assert graph_file == os.path.join(ROOT, "graph", "__init__.py")   # the folder, mapped
 
 
+# Another checkout installed in editable mode: setuptools puts a finder on sys.meta_path at
+# start-up that maps engine.graph and engine.eager to that checkout's folders (here decoys
+# that raise). Importing engine from this checkout must still give this checkout's modes.
+OTHER_CHECKOUT_PRELUDE = r"""
+import importlib.util, sys
+class OtherCheckoutFinder:
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in ("engine.graph", "engine.eager"):
+            return importlib.util.spec_from_file_location(
+                fullname, DECOY, submodule_search_locations=[])
+sys.meta_path.append(OtherCheckoutFinder())
+"""
+
+
+def test_a_checkout_uses_its_own_modes_when_another_is_installed_editable(tmp_path):
+    folder = _user_folder(tmp_path)
+    decoy = tmp_path / "other_checkout_mode.py"
+    decoy.write_text("raise RuntimeError('imported the other checkout')\n")
+    script = folder / "script.py"
+    script.write_text(f"DECOY = {str(decoy)!r}\n" + OTHER_CHECKOUT_PRELUDE + USER_SCRIPT)
+    ok, engine_file, graph_file = _run(folder, ROOT)
+    assert (ok, engine_file) == ("ok", os.path.join(ROOT, "engine", "__init__.py"))
+    assert graph_file == os.path.join(ROOT, "graph", "__init__.py")
+
+
 def _setuptools_builds_wheels():
     spec = importlib.util.find_spec("setuptools")
     if spec is None:
