@@ -12,7 +12,7 @@ from engine.config import config
 from engine.errors import EngineError
 from engine.modes import default_mode, read_variable, use_mode
 from engine.pytree import LEAF, flatten, unflatten
-from engine.recording import TapeRule, no_tapes, record
+from engine.recording import TapeRule, active_tapes, no_tapes, record
 from engine.tensor import Tensor
 from engine.variable import Variable
 
@@ -22,6 +22,7 @@ from .graph_ops import assign_variable_op, read_variable_op
 from .interpret import interpret, replay_nodes
 from .passes import DEFAULT_PIPELINE, optimize
 from .passes.memory_planning import plan_memory
+from .residuals import split_backward, variable_read_sources
 from .tracer import TraceMode
 
 
@@ -86,6 +87,7 @@ class ConcreteFunction:
         self._backward = None
         self._forward = None
         self._replay = None
+        self._saving = None         # a SavedCut once the backward is split; False: it cannot be
         self._passes = passes
         self._compile_function = compile_function
         self.backend = backend
@@ -187,15 +189,54 @@ class ConcreteFunction:
 
     def _call_recorded(self, tensors, arrays):
         """Run under active tapes and record the call as one op whose VJP is a compiled
-        backward graph fed by this call's residuals (nothing runs twice)."""
-        compiled, dtypes_ = self._forward_with_residuals()
+        backward graph fed by this call's residuals. Once a backward has been split
+        (``graph/residuals.py``) the call also returns the values that backward reads,
+        so nothing runs twice; before that, the backward recomputes them."""
+        saving = self._saving
+        compiled, dtypes_ = saving.forward if saving else self._forward_with_residuals()
         results = wrap_outputs(compiled.run(arrays), dtypes_, self.backend)
         n = len(self.graph.outputs)
-        outs, residuals = results[:n], results[n:]
+        n_res = n + len(self._replay)
+        outs, residuals, cut = results[:n], results[n:n_res], results[n_res:]
         mode = default_mode()   # the values are concrete whatever mode is current
         reads = [read_variable(v, mode) for v in self._float_vars]
-        record(_call_rule(self, residuals), list(tensors) + reads, tuple(outs), {})
+        record(_call_rule(self, residuals, cut if saving else None), list(tensors) + reads,
+               tuple(outs), {})
         return unflatten(self.graph.output_tree, outs)
+
+    def _all_wanted(self, inputs):
+        n_in = len(inputs) - len(self._float_vars)
+        return tuple(k >= n_in or x.dtype in dtypes.FLOATS for k, x in enumerate(inputs))
+
+    def _split_backward(self, inputs, residuals, gs):
+        """After a first backward: split the backward graph (for every gradient at once)
+        so that later calls save what it reads. Leaves ``_saving`` False where the graph
+        cannot be split."""
+        self._saving = False
+        if any(g is None for g in gs):
+            return
+        flat = list(inputs) + list(residuals) + list(gs)
+        backward = self.backward_function(self._all_wanted(inputs)).get_concrete_function(*flat)
+        graph = backward.unoptimized_graph
+        if len(graph.inputs) != len(flat):
+            return
+        mapping = {}
+        forward = self.unoptimized_graph.copy(name=f"{self.name}_forward", mapping=mapping)
+        replayed = [mapping[n] for n in self._replay]
+        forward.outputs = forward.outputs + replayed
+        assigned = {id(n.params["var"].var) for n in forward.nodes
+                    if n.op is assign_variable_op}
+        reads = variable_read_sources(forward, self._float_vars)
+        reads = [None if id(v) in assigned else r for v, r in zip(self._float_vars, reads)]
+        n_in = len(self.graph.inputs)
+        split = split_backward(forward, graph, forward.inputs[:n_in] + reads + replayed)
+        if split is None:
+            return
+        with _collector_paused():
+            optimized, _ = _optimize(split.forward, self._passes, self.backend)
+            compiled = CompiledGraph(optimized, backend=self.backend, plan=optimized.memory_plan)
+        self._saving = SavedCut((compiled, [o.dtype for o in optimized.outputs]),
+                                split.cotangent, self._all_wanted(inputs), self)
 
     def backward_function(self, wanted=None):
         """An ``en.function`` from (inputs, variable values, residuals, output cotangents)
@@ -251,9 +292,39 @@ class ConcreteFunction:
         return self._compile_function(backward, f"{self.name}_backward")
 
 
-def _call_rule(concrete, residuals):
+class SavedCut:
+    """A split backward: the forward that also returns the cut values, and the
+    cotangent part (``graph/residuals.py``) compiled per choice of gradients."""
+
+    def __init__(self, forward, cotangent, all_wanted, concrete):
+        self.forward = forward            # (CompiledGraph, output dtypes)
+        self.cotangent = cotangent        # Graph: backward inputs, cut values -> all gradients
+        self.all_wanted = all_wanted
+        self._compile_function = concrete._compile_function
+        self._name = f"{concrete.name}_backward"
+        self._functions = {}
+
+    def backward_function(self, wanted):
+        """An ``en.function`` of (inputs, variable values, residuals, cotangents, cut
+        values) returning the gradients ``wanted`` picks, in order."""
+        fn = self._functions.get(wanted)
+        if fn is None:
+            graph = self.cotangent
+            # The cotangent graph returns every gradient of all_wanted, in order.
+            rank = {k: r for r, k in enumerate(k for k, a in enumerate(self.all_wanted) if a)}
+            chosen = [rank[k] for k, w in enumerate(wanted) if w]
+
+            def backward(*flat):
+                outs = interpret(graph, list(flat))
+                return tuple(outs[k] for k in chosen)
+            fn = self._functions[wanted] = self._compile_function(backward, self._name)
+        return fn
+
+
+def _call_rule(concrete, residuals, cut=None):
     """The tape rule of one compiled-function call: its VJP runs the compiled backward
-    graph on this call's residuals, for the inputs the tape needs gradients of."""
+    graph on this call's residuals (and the cut values it saved, if any), for the
+    inputs the tape needs gradients of."""
     def vjp(gs, outs, *inputs, needs):
         n_vars = len(concrete._float_vars)
         n_in = len(inputs) - n_vars
@@ -261,7 +332,15 @@ def _call_rule(concrete, residuals):
                        for k, (x, need) in enumerate(zip(inputs, needs)))
         if not any(wanted):
             return (None,) * len(inputs)
-        grads = iter(concrete.backward_function(wanted)(*inputs, *residuals, *gs))
+        if cut is not None and not active_tapes():
+            # First order: the saved values are constants. (An outer tape recording this
+            # backward needs them as functions of the inputs: it takes the path below.)
+            fn = concrete._saving.backward_function(wanted)
+            grads = iter(fn(*inputs, *residuals, *gs, *cut))
+        else:
+            grads = iter(concrete.backward_function(wanted)(*inputs, *residuals, *gs))
+            if concrete._saving is None:
+                concrete._split_backward(inputs, residuals, gs)
         return tuple(next(grads) if w else None for w in wanted)
     return TapeRule(f"call[{concrete.name}]", vjp, multiple_results=True, vjp_needs=True)
 

@@ -9,9 +9,12 @@ tracer captures it (gradients inside graphs).
 """
 import contextlib
 
+import numpy as np
+
 from .. import dtypes, ops
 from ..errors import EngineError, NotDifferentiableError, NumericsError
-from ..recording import complex_refusal, has_complex_vjp, paused, pop_tape, push_tape
+from ..recording import (active_tapes, complex_refusal, has_complex_vjp, paused, pop_tape,
+                         push_tape)
 from ..transforms.batching import vmap
 from ..variable import Variable
 
@@ -219,6 +222,7 @@ def backward(entries, targets, seeds, sources):
         _accumulate(cot, t, g)
 
     keep = {id(s) for s in sources}
+    owned = set()      # sums made here, added to in place (see _accumulate)
     for op, inputs, out, params in reversed(relevant):
         if op.multiple_results:
             gs = [cot.get(id(o)) if id(o) in keep else cot.pop(id(o), None) for o in out]
@@ -248,7 +252,7 @@ def backward(entries, targets, seeds, sources):
             raise NumericsError(f"{err}\n  in the gradient of op '{op.name}'") from None
         for x, gx in zip(inputs, in_grads):
             if gx is not None and id(x) in reach:
-                _accumulate(cot, x, gx)
+                _accumulate(cot, x, gx, owned)
     return [cot.get(id(s)) for s in sources]
 
 
@@ -261,13 +265,33 @@ def _size(t, name):
     return n
 
 
-def _accumulate(cot, x, g):
+def _accumulate(cot, x, g, owned=None):
+    """Add the cotangent ``g`` into ``cot[id(x)]``.
+
+    ``owned`` holds the ids whose sums this backward pass made itself. With no tape
+    recording the backward pass and concrete numpy values, such a sum is added to in
+    place (one numpy call instead of an op and a new array: an RNN cell's weights
+    take a contribution per step). Nothing else holds it yet: a sum is handed on only
+    when its tensor's producer is reached, after every contribution to it.
+    """
     if g.dtype != x.dtype:
         if g.dtype in _COMPLEX and x.dtype not in _COMPLEX:
             g = ops.real(g)   # a real input of a complex op: the real part (JAX's convention)
         g = ops.cast(g, x.dtype)
-    prev = cot.get(id(x))
-    cot[id(x)] = g if prev is None else ops.add(prev, g)
+    key = id(x)
+    prev = cot.get(key)
+    if prev is None:
+        cot[key] = g
+        return
+    if owned is not None and key in owned and not active_tapes():
+        a, b = prev._value, g._value
+        if type(b) is np.ndarray and a.shape == b.shape and a.dtype == b.dtype:
+            np.add(a, b, out=a)
+            return
+    total = cot[key] = ops.add(prev, g)
+    if owned is not None and type(total._value) is np.ndarray and total._value.flags.writeable \
+            and total._value.base is None and not active_tapes():
+        owned.add(key)
 
 
 def _flatten(struct):

@@ -34,6 +34,7 @@ from engine.tensor import wrap, wrap_on
 
 from ..concrete import ConcreteFunction
 from ..interpret import evaluate
+from ..passes.common import is_view
 from .partition import needed, partition
 from .program import ChunkProgram
 
@@ -190,11 +191,6 @@ def _divisor(node):
     return float(np.prod([shape[a] for a in axes]))
 
 
-# Layout ops that make a view: a chunk recomputes them from the value they view rather
-# than receive a second copy of the same bytes (W and W.T would otherwise both travel).
-VIEW_OPS = frozenset(("transpose", "reshape", "expand_dims", "squeeze"))
-
-
 def _recompute_views(plan, chunk_nodes):
     """``chunk_nodes`` with the free view ops they read (chains of them included)
     moved into the chunk program, in graph order."""
@@ -203,8 +199,8 @@ def _recompute_views(plan, chunk_nodes):
     pulled = set()
     while todo:
         n = todo.pop()
-        if n in inside or n in pulled or n.op.name not in VIEW_OPS or n in plan.constants \
-                or plan.place.get(n) != "free" or n.side_effects:
+        if n in inside or n in pulled or not is_view(n) or n in plan.constants \
+                or plan.place.get(n) != "free":
             continue
         pulled.add(n)
         todo.extend(n.inputs)

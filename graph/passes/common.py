@@ -4,6 +4,16 @@ import numpy as np
 from ..graph_ops import constant_op
 
 
+# Layout ops that make a view: no bytes are computed, so a program that has the viewed
+# value makes the view again rather than keep or receive a second reference to it.
+VIEW_OPS = frozenset(("transpose", "reshape", "expand_dims", "squeeze"))
+
+
+def is_view(node):
+    """``node`` is a layout op returning a view of its input (see ``VIEW_OPS``)."""
+    return node.op.name in VIEW_OPS and not node.side_effects
+
+
 def fresh_results(node):
     """A node with several results whose op has an ``out_impl`` (a multi-output
     fused kernel): it writes each result into a given array (``out=`` a tuple,
