@@ -1,4 +1,4 @@
-"""Opening files named by a caller who may not be friendly: regular files only.
+"""Files named by a caller who may not be friendly: regular files only; written whole.
 
 ``open(path)`` on a FIFO blocks until some writer opens the other end, which may be
 never; a device such as ``/dev/zero`` never ends; a directory cannot be read. The
@@ -21,8 +21,10 @@ Example:
     ...     print(err.kind)
     directory
 """
+import contextlib
 import errno
 import os
+import secrets
 import stat
 
 from .errors import EngineError
@@ -59,3 +61,49 @@ def open_regular(path):
     except BaseException:
         os.close(fd)
         raise
+
+
+def write_atomically(path, data):
+    """``data`` (bytes) at ``path``, whole or not at all: written to a temporary file of
+    a unique name in the same folder, synced, then renamed over ``path`` (atomic on
+    POSIX). On any failure (an interrupt too) the temporary file is removed and
+    ``path`` keeps what it held. Concurrent writers each rename a complete file.
+
+    Example:
+        >>> import os, tempfile
+        >>> from engine.files import write_atomically
+        >>> path = os.path.join(tempfile.mkdtemp(), "w.bin")
+        >>> write_atomically(path, b"new")
+        >>> open(path, "rb").read(), os.listdir(os.path.dirname(path))
+        (b'new', ['w.bin'])
+    """
+    folder, name = os.path.split(path)
+    while True:
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        remove_if_present(tmp)
+        raise
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def remove_if_present(path):
+    """Remove ``path``; a file already gone is no error."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)

@@ -31,10 +31,10 @@ import errno
 import json
 import os
 import re
-import secrets
 import threading
 
-from engine.files import open_regular
+from engine.files import open_regular, remove_if_present as _remove
+from engine.files import write_atomically as write_file   # the name tests patch
 
 try:
     import fcntl
@@ -89,39 +89,6 @@ def _locked(folder):
         yield
     finally:
         os.close(fd)                           # releases the lock
-
-
-def write_file(path, data):
-    """``data`` at ``path`` by a unique temporary file in the same folder and a rename."""
-    folder, name = os.path.split(path)
-    while True:
-        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    try:
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
-
-
-def _write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _remove(path):
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(path)
 
 
 def _arrays_named_by(json_path):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import engine as en
+import engine.files as files
 import engine.graph.atomic_save as atomic
 from engine.graph.export import ExportError, paths_for, saved_files
 
@@ -81,7 +82,7 @@ def test_a_save_failing_at_any_step_leaves_the_old_save_and_no_files(location, m
     before = _listing(folder)
     full = OSError(errno.ENOSPC, "No space left on device")
     if step == "write":
-        monkeypatch.setattr(atomic, "_write_all", _failing_on_call(n, atomic._write_all, full))
+        monkeypatch.setattr(files, "_write_all", _failing_on_call(n, files._write_all, full))
     elif step == "fsync":
         monkeypatch.setattr(atomic.os, "fsync", _failing_on_call(n, os.fsync, full))
     else:

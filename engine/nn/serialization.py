@@ -23,13 +23,13 @@ Example:
 import io
 import json
 import os
-import tempfile
 import zipfile
 
 import numpy as np
 
 from .. import dtypes
 from ..errors import ArgumentTypeError, LoadError
+from ..files import write_atomically
 from .module import Module, check_state
 
 FORMAT = "engine.nn.state"
@@ -58,24 +58,7 @@ def save(module, path):
             data = io.BytesIO()
             np.lib.format.write_array(data, value, allow_pickle=False)
             zf.writestr(member, data.getvalue())
-    _write_atomically(path, buf.getvalue())
-
-
-def _write_atomically(path, data):
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomically(path, buf.getvalue())
 
 
 def load_into(module, path):
