@@ -119,9 +119,13 @@ def test_call_under_tape_is_one_op_with_a_compiled_backward():
         assert len(tape._entries) == 1 and tape._entries[0][0].name == "call[_loss]"
         tape.gradient(y, w)
     concrete = f.get_concrete_function(x, w)
-    # One backward per choice of gradients: here w's alone (x is not watched).
-    assert list(concrete._backward) == [(False, True)]
-    backward = concrete.backward_function((False, True))
+    # One backward per choice of gradients: here w's alone (x is not watched). From
+    # the second call on, the calls save what it reads and run its split form (the
+    # split traced the backward once for every gradient).
+    split = concrete._saving
+    assert list(split._functions) == [(False, True)]
+    assert set(concrete._backward) == {(False, True), split.all_wanted}
+    backward = split.backward_function((False, True))
     assert isinstance(backward, en.Function)
     assert f.trace_count == 1 and backward.trace_count == 1, "the backward graph is reused"
 
