@@ -213,7 +213,9 @@ class ConcreteFunction:
         so that later calls save what it reads. Leaves ``_saving`` False where the graph
         cannot be split."""
         self._saving = False
-        if any(g is None for g in gs):
+        # A trace for an input_signature serves several shapes, but the backward is
+        # traced for this call's: its split would bake them in.
+        if self._specs is not None or any(g is None for g in gs):
             return
         flat = list(inputs) + list(residuals) + list(gs)
         backward = self.backward_function(self._all_wanted(inputs)).get_concrete_function(*flat)

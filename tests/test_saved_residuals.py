@@ -210,3 +210,17 @@ def test_a_weight_used_every_step_sums_its_contributions(steps):
         right = np.ones((2, 4)) @ np.linalg.matrix_power(W, steps - 1 - j).T
         want += left.T @ right
     np.testing.assert_allclose(g, want, rtol=1e-10)
+
+
+def test_a_function_with_an_input_signature_serves_every_shape_under_a_tape():
+    f = en.function(lambda x: en.sum(en.reshape(x, (-1,)) ** 2.0) * en.mean(x),
+                    input_signature=[en.TensorSpec((None, 3), "float64")])
+    for rows in (2, 5, 2, 4):
+        x = en.tensor(RNG.standard_normal((rows, 3)))
+        for _ in range(2):
+            with en.GradientTape() as tape:
+                tape.watch(x)
+                y = f(x)
+            v = x.numpy()
+            want = 2 * v * v.mean() + np.sum(v ** 2) / v.size
+            np.testing.assert_allclose(tape.gradient(y, x).numpy(), want, rtol=1e-12)
