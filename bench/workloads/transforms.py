@@ -21,7 +21,9 @@ Three cases, every variant timed side by side in this process:
               work no engine can skip, dominated by writing the 256 x 784 x 100
               gradient of the first layer), ``numpy_outer_floor`` (that gradient's
               outer products alone, written into a preallocated array: the floor
-              under every mode), ``torch.func.vmap(torch.func.grad)``
+              under every mode), ``numpy_write_floor`` (an array of that size
+              filled, by ``memset``: the memory bandwidth floor),
+              ``torch.func.vmap(torch.func.grad)``
               and ``jax.jit(jax.vmap(jax.grad))`` when installed. Target:
               graph_vmap >= 20x faster than the (eager) loop.
 ``hvp``       Hessian-vector products of the autoencoder loss, ``jvp(grad(loss))``
@@ -277,6 +279,7 @@ def _per_example_variants(config, modes):
         outer = _outer_floor(x_np, np.asarray(traced(params, x, y)[1]))
         variants["numpy_outer_floor"] = outer
         checks["numpy_outer_floor"] = {"rel_err_vs_loop": _rel_err(outer(), want[0])}
+        variants["numpy_write_floor"] = _write_floor(want[0].shape)
     if "torch" in modes:
         made = _torch_per_example(params_np, x_np, y_np)
         if isinstance(made, str):
@@ -315,6 +318,17 @@ def _outer_floor(x, dh):
 
     def run():
         return np.multiply(x[:, :, None], dh[:, None, :], out=out)
+    return run
+
+
+def _write_floor(shape):
+    """Writing an array of the first layer's gradients' size and nothing else (``fill``,
+    which numpy runs as ``memset``): the memory bandwidth floor of any mode's output."""
+    out = np.empty(shape, np.float32)
+
+    def run():
+        out.fill(0.0)
+        return out
     return run
 
 
@@ -427,7 +441,8 @@ def summary(results, args=None):
                      ("numpy_jvp_floor", "numpy_forward_floor"), ("torch_jvp", "torch_forward")],
              "per_example": [("loop", "vmap"), ("loop", "graph_vmap"),
                              ("loop_traced", "graph_vmap"), ("graph_vmap", "numpy"),
-                             ("graph_vmap", "numpy_outer_floor"), ("torch_vmap", "graph_vmap"),
+                             ("graph_vmap", "numpy_outer_floor"),
+                             ("graph_vmap", "numpy_write_floor"), ("torch_vmap", "graph_vmap"),
                              ("jax_vmap", "graph_vmap")],
              "hvp": [("hvp", "two_grads"), ("graph_hvp", "graph_two_grads")]}
     low = _medians(mine, "min_ms")
