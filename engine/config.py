@@ -42,6 +42,11 @@ class _Config:
         # most recently: a shape left behind gives its arrays back (see
         # eager/buffer_cache.py for why 8).
         self.eager_cache_shapes = 8
+        # A traced function writes each large output (128 KiB and up) into the array its
+        # previous call returned, once nothing refers to that array any more; it keeps
+        # that array until its next call (graph/output_recycling.py). Read when a graph
+        # is lowered.
+        self.recycle_graph_outputs = True
         # Kernels borrow one per-thread scratch buffer (im2col patches) up to
         # this many bytes; bigger temporaries are allocated per call (0: off).
         self.workspace_bytes = 1 << 30

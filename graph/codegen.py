@@ -22,10 +22,12 @@ from engine.backend import NUMPY, bind, get, mismatch
 from engine import warning_location
 from engine.errors import BackendError
 
+from . import output_recycling
 from .graph_ops import constant_op, placeholder_op, unpack_op
 
 _counter = itertools.count()
-_RESERVED = ("k_", "c_", "p_", "_b", "run_", "__")
+_RESERVED = ("k_", "c_", "p_", "_b", "run_", "__", output_recycling.PREV, output_recycling.HELD,
+             output_recycling.REFS, output_recycling.BASE)
 
 
 def _is_literal(value):
@@ -179,32 +181,46 @@ def _out_argument(node, plan):
     return None, False
 
 
-def _node_line(node, names, ns, plan, used):
-    """The statement computing ``node`` (without its source comment)."""
-    target = names[node]
-    if node.op is constant_op:
-        return f"    {target} = {ns.add('c_' + target, _constant(node, ns.backend))}"
+def _call(node, names, ns, out_arg, buffered):
+    """``kernel(inputs, out=..., params)`` for ``node``."""
     argv = [names[inp] for inp in node.inputs]
-    out_arg, buffered = _out_argument(node, plan)
     if out_arg is not None:
         argv.append(out_arg)
     for key, value in sorted(node.params.items()):
         if _is_literal(value):
             argv.append(f"{key}={value!r}")
         else:
-            argv.append(f"{key}={ns.add(f'p_{target}_{key}', value)}")
-    call = f"{ns.kernel(node, buffered)}({', '.join(argv)})"
+            argv.append(f"{key}={ns.add(f'p_{names[node]}_{key}', value)}")
+    return f"{ns.kernel(node, buffered)}({', '.join(argv)})"
+
+
+def _node_line(node, names, ns, plan, used):
+    """The statement computing ``node`` (without its source comment)."""
+    target = names[node]
+    if node.op is constant_op:
+        return f"    {target} = {ns.add('c_' + target, _constant(node, ns.backend))}"
+    out_arg, buffered = _out_argument(node, plan)
+    call = _call(node, names, ns, out_arg, buffered)
     return f"    {target} = {call}" if used else f"    {call}"
 
 
-def lower(graph, kernel_for=None, backend=NUMPY, plan=None):
+def _recycled_lines(k, node, names, ns):
+    """The statements computing recycled output number ``k`` (output_recycling.py)."""
+    return output_recycling.statement(
+        k, names[node], _call(node, names, ns, f"out={output_recycling.PREV}", True),
+        _call(node, names, ns, None, False))
+
+
+def lower(graph, kernel_for=None, backend=NUMPY, plan=None, recycle_outputs=False):
     """Return :class:`Lowered` source for ``graph``.
 
     ``kernel_for(node)`` may return a replacement callable for a node (used by
     fusion); by default each node calls ``node.op.impl`` (numpy), or its kernel
     on ``backend``. With ``plan`` (a :class:`~graph.passes.memory_planning.MemoryPlan`
     of this graph) the function takes one more argument, the list of planned
-    buffers, and the planned nodes write into them.
+    buffers, and the planned nodes write into them. With ``recycle_outputs`` large
+    outputs are written into the arrays the previous call returned once the caller
+    has released them (``output_recycling.py``).
 
     Example:
         >>> import engine as en
@@ -219,6 +235,11 @@ def lower(graph, kernel_for=None, backend=NUMPY, plan=None):
     ns = _Namespace(kernel_for, backend)
     if plan is not None and not plan.views:
         plan = None
+    recycled = output_recycling.recyclable_outputs(graph, plan, backend) \
+        if recycle_outputs else []
+    recycled = {node: k for k, node in enumerate(recycled)}
+    if recycled:
+        ns.values.update(output_recycling.namespace_entries(len(recycled)))
     fn_name = "run_" + "".join(c if c.isalnum() else "_" for c in graph.name)
     args = ", ".join([names[n] for n in graph.inputs] + (["_buffers"] if plan else []))
     lines = [f"def {fn_name}({args}):"]
@@ -228,11 +249,16 @@ def lower(graph, kernel_for=None, backend=NUMPY, plan=None):
     for i, node in enumerate(order):
         if node.op is placeholder_op:
             continue
-        line = _node_line(node, names, ns, plan, node in last_use or node in outputs)
+        if node in recycled:
+            block = _recycled_lines(recycled[node], node, names, ns)
+        else:
+            block = [_node_line(node, names, ns, plan, node in last_use or node in outputs)]
         if node.source is not None:
-            line += f"  # {os.path.basename(node.source[0])}:{node.source[1]}"
-        lines.append(line)
-        line_to_node[len(lines)] = node
+            where = f"  # {os.path.basename(node.source[0])}:{node.source[1]}"
+            block = [b + where if b.lstrip().startswith(names[node]) else b for b in block]
+        for line in block:
+            lines.append(line)
+            line_to_node[len(lines)] = node
         dead = [names[d] for d in dying.get(i, ())]
         if dead:
             lines.append(f"    del {', '.join(dead)}")

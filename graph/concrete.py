@@ -98,7 +98,7 @@ class ConcreteFunction:
         with _collector_paused():
             self.graph, self.report = _optimize(graph, passes, backend)
             self.compiled = CompiledGraph(self.graph, backend=backend,
-                                          plan=self.graph.memory_plan)
+                                          plan=self.graph.memory_plan, recycle_outputs=True)
         self.source = self.compiled.source
         self._out_dtypes = [o.dtype for o in self.graph.outputs]
         self._single_output = self.graph.output_tree == LEAF
@@ -183,7 +183,7 @@ class ConcreteFunction:
             graph.outputs = graph.outputs + [mapping[n] for n in self._replay]
             graph, _ = _optimize(graph, self._passes, self.backend)
             self._forward = (CompiledGraph(graph, backend=self.backend,
-                                           plan=graph.memory_plan),
+                                           plan=graph.memory_plan, recycle_outputs=True),
                              [o.dtype for o in graph.outputs])
         return self._forward
 
@@ -236,7 +236,8 @@ class ConcreteFunction:
             return
         with _collector_paused():
             optimized, _ = _optimize(split.forward, self._passes, self.backend)
-            compiled = CompiledGraph(optimized, backend=self.backend, plan=optimized.memory_plan)
+            compiled = CompiledGraph(optimized, backend=self.backend, plan=optimized.memory_plan,
+                                     recycle_outputs=True)
         self._saving = SavedCut((compiled, [o.dtype for o in optimized.outputs]),
                                 split.cotangent, self._all_wanted(inputs), self)
 

@@ -25,12 +25,14 @@ class CompiledGraph:
 
     With ``plan`` (the graph's :class:`~graph.passes.memory_planning.MemoryPlan`)
     planned nodes write into buffers reused across calls (a set per concurrent call).
+    With ``recycle_outputs`` large outputs are written into the arrays the previous
+    call returned, where the caller has let go of them (``output_recycling.py``).
     """
 
-    def __init__(self, graph, kernel_for=None, backend=NUMPY, plan=None):
+    def __init__(self, graph, kernel_for=None, backend=NUMPY, plan=None, recycle_outputs=False):
         self.graph = graph
         self.backend = backend
-        self.lowered = lower(graph, kernel_for, backend, plan)
+        self.lowered = lower(graph, kernel_for, backend, plan, recycle_outputs)
         self.fn = self.lowered.build()
         # A call's variable writes take effect together or (if it raises) not at
         # all, and no other thread writes those variables in the middle of it.

@@ -6,7 +6,11 @@ Three cases, every variant timed side by side in this process:
               float32) and its JVP along a random direction in (W, b1, b2):
               ``forward`` (the loss alone), ``jvp`` (native rules) and
               ``jvp_fallback`` (every op through the double-VJP trick), eagerly
-              and traced (``graph_``); ``torch`` runs ``torch.func.jvp``.
+              and traced (``graph_``); ``torch`` runs ``torch.func.jvp``;
+              ``numpy_forward_floor`` and ``numpy_jvp_floor`` run the matrix
+              products alone (2 for the loss, 5 for the loss and its JVP: the
+              tangent of ``h @ W.T`` is ``dh @ W.T + h @ dW.T``), into preallocated
+              outputs. At batches 100, 256, 1000 and 10000.
               Target: the traced JVP costs at most 2x the traced forward pass.
 ``per_example``  gradients of a 784-100-10 tanh MLP's cross-entropy for each of
               256 examples: ``loop`` (a Python loop of ``en.grad``, eager),
@@ -15,7 +19,11 @@ Three cases, every variant timed side by side in this process:
               0))`` eager) and ``graph_vmap`` (the same under ``en.function``),
               against ``numpy`` (the same gradients written by hand, batched: the
               work no engine can skip, dominated by writing the 256 x 784 x 100
-              gradient of the first layer), ``torch.func.vmap(torch.func.grad)``
+              gradient of the first layer), ``numpy_outer_floor`` (that gradient's
+              outer products alone, written into a preallocated array: the floor
+              under every mode), ``numpy_write_floor`` (an array of that size
+              filled, by ``memset``: the memory bandwidth floor),
+              ``torch.func.vmap(torch.func.grad)``
               and ``jax.jit(jax.vmap(jax.grad))`` when installed. Target:
               graph_vmap >= 20x faster than the (eager) loop.
 ``hvp``       Hessian-vector products of the autoencoder loss, ``jvp(grad(loss))``
@@ -24,10 +32,14 @@ Three cases, every variant timed side by side in this process:
 
 Every variant's result is first checked against a reference (the native JVP
 against the fallback and central differences; per-example gradients against
-the loop; the HVP against central differences of the gradient).
+the loop; the HVP against central differences of the gradient). Each record
+also holds ``page_faults_per_call`` (minor faults of one call, the median of
+two, measured apart from the timing).
 
 Run alone with ``python -m bench.workloads.transforms [--quick]``.
 """
+import resource
+import statistics
 import sys
 
 import numpy as np
@@ -38,7 +50,9 @@ NAME = "transforms"
 DESCRIPTION = "jvp, per-example gradients (vmap of grad), Hessian-vector products"
 MODES = ["eager", "graph", "torch", "jax"]
 
-_CASES = [("jvp", 256, 20, 5), ("per_example", 256, 10, 3), ("hvp", 256, 20, 5)]
+# (case, batches, repeats by batch (default 20), repeats with --quick)
+_CASES = [("jvp", (100, 256, 1000, 10000), {10000: 5}, 5),
+          ("per_example", (256,), {256: 10}, 3), ("hvp", (256,), {}, 5)]
 TARGETS = {"jvp": ("graph_jvp", "graph_forward", 2.0, "at most"),
            "per_example": ("loop", "graph_vmap", 20.0, "at least"),
            "hvp": ("graph_hvp", "graph_two_grads", 1.0, "at most")}
@@ -57,9 +71,11 @@ TOLERANCE = {"rel_err_vs_fd": 2e-3, "rel_err_vs_fallback": 1e-5, "rel_err_vs_loo
 def configs(args):
     quick = getattr(args, "quick", False)
     repeats = getattr(args, "repeats", None)
-    return [{"case": case, "batch": _QUICK_BATCH if quick else batch,
-             "repeats": int(repeats or (short if quick else full))}
-            for case, batch, full, short in _CASES]
+    if quick:
+        return [{"case": case, "batch": _QUICK_BATCH, "repeats": int(repeats or short)}
+                for case, _, _, short in _CASES]
+    return [{"case": case, "batch": batch, "repeats": int(repeats or by_batch.get(batch, 20))}
+            for case, batches, by_batch, _ in _CASES for batch in batches]
 
 
 def run(config, modes, args, tick):
@@ -72,9 +88,22 @@ def run(config, modes, args, tick):
            for name, fn in variants.items()}
     for name, errs in checks.items():
         errs["agree"] = all(v <= TOLERANCE[k] for k, v in errs.items())
+    for name, fn in variants.items():
+        checks.setdefault(name, {})["page_faults_per_call"] = _faults_per_call(fn)
     times = time_modes(fns, config["repeats"], tick, warmup=1)
     names = list(variants) + list(skipped)
     return results(NAME, config, names, times, checks, skipped)
+
+
+def _faults_per_call(fn, calls=2):
+    """The median count of minor page faults (fresh pages) of one call of ``fn``."""
+    fn()
+    counts = []
+    for _ in range(calls):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        fn()
+        counts.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    return statistics.median(counts)
 
 
 # ---- the jvp case ----------------------------------------------------------------------------------
@@ -132,6 +161,7 @@ def _jvp_variants(config, modes):
                                "rel_err_vs_fallback": abs(got - fb) / abs(fb)}
         checks["graph_jvp_fallback"] = {"rel_err_vs_fd": abs(fb - fd) / abs(fd),
                                         "eager_fallback_rel_err": abs(float(want) - fd) / abs(fd)}
+        variants["numpy_forward_floor"], variants["numpy_jvp_floor"] = _matmul_floors(p, tw)
     if "torch" in modes:
         made = _torch_jvp(p, (tw, tb1, tb2))
         if isinstance(made, str):
@@ -140,6 +170,28 @@ def _jvp_variants(config, modes):
             variants["torch_forward"], variants["torch_jvp"], t_value = made
             checks["torch_jvp"] = {"rel_err_vs_fd": abs(t_value - fd) / abs(fd)}
     return variants, checks, skipped
+
+
+def _matmul_floors(p, tw):
+    """``(forward, jvp)``: the loss's 2 matrix products, and the 5 of the loss and its
+    JVP, alone, into preallocated outputs (same shapes and dtype)."""
+    w, _, _, x = p.arrays()
+    tw = np.asarray(tw)
+    batch, hidden = x.shape[0], w.shape[1]
+    h, th = np.empty((batch, hidden), np.float32), np.empty((batch, hidden), np.float32)
+    y, ty1, ty2 = (np.empty_like(x) for _ in range(3))
+
+    def forward():
+        np.matmul(x, w, out=h)
+        np.matmul(h, w.T, out=y)
+
+    def jvp():
+        np.matmul(x, w, out=h)
+        np.matmul(x, tw, out=th)
+        np.matmul(h, w.T, out=y)
+        np.matmul(th, w.T, out=ty1)
+        np.matmul(h, tw.T, out=ty2)
+    return forward, jvp
 
 
 def _torch_jvp(p, tangents):
@@ -224,6 +276,10 @@ def _per_example_variants(config, modes):
         checks["graph_vmap"] = {"rel_err_vs_loop": err(traced(params, x, y))}
         variants["numpy"] = lambda: numpy_per_example(params_np, x_np, y_np)
         checks["numpy"] = {"rel_err_vs_loop": err(numpy_per_example(params_np, x_np, y_np))}
+        outer = _outer_floor(x_np, np.asarray(traced(params, x, y)[1]))
+        variants["numpy_outer_floor"] = outer
+        checks["numpy_outer_floor"] = {"rel_err_vs_loop": _rel_err(outer(), want[0])}
+        variants["numpy_write_floor"] = _write_floor(want[0].shape)
     if "torch" in modes:
         made = _torch_per_example(params_np, x_np, y_np)
         if isinstance(made, str):
@@ -253,6 +309,27 @@ def numpy_per_example(params, x, y):
     p[np.arange(len(y)), y] -= 1.0                    # d loss / d logits, per example
     dh = (p @ w2.T) * (1.0 - h * h)
     return (x[:, :, None] * dh[:, None, :], dh, h[:, :, None] * p[:, None, :], p)
+
+
+def _outer_floor(x, dh):
+    """The first layer's per-example weight gradients alone: ``x[b] (outer) dh[b]`` for every
+    example, written into one preallocated (batch, 784, 100) array (no fresh pages)."""
+    out = np.empty((x.shape[0], x.shape[1], dh.shape[1]), np.float32)
+
+    def run():
+        return np.multiply(x[:, :, None], dh[:, None, :], out=out)
+    return run
+
+
+def _write_floor(shape):
+    """Writing an array of the first layer's gradients' size and nothing else (``fill``,
+    which numpy runs as ``memset``): the memory bandwidth floor of any mode's output."""
+    out = np.empty(shape, np.float32)
+
+    def run():
+        out.fill(0.0)
+        return out
+    return run
 
 
 def _torch_per_example(params_np, x_np, y_np):
@@ -332,17 +409,25 @@ _VARIANTS = {"jvp": _jvp_variants, "per_example": _per_example_variants, "hvp": 
 
 
 # ---- reporting -------------------------------------------------------------------------------------
+def _medians(results, key="median_ms"):
+    """``{(case, batch): {mode: figure}}`` of this workload's timed records."""
+    out = {}
+    for r in results:
+        if r["workload"] == NAME and r.get(key) is not None:
+            out.setdefault((r["config"]["case"], r["config"]["batch"]), {})[r["mode"]] = r[key]
+    return out
+
+
 def check_targets(results):
-    """``[(text, ok, detail)]``: each case's ratio against its target."""
-    med = {(r["config"]["case"], r["mode"]): r["median_ms"] for r in results
-           if r["workload"] == NAME and r.get("median_ms") is not None}
+    """``[(text, ok, detail)]``: each case's ratio against its target, per batch."""
     out = []
-    for case, (a, b, need, how) in TARGETS.items():
-        if (case, a) not in med or (case, b) not in med:
+    for (case, batch), med in _medians(results).items():
+        a, b, need, how = TARGETS[case]
+        if a not in med or b not in med:
             continue
-        ratio = med[(case, a)] / med[(case, b)]
+        ratio = med[a] / med[b]
         ok = ratio <= need if how == "at most" else ratio >= need
-        out.append((f"{case}: {a} / {b} {how} {need:g}", ok, f"{ratio:.2f}"))
+        out.append((f"{case}: {a} / {b} {how} {need:g}", ok, f"{ratio:.2f} at batch {batch}"))
     return out
 
 
@@ -350,21 +435,22 @@ def summary(results, args=None):
     mine = [r for r in results if r["workload"] == NAME]
     if not mine:
         return ""
-    med = {(r["config"]["case"], r["mode"]): r["median_ms"] for r in mine
-           if r.get("median_ms") is not None}
     lines = ["transforms: ratios of medians measured side by side in this process"]
-    pairs = [("jvp", "jvp", "forward"), ("jvp", "graph_jvp", "graph_forward"),
-             ("jvp", "graph_jvp_fallback", "graph_forward"), ("jvp", "torch_jvp", "torch_forward"),
-             ("per_example", "loop", "vmap"), ("per_example", "loop", "graph_vmap"),
-             ("per_example", "loop_traced", "graph_vmap"), ("per_example", "graph_vmap", "numpy"),
-             ("per_example", "torch_vmap", "graph_vmap"), ("per_example", "jax_vmap", "graph_vmap"),
-             ("hvp", "hvp", "two_grads"), ("hvp", "graph_hvp", "graph_two_grads")]
-    low = {(r["config"]["case"], r["mode"]): r["min_ms"] for r in mine
-           if r.get("min_ms") is not None}
-    for case, a, b in pairs:
-        if (case, a) in med and (case, b) in med:
-            lines.append(f"  {case}: {a} / {b} = {med[(case, a)] / med[(case, b)]:.2f} "
-                         f"(fastest runs: {low[(case, a)] / low[(case, b)]:.2f})")
+    pairs = {"jvp": [("jvp", "forward"), ("graph_jvp", "graph_forward"),
+                     ("graph_jvp_fallback", "graph_forward"),
+                     ("numpy_jvp_floor", "numpy_forward_floor"), ("torch_jvp", "torch_forward")],
+             "per_example": [("loop", "vmap"), ("loop", "graph_vmap"),
+                             ("loop_traced", "graph_vmap"), ("graph_vmap", "numpy"),
+                             ("graph_vmap", "numpy_outer_floor"),
+                             ("graph_vmap", "numpy_write_floor"), ("torch_vmap", "graph_vmap"),
+                             ("jax_vmap", "graph_vmap")],
+             "hvp": [("hvp", "two_grads"), ("graph_hvp", "graph_two_grads")]}
+    low = _medians(mine, "min_ms")
+    for (case, batch), med in _medians(mine).items():
+        for a, b in pairs[case]:
+            if a in med and b in med:
+                lines.append(f"  {case} (batch {batch}): {a} / {b} = {med[a] / med[b]:.2f} "
+                             f"(fastest runs: {low[(case, batch)][a] / low[(case, batch)][b]:.2f})")
     bad = [f"{r['config']['case']} {r['mode']}" for r in mine if r.get("agree") is False]
     if bad:
         lines.append(f"  agreement FAILED: {', '.join(bad)}")
