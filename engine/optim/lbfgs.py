@@ -3,9 +3,13 @@
 The parameters are treated as one flat vector: the flattened variables laid
 end to end (one ``concat`` of the gradients per step when there are several
 variables). The last ``m`` pairs ``s = x_new - x_old`` and ``y = g_new -
-g_old`` are rows of two ``(m + 1, n)`` variables used as ring buffers: storing
-a pair is ``scatter_update`` of one row each, which writes in place (nothing
-else holds the history between steps), so a step never copies the history.
+g_old`` are rows of one ``(2 m + 2, n)`` variable used as a ring buffer (the
+``s`` of slot ``i`` in row ``i``, its ``y`` in row ``m + i``; rows ``2 m`` and
+``2 m + 1`` take the pairs that are not stored): storing a pair is
+``scatter_update`` of two rows, which writes in place (nothing else holds the
+history between steps), so a step never copies the history. With ``S`` and
+``Y`` in one block, each pass over the history is one matrix-vector product
+while it fits in one chunk (see below).
 
 The direction uses the compact form of the two-loop recursion (Byrd, Nocedal
 and Schnabel 1994). With ``R`` the upper triangle (oldest to newest) of
@@ -151,10 +155,10 @@ class LBFGS(Optimizer):
 
         def var(name, value):
             return Variable(value, name=f"{self.name}/{name}", trainable=False)
-        # Rows 0..m-1 hold the pairs in ring order. Row m takes the writes of
-        # pairs that are not stored: a traced step always writes, with no branch.
-        self._s_hist = var("s", np.zeros((m + 1, n), dtype=dt))
-        self._y_hist = var("y", np.zeros((m + 1, n), dtype=dt))
+        # Rows 0..m-1 hold the s of the pairs in ring order, rows m..2m-1 their y.
+        # Rows 2m and 2m+1 take the writes of pairs that are not stored: a traced
+        # step always writes, with no branch.
+        self._hist = var("history", np.zeros((2 * m + 2, n), dtype=dt))
         self._prev_s = var("prev_s", np.zeros(n, dtype=dt))   # the step last taken, t d
         self._prev_g = var("prev_g", np.zeros(n, dtype=dt))   # the gradient it was taken from
         self._rinv = var("rinv", np.zeros((m, m), dtype=_F8))  # R⁻¹ in slot order (0 where unused)
@@ -178,14 +182,15 @@ class LBFGS(Optimizer):
             return super().slot(var, name)
         i = [id(v) for v in self._vars].index(id(var))
         lo = sum(self._sizes[:i])
-        hist = (self._s_hist if name == "s" else self._y_hist).read()
-        return ops.reshape(hist[:self.history, lo:lo + self._sizes[i]],
+        first = 0 if name == "s" else self.history
+        rows = self._hist.read()[first:first + self.history]
+        return ops.reshape(rows[:, lo:lo + self._sizes[i]],
                            (self.history,) + tuple(var.shape))
 
     def variables(self):
         out = [self.iterations]
         if self._vars is not None:
-            out += [self._s_hist, self._y_hist, self._prev_s, self._prev_g, self._rinv, self._yy,
+            out += [self._hist, self._prev_s, self._prev_g, self._rinv, self._yy,
                     self._sy, self._sg, self._yg, self._gamma, self._slot, self._count,
                     self.step_size]
         return out
@@ -283,15 +288,15 @@ class LBFGS(Optimizer):
 
     def _store(self, xp, s, y, slot, accept):
         """Write the pair into ring slot ``slot`` if ``accept``: two rows, in place."""
+        m = self.history
         known_accept, known_slot = _concrete(accept), _concrete(slot)
         if known_accept is not None and known_slot is not None:
-            row = int(known_slot) if bool(known_accept) else None
-        else:
-            row = ops.where(accept, slot, self.history)   # row m: the pair is dropped
-        if row is not None:
-            self._s_hist.scatter_update(row, s)
-            self._y_hist.scatter_update(row, y)
-        m = self.history
+            if bool(known_accept):
+                self._hist.scatter_update(int(known_slot), s)
+                self._hist.scatter_update(int(known_slot) + m, y)
+        else:   # rows 2m and 2m+1: the pair is dropped
+            self._hist.scatter_update(ops.where(accept, slot, 2 * m), s)
+            self._hist.scatter_update(ops.where(accept, slot + m, 2 * m + 1), y)
         xp.assign(self._slot, xp.where(accept, xp.where(xp.equal(slot, m - 1), 0, slot + 1), slot))
 
     def _chunks(self, count):
@@ -310,13 +315,24 @@ class LBFGS(Optimizer):
                 out.append((lo, hi, ops.greater(count, lo)))
         return out
 
+    def _whole(self, count):
+        """True when every slot takes part in the passes: one chunk, and (eagerly)
+        a full history. Then ``S`` and ``Y`` are the one block ``H[:2m]``."""
+        known = _concrete(count)
+        return self._nchunks == 1 and (known is None or int(known) == self.history)
+
     def _products(self, xp, g, count):
         """``S g, Y g``: two ``(m,)`` vectors in slot order (0 where empty).
 
-        Two matrix-vector products (per chunk): BLAS runs those much faster
-        than one product with an ``(n, 2)`` matrix.
+        One matrix-vector product over ``[S; Y]`` when the history is whole, else
+        two per chunk: BLAS runs those much faster than one product with an
+        ``(n, 2)`` matrix.
         """
-        S, Y = xp.read(self._s_hist), xp.read(self._y_hist)
+        H, m = xp.read(self._hist), self.history
+        if self._whole(count):
+            both = xp.matmul(H[:2 * m], g)
+            return [both[:m], both[m:]]
+        S, Y = H[:m], H[m:2 * m]
         parts = []
         for lo, hi, live in self._chunks(count):
             width = min(self.history, lo + self._k) - lo
@@ -366,8 +382,12 @@ class LBFGS(Optimizer):
         return gamma
 
     def _combine(self, xp, g, g_coef, y_coefs, s_coefs, count):
-        """``g_coef g + Yᵀ y_coefs - Sᵀ s_coefs``: two products per chunk holding pairs."""
-        S, Y = xp.read(self._s_hist), xp.read(self._y_hist)
+        """``g_coef g + Yᵀ y_coefs - Sᵀ s_coefs``: one product over ``[S; Y]`` when the
+        history is whole, else two per chunk holding pairs."""
+        H, m = xp.read(self._hist), self.history
+        if self._whole(count):
+            return xp.add_to(g * g_coef, xp.matmul(xp.concat([-s_coefs, y_coefs]), H[:2 * m]))
+        S, Y = H[:m], H[m:2 * m]
         out = g * g_coef
         for lo, hi, live in self._chunks(count):
             def add(out=out, lo=lo, hi=hi):
@@ -463,6 +483,10 @@ class _EngineMath:
     def add_sub(x, a, b):
         return x + (a - b)
 
+    @staticmethod
+    def add_to(x, a):
+        return x + a
+
 
 class _NumpyMath:
     """The same step on numpy values: what eager mode runs.
@@ -523,6 +547,11 @@ class _NumpyMath:
     def add_sub(x, a, b):
         x += a        # x is the fresh g * coefficient: no temporaries
         x -= b
+        return x
+
+    @staticmethod
+    def add_to(x, a):
+        x += a        # x is the fresh g * coefficient
         return x
 
 
