@@ -158,3 +158,28 @@ def test_the_cycle_collector_is_paused_while_a_trace_compiles_and_restored_after
         assert gc.isenabled()
     finally:
         concrete._optimize = passes
+
+
+def test_a_function_whose_calls_save_their_residuals_is_freed_without_the_collector():
+    w = en.Variable(np.full((3, 3), 0.5, np.float32))
+
+    def body(x):
+        return en.sum(en.tanh(en.matmul(x, w)) * x)
+
+    x = en.tensor(np.ones((2, 3), np.float32))
+    with _no_cycle_collector():
+        f = en.function(body)
+        for _ in range(3):   # the first backward splits the graph, later calls save for it
+            with en.GradientTape() as tape:
+                tape.watch(x)
+                out = f(x)
+            tape.gradient(out, [x, w])
+            del tape, out
+        c = f.get_concrete_function(x)
+        assert c._saving, "the later calls ran the split backward"
+        refs = [weakref.ref(o) for o in (c, c.graph, c.compiled, c._saving,
+                                         c._saving.cotangent, c._saving.forward[0])]
+        del c
+        assert all(r() is not None for r in refs)
+        del f
+        assert [r() for r in refs] == [None] * len(refs)
