@@ -22,12 +22,12 @@ from engine.backend import NUMPY, bind, get, mismatch
 from engine import warning_location
 from engine.errors import BackendError
 
-from . import output_recycling
+from . import concat_in_place, output_recycling
 from .graph_ops import constant_op, placeholder_op, unpack_op
 
 _counter = itertools.count()
 _RESERVED = ("k_", "c_", "p_", "_b", "run_", "__", output_recycling.PREV, output_recycling.HELD,
-             output_recycling.REFS, output_recycling.BASE)
+             output_recycling.REFS, output_recycling.BASE, "_cc", "_np_empty")
 
 
 def _is_literal(value):
@@ -194,12 +194,19 @@ def _call(node, names, ns, out_arg, buffered):
     return f"{ns.kernel(node, buffered)}({', '.join(argv)})"
 
 
-def _node_line(node, names, ns, plan, used):
+def _node_line(node, names, ns, plan, used, placement):
     """The statement computing ``node`` (without its source comment)."""
     target = names[node]
     if node.op is constant_op:
         return f"    {target} = {ns.add('c_' + target, _constant(node, ns.backend))}"
-    out_arg, buffered = _out_argument(node, plan)
+    if node in placement.result_of:     # its parts wrote it in place
+        # (dropping the allocation's own name: an assign takes an array held once as is)
+        result = concat_in_place.result_name(placement.result_of[node])
+        return f"    {target} = {result}; del {result}"
+    if node in placement.part_of:
+        out_arg, buffered = placement.out_argument(node), True
+    else:
+        out_arg, buffered = _out_argument(node, plan)
     call = _call(node, names, ns, out_arg, buffered)
     return f"    {target} = {call}" if used else f"    {call}"
 
@@ -240,6 +247,8 @@ def lower(graph, kernel_for=None, backend=NUMPY, plan=None, recycle_outputs=Fals
     recycled = {node: k for k, node in enumerate(recycled)}
     if recycled:
         ns.values.update(output_recycling.namespace_entries(len(recycled)))
+    placement = concat_in_place.place_concats(graph, order, plan, backend)
+    ns.values.update(concat_in_place.namespace_entries(placement))
     fn_name = "run_" + "".join(c if c.isalnum() else "_" for c in graph.name)
     args = ", ".join([names[n] for n in graph.inputs] + (["_buffers"] if plan else []))
     lines = [f"def {fn_name}({args}):"]
@@ -252,7 +261,9 @@ def lower(graph, kernel_for=None, backend=NUMPY, plan=None, recycle_outputs=Fals
         if node in recycled:
             block = _recycled_lines(recycled[node], node, names, ns)
         else:
-            block = [_node_line(node, names, ns, plan, node in last_use or node in outputs)]
+            block = [_node_line(node, names, ns, plan, node in last_use or node in outputs,
+                                placement)]
+        block = [placement.allocation(k) for k in placement.allocate_before.get(node, ())] + block
         if node.source is not None:
             where = f"  # {os.path.basename(node.source[0])}:{node.source[1]}"
             block = [b + where if b.lstrip().startswith(names[node]) else b for b in block]
