@@ -32,7 +32,7 @@ def _int32_bits_as_float32(typingctx, x):
     return sig, codegen
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def exp32(x):
     """``exp`` of a float32 scalar, as a float32 (see the module docstring)."""
     y = x if x > F(-104.0) else F(-104.0)
@@ -52,7 +52,7 @@ def exp32(x):
     return e if x == x else x
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def tanh32(x):
     """``tanh`` of a float32 scalar, as a float32 (see the module docstring)."""
     a = x if x >= F(0.0) else -x

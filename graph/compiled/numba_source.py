@@ -84,6 +84,9 @@ class Emitter:
         self.keep = set()       # body nodes a later scan reads: never inlined
         self.reuse = {}         # later scan node -> {its body node: earlier body node}
         self.stashes = {}       # earlier body node -> name of the (steps, ...) array of its values
+        self.targets = {}       # body node -> "S[t]": its value is written straight there
+        self.contiguous = set() # names of C-contiguous arrays (inputs, buffers): reshapable
+        self.written = set()    # nodes written straight into their targets
 
     def fresh(self, prefix="v"):
         self._names += 1
@@ -96,6 +99,7 @@ class Emitter:
         """A new buffer's name; inside a time loop it is allocated before the loop (once a
         call, not once a step: every value of a step is dead by the next one)."""
         name = self.fresh(prefix)
+        self.contiguous.add(name)
         text = f"{name} = np.empty({tuple(shape)!r}, {_np_type(dtype)})"
         if self.preheader is None:
             self.line(text, depth)
@@ -104,6 +108,18 @@ class Emitter:
             self.lines.insert(index, "    " * d + text)
             self.preheader = (index + 1, d)
             self.owned.add(name)
+        return name
+
+    def buffer(self, node, depth):
+        """Where ``node``'s array is written: its target (a step of a stacked array) or a
+        new buffer."""
+        target = self.targets.get(node)
+        if target is None:
+            return self.alloc(node.shape, node.dtype, depth)
+        name = self.fresh()
+        self.line(f"{name} = {target}", depth)
+        self.written.add(node)
+        self.owned.add(name)   # a step of an array of ours: no carry's buffer
         return name
 
     def loop_nest(self, shape, depth):
@@ -213,7 +229,7 @@ class Emitter:
             self.line(f"{name} = {expr}", depth)
             self.values[node] = _Value("scalar", name, (), node.dtype)
             return
-        name = self.alloc(node.shape, node.dtype, depth)
+        name = self.buffer(node, depth)
         index, inner = self.loop_nest(node.shape, depth)
         self.line(f"{name}[{index}] = {expr}", inner)
         self.values[node] = _Value("array", name, node.shape, node.dtype)
@@ -251,7 +267,7 @@ def _matmul(em, node, depth):
     if len(x.shape) == 2 and len(y.shape) == 2:
         # Into a buffer of its own (numba's three-argument np.dot, C or F operands): no
         # allocation per call, and none per step inside a time loop.
-        name = em.alloc(node.shape, node.dtype, depth)
+        name = em.buffer(node, depth)
         em.line(f"np.dot({x.text}, {y.text}, {name})", depth)
     else:
         name = em.fresh()
@@ -380,6 +396,8 @@ def _scan(em, node, depth):
     read after the loop are stacked, and only the body nodes they (and the carries)
     need are written. A value an earlier scan of the region computed for the same step
     (a scan's VJP recomputing its forward body) is read from that scan's stash.
+    Products that do not depend on the carries run once for all the steps, before or
+    after the loop (:func:`_batched_products`).
     """
     p = node.params
     body, n_carry, n_x, length = p["body"], p["n_carry"], p["n_x"], p["length"]
@@ -395,8 +413,17 @@ def _scan(em, node, depth):
     for x in xs:
         if x.kind != "array":
             raise Unsupported("scan over a scalar")
+    t = em.fresh("t")
     used = {u.params["index"] for u in em.users.get(node, []) if u.op is unpack_op}
     summed = _summed_over_steps(em, node, n_carry, n_y)
+    reused = em.reuse.get(node, {})
+    x_of = {ph: x for ph, x in zip(graph.inputs[n_carry:n_carry + n_x], xs)}
+    after = _summed_products(em, node, x_of, summed, reused)
+    wanted = outs[:n_carry] + [o for k, o in enumerate(outs[n_carry:]) if k not in after and (
+        k in summed or n_carry + k in used)] + [n for n in graph.nodes if n in em.keep] + \
+        [b for _, b, _ in after.values()]
+    before = _input_products(em, node, x_of, reused, _needed(graph, wanted, {
+        **reused, **{ph: None for ph in graph.inputs}}))
     carry_names = []
     for c in carries:
         if c.kind == "array":
@@ -408,24 +435,42 @@ def _scan(em, node, depth):
         carry_names.append(name)
     ys = {}
     for k, o in enumerate(outs[n_carry:]):
+        if k in after:
+            continue
         if k in summed:   # only its sum over the steps is used: add each step into it
             ys[k] = em.alloc(o.shape, np.float64, depth, "y")
             em.line(f"{ys[k]}[...] = 0", depth)
         elif n_carry + k in used:
             ys[k] = em.alloc((length,) + tuple(o.shape), o.dtype, depth, "y")
+            if o.op is not placeholder_op and o not in em.targets:
+                em.targets[o] = f"{ys[k]}[{t}]"
     stacked = {}
     for j, c in enumerate(carries):
         if n_carry + n_y + j in used:
             stacked[j] = em.alloc((length,) + tuple(c.shape), c.dtype, depth, "h")
-    # Values of this body a later scan reads: stacked over the steps (a stacked y serves).
-    stash = [n for n in graph.topo_order() if n in em.keep]
+    # The body's products with a step's input slice, for every step at once.
+    batched = {}
+    for n, (x_text, w_text) in before.items():
+        m, kk = n.inputs[0].shape
+        name = em.alloc((length,) + tuple(n.shape), n.dtype, depth, "p")
+        em.line(f"np.dot({x_text}.reshape(({length * m}, {kk})), {w_text}, "
+                f"{name}.reshape(({length * m}, {n.shape[1]})))", depth)
+        batched[n] = name
+    # Values of this body a later scan reads, and the right factors of the products
+    # summed after the loop: stacked over the steps, written there directly.
+    stash = [n for n in graph.topo_order() if n.op is not placeholder_op and (
+        n in em.keep or any(n is b for _, b, _ in after.values()))]
     for n in stash:
         k = _y_index(outs, n_carry, n)
-        if k is not None and k in ys and k not in summed:
+        if n in batched:
+            em.stashes[n] = batched[n]
+        elif n in reused:
+            em.stashes[n] = em.stashes[reused[n]]
+        elif k is not None and k in ys and k not in summed:
             em.stashes[n] = ys[k]
         else:
             em.stashes[n] = em.alloc((length,) + tuple(n.shape), n.dtype, depth, "r")
-    t = em.fresh("t")
+            em.targets.setdefault(n, f"{em.stashes[n]}[{t}]")
     steps = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
     em.line(f"for {t} in {steps}:", depth)
     inner = depth + 1
@@ -435,37 +480,38 @@ def _scan(em, node, depth):
         if j in stacked:
             em.copy((stacked[j], t), name, c.shape, inner)
         em.values[graph.inputs[j]] = _Value(c.kind, name, c.shape, c.dtype)
-    for k, x in enumerate(xs):
-        ph = graph.inputs[n_carry + k]
+    for ph, x in x_of.items():
         name = em.fresh("x")
         em.line(f"{name} = {x.text}[{t}]", inner)
         em.values[ph] = _Value("array" if ph.shape else "scalar", name, ph.shape, ph.dtype)
     for ph, c in zip(graph.inputs[n_carry + n_x:], caps):
         em.values[ph] = c
-    for mine, theirs in em.reuse.get(node, {}).items():
+    preset = [(mine, em.stashes[theirs]) for mine, theirs in reused.items()]
+    preset += list(batched.items())
+    for mine, array in preset:
         name = em.fresh("x")
-        em.line(f"{name} = {em.stashes[theirs]}[{t}]", inner)
+        em.line(f"{name} = {array}[{t}]", inner)
         em.values[mine] = _Value("array", name, mine.shape, mine.dtype)
     wanted = outs[:n_carry] + [outs[n_carry + k] for k in ys] + stash
     order = _needed(graph, wanted, em.values)
     users_before = em.users
     em.users = count_users(order, outs)
-    em.emit_nodes(order, set(outs), inner)
+    em.emit_nodes(order, set(outs) | set(stash), inner)
     em.users = users_before
-    results = []
-    for o in outs:
-        v = em.values.get(o)
+    results = [em.values.get(o) for o in outs]
+    for v in results:
         if v is not None and v.kind == "expr":
             raise Unsupported("scan output inlined")
-        results.append(v)
     for k, name in ys.items():
         v = results[n_carry + k]
         if k in summed:
             em.copy(name, v.text, v.shape, inner, op="+=")
-        else:
+        elif em.targets.get(outs[n_carry + k]) != f"{name}[{t}]" or \
+                outs[n_carry + k] not in em.written:
             em.copy((name, t), v.text, v.shape, inner)
     for n in stash:
-        if em.stashes[n] not in ys.values():
+        if n not in em.written and n not in reused and n not in batched and \
+                em.stashes[n] not in ys.values():
             v = em.values[n]
             em.copy((em.stashes[n], t), v.text, v.shape, inner)
     _update_carries(em, carry_names, carries, results[:n_carry], inner)
@@ -481,8 +527,86 @@ def _scan(em, node, depth):
     em.values[node] = values
     for k, total in summed.items():
         name = em.alloc(total.shape, total.dtype, depth)
-        em.copy(name, ys[k], total.shape, depth)
+        if k in after:   # sum over t of a_t.T @ b_t: one product of the stacked factors
+            a_text, b, m = after[k]
+            b_text = x_of[b].text if b in x_of else em.stashes[b]
+            rows, (kk, nn) = length * m, total.shape
+            em.line(f"np.dot({a_text}.reshape(({rows}, {kk})).T, "
+                    f"{b_text}.reshape(({rows}, {nn})), {name})", depth)
+        else:
+            em.copy(name, ys[k], total.shape, depth)
         em.values[total] = _Value("array", name, total.shape, total.dtype)
+
+
+def _is_swap(node):
+    """A transpose of a matrix."""
+    if node.op.rules.get("numba_form") != "view_transpose" or len(node.shape) != 2:
+        return False
+    axes = node.params.get("axes")
+    return axes is None or tuple(a % 2 for a in axes) == (1, 0)
+
+
+def _float_product(n):
+    a, b = n.inputs
+    return n.op.rules.get("numba_form") == "dot" and len(n.shape) == 2 and \
+        len(a.shape) == 2 and len(b.shape) == 2 and np.dtype(n.dtype).kind == "f" and \
+        np.dtype(a.dtype) == np.dtype(b.dtype) == np.dtype(n.dtype) and 0 not in a.shape + b.shape
+
+
+def _input_products(em, node, x_of, reused, needed):
+    """``{body node: (stacked input, matrix)}``: the ``needed`` products ``x_t @ W`` of
+    a step's slice of a contiguous stacked input and a captured matrix, each written as
+    one ``(steps * m, k) @ W`` before the loop (an RNN's input projections)."""
+    graph = node.params["body"].graph
+    first = node.params["n_carry"] + node.params["n_x"]
+    captured = {ph: em.values[i] for ph, i in zip(graph.inputs[first:], node.inputs[first:])}
+    before = {}
+    for n in needed:
+        if n in reused or n.op.rules.get("numba_form") != "dot" or not _float_product(n):
+            continue
+        x, w = n.inputs
+        if x in x_of and x_of[x].text in em.contiguous and w in captured and \
+                captured[w].kind == "array":
+            before[n] = (x_of[x].text, captured[w].text)
+    return before
+
+
+def _summed_products(em, node, x_of, summed, reused):
+    """``{y index: (stacked a, b node, m)}`` for the ys used only by their sum over the
+    steps that are ``a_t.T @ b_t`` (a weight's gradient), ``a_t`` a step's slice of a
+    contiguous stacked input or of an earlier scan's stash: ``b`` is stacked in the
+    loop, and the sum is one product of the stacked factors after it."""
+    graph = node.params["body"].graph
+    n_carry = node.params["n_carry"]
+    readers = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            readers.setdefault(i, []).append(n)
+    outs = list(graph.outputs)
+    after = {}
+    for k in summed:
+        o = outs[n_carry + k]
+        if o.op.rules.get("numba_form") != "dot" or not _float_product(o) or \
+                outs.count(o) != 1 or readers.get(o) or o in reused:
+            continue
+        a, b = o.inputs
+        if not _is_swap(a):
+            continue
+        if a.inputs[0] in x_of:
+            a_text = x_of[a.inputs[0]].text
+        elif a.inputs[0] in reused:   # a value the earlier scan stacked
+            a_text = em.stashes[reused[a.inputs[0]]]
+        else:
+            continue
+        if a_text not in em.contiguous:
+            continue
+        if b in x_of:
+            if x_of[b].text not in em.contiguous:
+                continue
+        elif b.op is placeholder_op or b in reused and em.stashes.get(reused[b]) is None:
+            continue
+        after[k] = (a_text, b, a.shape[1])
+    return after
 
 
 def _y_index(outs, n_carry, node):
@@ -703,6 +827,7 @@ def emit(nodes, inputs, outputs, name):
         args.append(arg)
         if node.shape:
             em.line(f"{arg} = np.ascontiguousarray({arg})")
+            em.contiguous.add(arg)
             em.values[node] = _Value("array", arg, node.shape, node.dtype)
         else:
             em.values[node] = _Value("scalar", f"{arg}[()]", (), node.dtype)
