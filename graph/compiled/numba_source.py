@@ -87,6 +87,7 @@ class Emitter:
         self.targets = {}       # body node -> "S[t]": its value is written straight there
         self.contiguous = set() # names of C-contiguous arrays (inputs, buffers): reshapable
         self.written = set()    # nodes written straight into their targets
+        self.largest_product = 0   # most multiply-adds of one np.dot call
 
     def fresh(self, prefix="v"):
         self._names += 1
@@ -264,6 +265,8 @@ def _matmul(em, node, depth):
         raise Unsupported("matmul: only 1-d and 2-d float products of one dtype")
     if 0 in x.shape or 0 in y.shape:
         raise Unsupported("matmul: empty operands")
+    em.largest_product = max(em.largest_product, int(np.prod(x.shape)) * (
+        y.shape[-1] if len(y.shape) == 2 else 1))
     if len(x.shape) == 2 and len(y.shape) == 2:
         # Into a buffer of its own (numba's three-argument np.dot, C or F operands): no
         # allocation per call, and none per step inside a time loop.
@@ -452,6 +455,7 @@ def _scan(em, node, depth):
     batched = {}
     for n, (x_text, w_text) in before.items():
         m, kk = n.inputs[0].shape
+        em.largest_product = max(em.largest_product, length * m * kk * n.shape[1])
         name = em.alloc((length,) + tuple(n.shape), n.dtype, depth, "p")
         em.line(f"np.dot({x_text}.reshape(({length * m}, {kk})), {w_text}, "
                 f"{name}.reshape(({length * m}, {n.shape[1]})))", depth)
@@ -531,6 +535,7 @@ def _scan(em, node, depth):
             a_text, b, m = after[k]
             b_text = x_of[b].text if b in x_of else em.stashes[b]
             rows, (kk, nn) = length * m, total.shape
+            em.largest_product = max(em.largest_product, rows * kk * nn)
             em.line(f"np.dot({a_text}.reshape(({rows}, {kk})).T, "
                     f"{b_text}.reshape(({rows}, {nn})), {name})", depth)
         else:
@@ -815,9 +820,10 @@ PATTERNS = {
 
 # ---- a whole region ----------------------------------------------------------------------
 def emit(nodes, inputs, outputs, name):
-    """``(source, n_ops)``: a function ``name(*inputs)`` returning the values of ``outputs``
-    (a tuple, 0-d values as 0-d arrays), computing ``nodes`` (in topological order).
-    ``n_ops`` counts the ops one call runs (a scan's body once per step). Raises
+    """``(source, n_ops, largest_product)``: a function ``name(*inputs)`` returning the
+    values of ``outputs`` (a tuple, 0-d values as 0-d arrays), computing ``nodes`` (in
+    topological order). ``n_ops`` counts the ops one call runs (a scan's body once per
+    step); ``largest_product`` is the most multiply-adds of one ``np.dot`` in it. Raises
     :class:`Unsupported` when a node cannot be written."""
     em = Emitter()
     args = []
@@ -843,7 +849,7 @@ def emit(nodes, inputs, outputs, name):
         returned.append(em.array(o, 1))
     em.line(f"return ({', '.join(returned)}{',' if len(returned) == 1 else ''})")
     source = f"def {name}({', '.join(args)}):\n" + "\n".join(em.lines) + "\n"
-    return source, _op_count(nodes)
+    return source, _op_count(nodes), em.largest_product
 
 
 def _op_count(nodes):

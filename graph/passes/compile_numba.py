@@ -35,7 +35,7 @@ from engine.config import config
 from engine.errors import InvalidArgumentError
 from engine.op import Op
 
-from ..compiled import numba_cache, numba_source   # neither imports numba until it compiles
+from ..compiled import numba_blas, numba_cache, numba_source   # none imports numba until it compiles
 from ..graph_ops import constant_op, placeholder_op, unpack_op
 
 # The policy's figures, measured on the benchmark machine (README, "rnn"): the numpy
@@ -81,7 +81,8 @@ def _try(mode, graph, members):
     region = _Region(graph, members)
     try:
         # One name for every region: the source, hashed, names the cached files.
-        source, n_ops = numba_source.emit(members, region.inputs, region.outputs, "region")
+        source, n_ops, largest = numba_source.emit(members, region.inputs, region.outputs,
+                                                   "region")
     except numba_source.Unsupported as why:
         log.debug("compiled lowering: region of %d nodes not written: %s", len(members), why)
         return False
@@ -90,6 +91,8 @@ def _try(mode, graph, members):
     compiled, from_cache = _compile(source, region)
     if compiled is None:
         return False
+    if largest > numba_blas.THREADED_PRODUCT:   # see graph/compiled/numba_blas.py
+        compiled = numba_blas.one_thread(compiled)
     region.replace(compiled, source, n_ops, from_cache)
     return True
 
