@@ -127,3 +127,21 @@ def test_a_region_with_a_threaded_sized_product_holds_blas_at_one_thread():
     finally:
         set_local(before)
     assert seen == [1] and after == 3
+
+
+def test_a_region_too_long_to_compile_stays_numpy_and_says_why(numba_lowering, monkeypatch):
+    def f(x, y, h):
+        for _ in range(10):
+            h = en.tanh(h * x + y)
+        return h
+    x = np.linspace(0.5, 1.5, 8)
+    monkeypatch.setattr(compile_numba, "MAX_SOURCE_LINES", 5)
+    fn = en.function(f)
+    with pytest.warns(UserWarning, match=r"\d+ lines of numba source, over MAX_SOURCE_LINES"):
+        graph = fn.graph_for(en.tensor(x), en.tensor(x), en.tensor(x))
+    assert not [n for n in graph.nodes if n.op.name == "compiled_region"]
+    h = x
+    for _ in range(10):
+        h = np.tanh(h * x + x)
+    np.testing.assert_allclose(fn(en.tensor(x), en.tensor(x), en.tensor(x)).numpy(), h,
+                               rtol=1e-14)
