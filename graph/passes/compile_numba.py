@@ -11,9 +11,10 @@ numpy lowering stays for everything else, and always works.
 
 - ``"numpy"``: never;
 - ``"numba"``: wherever the region can be written (and numba is installed), and is
-  at most ``MAX_SOURCE_LINES`` lines of source (longer ones warn and stay numpy);
+  at most ``MAX_SOURCE_LINES`` lines of source or already on disk (longer ones warn
+  and stay numpy);
 - ``"auto"`` (the default): where numba is installed, the source is at most
-  ``MAX_SOURCE_LINES`` lines, the region's values are
+  ``MAX_SOURCE_LINES`` lines (or on disk), the region's values are
   small (at most ``SMALL_ELEMENTS`` elements each: where numpy's per-call
   overhead, not its SIMD loops, is the cost), and it pays over
   ``CALLS`` calls, compile time included: the machine code is on disk already
@@ -47,10 +48,11 @@ from ..graph_ops import constant_op, placeholder_op, unpack_op
 # forward and backward scans, 243 lines: 30 s on the loaded 2-core machine).
 CALLS = 100
 SMALL_ELEMENTS = 1 << 16
-# numba's compile time grows faster than the source: the 267-line LSTM forward and
-# backward compiles in about 10 s (beyond numba's first-use cost of about 10 s per
-# process), the 50-step unrolled tanh RNN's 1,694 lines had not compiled after 7 minutes.
-# Longer regions are left to the numpy lowering in every mode ("numba" warns).
+# numba's compile time grows faster than the source: on the loaded benchmark machine the
+# 267-line LSTM forward and backward compiles in about 10 s (beyond numba's first-use
+# cost of about 10 s a process), the 50-step unrolled tanh RNN's 1,694 lines in 305 s.
+# Longer regions are left to the numpy lowering in every mode ("numba" warns), unless
+# their machine code is on disk already.
 MAX_SOURCE_LINES = 600
 SAVED_SECONDS_PER_OP = 1.5e-6
 COMPILE_SECONDS = 1.0
@@ -95,7 +97,7 @@ def _try(mode, graph, members):
         log.debug("compiled lowering: region of %d nodes not written: %s", len(members), why)
         return False
     lines = source.count("\n")
-    if lines > MAX_SOURCE_LINES:
+    if lines > MAX_SOURCE_LINES and not numba_cache.is_cached(source):
         why = (f"compiled lowering: a region of {len(members)} nodes is {lines} lines of numba "
                f"source, over MAX_SOURCE_LINES = {MAX_SOURCE_LINES} (numba would compile it "
                "for minutes); the numpy lowering runs it")
