@@ -145,3 +145,51 @@ def test_a_region_too_long_to_compile_stays_numpy_and_says_why(numba_lowering, m
         h = np.tanh(h * x + x)
     np.testing.assert_allclose(fn(en.tensor(x), en.tensor(x), en.tensor(x)).numpy(), h,
                                rtol=1e-14)
+
+
+def test_a_scan_inside_a_scan_body_forward_and_gradient(numba_lowering):
+    def f(xs, c0):
+        def outer(c, x):
+            inner_c, inner_ys = en.scan(lambda d, r: (d * 0.9 + r, en.tanh(d)), c, x)
+            return inner_c + 1.0, inner_ys
+        return en.scan(outer, c0, xs)
+
+    def loss(xs, c0):
+        with en.GradientTape() as tape:
+            tape.watch(c0)
+            cf, ys = f(xs, c0)
+            value = en.sum(cf * cf) + en.sum(ys)
+        return value, tape.gradient(value, c0)
+    rng = np.random.default_rng(0)
+    xs, c0 = rng.standard_normal((3, 4, 2)), rng.standard_normal(2)
+    args = (en.tensor(xs), en.tensor(c0))
+    fn = en.function(f)
+    assert [n.op.name for n in fn.graph_for(*args).nodes if n.op.name in (
+        "compiled_region", "scan")] == ["compiled_region"]
+    c, ys = c0, []
+    for x in xs:
+        d, inner = c, []
+        for r in x:
+            inner.append(np.tanh(d))
+            d = d * 0.9 + r
+        c = d + 1.0
+        ys.append(np.stack(inner))
+    got_c, got_ys = fn(*args)
+    np.testing.assert_allclose(got_c.numpy(), c, rtol=1e-13)
+    np.testing.assert_allclose(got_ys.numpy(), np.stack(ys), rtol=1e-13)
+    # The gradient: d/dc0 by central differences of the numpy loop.
+    def numpy_loss(c0):
+        c, total = c0, 0.0
+        for x in xs:
+            d = c
+            for r in x:
+                total += np.sum(np.tanh(d))
+                d = d * 0.9 + r
+            c = d + 1.0
+        return np.sum(c * c) + total
+    eps = 1e-6
+    want = np.array([(numpy_loss(c0 + eps * e) - numpy_loss(c0 - eps * e)) / (2 * eps)
+                     for e in np.eye(2)])
+    value, grad = en.function(loss)(*args)
+    np.testing.assert_allclose(value.numpy(), numpy_loss(c0), rtol=1e-13)
+    np.testing.assert_allclose(grad.numpy(), want, rtol=1e-7)
