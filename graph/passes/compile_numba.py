@@ -44,8 +44,9 @@ from ..graph_ops import constant_op, placeholder_op, unpack_op
 
 # The policy's figures, measured on the benchmark machine (README, "rnn"): the numpy
 # lowering spends 1.5-3 us per op on arrays of a few thousand elements; importing numba
-# takes about 1 s, and it compiles a region in about 0.1 s per source line (the GRU's
-# forward and backward scans, 243 lines: 30 s on the loaded 2-core machine).
+# takes about 1 s, and a region compiles in about 0.1 s per source line in a fresh
+# process (the GRU's forward and backward, 201 lines: 19 s on the loaded 2-core machine,
+# about 9 s of it numba's first compile in the process).
 CALLS = 100
 SMALL_ELEMENTS = 1 << 16
 # numba's compile time grows faster than the source: on the loaded benchmark machine the
