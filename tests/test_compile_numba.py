@@ -263,7 +263,8 @@ _CHILD = textwrap.dedent("""
 
 
 def _child(mode, cache):
-    env = dict(os.environ, ENGINE_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+    path = os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+    env = dict(os.environ, ENGINE_CACHE_DIR=str(cache), PYTHONPATH=path)
     out = subprocess.run([sys.executable, "-c", _CHILD, mode], env=env, capture_output=True,
                          text=True, timeout=600, cwd=ROOT)
     assert out.returncode == 0, out.stderr

@@ -1,4 +1,4 @@
-"""A custom GRU cell (and a plain tanh RNN cell) over a sequence: forward and backward.
+"""Custom recurrent cells over a sequence: forward and backward, GRU, LSTM and tanh RNN.
 
 The GRU cell (hidden 64, input 64, float32, batch 32) is written out by hand::
 
@@ -7,10 +7,17 @@ The GRU cell (hidden 64, input 64, float32, batch 32) is written out by hand::
     c = tanh(x Wh + (r * h) Uh + bh)           candidate
     h' = (1 - z) * h + z * c
 
-and runs for 50 steps from h = 0. The second configuration (``cell: tanh``)
-runs ``h' = tanh(x W + h U + b)`` the same way. The loss is the mean squared difference
-between all 50 outputs and a target sequence; each timed call computes the
-loss and its gradient with respect to the nine weights. The modes:
+and runs for 50 steps from h = 0. The LSTM (``cell: lstm``, same sizes, carry
+``(h, c)`` from zeros) is::
+
+    i, f, o = sigmoid(x W. + h U. + b.)        input, forget, output gates
+    g = tanh(x Wg + h Ug + bg)
+    c' = f * c + i * g;  h' = o * tanh(c')
+
+and the plain RNN (``cell: tanh``) ``h' = tanh(x W + h U + b)``. The loss is the
+mean squared difference between all 50 outputs h and a target sequence; each
+timed call computes the loss and its gradient with respect to every weight
+(9, 12 and 3 of them). The modes:
 
 ``eager``                the cell, the loop and the tape all eager
 ``graph_cell``           the cell is an ``en.function``, the Python loop and the
@@ -21,9 +28,14 @@ loss and its gradient with respect to the nine weights. The modes:
 ``graph_unrolled``       the same with the Python loop unrolled into the trace
 ``graph_compiled``       ``graph`` with ``en.config.compiled_lowering = "numba"``: the
                          forward and backward scans run as one native function,
-                         time loop included (machine code cached on disk)
-``graph_unrolled_compiled``  ``graph_unrolled`` compiled the same way (tanh cell only:
-                         the unrolled GRU's 3,000-node function compiles for minutes)
+                         time loop included (machine code cached on disk); the
+                         backward loop reads the forward's values instead of
+                         recomputing them, and the products that need no carry run
+                         once for all 50 steps
+``graph_unrolled_compiled``  ``graph_unrolled`` compiled the same way: skipped with the
+                         reason, since the unrolled sequence is too long a function
+                         for numba (over ``compile_numba.MAX_SOURCE_LINES``; the
+                         tanh RNN's is 1,700 lines), so the numpy lowering runs it
 ``torch``                PyTorch eager autograd
 ``torch_cell_compiled``  the cell as ``torch.jit.script``, the loop eager (``--full``;
                          the compiled modes above are ``--full`` too)
@@ -45,7 +57,7 @@ import numpy as np
 from .autoencoder import agreement, settled
 
 NAME = "rnn"
-DESCRIPTION = "custom GRU cell, 50 steps, batch 32, hidden 64: loss + gradient"
+DESCRIPTION = "custom GRU, LSTM and tanh cells, 50 steps, batch 32, hidden 64: loss + gradient"
 MODES = ["eager", "graph_cell", "graph", "graph_unrolled", "graph_compiled",
          "graph_unrolled_compiled", "torch", "torch_cell_compiled", "jax"]
 # --full (or --modes): every framework, and the compiled modes (their first run in a
@@ -53,6 +65,7 @@ MODES = ["eager", "graph_cell", "graph", "graph_unrolled", "graph_compiled",
 FULL_ONLY_MODES = ("torch_cell_compiled", "jax", "graph_compiled", "graph_unrolled_compiled")
 
 PARAM_NAMES = ("Wz", "Uz", "bz", "Wr", "Ur", "br", "Wh", "Uh", "bh")
+LSTM_PARAM_NAMES = ("Wi", "Ui", "bi", "Wf", "Uf", "bf", "Wo", "Uo", "bo", "Wg", "Ug", "bg")
 TANH_PARAM_NAMES = ("W", "U", "b")
 COMPILED_MODES = ("graph_compiled", "graph_unrolled_compiled")
 _POOLS = {"torch": "torch", "torch_cell_compiled": "torch", "jax": "jax"}   # else numpy's
@@ -63,6 +76,8 @@ def configs(args):
     repeats = getattr(args, "repeats", None)
     n = int(repeats or (5 if quick else 30))
     return [{"steps": 50, "batch": 32, "hidden": 64, "features": 64, "repeats": n},
+            {"cell": "lstm", "steps": 50, "batch": 32, "hidden": 64, "features": 64,
+             "repeats": n},
             {"cell": "tanh", "steps": 50, "batch": 32, "hidden": 64, "features": 64,
              "repeats": n}]
 
@@ -117,7 +132,7 @@ def summary(results, args=None):
                                   "agree with the float64 numpy BPTT in every mode")]
     lines += [f"rnn {r['mode']}: " + r["rounding_note"].removeprefix("note: ")
               for r in mine if r.get("rounding_note")]
-    for cell in ("gru", "tanh"):
+    for cell in ("gru", "lstm", "tanh"):
         rows = [r for r in mine if r["config"].get("cell", "gru") == cell]
         med = {r["mode"]: r["median_ms"] for r in rows if r.get("median_ms") is not None}
         for target_cell, fast, slow, text in TARGETS:
@@ -146,8 +161,10 @@ class Problem:
         t, n, hid, f = config["steps"], config["batch"], config["hidden"], config["features"]
         self.steps, self.batch, self.hidden = t, n, hid
         self.cell = config.get("cell", "gru")
-        self.names = TANH_PARAM_NAMES if self.cell == "tanh" else PARAM_NAMES
-        self.reference = numpy_tanh_loss_and_grad if self.cell == "tanh" else numpy_loss_and_grad
+        self.names = {"gru": PARAM_NAMES, "lstm": LSTM_PARAM_NAMES,
+                      "tanh": TANH_PARAM_NAMES}[self.cell]
+        self.reference = {"gru": numpy_loss_and_grad, "lstm": numpy_lstm_loss_and_grad,
+                          "tanh": numpy_tanh_loss_and_grad}[self.cell]
         shapes = {"W": (f, hid), "U": (hid, hid), "b": (hid,)}
         self.params = []
         for name in self.names:
@@ -196,13 +213,37 @@ def tanh_cell(h, x, p):
     return en.tanh(x @ w + h @ u + b)
 
 
+def lstm_cell(carry, x, p):
+    """One LSTM step: ``carry`` is ``(h, c)``; returns the new ``(h, c)``."""
+    import engine as en
+
+    h, c = carry
+    wi, ui, bi, wf, uf, bf, wo, uo, bo, wg, ug, bg = p
+    i = en.sigmoid(x @ wi + h @ ui + bi)
+    f = en.sigmoid(x @ wf + h @ uf + bf)
+    o = en.sigmoid(x @ wo + h @ uo + bo)
+    g = en.tanh(x @ wg + h @ ug + bg)
+    c = f * c + i * g
+    return o * en.tanh(c), c
+
+
+def _step_of(cell):
+    """``(carry, x, p) -> (carry, h)`` for any of the three cells (the LSTM's carry is
+    ``(h, c)``, the others' ``h``)."""
+    def step(carry, x, p):
+        carry = cell(carry, x, p)
+        return carry, carry[0] if isinstance(carry, (tuple, list)) else carry
+    return step
+
+
 def _loop_loss(cell, p, xs, targets, h0):
     import engine as en
 
-    h = h0
+    step = _step_of(cell)
+    carry = h0
     outs = []
     for x in xs:
-        h = cell(h, x, p)
+        carry, h = step(carry, x, p)
         outs.append(h)
     return en.mean((en.stack(outs) - targets) ** 2.0)
 
@@ -210,20 +251,18 @@ def _loop_loss(cell, p, xs, targets, h0):
 def _scan_loss(cell, p, xs, targets, h0):
     import engine as en
 
-    def step(h, x):
-        h = cell(h, x, p)
-        return h, h
-    _, hs = en.scan(step, h0, xs)
+    step = _step_of(cell)
+    _, hs = en.scan(lambda carry, x: step(carry, x, p), h0, xs)
     return en.mean((hs - targets) ** 2.0)
 
 
 def _engine_mode(mode, problem):
     import engine as en
 
-    cell_fn = tanh_cell if problem.cell == "tanh" else gru_cell
-    if mode == "graph_unrolled_compiled" and problem.cell == "gru":
-        return ("the unrolled GRU (3,000 nodes at 50 steps) compiles for minutes; "
-                "graph_compiled compiles its scans")
+    cell_fn = {"gru": gru_cell, "lstm": lstm_cell, "tanh": tanh_cell}[problem.cell]
+    if mode == "graph_unrolled_compiled" and problem.cell != "tanh":
+        return (f"the unrolled {problem.cell.upper()} (thousands of nodes at 50 steps) compiles "
+                "for minutes; graph_compiled compiles its scans")
     if mode in COMPILED_MODES:
         from engine.graph.passes.compile_numba import numba_available
         if not numba_available():
@@ -232,6 +271,8 @@ def _engine_mode(mode, problem):
     p = tuple(en.tensor(a) for a in params)
     targets = en.tensor(targets)
     h0 = en.zeros((problem.batch, problem.hidden), dtype="float32")
+    if problem.cell == "lstm":
+        h0 = (h0, en.zeros((problem.batch, problem.hidden), dtype="float32"))
 
     if mode in ("eager", "graph_cell"):
         cell = en.function(cell_fn) if mode == "graph_cell" else cell_fn
@@ -258,9 +299,16 @@ def _engine_mode(mode, problem):
             previous = en.config.compiled_lowering
             en.config.compiled_lowering = "numba"
             try:
-                fn.get_concrete_function(p, xs_t, targets, h0)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    fn.get_concrete_function(p, xs_t, targets, h0)
+                graph = fn.graph_for(p, xs_t, targets, h0)
             finally:
                 en.config.compiled_lowering = previous
+            if not [n for n in graph.nodes if n.op.name == "compiled_region"]:
+                why = [str(w.message) for w in caught] + [
+                    n for n in graph.notes if n.startswith("compiled lowering")]
+                return "nothing compiled: " + (why[0] if why else "no region could be written")
 
         def step():
             return fn(p, xs_t, targets, h0)
@@ -325,6 +373,44 @@ def numpy_loss_and_grad(params, xs, targets):
     return (loss,) + tuple(grads)
 
 
+def numpy_lstm_loss_and_grad(params, xs, targets):
+    """``(loss, dWi, dUi, dbi, ..., dWg, dUg, dbg)`` of the LSTM by backpropagation through
+    time (gates i, f, o sigmoid, g tanh; ``c' = f c + i g``, ``h' = o tanh(c')``)."""
+    gates = [params[3 * k:3 * k + 3] for k in range(4)]    # (W, U, b) of i, f, o, g
+    n, hid = xs.shape[1], params[1].shape[0]
+    h = np.zeros((n, hid), dtype=xs.dtype)
+    c = np.zeros_like(h)
+    saved, hs = [], []
+    for x in xs:
+        a = [x @ w + h @ u + b for w, u, b in gates]
+        i, f, o, g = _sigmoid(a[0]), _sigmoid(a[1]), _sigmoid(a[2]), np.tanh(a[3])
+        c_new = f * c + i * g
+        tc = np.tanh(c_new)
+        saved.append((x, h, c, i, f, o, g, tc))
+        h, c = o * tc, c_new
+        hs.append(h)
+    diff = np.stack(hs) - targets
+    loss = np.mean(diff ** 2)
+    dout = 2.0 * diff / diff.size
+    grads = [np.zeros_like(a) for a in params]
+    dh, dc = np.zeros_like(h), np.zeros_like(c)
+    for t in range(len(xs) - 1, -1, -1):
+        x, h_prev, c_prev, i, f, o, g, tc = saved[t]
+        dh = dh + dout[t]
+        do = dh * tc
+        dc = dc + dh * o * (1.0 - tc * tc)
+        da = [dc * g * i * (1.0 - i), dc * c_prev * f * (1.0 - f), do * o * (1.0 - o),
+              dc * i * (1.0 - g * g)]
+        dc = dc * f
+        dh = np.zeros_like(dh)
+        for k, ((w, u, b), d) in enumerate(zip(gates, da)):
+            grads[3 * k] += x.T @ d
+            grads[3 * k + 1] += h_prev.T @ d
+            grads[3 * k + 2] += d.sum(axis=0)
+            dh += d @ u.T
+    return (loss,) + tuple(grads)
+
+
 def numpy_tanh_loss_and_grad(params, xs, targets):
     """``(loss, dW, dU, db)`` of the tanh RNN by backpropagation through time."""
     w, u, b = params
@@ -372,7 +458,16 @@ def _torch_mode(mode, problem):
     def torch_tanh_cell(h, x, w, u, b):
         return torch.tanh(x @ w + h @ u + b)
 
-    cell = torch_tanh_cell if problem.cell == "tanh" else torch_gru_cell
+    def torch_lstm_cell(h, c, x, wi, ui, bi, wf, uf, bf, wo, uo, bo, wg, ug, bg):
+        i = torch.sigmoid(x @ wi + h @ ui + bi)
+        f = torch.sigmoid(x @ wf + h @ uf + bf)
+        o = torch.sigmoid(x @ wo + h @ uo + bo)
+        g = torch.tanh(x @ wg + h @ ug + bg)
+        c = f * c + i * g
+        return o * torch.tanh(c), c
+
+    cell = {"gru": torch_gru_cell, "lstm": torch_lstm_cell,
+            "tanh": torch_tanh_cell}[problem.cell]
     if mode == "torch_cell_compiled":
         with warnings.catch_warnings():     # "torch.jit.script is deprecated" in torch 2.10+
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -380,9 +475,13 @@ def _torch_mode(mode, problem):
 
     def step():
         h = h0
+        c = h0
         outs = []
         for x in xs:
-            h = cell(h, x, *p)
+            if problem.cell == "lstm":
+                h, c = cell(h, c, x, *p)
+            else:
+                h = cell(h, x, *p)
             outs.append(h)
         loss = ((torch.stack(outs) - targets) ** 2).mean()
         return (loss,) + tuple(torch.autograd.grad(loss, p))
@@ -410,11 +509,27 @@ def _jax_mode(problem):
     def plain(h, x, p):
         w, u, b = p
         return jnp.tanh(x @ w + h @ u + b)
-    cell = plain if problem.cell == "tanh" else gru
+
+    def lstm(carry, x, p):
+        h, c = carry
+        wi, ui, bi, wf, uf, bf, wo, uo, bo, wg, ug, bg = p
+        i = jax.nn.sigmoid(x @ wi + h @ ui + bi)
+        f = jax.nn.sigmoid(x @ wf + h @ uf + bf)
+        o = jax.nn.sigmoid(x @ wo + h @ uo + bo)
+        g = jnp.tanh(x @ wg + h @ ug + bg)
+        c = f * c + i * g
+        h = o * jnp.tanh(c)
+        return (h, c), h
+
+    def one_carry(cell):
+        return lambda h, x, p: (cell(h, x, p),) * 2
+    cell_step = {"gru": one_carry(gru), "lstm": lstm, "tanh": one_carry(plain)}[problem.cell]
 
     def loss(p, xs, targets):
         h0 = jnp.zeros((xs.shape[1], p[1].shape[0]), xs.dtype)
-        _, hs = jax.lax.scan(lambda h, x: (cell(h, x, p),) * 2, h0, xs)
+        if problem.cell == "lstm":
+            h0 = (h0, h0)
+        _, hs = jax.lax.scan(lambda h, x: cell_step(h, x, p), h0, xs)
         return jnp.mean((hs - targets) ** 2)
 
     fn = jax.jit(jax.value_and_grad(loss))

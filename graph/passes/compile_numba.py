@@ -10,8 +10,11 @@ numpy lowering stays for everything else, and always works.
 ``en.config.compiled_lowering`` chooses:
 
 - ``"numpy"``: never;
-- ``"numba"``: wherever the region can be written (and numba is installed);
-- ``"auto"`` (the default): where numba is installed, the region's values are
+- ``"numba"``: wherever the region can be written (and numba is installed), and is
+  at most ``MAX_SOURCE_LINES`` lines of source or already on disk (longer ones warn
+  and stay numpy);
+- ``"auto"`` (the default): where numba is installed, the source is at most
+  ``MAX_SOURCE_LINES`` lines (or on disk), the region's values are
   small (at most ``SMALL_ELEMENTS`` elements each: where numpy's per-call
   overhead, not its SIMD loops, is the cost), and it pays over
   ``CALLS`` calls, compile time included: the machine code is on disk already
@@ -27,6 +30,7 @@ Example:
 """
 import importlib.util
 import logging
+import warnings
 
 import numpy as np
 
@@ -35,15 +39,22 @@ from engine.config import config
 from engine.errors import InvalidArgumentError
 from engine.op import Op
 
-from ..compiled import numba_cache, numba_source   # neither imports numba until it compiles
+from ..compiled import numba_blas, numba_cache, numba_source   # none imports numba until it compiles
 from ..graph_ops import constant_op, placeholder_op, unpack_op
 
 # The policy's figures, measured on the benchmark machine (README, "rnn"): the numpy
 # lowering spends 1.5-3 us per op on arrays of a few thousand elements; importing numba
-# takes about 1 s, and it compiles a region in about 0.1 s per source line (the GRU's
-# forward and backward scans, 243 lines: 30 s on the loaded 2-core machine).
+# takes about 1 s, and a region compiles in about 0.1 s per source line in a fresh
+# process (the GRU's forward and backward, 201 lines: 19 s on the loaded 2-core machine,
+# about 9 s of it numba's first compile in the process).
 CALLS = 100
 SMALL_ELEMENTS = 1 << 16
+# numba's compile time grows faster than the source: on the loaded benchmark machine the
+# 267-line LSTM forward and backward compiles in about 10 s (beyond numba's first-use
+# cost of about 10 s a process), the 50-step unrolled tanh RNN's 1,694 lines in 305 s.
+# Longer regions are left to the numpy lowering in every mode ("numba" warns), unless
+# their machine code is on disk already.
+MAX_SOURCE_LINES = 600
 SAVED_SECONDS_PER_OP = 1.5e-6
 COMPILE_SECONDS = 1.0
 COMPILE_SECONDS_PER_LINE = 0.1
@@ -81,15 +92,28 @@ def _try(mode, graph, members):
     region = _Region(graph, members)
     try:
         # One name for every region: the source, hashed, names the cached files.
-        source, n_ops = numba_source.emit(members, region.inputs, region.outputs, "region")
+        source, n_ops, largest = numba_source.emit(members, region.inputs, region.outputs,
+                                                   "region")
     except numba_source.Unsupported as why:
         log.debug("compiled lowering: region of %d nodes not written: %s", len(members), why)
+        return False
+    lines = source.count("\n")
+    if lines > MAX_SOURCE_LINES and not numba_cache.is_cached(source):
+        why = (f"compiled lowering: a region of {len(members)} nodes is {lines} lines of numba "
+               f"source, over MAX_SOURCE_LINES = {MAX_SOURCE_LINES} (numba would compile it "
+               "for minutes); the numpy lowering runs it")
+        graph.notes.append(why)
+        log.debug(why)
+        if mode == "numba":
+            warnings.warn(why, stacklevel=2)
         return False
     if not _pays(mode, members, source, n_ops):
         return False
     compiled, from_cache = _compile(source, region)
     if compiled is None:
         return False
+    if largest > numba_blas.THREADED_PRODUCT:   # see graph/compiled/numba_blas.py
+        compiled = numba_blas.one_thread(compiled)
     region.replace(compiled, source, n_ops, from_cache)
     return True
 
