@@ -343,7 +343,11 @@ def _call_rule(concrete, residuals, cut=None):
         else:
             grads = iter(concrete.backward_function(wanted)(*inputs, *residuals, *gs))
             if concrete._saving is None:
-                concrete._split_backward(inputs, residuals, gs)
+                try:
+                    concrete._split_backward(inputs, residuals, gs)
+                except Exception as err:   # an optimization: the gradient above stands
+                    concrete._saving = False
+                    concrete.split_error = f"{type(err).__name__}: {err}"
         return tuple(next(grads) if w else None for w in wanted)
     return TapeRule(f"call[{concrete.name}]", vjp, multiple_results=True, vjp_needs=True)
 

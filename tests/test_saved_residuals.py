@@ -224,3 +224,21 @@ def test_a_function_with_an_input_signature_serves_every_shape_under_a_tape():
             v = x.numpy()
             want = 2 * v * v.mean() + np.sum(v ** 2) / v.size
             np.testing.assert_allclose(tape.gradient(y, x).numpy(), want, rtol=1e-12)
+
+
+def test_a_split_that_fails_leaves_the_recomputing_backward(monkeypatch):
+    import engine.graph.concrete as concrete_module
+
+    def broken(*args):
+        raise RuntimeError("cannot split")
+    monkeypatch.setattr(concrete_module, "split_backward", broken)
+    f = en.function(lambda x: en.sum(en.exp(x) * x))
+    x = en.tensor(RNG.standard_normal(3))
+    for _ in range(3):
+        with en.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+        v = x.numpy()
+        np.testing.assert_allclose(tape.gradient(y, x).numpy(), np.exp(v) * (v + 1), rtol=1e-12)
+    concrete = f.get_concrete_function(x)
+    assert concrete._saving is False and "cannot split" in concrete.split_error
