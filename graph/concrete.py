@@ -88,6 +88,7 @@ class ConcreteFunction:
         self._forward = None
         self._replay = None
         self._saving = None         # a SavedCut once the backward is split; False: it cannot be
+        self._recomputed = 0        # backward passes run by recomputing the forward
         self._passes = passes
         self._compile_function = compile_function
         self.backend = backend
@@ -209,7 +210,7 @@ class ConcreteFunction:
         return tuple(k >= n_in or x.dtype in dtypes.FLOATS for k, x in enumerate(inputs))
 
     def _split_backward(self, inputs, residuals, gs):
-        """After a first backward: split the backward graph (for every gradient at once)
+        """After a few backward passes: split the backward graph (for every gradient at once)
         so that later calls save what it reads. Leaves ``_saving`` False where the graph
         cannot be split."""
         self._saving = False
@@ -324,6 +325,12 @@ class SavedCut:
         return fn
 
 
+# The backward is split once it has run this many times by recomputing: the split traces
+# and compiles three more graphs, which a function differentiated once or twice would
+# never win back.
+SPLIT_AFTER = 3
+
+
 def _call_rule(concrete, residuals, cut=None):
     """The tape rule of one compiled-function call: its VJP runs the compiled backward
     graph on this call's residuals (and the cut values it saved, if any), for the
@@ -342,7 +349,8 @@ def _call_rule(concrete, residuals, cut=None):
             grads = iter(fn(*inputs, *residuals, *gs, *cut))
         else:
             grads = iter(concrete.backward_function(wanted)(*inputs, *residuals, *gs))
-            if concrete._saving is None:
+            concrete._recomputed += 1
+            if concrete._saving is None and concrete._recomputed >= SPLIT_AFTER:
                 try:
                     concrete._split_backward(inputs, residuals, gs)
                 except Exception as err:   # an optimization: the gradient above stands

@@ -21,7 +21,7 @@ Example:
     >>> import engine as en
     >>> f = en.function(lambda x, w: en.sum(en.tanh(x @ w)))
     >>> x, w = en.ones((2, 3)), en.full((3, 4), 0.5)
-    >>> for _ in range(2):   # the first backward splits its graph; the second call saves
+    >>> for _ in range(4):   # the third backward splits its graph; the fourth call saves
     ...     with en.GradientTape() as tape:
     ...         tape.watch(w)
     ...         y = f(x, w)

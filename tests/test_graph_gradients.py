@@ -112,15 +112,15 @@ def test_traced_function_under_eager_tape_second_order(optimize):
 def test_call_under_tape_is_one_op_with_a_compiled_backward():
     f = en.function(_loss)
     x, w = en.tensor(X0), en.tensor(W0)
-    for _ in range(3):
+    for _ in range(5):
         with en.GradientTape() as tape:
             tape.watch(w)
             y = f(x, w)
         assert len(tape._entries) == 1 and tape._entries[0][0].name == "call[_loss]"
         tape.gradient(y, w)
     concrete = f.get_concrete_function(x, w)
-    # One backward per choice of gradients: here w's alone (x is not watched). From
-    # the second call on, the calls save what it reads and run its split form (the
+    # One backward per choice of gradients: here w's alone (x is not watched). After
+    # the third backward, the calls save what it reads and run its split form (the
     # split traced the backward once for every gradient).
     split = concrete._saving
     assert list(split._functions) == [(False, True)]
