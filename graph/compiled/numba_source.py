@@ -22,7 +22,7 @@ Example (the loop nest of ``tanh(x * 2.0)`` on a (2, 3) float32 input)::
 """
 import numpy as np
 
-from engine.errors import EngineError
+from engine.errors import EngineError, UnsupportedError
 
 from ..graph_ops import constant_op, placeholder_op, unpack_op
 
@@ -736,7 +736,7 @@ def _freeze(value):
         return ("array", str(value.dtype), value.shape, value.tobytes())
     if value is None or isinstance(value, (bool, int, float, complex, str)):
         return (type(value).__name__, value)
-    raise TypeError(type(value).__name__)
+    raise UnsupportedError(f"no step key for a param of type {type(value).__name__}")
 
 
 def _match(earlier, later):
