@@ -178,15 +178,25 @@ class ConcreteFunction:
         """The graph again, also returning the values a backward re-run cannot
         reproduce (variable reads, random draws, effect results)."""
         if self._forward is None:
-            mapping = {}
-            graph = self.unoptimized_graph.copy(name=f"{self.name}_forward", mapping=mapping)
             self._replay = replay_nodes(self.unoptimized_graph)
-            graph.outputs = graph.outputs + [mapping[n] for n in self._replay]
-            graph, _ = _optimize(graph, self._passes, self.backend)
-            self._forward = (CompiledGraph(graph, backend=self.backend,
-                                           plan=graph.memory_plan, recycle_outputs=True),
-                             [o.dtype for o in graph.outputs])
+            self._forward = self._compile_forward(self._residual_graph()[0])
         return self._forward
+
+    def _residual_graph(self):
+        """A copy of the unoptimized graph whose outputs are followed by the replayed
+        nodes (``self._replay``), and those nodes in the copy."""
+        mapping = {}
+        graph = self.unoptimized_graph.copy(name=f"{self.name}_forward", mapping=mapping)
+        replayed = [mapping[n] for n in self._replay]
+        graph.outputs = graph.outputs + replayed
+        return graph, replayed
+
+    def _compile_forward(self, graph):
+        """``(CompiledGraph, output dtypes)`` of a forward graph run for a tape."""
+        optimized, _ = _optimize(graph, self._passes, self.backend)
+        return (CompiledGraph(optimized, backend=self.backend, plan=optimized.memory_plan,
+                              recycle_outputs=True),
+                [o.dtype for o in optimized.outputs])
 
     def _call_recorded(self, tensors, arrays):
         """Run under active tapes and record the call as one op whose VJP is a compiled
@@ -223,12 +233,8 @@ class ConcreteFunction:
         graph = backward.unoptimized_graph
         if len(graph.inputs) != len(flat):
             return
-        mapping = {}
-        forward = self.unoptimized_graph.copy(name=f"{self.name}_forward", mapping=mapping)
-        replayed = [mapping[n] for n in self._replay]
-        forward.outputs = forward.outputs + replayed
-        assigned = {id(n.params["var"].var) for n in forward.nodes
-                    if n.op is assign_variable_op}
+        forward, replayed = self._residual_graph()
+        assigned = _assigned_variables(forward)
         reads = variable_read_sources(forward, self._float_vars)
         reads = [None if id(v) in assigned else r for v, r in zip(self._float_vars, reads)]
         n_in = len(self.graph.inputs)
@@ -236,11 +242,8 @@ class ConcreteFunction:
         if split is None:
             return
         with _collector_paused():
-            optimized, _ = _optimize(split.forward, self._passes, self.backend)
-            compiled = CompiledGraph(optimized, backend=self.backend, plan=optimized.memory_plan,
-                                     recycle_outputs=True)
-        self._saving = SavedCut((compiled, [o.dtype for o in optimized.outputs]),
-                                split.cotangent, self._all_wanted(inputs), self)
+            compiled = self._compile_forward(split.forward)
+        self._saving = SavedCut(compiled, split.cotangent, self._all_wanted(inputs), self)
 
     def backward_function(self, wanted=None):
         """An ``en.function`` from (inputs, variable values, residuals, output cotangents)
@@ -266,8 +269,7 @@ class ConcreteFunction:
         graph = self.unoptimized_graph
         n_in = len(graph.inputs)
         variables = self._float_vars
-        assigned = {id(n.params["var"].var) for n in graph.nodes
-                    if n.op is assign_variable_op}
+        assigned = _assigned_variables(graph)
         replay_nodes_ = self._replay
 
         def backward(*flat):
@@ -294,6 +296,11 @@ class ConcreteFunction:
             return tuple(ops.zeros_like(s) if g is None else g for s, g in zip(sources, grads))
 
         return self._compile_function(backward, f"{self.name}_backward")
+
+
+def _assigned_variables(graph):
+    """The ids of the variables ``graph`` assigns."""
+    return {id(n.params["var"].var) for n in graph.nodes if n.op is assign_variable_op}
 
 
 class SavedCut:

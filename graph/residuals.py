@@ -62,7 +62,8 @@ def split_backward(forward, backward, input_sources):
     """Split ``backward`` for ``forward``, or return None where it cannot be split.
 
     ``forward``: the unoptimized forward graph with residual outputs (its own
-    outputs, then the replayed values). ``backward``: the traced backward graph,
+    outputs, then the replayed values), a copy the caller owns: the primal part
+    is added to it, and it is what ``Split.forward`` holds. ``backward``: the traced backward graph,
     whose inputs are the call's inputs, the variables' values, the replayed
     values, then the output cotangents. ``input_sources`` gives, for each
     backward input before the cotangents, the forward node holding the same
@@ -92,19 +93,17 @@ def split_backward(forward, backward, input_sources):
     return Split(new_forward, _cotangent_graph(backward, dependent | remade, cut), len(cut))
 
 
-def _forward_with_cut(forward, backward, primal, cut, input_sources):
-    """A copy of ``forward`` that also computes the ``primal`` nodes of ``backward``
-    and returns the ``cut`` ones after its own outputs."""
-    mapping = {}
-    graph = forward.copy(name=forward.name, mapping=mapping)
-    graph.backend = getattr(forward, "backend", None)
-    at = {}
-    for placeholder, source in zip(backward.inputs, input_sources):
-        if source is not None:
-            at[placeholder] = mapping[source]
+def _forward_with_cut(graph, backward, primal, cut, input_sources):
+    """``graph`` (the forward) made to compute the ``primal`` nodes of ``backward`` too
+    and return the ``cut`` ones after its own outputs; None where a primal node reads
+    a value the forward does not hold (checked before anything is added)."""
+    at = {p: s for p, s in zip(backward.inputs, input_sources) if s is not None}
+    available = set(at)
     for node in primal:
-        if any(i not in at for i in node.inputs):
-            return None      # it reads a value the forward does not hold
+        if any(i not in available for i in node.inputs):
+            return None
+        available.add(node)
+    for node in primal:
         at[node] = _copy_node(graph, node, [at[i] for i in node.inputs])
     graph.outputs = graph.outputs + [at[n] for n in cut]
     return graph
