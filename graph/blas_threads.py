@@ -24,6 +24,7 @@ Example:
     ...     pass
 """
 import ctypes
+import os
 import threading
 
 _PREFIXES = ("", "scipy_")
@@ -45,10 +46,35 @@ def _openblas_paths():
     return paths
 
 
+def _numpy_first(paths):
+    """``paths`` with numpy's own OpenBLAS first: a process may hold several (SciPy's
+    wheels bundle another, which numba's ``np.dot`` loads), and holding the wrong one
+    at one thread leaves numpy's threaded, so two split parts of a product would each
+    run OpenBLAS's threaded path, one after the other (its level-3 lock).
+
+    Example:
+        >>> import os, numpy
+        >>> site = os.path.dirname(os.path.dirname(numpy.__file__))
+        >>> _numpy_first([site + "/scipy.libs/libscipy_openblas.so",
+        ...               site + "/numpy.libs/libscipy_openblas64_.so"])[0].endswith("64_.so")
+        True
+    """
+    import numpy
+    package = os.path.dirname(os.path.abspath(numpy.__file__))
+    own = (package + os.sep, package + ".libs" + os.sep)
+    site = os.path.dirname(package)
+    others = tuple(os.path.join(site, d) + os.sep for d in ("scipy", "scipy.libs"))
+
+    def rank(path):
+        path = os.path.abspath(path)
+        return 0 if path.startswith(own) else 2 if path.startswith(others) else 1
+    return sorted(paths, key=rank)
+
+
 def _find_functions():
     """``(get, set)`` of numpy's OpenBLAS thread count, or None (numpy, imported by
     the engine, has loaded its BLAS)."""
-    for path in _openblas_paths():
+    for path in _numpy_first(_openblas_paths()):
         try:
             lib = ctypes.CDLL(path)
         except OSError:

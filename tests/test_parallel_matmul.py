@@ -109,6 +109,47 @@ def test_blas_is_held_at_one_thread_inside_a_split_product_and_restored_after():
     assert blas_threads.blas_threads() == before
 
 
+_HOLDS_NUMPYS_BLAS = """
+import scipy.linalg.cython_blas  # SciPy's own OpenBLAS, loaded before the engine looks
+import numpy as np
+from threadpoolctl import threadpool_info
+from engine.graph import blas_threads
+
+def numpy_threads():
+    return [i["num_threads"] for i in threadpool_info()
+            if i["internal_api"] == "openblas" and "numpy" in i["filepath"]]
+before = numpy_threads()
+with blas_threads.one_blas_thread():
+    inside = numpy_threads()
+print(before, inside, numpy_threads())
+"""
+
+
+def test_one_blas_thread_holds_numpys_openblas_when_scipys_is_loaded_too():
+    # With SciPy's OpenBLAS loaded first, holding that one at one thread left numpy's
+    # threaded: both halves of a split product then ran OpenBLAS's threaded path, one
+    # after the other. threadpoolctl reads numpy's count independently.
+    pytest.importorskip("scipy")
+    pytest.importorskip("threadpoolctl")
+    if not blas_threads.available():
+        pytest.skip("numpy's BLAS here is not an OpenBLAS")
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _HOLDS_NUMPYS_BLAS], capture_output=True,
+                         text=True, check=True, env=_env()).stdout.split("] [")
+    before, inside, after = (o.strip("[]\n ") for o in out)
+    assert inside == "1", out
+    assert before == after
+
+
+def _env():
+    import os
+    import pathlib
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+
+
 def test_kernel_threads_default_follows_the_machine(threads):
     threads(None)
     assert kernel_threads() in (1, 2)
