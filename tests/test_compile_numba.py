@@ -217,8 +217,12 @@ def test_auto_declines_a_cold_compile_that_cannot_pay_and_numpy_never_compiles(l
     assert not _compiled_nodes(en.function(_thirty_ops).graph_for(x, x, x))
     lowering("numba")
     big = en.tensor(np.ones(1 << 17, np.float32))
-    assert _compiled_nodes(en.function(_thirty_ops).graph_for(big, big, big))
-    lowering("auto")    # too big for auto, even if it were cached
+    # Values this large are not written whole (each would be a fresh array): the fused
+    # kernel is compiled instead (graph/compiled/numba_fused.py).
+    graph = en.function(_thirty_ops).graph_for(big, big, big)
+    assert not _compiled_nodes(graph)
+    assert [n.meta["backend"] for n in graph.nodes if n.op.name.startswith("fused")] == ["numba"]
+    lowering("auto")    # too big to be written whole under auto too, even if it were cached
     assert not _compiled_nodes(en.function(_thirty_ops).graph_for(big, big, big))
     lowering("fast")
     with pytest.raises(en.InvalidArgumentError, match="compiled_lowering"):

@@ -213,13 +213,7 @@ class Emitter:
 
     def _elementwise(self, node, form, outputs, depth):
         rank = len(node.shape)
-        in_dt = np.dtype(node.inputs[0].dtype) if node.inputs else np.dtype(node.dtype)
-        form = form.replace("ONE", _literal(1, in_dt)).replace("ZERO", _literal(0, in_dt))
-        if in_dt == np.float32:
-            for slow, fast in _FAST_FLOAT32:
-                form = form.replace(slow, fast)
-        args = [f"({self.element(i, rank)})" for i in node.inputs]
-        expr = f"{_np_type(node.dtype)}({form.format(*args)})"
+        expr = scalar_expression(node, [f"({self.element(i, rank)})" for i in node.inputs])
         users = self.users.get(node, [])
         if node not in outputs and node not in self.keep and len(users) == 1 and \
                 _inlinable_user(users[0], node):
@@ -234,6 +228,27 @@ class Emitter:
         index, inner = self.loop_nest(node.shape, depth)
         self.line(f"{name}[{index}] = {expr}", inner)
         self.values[node] = _Value("array", name, node.shape, node.dtype)
+
+
+def scalar_expression(node, args):
+    """The numba expression computing elementwise ``node`` from the scalar expressions
+    ``args`` of its inputs, converted to its dtype (float32 ``exp``/``tanh`` in their
+    vectorizable forms).
+
+    Example:
+        >>> import engine as en
+        >>> g = en.function(lambda x: en.exp(x), passes=["cleanup"]).graph_for(
+        ...     en.ones(3, dtype="float32"))
+        >>> scalar_expression(g.outputs[0], ["a"])
+        'np.float32(exp32(a))'
+    """
+    form = node.op.rules["scalar_form"]
+    in_dt = np.dtype(node.inputs[0].dtype) if node.inputs else np.dtype(node.dtype)
+    form = form.replace("ONE", _literal(1, in_dt)).replace("ZERO", _literal(0, in_dt))
+    if in_dt == np.float32:
+        for slow, fast in _FAST_FLOAT32:
+            form = form.replace(slow, fast)
+    return f"{_np_type(node.dtype)}({form.format(*args)})"
 
 
 def _inlinable_user(user, node):

@@ -39,7 +39,7 @@ from engine.config import config
 from engine.errors import InvalidArgumentError
 from engine.op import Op
 
-from ..compiled import numba_blas, numba_cache, numba_source   # none imports numba until it compiles
+from ..compiled import numba_blas, numba_cache, numba_fused, numba_source   # none imports numba until it compiles
 from ..graph_ops import constant_op, placeholder_op, unpack_op
 
 # The policy's figures, measured on the benchmark machine (README, "rnn"): the numpy
@@ -79,6 +79,11 @@ def compile_numba(graph):
             not numba_available():
         return False
     whole = _whole_graph(graph)
+    # A graph of large values is left to the fused kernels (compiled_fused_kernel) and
+    # numpy's threaded BLAS: written whole, each value would be a fresh array and each
+    # product one BLAS thread.
+    if whole is not None and _largest(whole) > SMALL_ELEMENTS:
+        whole = None
     done = 1 if whole is not None and _try(mode, graph, whole) else 0
     if not done:
         done = sum(_try(mode, graph, members) for members in _scan_regions(graph))
@@ -255,3 +260,30 @@ def _caller(fn, dtypes):
                         for a, dt in zip(arrays, dtypes)])
     run.dispatcher = fn
     return run
+
+
+def compiled_fused_kernel(name, members, inputs, outputs):
+    """A ``CompiledFusedKernel`` (``graph/compiled/numba_fused.py``) for a large fused
+    region (over ``SMALL_ELEMENTS`` elements), where ``en.config.compiled_lowering``
+    and the policy allow it (the "auto" rule counts the elements each op walks); else
+    None, and the numpy kernel runs."""
+    mode = config.compiled_lowering
+    if mode == "numpy" or not numba_available():
+        return None
+    shape = members[-1].shape
+    if shape is None or None in shape or int(np.prod(shape)) <= SMALL_ELEMENTS:
+        return None
+    try:
+        source = numba_fused.kernel_source(name, members, inputs, outputs)
+    except numba_source.Unsupported as why:
+        log.debug("compiled lowering: fused region %s not written: %s", name, why)
+        return None
+    compile_seconds = COMPILE_SECONDS + COMPILE_SECONDS_PER_LINE * source.count("\n")
+    if not numba_fused.pays(mode, source, int(np.prod(shape)), len(members), CALLS,
+                            compile_seconds):
+        return None
+    try:
+        return numba_fused.CompiledFusedKernel(name, members, inputs, outputs)
+    except Exception as err:   # a numba typing limit: keep the numpy lowering
+        log.debug("numba refused fused region %s: %s: %s", name, type(err).__name__, err)
+        return None

@@ -43,6 +43,7 @@ from engine.warning_location import TRACED_LINES
 from ..graph_ops import unpack_op
 from ..parallel import kernel_threads, row_bounds, run_split
 from . import fusion_numba
+from .compile_numba import compiled_fused_kernel
 from .fusion_groups import group_outputs, group_regions
 
 # Elements per block (1 MiB of float32): a few block-sized scratch buffers stay
@@ -344,6 +345,12 @@ class FusedKernel:
                 self.backend = "numba"
                 self.source = ufunc.source
                 self.out_impl = lambda *args: ufunc(*args[:-1], out=args[-1])
+        if self.backend == "numpy":
+            compiled = compiled_fused_kernel(name, members, inputs, outputs)
+            if compiled is not None:
+                self.backend = "numba"
+                self.source = compiled.source
+                self.out_impl = compiled.out_impl
         if self.backend == "numpy" and one_value and _small_static(shape):
             # The traced shape is the only one: allocate and run in one generated call.
             fresh_source, fresh_dtypes = _fresh_source(name + "_fresh", members, inputs,

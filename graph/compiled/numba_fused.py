@@ -1,0 +1,232 @@
+"""Large fused elementwise kernels compiled by numba: one pass over memory per kernel.
+
+The numpy lowering runs a fused region (``graph/passes/fusion.py``) block by
+block, one numpy call per op per block: each op reads and writes a block-sized
+buffer, and numpy's float32 ``exp`` is its slowest step (3 ns an element on the
+benchmark machine, where ``exp32`` of ``numba_math`` takes about 1). Here the
+region becomes one numba loop nest over its static shape: every member is a
+scalar in a register, each value result is written once, and each full sum or
+mean adds into one float64 accumulator per position of the last axis (added
+into a float32 row of accumulators first and moved into float64 every
+``FLUSH_ROWS`` rows, so the inner loop stays vectorized). The rows are split
+among the kernel threads as the numpy kernels' blocks are
+(``graph/parallel.py``); the parts' accumulators are added in part order.
+
+Results agree with the numpy lowering to rounding, not bit for bit: ``exp32``
+and ``tanh32`` are within a few ulp, and sums add in another order.
+
+Example:
+    >>> import engine as en, numpy as np
+    >>> f = en.function(lambda x: en.sigmoid(x) * 2.0, passes=["cleanup"])
+    >>> g = f.graph_for(en.ones((2, 3), dtype="float32"))
+    >>> print(kernel_source("k", g.topo_order()[1:], g.topo_order()[:1],
+    ...                     [(g.outputs[0], None)]).splitlines()[0])
+    def k(x0, out0, lo, hi):
+"""
+import math
+
+import numpy as np
+
+from ..parallel import kernel_threads, row_bounds, run_split
+from . import numba_cache
+from .numba_source import Unsupported, _DTYPES, scalar_expression
+
+# float32 partial sums hold at most this many rows before they move into float64.
+FLUSH_ROWS = 32
+# Rows of one part of a split (the numpy kernels' block size, in elements).
+BLOCK_ELEMENTS = 1 << 18
+
+
+def _index(shape, region_shape, loops):
+    """The index of an input of ``shape`` broadcast to ``region_shape`` at ``loops``."""
+    lead = len(region_shape) - len(shape)
+    return ", ".join("0" if d == 1 and region_shape[lead + k] != 1 else loops[lead + k]
+                     for k, d in enumerate(shape))
+
+
+def kernel_source(name, members, inputs, outputs, aliases=()):
+    """numba source of ``name(x0, ..., out0, ..., acc0, ..., lo, hi)``: the region's
+    rows ``lo:hi`` (of its first axis), writing each value result into its ``out``
+    and adding each reduction into its float64 ``acc`` (one entry per position of
+    the last axis). ``aliases`` holds ``(k, j)`` where input ``k`` is the array of
+    value result ``j`` (memory planning wrote it in place): the loop then reads
+    ``out{j}`` for it, since LLVM vectorizes a loop over one array read and written
+    at the same index but not one over two arrays it cannot prove apart. Raises
+    :class:`Unsupported` for what it cannot write."""
+    shape = tuple(members[-1].shape)
+    if len(shape) < 1 or any(d is None for d in shape):
+        raise Unsupported("a fused region needs a static shape of at least one axis")
+    for node in list(members) + list(inputs):
+        if np.dtype(node.dtype) not in _DTYPES:
+            raise Unsupported(f"{node.name}: dtype {node.dtype}")
+        if node.shape is None or any(d is None for d in node.shape):
+            raise Unsupported(f"{node.name}: unknown dims")
+    for m in members:
+        if m.op.rules.get("scalar_form") is None:
+            raise Unsupported(f"op {m.op.name} has no scalar form")
+    nd = len(shape)
+    loops = [f"i{k}" for k in range(nd)]
+    values = [m for m, r in outputs if r is None]
+    sums = [(m, r) for m, r in outputs if r is not None]
+    args = [f"x{k}" for k in range(len(inputs))] + [f"out{j}" for j in range(len(values))] + \
+        [f"acc{j}" for j in range(len(sums))]
+    lines = [f"def {name}({', '.join(args + ['lo', 'hi'])}):"]
+    for j, (m, _) in enumerate(sums):
+        lines.append(f"    part{j} = np.zeros({shape[-1]}, {_np(_partial_dtype(m))})")
+    body = []
+    names = {}
+    aliased = dict(aliases)
+    for k, node in enumerate(inputs):
+        if k in aliased:
+            names[node] = f"out{aliased[k]}[{', '.join(loops)}]"
+        elif node.shape:
+            names[node] = f"x{k}[{_index(node.shape, shape, loops)}]"
+        else:
+            lines.append(f"    s{k} = x{k}[()]")
+            names[node] = f"s{k}"
+    for k, m in enumerate(members):
+        body.append(f"t{k} = {scalar_expression(m, [f'({names[i]})' for i in m.inputs])}")
+        names[m] = f"t{k}"
+    for j, m in enumerate(values):
+        body.append(f"out{j}[{', '.join(loops)}] = {names[m]}")
+    for j, (m, _) in enumerate(sums):
+        body.append(f"part{j}[{loops[-1]}] += {names[m]}")
+    lines.append("    for i0 in range(lo, hi):")
+    depth = 2
+    for k in range(1, nd):
+        lines.append("    " * depth + f"for i{k} in range({shape[k]}):")
+        depth += 1
+    lines += ["    " * depth + line for line in body]
+    if sums:
+        flush = [f"acc{j}[i] += part{j}[i]" for j in range(len(sums))] + \
+            [f"part{j}[i] = 0" for j in range(len(sums))]
+        lines.append(f"        if (i0 - lo) % {FLUSH_ROWS} == {FLUSH_ROWS - 1}:")
+        lines.append(f"            for i in range({shape[-1]}):")
+        lines += ["                " + f for f in flush]
+        lines.append(f"    for i in range({shape[-1]}):")
+        lines += [f"        acc{j}[i] += part{j}[i]" for j in range(len(sums))]
+    lines.append("    return 0")
+    return "\n".join(lines) + "\n"
+
+
+def _partial_dtype(member):
+    return np.float32 if np.dtype(member.dtype) == np.float32 else np.float64
+
+
+def _np(dtype):
+    return f"np.{np.dtype(dtype).name}"
+
+
+class CompiledFusedKernel:
+    """A fused region's ``out_impl`` running its numba loop nest, rows split among the
+    kernel threads. ``outputs`` as in ``FusedKernel``: ``(member, reduction)`` pairs,
+    the reduction a full ``sum`` or ``mean`` node or None."""
+
+    def __init__(self, name, members, inputs, outputs):
+        self.name, self._region = name, (members, inputs, outputs)
+        self.source = kernel_source(name, members, inputs, outputs)
+        self.shape = tuple(members[-1].shape)
+        self.size = math.prod(self.shape)
+        self.n_inputs = len(inputs)
+        self.outputs = [(m.dtype, None if r is None else (r.op.name, r.dtype))
+                        for m, r in outputs]
+        self.input_dtypes = [np.dtype(i.dtype) for i in inputs]
+        self.input_ranks = [len(i.shape) for i in inputs]
+        signature = [_array_type(len(i.shape), i.dtype) for i in inputs] + \
+            [_array_type(len(self.shape), m.dtype) for m, r in outputs if r is None] + \
+            [_array_type(1, np.float64) for _, r in outputs if r is not None]
+        import numba   # optional (the caller checked it is installed)
+        self.signature = tuple(signature + [numba.types.intp, numba.types.intp])
+        self.fn, self.from_cache = numba_cache.load(self.source, name, self.signature)
+        self._variants = {(): self.fn}
+        row = self.size // self.shape[0] if self.shape[0] else 1
+        self.rows = max(1, BLOCK_ELEMENTS // max(row, 1))
+
+    def _inputs(self, arrays):
+        # A 0-d value may come as a numpy scalar from another kernel; a view of
+        # another layout compiles a specialization of its own (numba's dispatch).
+        fixed = []
+        for a, dt, rank in zip(arrays, self.input_dtypes, self.input_ranks):
+            if not isinstance(a, np.ndarray) or a.dtype != dt:
+                a = np.asarray(a, dt)
+            if a.ndim != rank:
+                a = a.reshape(a.shape[-rank:] if rank else ())
+            fixed.append(a)
+        return fixed
+
+    def out_impl(self, *args):
+        arrays = self._inputs(args[:self.n_inputs])
+        outs = list(args[self.n_inputs:])
+        values, sums = [], []
+        for j, (dtype, reduction) in enumerate(self.outputs):
+            if reduction is None:
+                if outs[j] is None:
+                    outs[j] = np.empty(self.shape, dtype)
+                values.append(outs[j])
+            else:
+                if outs[j] is None:
+                    outs[j] = np.empty((), reduction[1])
+                sums.append(j)
+        fn = self._variant(arrays, values)
+        n = self.shape[0]
+        bounds = row_bounds(n, self.rows, kernel_threads())
+        parts = len(bounds) - 1
+        accs = [[np.zeros(self.shape[-1]) for _ in sums] for _ in range(parts)]
+        part_of = {bounds[p]: p for p in range(parts)}
+        run_split(lambda lo, hi: fn(*arrays, *values, *accs[part_of[lo]], lo, hi), bounds)
+        for s, j in enumerate(sums):
+            total = 0.0
+            for p in range(parts):
+                total += float(accs[p][s].sum())
+            if self.outputs[j][1][0] == "mean":
+                total /= self.size
+            outs[j][...] = total
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+    def _variant(self, arrays, values):
+        """The loop for this call's aliasing of inputs by value results (each pattern
+        compiled once: a graph's memory plan gives the same one every call)."""
+        aliases = []
+        for k, a in enumerate(arrays):
+            for j, out in enumerate(values):
+                if not np.may_share_memory(a, out):
+                    continue
+                if a.shape == out.shape and a.strides == out.strides and \
+                        a.ctypes.data == out.ctypes.data:
+                    aliases.append((k, j))
+                else:   # a partial overlap (never planned): read a copy, as numpy would
+                    arrays[k] = a = a.copy()
+        aliases = tuple(aliases)
+        fn = self._variants.get(aliases)
+        if fn is None:
+            source = kernel_source(self.name, *self._region, aliases=aliases)
+            fn = self._variants[aliases] = numba_cache.load(source, self.name,
+                                                            self.signature)[0]
+        return fn
+
+
+def _array_type(rank, dtype):
+    import numba   # optional (the caller checked it is installed)
+    return numba.types.Array(numba.from_dtype(np.dtype(dtype)), rank, "C")
+
+
+# ---- when a fused region is compiled -----------------------------------------------------
+# Measured on the benchmark machine: a numpy-lowered fused region spends about 0.8 ns per
+# element per op on large float32 arrays (the autoencoder's 8-op loss tail over (1000, 784):
+# 5.2 ms), its compiled loop nest about half of that; importing numba costs about 1 s.
+SAVED_SECONDS_PER_ELEMENT_OP = 3e-10
+IMPORT_SECONDS = 1.0
+
+
+def pays(mode, source, size, n_ops, calls, compile_seconds):
+    """Whether a region of ``size`` elements and ``n_ops`` ops is worth compiling: always
+    under ``"numba"``; under ``"auto"`` when what it saves over ``calls`` calls exceeds
+    importing numba (unless imported already) and compiling (unless on disk)."""
+    if mode == "numba":
+        return True
+    import sys
+    cost = 0.0 if "numba" in sys.modules else IMPORT_SECONDS
+    if not numba_cache.is_cached(source):
+        cost += compile_seconds
+    return size * n_ops * SAVED_SECONDS_PER_ELEMENT_OP * calls > cost

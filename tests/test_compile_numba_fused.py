@@ -1,0 +1,177 @@
+"""Large fused elementwise kernels compiled by numba (graph/compiled/numba_fused.py) agree
+with numpy, write in place where memory planning says so, split over kernel threads, and
+follow the lowering policy."""
+import importlib
+
+import numpy as np
+import pytest
+
+import engine as en
+
+numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
+
+compile_numba = importlib.import_module("engine.graph.passes.compile_numba")
+numba_fused = importlib.import_module("engine.graph.compiled.numba_fused")
+
+
+@pytest.fixture
+def config():
+    saved = en.config.compiled_lowering, en.config.fusion_threads
+    yield en.config
+    en.config.compiled_lowering, en.config.fusion_threads = saved
+
+
+def _fused_backends(graph):
+    return [n.meta.get("backend") for n in graph.nodes if n.op.name.startswith("fused")]
+
+
+def _run(fn, arrays, mode, threads=1):
+    en.config.compiled_lowering = mode
+    en.config.fusion_threads = threads
+    f = en.function(fn)
+    tensors = [en.tensor(a) for a in arrays]
+    return [o.numpy() for o in _flat(f(*tensors))], _fused_backends(f.graph_for(*tensors))
+
+
+def _flat(out):
+    if isinstance(out, (tuple, list)):
+        return [leaf for o in out for leaf in _flat(o)]
+    return [out]
+
+
+def _broadcasting(x, row, col, s):
+    y = en.tanh(x * row + col) - s
+    return en.exp(y) * 0.5 + x
+
+
+def _broadcasting_numpy(x, row, col, s):
+    y = np.tanh(x * row + col) - s
+    return np.exp(y) * 0.5 + x
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(400, 300), (20, 60, 70)], ids=["2d", "3d"])
+def test_broadcast_inputs_match_numpy(config, dtype, shape):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(dtype)
+    row = rng.standard_normal(shape[-1]).astype(dtype)
+    col = rng.standard_normal(shape[:-1] + (1,)).astype(dtype)
+    if len(shape) == 3:
+        col = col[:1]                        # (1, 60, 1): broadcast over the first axis too
+    s = np.asarray(0.25, dtype)
+    got, backends = _run(_broadcasting, [x, row, col, s], "numba")
+    assert backends == ["numba"]
+    want = _broadcasting_numpy(*(a.astype(np.float64) for a in (x, row, col, s)))
+    rtol = 2e-6 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got[0], want, rtol=rtol, atol=rtol)
+    lowered, backends = _run(_broadcasting, [x, row, col, s], "numpy")
+    assert backends == ["numpy"]
+    np.testing.assert_allclose(got[0], lowered[0], rtol=rtol * 2, atol=rtol)
+
+
+def test_integer_region_is_exact(config):
+    rng = np.random.default_rng(1)
+    a, b = (rng.integers(-1000, 1000, (300, 300)) for _ in range(2))
+    fn = lambda a, b: (a * b + 3) - a // 7   # noqa: E731
+    got, backends = _run(fn, [a, b], "numba")
+    assert backends == ["numba"]
+    np.testing.assert_array_equal(got[0], (a * b + 3) - a // 7)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_full_reductions_and_several_results(config, threads):
+    rng = np.random.default_rng(2)
+    z = rng.standard_normal((1000, 784)).astype(np.float32)
+    b = rng.standard_normal(784).astype(np.float32)
+    x = rng.random((1000, 784)).astype(np.float32)
+
+    def tail(z, b, x):
+        y = en.sigmoid(z + b)
+        d = y - x
+        return en.mean(d * d), en.sum(y), d * (y * (1.0 - y))
+    got, backends = _run(tail, [z, b, x], "numba", threads)
+    assert "numba" in backends
+    z64, b64, x64 = (a.astype(np.float64) for a in (z, b, x))
+    y = 1.0 / (1.0 + np.exp(-(z64 + b64)))
+    d = y - x64
+    np.testing.assert_allclose(got[0], np.mean(d * d), rtol=1e-5)
+    np.testing.assert_allclose(got[1], np.sum(y), rtol=1e-5)
+    np.testing.assert_allclose(got[2], d * y * (1 - y), rtol=2e-5, atol=1e-7)
+
+
+def _autoencoder_loss(w, b1, b2, x):
+    h = en.sigmoid(x @ w + b1)
+    y = en.sigmoid(h @ en.transpose(w) + b2)
+    return en.mean((y - x) ** 2.0)
+
+
+def _autoencoder_numpy(w, b1, b2, x):
+    """Loss and gradients by hand, float64."""
+    h = 1 / (1 + np.exp(-(x @ w + b1)))
+    y = 1 / (1 + np.exp(-(h @ w.T + b2)))
+    r = y - x
+    dz2 = 2.0 * r / r.size * y * (1 - y)
+    dz1 = dz2 @ w * h * (1 - h)
+    return np.mean(r * r), dz2.T @ h + x.T @ dz1, dz1.sum(0), dz2.sum(0)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_autoencoder_gradient_with_kernels_written_in_place(config, threads):
+    rng = np.random.default_rng(3)
+    w = rng.uniform(-0.07, 0.07, (784, 196)).astype(np.float32)
+    b1, b2 = (rng.uniform(-0.1, 0.1, n).astype(np.float32) for n in (196, 784))
+    x = rng.random((500, 784)).astype(np.float32)
+    vg = en.value_and_grad(_autoencoder_loss, argnums=(0, 1, 2))
+    got, backends = _run(vg, [w, b1, b2, x], "numba", threads)
+    assert backends.count("numba") >= 2
+    want = _autoencoder_numpy(*(a.astype(np.float64) for a in (w, b1, b2, x)))
+    for g, r in zip(got, want):
+        np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4 * np.abs(r).max())
+
+
+def _kernel(members_fn, arrays):
+    """The first fused region of ``members_fn`` traced on ``arrays``, as a compiled kernel."""
+    en.config.compiled_lowering = "numpy"
+    graph = en.function(members_fn, passes=["cleanup"]).graph_for(*[en.tensor(a) for a in arrays])
+    leaves = ("placeholder", "constant")
+    members = [n for n in graph.topo_order() if n.op.name not in leaves]
+    inputs = [n for n in graph.topo_order() if n.op.name in leaves]
+    assert [n.op.name for n in inputs] == ["placeholder", "placeholder", "constant"]
+    return numba_fused.CompiledFusedKernel("k_test", members, inputs, [(members[-1], None)])
+
+
+def test_output_written_over_an_input_and_partial_overlap(config):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((600, 200)).astype(np.float32)
+    b = rng.standard_normal(200).astype(np.float32)
+    kernel = _kernel(lambda a, b: en.sigmoid(a + b) * 3.0, [a, b])
+    want = 3.0 / (1.0 + np.exp(-(a.astype(np.float64) + b)))
+    in_place = a.copy()
+    three = np.float32(3.0)
+    out = kernel.out_impl(in_place, b, three, in_place)        # the result over its own input
+    assert out is in_place
+    np.testing.assert_allclose(out, want, rtol=2e-6)
+    assert len(kernel._variants) == 2                    # the aliased loop is its own
+    # A partial overlap (shifted by one row) is read from a copy, as numpy does.
+    buf = np.concatenate([a, a[:1]])
+    out = kernel.out_impl(buf[1:], b, three, buf[:-1])
+    np.testing.assert_allclose(out, 3.0 / (1.0 + np.exp(-(np.concatenate([a[1:], a[:1]])
+                                                           .astype(np.float64) + b))), rtol=2e-6)
+
+
+def test_policy(config):
+    rng = np.random.default_rng(5)
+    small = rng.standard_normal((100, 100)).astype(np.float32)
+    big = rng.standard_normal((400, 400)).astype(np.float32)
+    fn = lambda x: en.tanh(x) * 2.0 + 1.0   # noqa: E731
+    # A small region stays with the numpy kernel under "auto" (too little to save), and
+    # under "numba" the whole small graph is one compiled region instead.
+    assert _run(fn, [small], "auto")[1] == ["numpy"]
+    assert _run(fn, [small], "numba")[1] == []
+    assert _run(fn, [big], "numpy")[1] == ["numpy"]
+    # "auto": what a region saves over CALLS calls against importing and compiling.
+    source = "def k():\n    return 0\n"
+    per_call = 3 * numba_fused.SAVED_SECONDS_PER_ELEMENT_OP
+    assert not numba_fused.pays("auto", source, 10, 3, 100, 2.0)
+    assert numba_fused.pays("auto", source, int(3.0 / (per_call * 100)) * 2, 3, 100, 2.0)
+    assert numba_fused.pays("numba", source, 1, 1, 100, 1e9)
