@@ -105,8 +105,9 @@ def build_parser(found):
                              "choice, usually one per core); steadier figures on a busy machine")
     parser.add_argument("--kernel-threads", type=int, default=None, metavar="N",
                         help="threads per large fused kernel and matrix product in graph "
-                             "mode (en.config.fusion_threads; default 1, measured faster "
-                             "at batch 1000 on two idle cores; README, 'Kernel threads')")
+                             "mode (en.config.fusion_threads; default: per graph, 2 where "
+                             "its largest product has 2^29 multiply-adds or more, else 1; "
+                             "README, 'Kernel threads')")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--default-malloc", action="store_true",
                         help="leave glibc's adaptive malloc thresholds as they are (default: "
@@ -270,7 +271,8 @@ def main(argv=None):
             print(f"{fw}: skipped ({common.skip_reason(fw)})")
     facts = common.machine_facts()   # again, now that the frameworks are imported
     facts["malloc"] = malloc
-    facts["kernel_threads"] = kernel_threads()
+    facts["kernel_threads"] = en.config.fusion_threads or \
+        f"auto (up to {kernel_threads()}: 2^29 multiply-adds in a product)"
     size = " (quick)" if args.quick else " (full)" if args.full else ""
     print(f"running {', '.join(names)}{size}; "
           f"results go to {args.out}/", flush=True)

@@ -26,12 +26,13 @@ class _Config:
         # "numpy" (never: the numpy lowering, which always works).
         self.compiled_lowering = "auto"
         # Threads that walk a large fused kernel's rows, and split a large matrix
-        # product's rows, at once. 1 (the default) measured faster on the idle 2-core
-        # machine at batch 1000 and for a 1024^3 product, 2 only at batch 10000 (README,
-        # "Kernel threads"). None: 2 where the process may run on two cores or more and
-        # numpy's OpenBLAS can be held at one thread while the engine's pool runs its
-        # products, otherwise 1 (graph/parallel.py's kernel_threads()).
-        self.fusion_threads = 1
+        # product's rows, at once. None (the default): per graph, 2 where its largest
+        # matrix product has at least 2^29 multiply-adds (and the process may run on two
+        # cores, with numpy's OpenBLAS held at one thread while the engine's pool runs
+        # its products), else 1: two measured faster on the idle 2-core machine at batch
+        # 10000 and 60000, one at batch 1000 (README, "Kernel threads";
+        # graph/parallel.py's threads_for). A number: that many in every graph.
+        self.fusion_threads = None
         # Traces each en.function keeps, least recently used dropped first (None:
         # all). Each holds its graphs, generated code and planned buffers; 32 covers
         # the shapes a training loop alternates between (last batch, eval batch).

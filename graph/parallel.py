@@ -28,6 +28,8 @@ import queue
 import signal
 import threading
 
+import numpy as np
+
 from engine.config import config
 
 from . import blas_threads
@@ -112,10 +114,22 @@ _busy = threading.Lock()
 _auto = []
 
 
-def kernel_threads():
-    """The kernel threads in use: ``en.config.fusion_threads``, or where that is None (the
-    default) 2 if this process may run on two cores or more and numpy's OpenBLAS can
-    be held at one thread (``blas_threads.available()``), else 1.
+# "auto" kernel threads (``en.config.fusion_threads = None``, the default) use the
+# machine's cores in a graph whose largest matrix product has at least this many
+# multiply-adds, one thread elsewhere. Measured on the idle 2-core machine (README,
+# "Kernel threads"): two threads won for the autoencoder at batch 10000 and 60000
+# (1.5e9 and 9.2e9 multiply-adds a product) and for the traced L-BFGS iteration at
+# 10000, and lost or tied at batch 1000 (1.5e8), where a split product costs more
+# than OpenBLAS's own threads and waking a worker is a larger share of each kernel.
+AUTO_MIN_WORK = 1 << 29
+
+
+def kernel_threads(graph_choice=None):
+    """The kernel threads in use: ``en.config.fusion_threads`` when set; where that is
+    None (the default), ``graph_choice`` (what :func:`threads_for` chose for the graph
+    the kernel belongs to), else the machine's: 2 if this process may run on two cores
+    or more and numpy's OpenBLAS can be held at one thread
+    (``blas_threads.available()``), else 1.
 
     Example:
         >>> kernel_threads() in (1, 2)
@@ -124,6 +138,14 @@ def kernel_threads():
     chosen = config.fusion_threads
     if chosen is not None:
         return chosen
+    if graph_choice is not None:
+        return graph_choice
+    return machine_threads()
+
+
+def machine_threads():
+    """2 if this process may run on two cores or more and numpy's OpenBLAS can be held
+    at one thread, else 1."""
     if not _auto:
         try:
             cores = len(os.sched_getaffinity(0))
@@ -131,6 +153,30 @@ def kernel_threads():
             cores = os.cpu_count() or 1
         _auto.append(2 if cores >= 2 and blas_threads.available() else 1)
     return _auto[0]
+
+
+def threads_for(graph):
+    """The kernel threads "auto" gives ``graph``: the machine's where its largest matrix
+    product has at least ``AUTO_MIN_WORK`` multiply-adds, else 1 (see AUTO_MIN_WORK).
+
+    Example:
+        >>> import engine as en
+        >>> g = en.function(lambda a, b: a @ b).graph_for(en.ones((4, 4)), en.ones((4, 4)))
+        >>> threads_for(g)
+        1
+    """
+    from engine import ops   # the op registry imports the graph package lazily
+    largest = 0
+    for node in graph.nodes:
+        if node.op is not ops.matmul_op or len(node.inputs) != 2:
+            continue
+        x, y = node.inputs
+        shapes = (x.shape, y.shape, node.shape)
+        if any(s is None or len(s) == 0 or None in s for s in shapes):
+            continue
+        inner = x.shape[-1]
+        largest = max(largest, int(np.prod(node.shape)) * int(inner))
+    return machine_threads() if largest >= AUTO_MIN_WORK else 1
 
 
 def _forget_workers():

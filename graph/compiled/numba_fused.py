@@ -16,12 +16,19 @@ Results agree with the numpy lowering to rounding, not bit for bit: ``exp32``
 and ``tanh32`` are within a few ulp, and sums add in another order.
 
 Example:
-    >>> import engine as en, numpy as np
-    >>> f = en.function(lambda x: en.sigmoid(x) * 2.0, passes=["cleanup"])
-    >>> g = f.graph_for(en.ones((2, 3), dtype="float32"))
-    >>> print(kernel_source("k", g.topo_order()[1:], g.topo_order()[:1],
-    ...                     [(g.outputs[0], None)]).splitlines()[0])
-    def k(x0, out0, lo, hi):
+    >>> import engine as en
+    >>> f = en.function(lambda x, y: en.sigmoid(x) * y, passes=["cleanup"])
+    >>> g = f.graph_for(en.ones((2, 3), dtype="float32"), en.ones(3, dtype="float32"))
+    >>> x, y, sig, mul = g.topo_order()
+    >>> print(kernel_source("k", [sig, mul], [x, y], [(mul, None)]))
+    def k(x0, x1, out0, lo, hi):
+        for i0 in range(lo, hi):
+            for i1 in range(3):
+                t0 = np.float32(np.float32(1) / (np.float32(1) + exp32(-(x0[i0, i1]))))
+                t1 = np.float32((t0) * (x1[i1]))
+                out0[i0, i1] = t1
+        return 0
+    <BLANKLINE>
 """
 import math
 
@@ -122,8 +129,9 @@ class CompiledFusedKernel:
     kernel threads. ``outputs`` as in ``FusedKernel``: ``(member, reduction)`` pairs,
     the reduction a full ``sum`` or ``mean`` node or None."""
 
-    def __init__(self, name, members, inputs, outputs):
+    def __init__(self, name, members, inputs, outputs, threads=None):
         self.name, self._region = name, (members, inputs, outputs)
+        self.threads = threads   # what "auto" kernel threads chose for the graph
         self.source = kernel_source(name, members, inputs, outputs)
         self.shape = tuple(members[-1].shape)
         self.size = math.prod(self.shape)
@@ -169,7 +177,7 @@ class CompiledFusedKernel:
                 sums.append(j)
         fn = self._variant(arrays, values)
         n = self.shape[0]
-        bounds = row_bounds(n, self.rows, kernel_threads())
+        bounds = row_bounds(n, self.rows, kernel_threads(self.threads))
         parts = len(bounds) - 1
         accs = [[np.zeros(self.shape[-1]) for _ in sums] for _ in range(parts)]
         part_of = {bounds[p]: p for p in range(parts)}

@@ -262,7 +262,7 @@ def _caller(fn, dtypes):
     return run
 
 
-def compiled_fused_kernel(name, members, inputs, outputs):
+def compiled_fused_kernel(name, members, inputs, outputs, threads=None):
     """A ``CompiledFusedKernel`` (``graph/compiled/numba_fused.py``) for a large fused
     region (over ``SMALL_ELEMENTS`` elements), where ``en.config.compiled_lowering``
     and the policy allow it (the "auto" rule counts the elements each op walks); else
@@ -283,7 +283,7 @@ def compiled_fused_kernel(name, members, inputs, outputs):
                             compile_seconds):
         return None
     try:
-        return numba_fused.CompiledFusedKernel(name, members, inputs, outputs)
+        return numba_fused.CompiledFusedKernel(name, members, inputs, outputs, threads)
     except Exception as err:   # a numba typing limit: keep the numpy lowering
         log.debug("numba refused fused region %s: %s: %s", name, type(err).__name__, err)
         return None

@@ -10,7 +10,11 @@ input is streamed from memory once. For a small traced shape the node's plain
 ``impl`` is a second generated function that allocates the result and runs
 every op once over whole arrays, in the result itself where the values allow.
 With kernel threads (``graph.parallel.kernel_threads()``: ``en.config.fusion_threads``,
-by default 2 on two cores or more) the row blocks of a large kernel are shared among threads (``graph/parallel.py``), each with its own scratch.
+by default 2 on two cores or more in a graph with a product of 2^29 multiply-adds,
+else 1) the row blocks of a large kernel are shared among threads
+(``graph/parallel.py``), each with its own scratch. With numba installed, a large
+region is compiled into one loop nest instead (``graph/compiled/numba_fused.py``)
+where ``en.config.compiled_lowering`` and its policy say so.
 
 Regions that feed one another are then grouped (``fusion_groups``): a group
 becomes one node with several results (``unpack`` nodes), each a value used
@@ -29,6 +33,7 @@ Example of a generated kernel (``fn.explain`` and ``node.meta["kernel_source"]``
                 t1 = k1(t0, out=out[s:e])
         run_split(part, row_bounds(n, rows, kernel_threads()))
 """
+import functools
 import itertools
 import math
 import re
@@ -41,7 +46,7 @@ from engine.op import Op, declare
 from engine.warning_location import TRACED_LINES
 
 from ..graph_ops import unpack_op
-from ..parallel import kernel_threads, row_bounds, run_split
+from ..parallel import kernel_threads, row_bounds, run_split, threads_for
 from . import fusion_numba
 from .compile_numba import compiled_fused_kernel
 from .fusion_groups import group_outputs, group_regions
@@ -315,13 +320,15 @@ class FusedKernel:
     ``out_impl`` takes one array per result (None: allocate) and returns them all.
     """
 
-    def __init__(self, name, members, inputs, outputs):
+    def __init__(self, name, members, inputs, outputs, threads=None):
         self.name = name
         member_index = {m: k for k, m in enumerate(members)}
         spec = [(m, r.op.name if r is not None else None) for m, r in outputs]
         self.source, self.scratch_dtypes = _kernel_source(name, members, inputs, member_index,
                                                           spec)
-        namespace = {"np": np, "math": math, "kernel_threads": kernel_threads,
+        # ``threads``: what "auto" kernel threads chose for the graph (parallel.threads_for).
+        namespace = {"np": np, "math": math,
+                     "kernel_threads": functools.partial(kernel_threads, threads),
                      "run_split": run_split, "row_bounds": row_bounds}
         for k, m in enumerate(members):
             namespace[f"k{k}"] = m.op.out_impl
@@ -346,7 +353,7 @@ class FusedKernel:
                 self.source = ufunc.source
                 self.out_impl = lambda *args: ufunc(*args[:-1], out=args[-1])
         if self.backend == "numpy":
-            compiled = compiled_fused_kernel(name, members, inputs, outputs)
+            compiled = compiled_fused_kernel(name, members, inputs, outputs, threads)
             if compiled is not None:
                 self.backend = "numba"
                 self.source = compiled.source
@@ -435,6 +442,7 @@ def fusion(graph):
     fused node. Returns True if anything was fused."""
     fused_ops = 0
     kernels = multi = 0
+    threads = threads_for(graph)
     regions = find_regions(graph)
     reductions = {rid: _full_reduction(graph, ms[-1]) for rid, ms in regions.items()}
     index = {n: i for i, n in enumerate(graph.topo_order())}
@@ -456,7 +464,7 @@ def fusion(graph):
         reduced = [r for _, r in outputs if r is not None]
         tail = reduced[-1:] + members[-3:][::-1]
         name = f"fused_{next(_ids)}_" + "_".join(m.op.name for m in tail[:3])
-        kernel = FusedKernel(name, members, inputs, outputs)
+        kernel = FusedKernel(name, members, inputs, outputs, threads)
         results = kernel.results
         op = _make_op(kernel, len(inputs), outputs)
         if len(outputs) > 1:

@@ -1,12 +1,14 @@
 """Row-split matrix products: with kernel threads, a large product runs on the engine's pool.
 
 With kernel threads (``graph.parallel.kernel_threads()`` above 1: by default on two
-cores or more) when a function is traced, each 2-D
+cores or more in a graph with a product of 2^29 multiply-adds or more) when a
+function is traced, each 2-D
 product of static shape with at least ``MIN_WORK`` multiply-adds becomes a
 ``matmul_rows`` node (its op is named ``matmul`` still): its rows are shared among the kernel threads
 (``graph/parallel.py``), each part one BLAS call on one BLAS thread, with
 numpy's OpenBLAS held at one thread meanwhile (``graph/blas_threads.py``). The
-engine's pool then does all of a graph's parallel work: its workers sleep on a
+graph's other products then run on one BLAS thread too (``matmul_one_thread``).
+The engine's pool does all of a graph's parallel work: its workers sleep on a
 lock between kernels, where OpenBLAS's spin for about 0.1 s after each product
 and take the cores from the fused elementwise kernels that follow (which is
 why kernel threads did not pay beside OpenBLAS's own).
@@ -24,7 +26,7 @@ from engine import ops
 from engine.op import Op
 
 from ..blas_threads import available, one_blas_thread
-from ..parallel import kernel_threads, run_split
+from ..parallel import kernel_threads, run_split, threads_for
 from .common import replace_node, static_shape
 
 # Multiply-adds below which a product stays whole (and OpenBLAS keeps its own threads):
@@ -46,12 +48,13 @@ class RowSplitProduct:
         [[3.0, 3.0], [3.0, 3.0], [3.0, 3.0], [3.0, 3.0]]
     """
 
-    def __init__(self, dtype):
+    def __init__(self, dtype, threads=None):
         self.dtype = np.dtype(dtype)
+        self.threads = threads   # what "auto" kernel threads chose for the graph
 
     def out_impl(self, x, y, out):
         m = out.shape[0]
-        threads = min(kernel_threads(), m)
+        threads = min(kernel_threads(self.threads), m)
         if threads < 2:
             return np.matmul(x, y, out=out)
         bounds = [m * t // threads for t in range(threads + 1)]
@@ -63,8 +66,8 @@ class RowSplitProduct:
         return self.out_impl(x, y, np.empty((x.shape[0], y.shape[1]), self.dtype))
 
 
-def _row_split_op(node):
-    kernel = RowSplitProduct(node.dtype)
+def _row_split_op(node, threads):
+    kernel = RowSplitProduct(node.dtype, threads)
     aval = (tuple(node.shape), node.dtype)
     # Named "matmul": to every reader of the optimized graph it is still that product
     # (the node's name, matmul_rows, says how it runs).
@@ -73,7 +76,7 @@ def _row_split_op(node):
               doc="A matrix product whose rows are split among the kernel threads.")
 
 
-def _splits(node):
+def _splits(node, threads):
     if node.op is not ops.matmul_op or len(node.shape) != 2 or not static_shape(node.shape):
         return False
     x, y = node.inputs
@@ -81,23 +84,54 @@ def _splits(node):
             or node.dtype.kind not in "fc":
         return False
     m, n = node.shape
-    return m >= 2 * kernel_threads() and m * x.shape[1] * n >= MIN_WORK
+    return m >= 2 * threads and m * x.shape[1] * n >= MIN_WORK
 
 
 def parallel_matmul(graph):
     """Replace each large 2-D matrix product by its row-split form (kernel threads on)."""
     backend = getattr(graph, "backend", None)
-    if kernel_threads() < 2 or getattr(backend, "name", "numpy") != "numpy" \
-            or not available():
+    choice = threads_for(graph)
+    threads = kernel_threads(choice)
+    if threads < 2 or getattr(backend, "name", "numpy") != "numpy" or not available():
         return False
     count = 0
+    whole = []
     for node in graph.topo_order():
-        if node in graph and _splits(node):
-            new = graph.add(_row_split_op(node), list(node.inputs), {},
+        if node in graph and _splits(node, threads):
+            new = graph.add(_row_split_op(node, choice), list(node.inputs), {},
                             (node.shape, node.dtype), name="matmul_rows", source=node.source)
             replace_node(graph, node, new)
             count += 1
+        elif node.op is ops.matmul_op:
+            whole.append(node)
     if count:
+        # The graph's other products run on one BLAS thread too: one that woke
+        # OpenBLAS's workers would leave them spinning on the second core through the
+        # split products and kernels that follow (the traced L-BFGS iteration's
+        # history products took its next two split products from 26 to 50 ms).
+        for node in whole:
+            new = graph.add(_one_thread_op(node), list(node.inputs), {},
+                            (node.shape, node.dtype), name="matmul_one_thread",
+                            source=node.source)
+            replace_node(graph, node, new)
         graph.notes.append(f"split the rows of {count} matrix product{'s' if count != 1 else ''} "
-                           f"among {kernel_threads()} kernel threads")
+                           f"among {threads} kernel threads")
     return bool(count)
+
+
+def _one_thread_op(node):
+    """``node``'s product, run with numpy's OpenBLAS held at one thread."""
+    impl, out_impl = node.op.impl, node.op.out_impl
+    aval = (tuple(node.shape), node.dtype)
+
+    def run(x, y):
+        with one_blas_thread():
+            return impl(x, y)
+
+    def run_out(x, y, out):
+        with one_blas_thread():
+            return out_impl(x, y, out=out)
+    return Op("matmul", run, lambda *a: aval, None, n_inputs=2,
+              out_impl=run_out if out_impl is not None else None,
+              doc="A matrix product on one BLAS thread (in a graph whose large products "
+                  "are split among the kernel threads).")
