@@ -8,7 +8,8 @@ import pytest
 
 import engine as en
 
-numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
+numba = pytest.importorskip("numba",
+                            reason="the compiled lowering needs numba (pip install '.[jit]')")
 
 compile_numba = importlib.import_module("engine.graph.passes.compile_numba")
 numba_fused = importlib.import_module("engine.graph.compiled.numba_fused")

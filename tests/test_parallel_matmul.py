@@ -155,3 +155,46 @@ def test_kernel_threads_default_follows_the_machine(threads):
     assert kernel_threads() in (1, 2)
     threads(3)
     assert kernel_threads() == 3
+
+
+def test_auto_threads_split_a_graph_with_a_large_product_and_hold_its_small_ones(
+        threads, monkeypatch):
+    parallel = importlib.import_module("engine.graph.parallel")
+    threads(None)
+    # A test-sized product counts as large (the real bound is 2^29 multiply-adds).
+    monkeypatch.setattr(parallel, "AUTO_MIN_WORK", pm.MIN_WORK)
+    held = []
+    real = pm.one_blas_thread
+
+    class Recording:
+        def __enter__(self):
+            real().__enter__()
+            held.append(blas_threads.blas_threads())
+
+        def __exit__(self, *exc):
+            return real().__exit__(*exc)
+    monkeypatch.setattr(pm, "one_blas_thread", Recording)
+    rng = np.random.default_rng(1)
+    a, b = rng.random((512, 512)), rng.random((512, 128))    # 2^25 multiply-adds: split
+    c = rng.random((128, 8))                                   # 5e5: stays whole
+
+    def two_products(a, b, c):
+        return (a @ b) @ c
+    fn = en.function(two_products)
+    args = [en.tensor(v) for v in (a, b, c)]
+    np.testing.assert_allclose(fn(*args).numpy(), (a @ b) @ c, rtol=1e-12)
+    graph = fn.get_concrete_function(*args).graph
+    names = sorted(n.name.rstrip("_0123456789") for n in graph.nodes if n.op.name == "matmul")
+    small_only = en.function(lambda a, c: a @ c)
+    small_args = [en.tensor(v) for v in (b, c)]
+    np.testing.assert_allclose(small_only(*small_args).numpy(), b @ c, rtol=1e-12)
+    small_graph = small_only.get_concrete_function(*small_args).graph
+    traced = small_only.get_concrete_function(*small_args)
+    assert parallel.threads_for(traced.unoptimized_graph) == 1
+    assert [n.op for n in small_graph.nodes if n.op.name == "matmul"] == [en.ops.matmul_op]
+    if parallel.machine_threads() < 2 or not blas_threads.available():
+        assert names == ["matmul", "matmul"] and held == []
+        return
+    assert parallel.threads_for(fn.get_concrete_function(*args).unoptimized_graph) == 2
+    assert names == ["matmul_one_thread", "matmul_rows"]
+    assert held and set(held) == {1}      # both products ran with OpenBLAS at one thread

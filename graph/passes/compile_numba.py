@@ -39,7 +39,8 @@ from engine.config import config
 from engine.errors import InvalidArgumentError
 from engine.op import Op
 
-from ..compiled import numba_blas, numba_cache, numba_fused, numba_source   # none imports numba until it compiles
+# None of these imports numba until it compiles.
+from ..compiled import numba_blas, numba_cache, numba_fused, numba_source
 from ..graph_ops import constant_op, placeholder_op, unpack_op
 
 # The policy's figures, measured on the benchmark machine (README, "rnn"): the numpy
