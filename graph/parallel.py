@@ -30,6 +30,7 @@ import threading
 
 import numpy as np
 
+from engine import ops
 from engine.config import config
 
 from . import blas_threads
@@ -165,7 +166,6 @@ def threads_for(graph):
         >>> threads_for(g)
         1
     """
-    from engine import ops   # the op registry imports the graph package lazily
     largest = 0
     for node in graph.nodes:
         if node.op is not ops.matmul_op or len(node.inputs) != 2:

@@ -13,6 +13,9 @@ and each timed call computes the loss and its gradient with respect to
 ``eager``           ``en.value_and_grad`` run op by op
 ``graph_nopass``    the same traced by ``en.function(..., optimize=False)``
 ``graph``           traced with every optimization pass
+``graph_compiled``  ``graph`` with ``en.config.compiled_lowering = "numba"``: its large
+                    fused kernels compiled into numba loop nests
+                    (``graph/compiled/numba_fused.py``), when numba is installed
 ``numpy``           the forward and backward written by hand, allocating freely
 ``numpy_prealloc``  by hand again, into buffers allocated once (``out=``), as a
                     careful programmer would write it
@@ -48,9 +51,11 @@ from bench.common import is_baseline
 NAME = "autoencoder"
 DESCRIPTION = ("tied-weight autoencoder 784-196-784: loss + gradient, batch 100..10000 "
                "(60000 with --full)")
-MODES = ["eager", "graph_nopass", "graph", "numpy", "numpy_prealloc", "torch",
-         "numpy_matmul_floor"]
+MODES = ["eager", "graph_nopass", "graph", "graph_compiled", "numpy", "numpy_prealloc",
+         "torch", "numpy_matmul_floor"]
 FLOOR = "numpy_matmul_floor"
+# --full (or --modes): the compiled kernels (a cold cache compiles for about 10 s a process).
+FULL_ONLY_MODES = ("graph_compiled",)
 
 BATCHES = (100, 1000, 10000)          # the default run: fits a laptop (peak well under 3 GB)
 FULL_BATCHES = (100, 1000, 10000, 60000)   # --full
@@ -226,13 +231,12 @@ def summary(results, args=None):
         lines.append(f"autoencoder target {'met' if ok else 'MISSED'}: {FIRST_CALL[2]} ({detail})")
     med = {(r["config"]["batch"], r["mode"]): r["median_ms"] for r in mine
            if r.get("median_ms") is not None}
-    floor = [f"{b}: {med[(b, 'graph')] / med[(b, FLOOR)]:.2f}x"
-             for b in sorted({b for b, _ in med}) if (b, "graph") in med and (b, FLOOR) in med]
-    if floor:
-        from engine.graph.parallel import kernel_threads
-        lines.append("autoencoder graph / matrix-product floor (the graph's time over the five "
-                     f"products alone; kernel threads {kernel_threads()}): "
-                     + ", ".join(floor))
+    for mode in ("graph", "graph_compiled"):
+        floor = [f"{b}: {med[(b, mode)] / med[(b, FLOOR)]:.2f}x"
+                 for b in sorted({b for b, _ in med}) if (b, mode) in med and (b, FLOOR) in med]
+        if floor:
+            lines.append(f"autoencoder {mode} / matrix-product floor (the mode's time over the "
+                         "five products alone): " + ", ".join(floor))
     for fast, slow in RATIOS:
         pairs = [f"{b}: {med[(b, slow)] / med[(b, fast)]:.2f}x" for b in sorted({b for b, _ in med})
                  if (b, fast) in med and (b, slow) in med]
@@ -311,15 +315,17 @@ def engine_loss(w, b1, b2, x):
 def make_mode(mode, problem):
     """``(step, to_numpy)`` for ``mode``: ``step()`` runs one loss + gradient and
     ``to_numpy(step())`` gives ``(loss, dW, db1, db2)`` as numpy; or a skip reason."""
-    if mode in ("eager", "graph", "graph_nopass"):
+    if mode in ("eager", "graph", "graph_nopass", "graph_compiled"):
         import engine as en
 
         vg = en.value_and_grad(engine_loss, argnums=(0, 1, 2))
+        args = problem.tensors()
         if mode == "graph":
             vg = problem.graph_fn = en.function(vg)
         elif mode == "graph_nopass":
             vg = en.function(vg, optimize=False)
-        args = problem.tensors()
+        elif mode == "graph_compiled":
+            return _compiled_mode(en, vg, args)
         return (lambda: vg(*args)), _engine_to_numpy
     if mode == "numpy":
         args = problem.arrays()
@@ -338,6 +344,23 @@ def make_mode(mode, problem):
             return skip_reason("torch")
         return _torch_step(torch, problem), _torch_to_numpy
     raise ValueError(f"{NAME}: unknown mode {mode!r}")
+
+
+def _compiled_mode(en, vg, args):
+    """``graph_compiled``: traced (and compiled) now, with the compiled lowering on."""
+    from engine.graph.passes.compile_numba import numba_available
+    if not numba_available():
+        return "numba is not installed (pip install '.[jit]')"
+    fn = en.function(vg)
+    previous = en.config.compiled_lowering
+    en.config.compiled_lowering = "numba"
+    try:
+        graph = fn.graph_for(*args)
+    finally:
+        en.config.compiled_lowering = previous
+    if not [n for n in graph.nodes if n.meta.get("backend") == "numba"]:
+        return "nothing compiled: no fused kernel could be written"
+    return (lambda: fn(*args)), _engine_to_numpy
 
 
 def _identity(out):

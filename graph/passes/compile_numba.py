@@ -205,16 +205,19 @@ class _Region:
 
 
 def _largest(members):
-    sizes = [0]
-    for m in members:
-        if m.op.multiple_results:
-            continue
-        sizes.append(int(np.prod(m.shape)) if m.shape else 1)
+    """The most elements of one value in ``members`` (a scan's body included); values
+    of unknown dims, which the emitter refuses anyway, count as none."""
+    nodes = [m for m in members if not m.op.multiple_results]
     for m in members:
         if m.op.rules.get("numba_form") == "time_loop":
-            sizes += [int(np.prod(n.shape)) if n.shape else 1
-                      for n in m.params["body"].graph.nodes]
-    return max(sizes)
+            nodes += list(m.params["body"].graph.nodes)
+    return max([_size(n.shape) for n in nodes], default=0)
+
+
+def _size(shape):
+    if shape is None or None in shape:
+        return 0
+    return int(np.prod(shape)) if shape else 1
 
 
 def _pays(mode, members, source, n_ops):
