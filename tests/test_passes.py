@@ -743,8 +743,37 @@ def test_full_reduction_fuses_into_its_elementwise_producer(shape, reduce):
 
 def test_a_reduction_over_some_axes_or_of_a_shared_value_is_not_fused():
     x = en.tensor(np.ones((4, 5)))
-    f = en.function(lambda v: en.sum(en.exp(v) * 2.0, axis=0))
+    f = en.function(lambda v: en.sum(en.exp(v) * 2.0, axis=1))
     assert all("sum" not in (n.meta.get("fused_ops") or ()) for n in f.graph_for(x).nodes)
     g = en.function(lambda v: (en.sum(en.exp(v) * 2.0), en.exp(v) * 2.0))
     assert all("sum" not in (n.meta.get("fused_ops") or ()) for n in g.graph_for(x).nodes)
     np.testing.assert_allclose(g(x)[0].numpy(), 40 * np.e, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(7, 5), (3000, 300)], ids=["small", "blocks"])
+def test_a_sum_over_the_rows_is_computed_in_the_kernel_that_writes_its_value(shape):
+    # A dense layer's bias gradient: sum(dz, axis=0) beside dz itself, one pass.
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    f = en.function(lambda v: (en.sum(en.exp(v) * 2.0, axis=0), en.exp(v) * 2.0 + v))
+    graph = f.graph_for(en.tensor(x))
+    assert not [n for n in graph.nodes if n.op.name == "sum"]
+    total, value = f(en.tensor(x))
+    np.testing.assert_allclose(total.numpy(), np.sum(np.exp(x) * 2.0, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(value.numpy(), np.exp(x) * 2.0 + x, rtol=1e-12)
+    alone = en.function(lambda v: en.sum(en.exp(v) * 2.0, axis=0))   # only the sum is read
+    np.testing.assert_allclose(alone(en.tensor(x)).numpy(), np.sum(np.exp(x) * 2.0, axis=0),
+                               rtol=1e-12)
+    fused = [n for n in alone.graph_for(en.tensor(x)).nodes if n.op.name.startswith("fused")]
+    assert len(fused) == 1 and fused[0].shape == (shape[1],)
+    # Block sums are added in block order: the same bits on one thread or two.
+    before = en.config.fusion_threads
+    try:
+        sums = []
+        for threads in (1, 2):
+            en.config.fusion_threads = threads
+            sums.append(en.function(lambda v: en.sum(en.exp(v) * 2.0, axis=0))(
+                en.tensor(x)).numpy())
+    finally:
+        en.config.fusion_threads = before
+    np.testing.assert_array_equal(sums[0], sums[1])

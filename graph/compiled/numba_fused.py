@@ -55,7 +55,7 @@ def kernel_source(name, members, inputs, outputs, aliases=()):
     """numba source of ``name(x0, ..., out0, ..., acc0, ..., lo, hi)``: the region's
     rows ``lo:hi`` (of its first axis), writing each value result into its ``out``
     and adding each reduction into its float64 ``acc`` (one entry per position of
-    the last axis). ``aliases`` holds ``(k, j)`` where input ``k`` is the array of
+    the last axis). ``outputs`` lists ``(member, reduction)``, None for a value. ``aliases`` holds ``(k, j)`` where input ``k`` is the array of
     value result ``j`` (memory planning wrote it in place): the loop then reads
     ``out{j}`` for it, since LLVM vectorizes a loop over one array read and written
     at the same index but not one over two arrays it cannot prove apart. Raises
@@ -136,8 +136,7 @@ class CompiledFusedKernel:
         self.shape = tuple(members[-1].shape)
         self.size = math.prod(self.shape)
         self.n_inputs = len(inputs)
-        self.outputs = [(m.dtype, None if r is None else (r.op.name, r.dtype))
-                        for m, r in outputs]
+        self.outputs = [(np.dtype(m.dtype), kind) for m, kind in outputs]
         self.input_dtypes = [np.dtype(i.dtype) for i in inputs]
         self.input_ranks = [len(i.shape) for i in inputs]
         signature = [_array_type(len(i.shape), i.dtype) for i in inputs] + \
@@ -166,14 +165,14 @@ class CompiledFusedKernel:
         arrays = self._inputs(args[:self.n_inputs])
         outs = list(args[self.n_inputs:])
         values, sums = [], []
-        for j, (dtype, reduction) in enumerate(self.outputs):
-            if reduction is None:
+        for j, (dtype, kind) in enumerate(self.outputs):
+            if kind is None:
                 if outs[j] is None:
                     outs[j] = np.empty(self.shape, dtype)
                 values.append(outs[j])
             else:
                 if outs[j] is None:
-                    outs[j] = np.empty((), reduction[1])
+                    outs[j] = np.empty(self.shape[1:] if kind == "rows" else (), dtype)
                 sums.append(j)
         fn = self._variant(arrays, values)
         n = self.shape[0]
@@ -183,10 +182,14 @@ class CompiledFusedKernel:
         part_of = {bounds[p]: p for p in range(parts)}
         run_split(lambda lo, hi: fn(*arrays, *values, *accs[part_of[lo]], lo, hi), bounds)
         for s, j in enumerate(sums):
+            kind = self.outputs[j][1]
+            if kind == "rows":   # the sums over the rows: one per position of the last axis
+                outs[j][...] = sum((accs[p][s] for p in range(1, parts)), accs[0][s])
+                continue
             total = 0.0
             for p in range(parts):
                 total += float(accs[p][s].sum())
-            if self.outputs[j][1][0] == "mean":
+            if kind == "mean":
                 total /= self.size
             outs[j][...] = total
         return outs[0] if len(outs) == 1 else tuple(outs)

@@ -268,7 +268,7 @@ def _caller(fn, dtypes):
 
 def compiled_fused_kernel(name, members, inputs, outputs, threads=None):
     """A ``CompiledFusedKernel`` (``graph/compiled/numba_fused.py``) for a large fused
-    region (over ``SMALL_ELEMENTS`` elements), where ``en.config.compiled_lowering``
+    region (over ``SMALL_ELEMENTS`` elements; ``outputs`` as ``(member, kind)``), where ``en.config.compiled_lowering``
     and the policy allow it (the "auto" rule counts the elements each op walks); else
     None, and the numpy kernel runs."""
     mode = config.compiled_lowering

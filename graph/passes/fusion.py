@@ -187,7 +187,8 @@ def _small_lines(members, inputs, slot_of, slots, targets, indent, first_allocat
         lines.append(f"{pad}u{k} = k{k}({', '.join(argv)}, {out_arg}{params})  # {m.op.name}")
         if m in reduced:
             o, r = reduced[m]
-            lines.append(f"{pad}{o}[...] = np.sum(u{k}){' / size' if r == 'mean' else ''}")
+            total = f"np.sum(u{k}, axis=0)" if r == "rows" else f"np.sum(u{k})"
+            lines.append(f"{pad}{o}[...] = {total}{' / size' if r == 'mean' else ''}")
     return lines
 
 
@@ -227,6 +228,8 @@ def _kernel_source(name, members, inputs, member_index, outputs):
     lines = [f"def {name}({', '.join(args + outs)}):"]
     targets = {m: o for (m, r), o in zip(outputs, outs) if r is None}
     reduced = {m: (o, r) for (m, r), o in zip(outputs, outs) if r is not None}
+    if len(reduced) != sum(r is not None for _, r in outputs):
+        raise ValueError(f"{name}: two reductions of one member")
     # An output may be a planned buffer shared with an input: a single output is
     # written by the last member only; with several, see ``_may_overwrite``.
     slot_of, slots = _assign_slots(members, member_index,
@@ -238,7 +241,7 @@ def _kernel_source(name, members, inputs, member_index, outputs):
         lines.append(f"    shape = static_shape or np.broadcast_shapes({shape_args})")
     if multi:
         for j, (m, r) in enumerate(outputs):
-            shape = "()" if r else "shape"
+            shape = "shape[1:]" if r == "rows" else "()" if r else "shape"
             lines += [f"    if out{j} is None:",
                       f"        out{j} = np.empty({shape}, np.{np.dtype(m.dtype).name})"]
     lines.append("    size = math.prod(shape)")
@@ -284,13 +287,21 @@ def _kernel_source(name, members, inputs, member_index, outputs):
         lines.append(f"            t{k} = k{k}({', '.join(argv)}, out={target}{params})"
                      f"  # {m.op.name}")
         names[m] = f"t{k}"
-        if m in reduced:
+        if m in reduced and reduced[m][1] == "rows":
+            lines.append(f"            sums_{reduced[m][0]}.append(np.sum(t{k}, axis=0))")
+        elif m in reduced:
             lines.append(f"            sums_{reduced[m][0]}.append(float(np.sum(t{k})))")
     if reduced:
         lines.append(f"        return {', '.join(f'sums_{o}' for o, _ in reduced.values())},")
     split = "run_split(part, row_bounds(n, rows, kernel_threads()))"
     lines.append(f"    parts = {split}" if reduced else f"    {split}")
     for j, (o, r) in enumerate(reduced.values()):
+        if r == "rows":
+            # Each block's row sums added in block order in double precision (the
+            # same bits for any thread count).
+            lines.append(f"    {o}[...] = sum((v.astype(np.float64) for p in parts "
+                         f"for v in p[{j}]), np.zeros(shape[1:]))")
+            continue
         # Block sums added exactly, in double precision.
         lines.append(f"    {o}[...] = math.fsum(v for p in parts for v in p[{j}])"
                      f"{' / size' if r == 'mean' else ''}")
@@ -323,7 +334,7 @@ class FusedKernel:
     def __init__(self, name, members, inputs, outputs, threads=None):
         self.name = name
         member_index = {m: k for k, m in enumerate(members)}
-        spec = [(m, r.op.name if r is not None else None) for m, r in outputs]
+        spec = [(m, reduction_kind(m, r)) for m, r in outputs]
         self.source, self.scratch_dtypes = _kernel_source(name, members, inputs, member_index,
                                                           spec)
         # ``threads``: what "auto" kernel threads chose for the graph (parallel.threads_for).
@@ -353,7 +364,7 @@ class FusedKernel:
                 self.source = ufunc.source
                 self.out_impl = lambda *args: ufunc(*args[:-1], out=args[-1])
         if self.backend == "numpy":
-            compiled = compiled_fused_kernel(name, members, inputs, outputs, threads)
+            compiled = compiled_fused_kernel(name, members, inputs, spec, threads)
             if compiled is not None:
                 self.backend = "numba"
                 self.source = compiled.source
@@ -437,6 +448,34 @@ def _full_reduction(graph, root):
     return user
 
 
+def _rows_sum(graph, root):
+    """The ``sum(root, axis=0)`` among ``root``'s users, for a 2-D float ``root`` of static
+    shape (a dense layer's bias gradient), or None: a fused kernel adds it up block by
+    block while it writes ``root``, instead of a second pass reading ``root`` again."""
+    shape = root.shape
+    if root.dtype.kind != "f" or shape is None or len(shape) != 2 or None in shape:
+        return None
+    for user in graph.users(root):
+        if user.op is not ops.sum_op or list(user.inputs) != [root] or \
+                user.params.get("keepdims") or user.dtype != root.dtype:
+            continue
+        axis = user.params.get("axis")
+        axes = axis if isinstance(axis, tuple) else (axis,)
+        if len(axes) == 1 and axes[0] is not None and axes[0] % 2 == 0:
+            return user
+    return None
+
+
+def reduction_kind(member, reduction):
+    """``None`` (the member's value), ``"sum"`` or ``"mean"`` (over every element), or
+    ``"rows"`` (the sum over the first axis of a 2-D member) for one kernel output."""
+    if reduction is None:
+        return None
+    if reduction.shape is not None and len(reduction.shape) == 1 and len(member.shape) == 2:
+        return "rows"
+    return reduction.op.name
+
+
 def fusion(graph):
     """Replace each elementwise region, or group of regions feeding one another, by one
     fused node. Returns True if anything was fused."""
@@ -453,8 +492,9 @@ def fusion(graph):
     for rids in groups:
         members = sorted((m for r in rids for m in regions[r]), key=index.__getitem__)
         member_set = set(members)
-        outputs = group_outputs(graph, rids, regions, reductions, member_set, index)
-        if len(members) == 1 and outputs[0][1] is None:
+        outputs = group_outputs(graph, rids, regions, reductions, member_set, index,
+                                _rows_sum)
+        if len(members) == 1 and all(r is None for _, r in outputs):
             continue
         inputs = []
         for m in members:

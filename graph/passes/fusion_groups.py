@@ -192,10 +192,12 @@ def group_regions(graph, regions, reductions):
     return list(rids_of.values())
 
 
-def group_outputs(graph, rids, regions, reductions, member_set, index):
+def group_outputs(graph, rids, regions, reductions, member_set, index, rows_sum=None):
     """``[(member, reduction or None)]``: what the group's kernel must produce, in
     topological order: each region's full reduction, and each region value used
-    outside the group."""
+    outside the group; with ``rows_sum`` (a function of a node and the value, giving a
+    user that sums the value over its rows, or None), that sum too, computed in the
+    same loop."""
     outputs = []
     for rid in sorted(rids, key=lambda r: index[regions[r][-1]]):
         root, reduction = regions[rid][-1], reductions[rid]
@@ -204,5 +206,10 @@ def group_outputs(graph, rids, regions, reductions, member_set, index):
         else:
             users = graph.users(root)   # (a value nothing uses stays a result: dce's job)
             if root in graph.outputs or not users or any(u not in member_set for u in users):
-                outputs.append((root, None))
+                summed = rows_sum(graph, root) if rows_sum is not None else None
+                if summed is None or root in graph.outputs or \
+                        any(u is not summed for u in users):
+                    outputs.append((root, None))   # the value itself is read outside
+                if summed is not None:
+                    outputs.append((root, summed))
     return outputs
