@@ -203,8 +203,10 @@ def _node_line(node, names, ns, plan, used, placement):
         # (dropping the allocation's own name: an assign takes an array held once as is)
         result = concat_in_place.result_name(placement.result_of[node])
         return f"    {target} = {result}; del {result}"
-    if node in placement.part_of:
+    if node in placement.part_of and node.op is not unpack_op:
         out_arg, buffered = placement.out_argument(node), True
+    elif node in placement.kernel_parts:
+        out_arg, buffered = placement.kernel_out_argument(node, plan.out_buffers_of[node]), True
     else:
         out_arg, buffered = _out_argument(node, plan)
     call = _call(node, names, ns, out_arg, buffered)

@@ -2,7 +2,7 @@
 
 ``concat(reshape(a, (-1,)), b, c)`` copies every part into a new array. Where
 the parts are made by kernels that write into a given buffer (planned values,
-used only by the concatenation), the lowering instead allocates the result
+used only by the concatenation; a result of a multi-output kernel counts), the lowering instead allocates the result
 before the first part is made and hands each part's kernel its slice as
 ``out=``: the concatenation then costs nothing. L-BFGS flattens its gradients
 this way every step (a 618 KB copy of the weight gradient at batch 100).
@@ -24,6 +24,7 @@ import numpy as np
 from engine import ops
 from engine.backend import NUMPY
 
+from .graph_ops import unpack_op
 from .passes.common import static_shape
 
 
@@ -40,10 +41,23 @@ class Placement:
         self.allocate_before = {}
         self.result_of = {}
         self.results = []        # per k: (size, dtype)
+        # A part that is one result of a multi-output kernel: {kernel: {index: unpack}}.
+        self.kernel_parts = {}
 
     def out_argument(self, node):
+        return f"out={self._slice(node)}"
+
+    def _slice(self, node):
         k, lo, hi, shape = self.part_of[node]
-        return f"out={result_name(k)}[{lo}:{hi}].reshape({shape!r})"
+        return f"{result_name(k)}[{lo}:{hi}].reshape({shape!r})"
+
+    def kernel_out_argument(self, kernel, views):
+        """``out=(...)`` for a multi-output ``kernel`` one of whose results is a part:
+        that result's slice, the planned buffers (or None) for the others."""
+        parts = self.kernel_parts[kernel]
+        return "out=(" + "".join(
+            f"{self._slice(parts[j])}, " if j in parts else
+            "None, " if b is None else f"_b{b}, " for j, b in enumerate(views)) + ")"
 
     def allocation(self, k):
         size, dtype = self.results[k]
@@ -61,6 +75,17 @@ def dtype_name(k):
 def _single_data_user(graph, node):
     users = graph.data_users(node)
     return users[0] if len(users) == 1 and users[0].inputs.count(node) == 1 else None
+
+
+def _planned(plan, producer):
+    """Whether ``producer`` writes into a planned buffer: its own, or (an unpack) the one
+    its multi-output kernel is handed for that result."""
+    if producer in plan.buffer_of:
+        return True
+    if producer.op is not unpack_op:
+        return False
+    views = plan.out_buffers_of.get(producer.inputs[0])
+    return views is not None and views[producer.params["index"]] is not None
 
 
 def _producer(graph, part, concat):
@@ -90,7 +115,7 @@ def place_concats(graph, order, plan, backend):
         for part in concat.inputs:
             producer = _producer(graph, part, concat)
             size = int(np.prod(part.shape)) if static_shape(part.shape) else 0
-            if producer is None or producer not in plan.buffer_of or producer in outputs or \
+            if producer is None or not _planned(plan, producer) or producer in outputs or \
                     producer in placement.part_of or part.dtype != concat.dtype or size == 0:
                 break
             parts.append((producer, lo, lo + size, tuple(producer.shape)))
@@ -101,9 +126,17 @@ def place_concats(graph, order, plan, backend):
             k = len(placement.results)
             placement.results.append((lo, concat.dtype))
             placement.result_of[concat] = k
+            writers = []
             for producer, start, stop, shape in parts:
                 placement.part_of[producer] = (k, start, stop, shape)
-            first = min((p[0] for p in parts), key=position.__getitem__)
+                if producer.op is unpack_op:   # the kernel writes it, where it runs
+                    kernel = producer.inputs[0]
+                    placement.kernel_parts.setdefault(kernel, {})[
+                        producer.params["index"]] = producer
+                    writers.append(kernel)
+                else:
+                    writers.append(producer)
+            first = min(writers, key=position.__getitem__)
             placement.allocate_before.setdefault(first, []).append(k)
     return placement
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from bench.workloads import autoencoder
 
 numba = pytest.importorskip("numba",
                             reason="the compiled lowering needs numba (pip install '.[jit]')")
@@ -100,32 +101,17 @@ def test_full_reductions_and_several_results(config, threads):
     np.testing.assert_allclose(got[2], d * y * (1 - y), rtol=2e-5, atol=1e-7)
 
 
-def _autoencoder_loss(w, b1, b2, x):
-    h = en.sigmoid(x @ w + b1)
-    y = en.sigmoid(h @ en.transpose(w) + b2)
-    return en.mean((y - x) ** 2.0)
-
-
-def _autoencoder_numpy(w, b1, b2, x):
-    """Loss and gradients by hand, float64."""
-    h = 1 / (1 + np.exp(-(x @ w + b1)))
-    y = 1 / (1 + np.exp(-(h @ w.T + b2)))
-    r = y - x
-    dz2 = 2.0 * r / r.size * y * (1 - y)
-    dz1 = dz2 @ w * h * (1 - h)
-    return np.mean(r * r), dz2.T @ h + x.T @ dz1, dz1.sum(0), dz2.sum(0)
-
-
 @pytest.mark.parametrize("threads", [1, 2])
 def test_autoencoder_gradient_with_kernels_written_in_place(config, threads):
     rng = np.random.default_rng(3)
     w = rng.uniform(-0.07, 0.07, (784, 196)).astype(np.float32)
     b1, b2 = (rng.uniform(-0.1, 0.1, n).astype(np.float32) for n in (196, 784))
     x = rng.random((500, 784)).astype(np.float32)
-    vg = en.value_and_grad(_autoencoder_loss, argnums=(0, 1, 2))
+    vg = en.value_and_grad(autoencoder.engine_loss, argnums=(0, 1, 2))
     got, backends = _run(vg, [w, b1, b2, x], "numba", threads)
     assert backends.count("numba") >= 2
-    want = _autoencoder_numpy(*(a.astype(np.float64) for a in (w, b1, b2, x)))
+    # The loss and gradients written by hand in numpy, float64.
+    want = autoencoder.numpy_loss_and_grad(*(a.astype(np.float64) for a in (w, b1, b2, x)))
     for g, r in zip(got, want):
         np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4 * np.abs(r).max())
 

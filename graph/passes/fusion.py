@@ -228,8 +228,6 @@ def _kernel_source(name, members, inputs, member_index, outputs):
     lines = [f"def {name}({', '.join(args + outs)}):"]
     targets = {m: o for (m, r), o in zip(outputs, outs) if r is None}
     reduced = {m: (o, r) for (m, r), o in zip(outputs, outs) if r is not None}
-    if len(reduced) != sum(r is not None for _, r in outputs):
-        raise ValueError(f"{name}: two reductions of one member")
     # An output may be a planned buffer shared with an input: a single output is
     # written by the last member only; with several, see ``_may_overwrite``.
     slot_of, slots = _assign_slots(members, member_index,
