@@ -166,17 +166,25 @@ def threads_for(graph):
         >>> threads_for(g)
         1
     """
-    largest = 0
-    for node in graph.nodes:
-        if node.op is not ops.matmul_op or len(node.inputs) != 2:
-            continue
-        x, y = node.inputs
-        shapes = (x.shape, y.shape, node.shape)
-        if any(s is None or len(s) == 0 or None in s for s in shapes):
-            continue
-        inner = x.shape[-1]
-        largest = max(largest, int(np.prod(node.shape)) * int(inner))
+    largest = max((product_work(n) for n in graph.nodes), default=0)
     return machine_threads() if largest >= AUTO_MIN_WORK else 1
+
+
+def product_work(node):
+    """The multiply-adds of ``node`` if it is a matrix product of static shapes, else 0.
+
+    Example:
+        >>> import engine as en
+        >>> g = en.function(lambda a, b: a @ b).graph_for(en.ones((4, 3)), en.ones((3, 2)))
+        >>> product_work(g.outputs[0])
+        24
+    """
+    if node.op is not ops.matmul_op or len(node.inputs) != 2:
+        return 0
+    x, y = node.inputs
+    if any(s is None or len(s) == 0 or None in s for s in (x.shape, y.shape, node.shape)):
+        return 0
+    return int(np.prod(node.shape)) * int(x.shape[-1])
 
 
 def _forget_workers():

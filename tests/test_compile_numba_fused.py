@@ -17,10 +17,11 @@ numba_fused = importlib.import_module("engine.graph.compiled.numba_fused")
 
 
 @pytest.fixture
-def config():
-    saved = en.config.compiled_lowering, en.config.fusion_threads
-    yield en.config
-    en.config.compiled_lowering, en.config.fusion_threads = saved
+def config(monkeypatch):
+    # The tests set both: monkeypatch puts back what they were.
+    monkeypatch.setattr(en.config, "compiled_lowering", en.config.compiled_lowering)
+    monkeypatch.setattr(en.config, "fusion_threads", en.config.fusion_threads)
+    return en.config
 
 
 def _fused_backends(graph):

@@ -20,11 +20,8 @@ CELLS = {"gru": rnn.gru_cell, "lstm": rnn.lstm_cell, "tanh": rnn.tanh_cell}
 
 
 @pytest.fixture
-def numba_lowering():
-    previous = en.config.compiled_lowering
-    en.config.compiled_lowering = "numba"
-    yield
-    en.config.compiled_lowering = previous
+def numba_lowering(monkeypatch):
+    monkeypatch.setattr(en.config, "compiled_lowering", "numba")
 
 
 def _problem(cell, dtype):

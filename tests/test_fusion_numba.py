@@ -8,11 +8,8 @@ numba = pytest.importorskip("numba", reason="the numba lowering needs numba (pip
 
 
 @pytest.fixture
-def numba_backend():
-    previous = en.config.fusion_backend
-    en.config.fusion_backend = "numba"
-    yield
-    en.config.fusion_backend = previous
+def numba_backend(monkeypatch):
+    monkeypatch.setattr(en.config, "fusion_backend", "numba")
 
 
 def _fused_nodes(fn, *args):

@@ -751,7 +751,8 @@ def test_a_reduction_over_some_axes_or_of_a_shared_value_is_not_fused():
 
 
 @pytest.mark.parametrize("shape", [(7, 5), (3000, 300)], ids=["small", "blocks"])
-def test_a_sum_over_the_rows_is_computed_in_the_kernel_that_writes_its_value(shape):
+def test_a_sum_over_the_rows_is_computed_in_the_kernel_that_writes_its_value(shape,
+                                                                            monkeypatch):
     # A dense layer's bias gradient: sum(dz, axis=0) beside dz itself, one pass.
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape)
@@ -767,13 +768,9 @@ def test_a_sum_over_the_rows_is_computed_in_the_kernel_that_writes_its_value(sha
     fused = [n for n in alone.graph_for(en.tensor(x)).nodes if n.op.name.startswith("fused")]
     assert len(fused) == 1 and fused[0].shape == (shape[1],)
     # Block sums are added in block order: the same bits on one thread or two.
-    before = en.config.fusion_threads
-    try:
-        sums = []
-        for threads in (1, 2):
-            en.config.fusion_threads = threads
-            sums.append(en.function(lambda v: en.sum(en.exp(v) * 2.0, axis=0))(
-                en.tensor(x)).numpy())
-    finally:
-        en.config.fusion_threads = before
+    sums = []
+    for threads in (1, 2):
+        monkeypatch.setattr(en.config, "fusion_threads", threads)
+        sums.append(en.function(lambda v: en.sum(en.exp(v) * 2.0, axis=0))(
+            en.tensor(x)).numpy())
     np.testing.assert_array_equal(sums[0], sums[1])

@@ -50,7 +50,8 @@ def _literal(value, dtype):
     return f"{_np_type(dtype)}({text})"
 
 
-def _check(node):
+def check_writable(node):
+    """Raises :class:`Unsupported` unless ``node`` has static dims and a dtype numba takes."""
     if node.shape is None or any(d is None for d in node.shape):
         raise Unsupported(f"{node.name}: unknown dims")
     if np.dtype(node.dtype) not in _DTYPES:
@@ -189,7 +190,7 @@ class Emitter:
             self.values[node] = results[node.params["index"]]
             return
         if op is constant_op:
-            _check(node)
+            check_writable(node)
             value = np.asarray(node.params["value"])
             if value.ndim:
                 raise Unsupported("array constants are inputs")
@@ -198,7 +199,7 @@ class Emitter:
         if op.multiple_results and op.rules.get("numba_form") is None:
             raise Unsupported(f"{op.name}")
         if not op.multiple_results:
-            _check(node)
+            check_writable(node)
         for i in node.inputs:
             if i not in self.values:
                 raise Unsupported(f"{node.name}: input {i.name} outside the region")
@@ -427,7 +428,7 @@ def _scan(em, node, depth):
     outs = list(graph.outputs)
     n_y = len(outs) - n_carry
     for o in outs:
-        _check(o)
+        check_writable(o)
     for x in xs:
         if x.kind != "array":
             raise Unsupported("scan over a scalar")
@@ -843,7 +844,7 @@ def emit(nodes, inputs, outputs, name):
     em = Emitter()
     args = []
     for k, node in enumerate(inputs):
-        _check(node)
+        check_writable(node)
         arg = f"a{k}"
         args.append(arg)
         if node.shape:

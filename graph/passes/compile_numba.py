@@ -268,14 +268,14 @@ def _caller(fn, dtypes):
 
 def compiled_fused_kernel(name, members, inputs, outputs, threads=None):
     """A ``CompiledFusedKernel`` (``graph/compiled/numba_fused.py``) for a large fused
-    region (over ``SMALL_ELEMENTS`` elements; ``outputs`` as ``(member, kind)``), where ``en.config.compiled_lowering``
-    and the policy allow it (the "auto" rule counts the elements each op walks); else
-    None, and the numpy kernel runs."""
+    region (over ``SMALL_ELEMENTS`` elements; ``outputs`` as ``(member, kind)``), where
+    ``en.config.compiled_lowering`` and the policy allow it (the "auto" rule counts the
+    elements each op walks); else None, and the numpy kernel runs."""
     mode = config.compiled_lowering
     if mode == "numpy" or not numba_available():
         return None
-    shape = members[-1].shape
-    if shape is None or None in shape or int(np.prod(shape)) <= SMALL_ELEMENTS:
+    size = _size(members[-1].shape)
+    if size <= SMALL_ELEMENTS:
         return None
     try:
         source = numba_fused.kernel_source(name, members, inputs, outputs)
@@ -283,11 +283,11 @@ def compiled_fused_kernel(name, members, inputs, outputs, threads=None):
         log.debug("compiled lowering: fused region %s not written: %s", name, why)
         return None
     compile_seconds = COMPILE_SECONDS + COMPILE_SECONDS_PER_LINE * source.count("\n")
-    if not numba_fused.pays(mode, source, int(np.prod(shape)), len(members), CALLS,
-                            compile_seconds):
+    if not numba_fused.pays(mode, source, size, len(members), CALLS, compile_seconds):
         return None
     try:
-        return numba_fused.CompiledFusedKernel(name, members, inputs, outputs, threads)
+        return numba_fused.CompiledFusedKernel(name, members, inputs, outputs, threads,
+                                               source)
     except Exception as err:   # a numba typing limit: keep the numpy lowering
         log.debug("numba refused fused region %s: %s: %s", name, type(err).__name__, err)
         return None

@@ -26,7 +26,7 @@ from engine import ops
 from engine.op import Op
 
 from ..blas_threads import available, one_blas_thread
-from ..parallel import kernel_threads, run_split, threads_for
+from ..parallel import kernel_threads, product_work, run_split, threads_for
 from .common import replace_node, static_shape
 
 # Multiply-adds below which a product stays whole (and OpenBLAS keeps its own threads):
@@ -83,8 +83,7 @@ def _splits(node, threads):
     if len(x.shape) != 2 or len(y.shape) != 2 or not static_shape(x.shape) \
             or node.dtype.kind not in "fc":
         return False
-    m, n = node.shape
-    return m >= 2 * threads and m * x.shape[1] * n >= MIN_WORK
+    return node.shape[0] >= 2 * threads and product_work(node) >= MIN_WORK
 
 
 def parallel_matmul(graph):
