@@ -371,7 +371,7 @@ scan_op = _structural(Op("scan", _scan_impl, _scan_eval, _scan_vjp, multiple_res
                          doc="Loop a traced body over the leading axis of its inputs."))
 declare(scan_op, onnx=None, side_effects_of=lambda p: p["body"].has_side_effects,
         load_check=control_flow_checks.check_scan,
-        numba_form="time_loop")   # the time loop in compiled code (graph/compiled/numba_source.py)
+        numba_form="time_loop")   # the time loop in compiled code (graph/compiled/numba_scan.py)
 
 
 def scan(fn, init, xs=None, length=None, reverse=False):

@@ -1,4 +1,4 @@
-"""The compiled scan's loop (graph/compiled/numba_source.py): per-step buffers, carries
+"""The compiled scan's loop (graph/compiled/numba_scan.py): per-step buffers, carries
 updated in place, results nobody reads left out, a VJP's recomputation read from the
 forward loop, products batched over the steps; checked against float64 numpy BPTT
 (the bench's hand-written references) and numpy loops."""

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..parallel import kernel_threads, row_bounds, run_split
 from . import numba_cache
-from .numba_source import Unsupported, check_writable, scalar_expression
+from .numba_emitter import Unsupported, check_writable, scalar_expression
 
 # float32 partial sums hold at most this many rows before they move into float64.
 FLUSH_ROWS = 32

@@ -1,0 +1,261 @@
+"""The statement writer of the numba lowering: names, buffers, loop nests, and elementwise ops.
+
+An :class:`Emitter` writes one plain-Python function line by line: arrays and
+scalars it holds (:class:`_Value`), buffers allocated once per call, loop nests
+with literal bounds, and elementwise ops through their ``scalar_form`` rules,
+inlined into their single user's loop where they can be. Ops of other kinds are
+written by the pattern their ``numba_form`` rule names, from the table of
+patterns the emitter is given (``numba_source.PATTERNS``).
+"""
+import numpy as np
+
+from engine.errors import EngineError
+
+from ..graph_ops import constant_op, placeholder_op, unpack_op
+
+# numba's float32 np.exp / np.tanh are scalar libm calls; numba_math has vectorizable ones.
+_FAST_FLOAT32 = (("np.exp(", "exp32("), ("np.tanh(", "tanh32("))
+_DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                                 "uint32", "uint64", "float32", "float64")}
+
+
+class Unsupported(EngineError):
+    """The region holds something the emitter cannot write; keep the numpy lowering."""
+
+
+def _np_type(dtype):
+    name = np.dtype(dtype).name
+    return "np.bool_" if name == "bool" else f"np.{name}"
+
+
+def _literal(value, dtype):
+    value = np.asarray(value).item()
+    if isinstance(value, float) and not np.isfinite(value):
+        text = "np.nan" if value != value else ("np.inf" if value > 0 else "-np.inf")
+    else:
+        text = repr(value)
+    return f"{_np_type(dtype)}({text})"
+
+
+def check_writable(node):
+    """Raises :class:`Unsupported` unless ``node`` has static dims and a dtype numba takes."""
+    if node.shape is None or any(d is None for d in node.shape):
+        raise Unsupported(f"{node.name}: unknown dims")
+    if np.dtype(node.dtype) not in _DTYPES:
+        raise Unsupported(f"{node.name}: dtype {node.dtype}")
+
+
+class _Value:
+    """How the emitted code holds a node's value: an array name, a scalar name (0-d
+    values are scalars inside the function), or an expression over the loop indices
+    (an elementwise value computed in its single user's loop)."""
+
+    __slots__ = ("kind", "text", "shape", "dtype")
+
+    def __init__(self, kind, text, shape, dtype):
+        self.kind, self.text, self.shape, self.dtype = kind, text, tuple(shape), dtype
+
+
+class Emitter:
+    """Writes the statements of one function; ``values`` maps nodes to :class:`_Value`."""
+
+    def __init__(self, patterns):
+        self.patterns = patterns   # numba_form rule -> writer(emitter, node, depth)
+        self.lines = []
+        self.values = {}
+        self._names = 0
+        self.users = {}
+        self.outputs = set()
+        # Inside a time loop: (index in ``lines`` of the loop's header, its depth). Buffers
+        # are allocated there, once per call, and reused by every step.
+        self.preheader = None
+        self.owned = set()      # buffers allocated for the current loop body's values
+        self.keep = set()       # body nodes a later scan reads: never inlined
+        self.reuse = {}         # later scan node -> {its body node: earlier body node}
+        self.stashes = {}       # earlier body node -> name of the (steps, ...) array of its values
+        self.targets = {}       # body node -> "S[t]": its value is written straight there
+        self.contiguous = set() # names of C-contiguous arrays (inputs, buffers): reshapable
+        self.written = set()    # nodes written straight into their targets
+        self.largest_product = 0   # most multiply-adds of one np.dot call
+
+    def fresh(self, prefix="v"):
+        self._names += 1
+        return f"{prefix}{self._names}"
+
+    def line(self, text, depth=1):
+        self.lines.append("    " * depth + text)
+
+    def alloc(self, shape, dtype, depth, prefix="v"):
+        """A new buffer's name; inside a time loop it is allocated before the loop (once a
+        call, not once a step: every value of a step is dead by the next one)."""
+        name = self.fresh(prefix)
+        self.contiguous.add(name)
+        text = f"{name} = np.empty({tuple(shape)!r}, {_np_type(dtype)})"
+        if self.preheader is None:
+            self.line(text, depth)
+        else:
+            index, d = self.preheader
+            self.lines.insert(index, "    " * d + text)
+            self.preheader = (index + 1, d)
+            self.owned.add(name)
+        return name
+
+    def buffer(self, node, depth):
+        """Where ``node``'s array is written: its target (a step of a stacked array) or a
+        new buffer."""
+        target = self.targets.get(node)
+        if target is None:
+            return self.alloc(node.shape, node.dtype, depth)
+        name = self.fresh()
+        self.line(f"{name} = {target}", depth)
+        self.written.add(node)
+        self.owned.add(name)   # a step of an array of ours: no carry's buffer
+        return name
+
+    def loop_nest(self, shape, depth):
+        """Writes ``for i0 ...: for i1 ...:`` over ``shape``; returns ``(index, inner depth)``."""
+        for k, d in enumerate(shape):
+            self.line(f"for i{k} in range({d}):", depth + k)
+        return ", ".join(f"i{k}" for k in range(len(shape))), depth + len(shape)
+
+    def copy(self, dst, src, shape, depth, op="="):
+        """``dst[...] op src[...]`` as a loop nest (``dst`` may carry a leading index,
+        ``"y3[t4, "``-style, given as ``("y3", "t4")``); numba's slice assignment checks
+        for overlap and may copy through a temporary, a loop does not."""
+        base, lead = dst if isinstance(dst, tuple) else (dst, None)
+        if not shape:
+            target = f"{base}[{lead}]" if lead else f"{base}[()]"
+            self.line(f"{target} {op} {src}", depth)
+            return
+        index, inner = self.loop_nest(shape, depth)
+        target = f"{base}[{lead}, {index}]" if lead else f"{base}[{index}]"
+        self.line(f"{target} {op} {src}[{index}]", inner)
+
+    # -- reading values ------------------------------------------------------------
+    def array(self, node, depth):
+        """The name of ``node``'s value as an array (0-d scalars wrapped)."""
+        v = self.values[node]
+        if v.kind == "array":
+            return v.text
+        if v.kind == "scalar":
+            name = self.fresh("w")
+            self.line(f"{name} = np.empty((), {_np_type(v.dtype)})", depth)
+            self.line(f"{name}[()] = {v.text}", depth)
+            return name
+        raise Unsupported("an inlined expression read as an array")
+
+    def scalar_or_array(self, node):
+        v = self.values[node]
+        if v.kind == "expr":
+            raise Unsupported("an inlined expression read by a pattern")
+        return v
+
+    def element(self, node, out_rank):
+        """``node``'s element at the loop indices of a rank-``out_rank`` loop nest."""
+        v = self.values[node]
+        if v.kind in ("scalar", "expr"):
+            return v.text
+        rank = len(v.shape)
+        if rank == 0:
+            return f"{v.text}[()]"
+        idx = ["0" if d == 1 else f"i{out_rank - rank + j}" for j, d in enumerate(v.shape)]
+        return f"{v.text}[{', '.join(idx)}]"
+
+    # -- nodes ---------------------------------------------------------------------
+    def emit_nodes(self, order, outputs, depth):
+        self.outputs = outputs
+        for node in order:
+            if node in self.values:
+                continue
+            self.emit_node(node, outputs, depth)
+
+    def emit_node(self, node, outputs, depth):
+        op = node.op
+        if op is placeholder_op:
+            raise Unsupported("a placeholder that is not an input")
+        if op is unpack_op:
+            results = self.values[node.inputs[0]]
+            self.values[node] = results[node.params["index"]]
+            return
+        if op is constant_op:
+            check_writable(node)
+            value = np.asarray(node.params["value"])
+            if value.ndim:
+                raise Unsupported("array constants are inputs")
+            self.values[node] = _Value("scalar", _literal(value, node.dtype), (), node.dtype)
+            return
+        if op.multiple_results and op.rules.get("numba_form") is None:
+            raise Unsupported(f"{op.name}")
+        if not op.multiple_results:
+            check_writable(node)
+        for i in node.inputs:
+            if i not in self.values:
+                raise Unsupported(f"{node.name}: input {i.name} outside the region")
+        form = op.rules.get("scalar_form") if op.elementwise else None
+        if form is not None:
+            self._elementwise(node, form, outputs, depth)
+            return
+        pattern = op.rules.get("numba_form")
+        if pattern is None or pattern not in self.patterns:
+            raise Unsupported(f"op {op.name} has no numba form")
+        self.patterns[pattern](self, node, depth)
+
+    def _elementwise(self, node, form, outputs, depth):
+        rank = len(node.shape)
+        expr = scalar_expression(node, [f"({self.element(i, rank)})" for i in node.inputs])
+        users = self.users.get(node, [])
+        if node not in outputs and node not in self.keep and len(users) == 1 and \
+                _inlinable_user(users[0], node):
+            self.values[node] = _Value("expr", expr, node.shape, node.dtype)
+            return
+        if rank == 0:
+            name = self.fresh()
+            self.line(f"{name} = {expr}", depth)
+            self.values[node] = _Value("scalar", name, (), node.dtype)
+            return
+        name = self.buffer(node, depth)
+        index, inner = self.loop_nest(node.shape, depth)
+        self.line(f"{name}[{index}] = {expr}", inner)
+        self.values[node] = _Value("array", name, node.shape, node.dtype)
+
+
+def scalar_expression(node, args):
+    """The numba expression computing elementwise ``node`` from the scalar expressions
+    ``args`` of its inputs, converted to its dtype (float32 ``exp``/``tanh`` in their
+    vectorizable forms).
+
+    Example:
+        >>> import engine as en
+        >>> g = en.function(lambda x: en.exp(x), passes=["cleanup"]).graph_for(
+        ...     en.ones(3, dtype="float32"))
+        >>> scalar_expression(g.outputs[0], ["a"])
+        'np.float32(exp32(a))'
+    """
+    form = node.op.rules["scalar_form"]
+    in_dt = np.dtype(node.inputs[0].dtype) if node.inputs else np.dtype(node.dtype)
+    form = form.replace("ONE", _literal(1, in_dt)).replace("ZERO", _literal(0, in_dt))
+    if in_dt == np.float32:
+        for slow, fast in _FAST_FLOAT32:
+            form = form.replace(slow, fast)
+    return f"{_np_type(node.dtype)}({form.format(*args)})"
+
+
+def _inlinable_user(user, node):
+    """An elementwise user of the same shape that reads ``node`` once (in one input
+    whose place its scalar form names once: ``square``'s ``{0} * {0}`` would compute
+    an inlined input twice)."""
+    form = user.op.rules.get("scalar_form") if user.op.elementwise else None
+    if form is None or user.op.multiple_results or tuple(user.shape) != tuple(node.shape) \
+            or user.inputs.count(node) != 1:
+        return False
+    return form.count("{%d}" % user.inputs.index(node)) == 1
+
+
+def count_users(nodes, outputs):
+    """``{node: [users]}`` within ``nodes`` (each user once per input position)."""
+    users = {}
+    for n in nodes:
+        for i in n.inputs:
+            users.setdefault(i, []).append(n)
+    return users
+
