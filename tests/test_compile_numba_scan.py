@@ -71,6 +71,40 @@ def test_cells_compiled_forward_and_backward_match_the_numpy_bptt(numba_lowering
         np.testing.assert_allclose(g.numpy(), w, rtol=0, atol=rtol * scale, err_msg=name)
 
 
+def test_a_scan_whose_stacks_pass_the_small_bound_is_still_compiled_whole(numba_lowering):
+    # The tanh RNN's weight-gradient stacks, (steps, hidden, hidden) = 81,920 elements,
+    # pass SMALL_ELEMENTS; with no product OpenBLAS would thread the graph is written whole,
+    # those stacks summed inside the compiled code rather than read back by numpy.
+    config = {"steps": 20, "batch": 16, "hidden": 64, "features": 8, "repeats": 1}
+    problem = rnn.Problem(dict(config, cell="tanh"))
+    params, xs, targets = problem.arrays(np.float64)
+    args = (tuple(en.tensor(p) for p in params), en.tensor(xs), en.tensor(targets),
+            en.tensor(np.zeros((16, 64))))
+    fn = en.function(_loss_and_grads("tanh"))
+    graph = fn.graph_for(*args)
+    assert 20 * 64 * 64 > compile_numba.SMALL_ELEMENTS
+    assert [n.op.name for n in graph.nodes
+            if n.op.name not in ("placeholder", "constant", "unpack")] \
+        == ["compiled_region"]
+    want = problem.reference(params, xs, targets)
+    for name, g, w in zip(("loss",) + problem.names, fn(*args), want):
+        np.testing.assert_allclose(g.numpy(), w, rtol=0, atol=1e-10 * np.max(np.abs(w)),
+                                   err_msg=name)
+
+
+def test_a_graph_with_a_threaded_sized_product_and_large_values_is_not_written_whole(
+        numba_lowering):
+    # The autoencoder at batch 100: values of 78,400 elements and products of 1.5e7
+    # multiply-adds (numpy's threaded BLAS and fused kernels ran it faster than one
+    # numba function).
+    from bench.workloads import autoencoder
+    args = autoencoder.Problem(100).tensors()
+    fn = en.function(en.value_and_grad(autoencoder.engine_loss, argnums=(0, 1, 2)))
+    graph = fn.graph_for(*args)
+    assert not [n for n in graph.nodes if n.op.name == "compiled_region"]
+    assert [n for n in graph.nodes if n.op.name == "matmul"]
+
+
 def test_carries_that_swap_every_step(numba_lowering):
     def f(a0, b0, xs):
         (a, b), ys = en.scan(lambda c, x: ((c[1], c[0] * 0.5 + c[1] * x), c[0] + x),

@@ -16,7 +16,8 @@ numpy lowering stays for everything else, and always works.
 - ``"auto"`` (the default): where numba is installed, the source is at most
   ``MAX_SOURCE_LINES`` lines (or on disk), the region's values are
   small (at most ``SMALL_ELEMENTS`` elements each: where numpy's per-call
-  overhead, not its SIMD loops, is the cost), and it pays over
+  overhead, not its SIMD loops, is the cost; up to ``SCAN_ELEMENTS`` in a region with
+  a scan and no matrix product large enough for OpenBLAS's threads), and it pays over
   ``CALLS`` calls, compile time included: the machine code is on disk already
   (``graph/compiled/numba_cache.py``; loading costs tens of milliseconds), or
   the ops a call runs (a scan's body counted once per step) times
@@ -42,6 +43,7 @@ from engine.op import Op
 # None of these imports numba until it compiles.
 from ..compiled import numba_blas, numba_cache, numba_fused, numba_source
 from ..graph_ops import constant_op, placeholder_op, unpack_op
+from ..parallel import product_work
 
 # The policy's figures, measured on the benchmark machine (README, "rnn"): the numpy
 # lowering spends 1.5-3 us per op on arrays of a few thousand elements; importing numba
@@ -50,6 +52,15 @@ from ..graph_ops import constant_op, placeholder_op, unpack_op
 # about 9 s of it numba's first compile in the process).
 CALLS = 100
 SMALL_ELEMENTS = 1 << 16
+# A region with a scan and a value over SMALL_ELEMENTS, up to this many, is still compiled
+# whole where none of its matrix products (outside scan bodies) is large enough for
+# OpenBLAS to thread: numba's np.dot runs on one thread. Such values are the scan's stacks
+# of per-step results and what reads them: written whole, the 50-step GRU's loss and gradient (its
+# weight gradients' stacks of 204,800 elements summed inside the compiled code) ran 7.7 ms
+# a call against 11.7 with its two scans compiled apart and the rest numpy (JAX: 9.3),
+# where the autoencoder at batch 100 (values of 78,400 elements, products of 1.5e7
+# multiply-adds) ran 2.67 ms whole against 2.13 with numpy's threaded BLAS and kernels.
+SCAN_ELEMENTS = 1 << 18
 # numba's compile time grows faster than the source: on the loaded benchmark machine the
 # 267-line LSTM forward and backward compiles in about 10 s (beyond numba's first-use
 # cost of about 10 s a process), the 50-step unrolled tanh RNN's 1,694 lines in 305 s.
@@ -83,7 +94,7 @@ def compile_numba(graph):
     # A graph of large values is left to the fused kernels (compiled_fused_kernel) and
     # numpy's threaded BLAS: written whole, each value would be a fresh array and each
     # product one BLAS thread.
-    if whole is not None and _largest(whole) > SMALL_ELEMENTS:
+    if whole is not None and not _small_enough(whole):
         whole = None
     done = 1 if whole is not None and _try(mode, graph, whole) else 0
     if not done:
@@ -214,6 +225,19 @@ def _largest(members):
     return max([_size(n.shape) for n in nodes], default=0)
 
 
+def _small_enough(members):
+    """Whether ``members`` may be compiled as one region: every value has at most
+    ``SMALL_ELEMENTS`` elements, or the region has a scan, values of at most
+    ``SCAN_ELEMENTS`` and no matrix product that OpenBLAS would thread (see
+    SCAN_ELEMENTS). Other graphs of larger values get compiled fused kernels instead."""
+    largest = _largest(members)
+    if largest <= SMALL_ELEMENTS:
+        return True
+    return largest <= SCAN_ELEMENTS and \
+        any(m.op.rules.get("numba_form") == "time_loop" for m in members) and \
+        max(map(product_work, members), default=0) <= numba_blas.THREADED_PRODUCT
+
+
 def _size(shape):
     if shape is None or None in shape:
         return 0
@@ -223,7 +247,7 @@ def _size(shape):
 def _pays(mode, members, source, n_ops):
     if mode == "numba":
         return True
-    if _largest(members) > SMALL_ELEMENTS:
+    if not _small_enough(members):
         return False
     if numba_cache.is_cached(source):
         return True
