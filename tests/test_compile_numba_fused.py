@@ -21,6 +21,9 @@ def config(monkeypatch):
     # The tests set both: monkeypatch puts back what they were.
     monkeypatch.setattr(en.config, "compiled_lowering", en.config.compiled_lowering)
     monkeypatch.setattr(en.config, "fusion_threads", en.config.fusion_threads)
+    # Graphs without large products are compiled whole up to LARGE_REGION_ELEMENTS; these
+    # tests are of the fused kernels that larger graphs get.
+    monkeypatch.setattr(compile_numba, "LARGE_REGION_ELEMENTS", compile_numba.SMALL_ELEMENTS)
     return en.config
 
 

@@ -95,6 +95,7 @@ def test_big_random_programs_with_compiled_fused_kernels_match_eager(numba_lower
     # 200x300 values count as large here (the real bound is 2^16 elements), so graphs are
     # not compiled whole and their fused regions become numba loop nests.
     monkeypatch.setattr(compile_numba, "SMALL_ELEMENTS", 1 << 12)
+    monkeypatch.setattr(compile_numba, "LARGE_REGION_ELEMENTS", 1 << 12)
     seen = {"large_fused": 0, "numba": 0}
 
     @settings(max_examples=20, **SETTINGS)

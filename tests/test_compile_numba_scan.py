@@ -160,6 +160,38 @@ def test_a_region_with_a_threaded_sized_product_holds_blas_at_one_thread():
     assert seen == [1] and after == 3
 
 
+def test_a_graph_too_long_for_one_function_is_compiled_in_parts(numba_lowering, monkeypatch):
+    def f(x, y, h):
+        outs = []
+        for _ in range(12):
+            h = en.tanh(h * x + y)
+            outs.append(h)
+        return en.sum(en.stack(outs) ** 2.0), h
+    x = np.linspace(0.5, 1.5, 8)
+    args = [en.tensor(v) for v in (x, x * 0.5, x)]
+    one = compile_numba.whole_graph_source(en.function(f, passes=["cleanup"]).graph_for(*args))
+    monkeypatch.setattr(compile_numba, "MAX_SOURCE_LINES", one.count("\n") // 2)
+    fn = en.function(f)
+    graph = fn.graph_for(*args)
+    parts = [n for n in graph.nodes if n.op.name == "compiled_region"]
+    assert len(parts) >= 3
+    assert all(p.meta["kernel_source"].count("\n") <= compile_numba.MAX_SOURCE_LINES
+               for p in parts)
+    h, outs = x, []
+    for _ in range(12):
+        h = np.tanh(h * x + x * 0.5)
+        outs.append(h)
+    total, last = fn(*args)
+    np.testing.assert_allclose(last.numpy(), h, rtol=1e-14)
+    np.testing.assert_allclose(float(total), np.sum(np.stack(outs) ** 2.0), rtol=1e-13)
+    # Its gradient is compiled in parts too, and matches eager.
+    grad = en.function(en.grad(lambda *a: f(*a)[0], argnums=(0, 1)))
+    got, want = grad(*args), en.grad(lambda *a: f(*a)[0], argnums=(0, 1))(*args)
+    assert len([n for n in grad.graph_for(*args).nodes if n.op.name == "compiled_region"]) >= 2
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
+
+
 def test_a_region_too_long_to_compile_stays_numpy_and_says_why(numba_lowering, monkeypatch):
     def f(x, y, h):
         for _ in range(10):

@@ -36,10 +36,11 @@ timed call computes the loss and its gradient with respect to every weight
                          backward loop reads the forward's values instead of
                          recomputing them, and the products that need no carry run
                          once for all 50 steps
-``graph_unrolled_compiled``  ``graph_unrolled`` compiled the same way: skipped with the
-                         reason, since the unrolled sequence is too long a function
-                         for numba (over ``compile_numba.MAX_SOURCE_LINES``; the
-                         tanh RNN's is 1,700 lines), so the numpy lowering runs it
+``graph_unrolled_compiled``  ``graph_unrolled`` compiled the same way, the tanh RNN
+                         only: its 1,700 lines of source, over
+                         ``compile_numba.MAX_SOURCE_LINES``, are compiled as six
+                         functions (about 2 minutes with a cold cache); the unrolled
+                         GRU and LSTM are skipped with the reason
 ``torch``                PyTorch eager autograd
 ``torch_cell_compiled``  the cell as ``torch.jit.script``, the loop eager (``--full``;
                          the compiled modes above are ``--full`` too)
@@ -65,7 +66,8 @@ DESCRIPTION = "custom GRU, LSTM and tanh cells, 50 steps, batch 32, hidden 64: l
 MODES = ["eager", "graph_cell", "graph_cell_compiled", "graph", "graph_unrolled",
          "graph_compiled", "graph_unrolled_compiled", "torch", "torch_cell_compiled", "jax"]
 # --full (or --modes): every framework, and the compiled modes (their first run in a
-# process with a cold cache compiles for 30-60 s; see graph/passes/compile_numba.py).
+# process with a cold cache compiles for 30-60 s, the unrolled tanh RNN about 2 minutes;
+# see graph/passes/compile_numba.py).
 FULL_ONLY_MODES = ("torch_cell_compiled", "jax", "graph_compiled", "graph_unrolled_compiled",
                    "graph_cell_compiled")
 

@@ -11,13 +11,13 @@ numpy lowering stays for everything else, and always works.
 
 - ``"numpy"``: never;
 - ``"numba"``: wherever the region can be written (and numba is installed), and is
-  at most ``MAX_SOURCE_LINES`` lines of source or already on disk (longer ones warn
-  and stay numpy);
+  at most ``MAX_SOURCE_LINES`` lines of source or already on disk (a longer graph is
+  compiled in parts of about half that; a longer scan warns and stays numpy);
 - ``"auto"`` (the default): where numba is installed, the source is at most
   ``MAX_SOURCE_LINES`` lines (or on disk), the region's values are
   small (at most ``SMALL_ELEMENTS`` elements each: where numpy's per-call
-  overhead, not its SIMD loops, is the cost; up to ``SCAN_ELEMENTS`` in a region with
-  a scan and no matrix product large enough for OpenBLAS's threads), and it pays over
+  overhead, not its SIMD loops, is the cost; up to ``LARGE_REGION_ELEMENTS`` where no
+  matrix product is large enough for OpenBLAS's threads), and it pays over
   ``CALLS`` calls, compile time included: the machine code is on disk already
   (``graph/compiled/numba_cache.py``; loading costs tens of milliseconds), or
   the ops a call runs (a scan's body counted once per step) times
@@ -52,20 +52,22 @@ from ..parallel import product_work
 # about 9 s of it numba's first compile in the process).
 CALLS = 100
 SMALL_ELEMENTS = 1 << 16
-# A region with a scan and a value over SMALL_ELEMENTS, up to this many, is still compiled
-# whole where none of its matrix products (outside scan bodies) is large enough for
-# OpenBLAS to thread: numba's np.dot runs on one thread. Such values are the scan's stacks
-# of per-step results and what reads them: written whole, the 50-step GRU's loss and gradient (its
-# weight gradients' stacks of 204,800 elements summed inside the compiled code) ran 7.7 ms
-# a call against 11.7 with its two scans compiled apart and the rest numpy (JAX: 9.3),
-# where the autoencoder at batch 100 (values of 78,400 elements, products of 1.5e7
-# multiply-adds) ran 2.67 ms whole against 2.13 with numpy's threaded BLAS and kernels.
-SCAN_ELEMENTS = 1 << 18
+# A region with a value over SMALL_ELEMENTS, up to this many, is still compiled whole
+# where none of its matrix products (outside scan bodies) is large enough for OpenBLAS to
+# thread: numba's np.dot runs on one thread. Written whole, the 50-step GRU's loss and
+# gradient (its weight gradients' per-step stacks of 204,800 elements summed inside the
+# compiled code) ran 7.7 ms a call against 11.7 with its two scans compiled apart and the
+# rest numpy (JAX: 9.3), and a (400, 300) float32 elementwise graph 549 us against 705
+# as a compiled fused kernel; the autoencoder at batch 100 (values of 78,400 elements,
+# products of 1.5e7 multiply-adds) ran 2.67 ms whole against 2.13 with numpy's threaded
+# BLAS and kernels.
+LARGE_REGION_ELEMENTS = 1 << 18
 # numba's compile time grows faster than the source: on the loaded benchmark machine the
 # 267-line LSTM forward and backward compiles in about 10 s (beyond numba's first-use
 # cost of about 10 s a process), the 50-step unrolled tanh RNN's 1,694 lines in 305 s.
-# Longer regions are left to the numpy lowering in every mode ("numba" warns), unless
-# their machine code is on disk already.
+# A longer graph is compiled in parts of about half this (``_parts``: the unrolled tanh
+# RNN in six, 114 s on the idle machine); a longer scan is left to the numpy lowering in
+# every mode ("numba" warns), unless its machine code is on disk already.
 MAX_SOURCE_LINES = 600
 SAVED_SECONDS_PER_OP = 1.5e-6
 COMPILE_SECONDS = 1.0
@@ -96,7 +98,7 @@ def compile_numba(graph):
     # product one BLAS thread.
     if whole is not None and not _small_enough(whole):
         whole = None
-    done = 1 if whole is not None and _try(mode, graph, whole) else 0
+    done = _try(mode, graph, whole, split=True) if whole is not None else 0
     if not done:
         done = sum(_try(mode, graph, members) for members in _scan_regions(graph))
     if done:
@@ -104,8 +106,10 @@ def compile_numba(graph):
     return bool(done)
 
 
-def _try(mode, graph, members):
-    """Compile one region where it can be written and pays; True if it was replaced."""
+def _try(mode, graph, members, split=False):
+    """Compile one region where it can be written and pays; the number of compiled nodes
+    it was replaced by (0: none). With ``split``, a region over ``MAX_SOURCE_LINES`` lines
+    whose code is not on disk is compiled in consecutive parts (see ``_parts``)."""
     region = _Region(graph, members)
     try:
         # One name for every region: the source, hashed, names the cached files.
@@ -113,8 +117,10 @@ def _try(mode, graph, members):
                                                    "region")
     except numba_source.Unsupported as why:
         log.debug("compiled lowering: region of %d nodes not written: %s", len(members), why)
-        return False
+        return 0
     lines = source.count("\n")
+    if lines > MAX_SOURCE_LINES and split and not numba_cache.is_cached(source):
+        return sum(_try(mode, graph, part) for part in _parts(members, lines))
     if lines > MAX_SOURCE_LINES and not numba_cache.is_cached(source):
         why = (f"compiled lowering: a region of {len(members)} nodes is {lines} lines of numba "
                f"source, over MAX_SOURCE_LINES = {MAX_SOURCE_LINES} (numba would compile it "
@@ -123,16 +129,35 @@ def _try(mode, graph, members):
         log.debug(why)
         if mode == "numba":
             warnings.warn(why, stacklevel=2)
-        return False
+        return 0
     if not _pays(mode, members, source, n_ops):
-        return False
+        return 0
     compiled, from_cache = _compile(source, region)
     if compiled is None:
-        return False
+        return 0
     if largest > numba_blas.THREADED_PRODUCT:   # see graph/compiled/numba_blas.py
         compiled = numba_blas.one_thread(compiled)
     region.replace(compiled, source, n_ops, from_cache)
-    return True
+    return 1
+
+
+def _parts(members, lines):
+    """``members`` (in topological order) cut into runs of about ``MAX_SOURCE_LINES / 2``
+    lines of source each, a multi-result node kept with the unpacks that follow it.
+
+    numba's compile time grows faster than the source: the 50-step unrolled tanh RNN's
+    1,694 lines compiled in 305 s as one function. Values read across a cut become the
+    arrays one part returns and the next takes.
+    """
+    count = -(-lines // max(1, MAX_SOURCE_LINES // 2))
+    size = -(-len(members) // count)
+    parts, part = [], []
+    for m in members:
+        if len(part) >= size and m.op is not unpack_op:
+            parts.append(part)
+            part = []
+        part.append(m)
+    return parts + [part] if part else parts
 
 
 def whole_graph_source(graph):
@@ -227,14 +252,13 @@ def _largest(members):
 
 def _small_enough(members):
     """Whether ``members`` may be compiled as one region: every value has at most
-    ``SMALL_ELEMENTS`` elements, or the region has a scan, values of at most
-    ``SCAN_ELEMENTS`` and no matrix product that OpenBLAS would thread (see
-    SCAN_ELEMENTS). Other graphs of larger values get compiled fused kernels instead."""
+    ``SMALL_ELEMENTS`` elements, or at most ``LARGE_REGION_ELEMENTS`` with no matrix
+    product that OpenBLAS would thread (see LARGE_REGION_ELEMENTS). Other graphs of
+    larger values get compiled fused kernels instead."""
     largest = _largest(members)
     if largest <= SMALL_ELEMENTS:
         return True
-    return largest <= SCAN_ELEMENTS and \
-        any(m.op.rules.get("numba_form") == "time_loop" for m in members) and \
+    return largest <= LARGE_REGION_ELEMENTS and \
         max(map(product_work, members), default=0) <= numba_blas.THREADED_PRODUCT
 
 
