@@ -13,7 +13,7 @@ import pytest
 import engine as en
 from engine.graph.compiled.numba_source import Unsupported
 from engine.op import REGISTRY
-from op_db import F32, F64, OP_DB, call_engine, seeded_rng
+from op_db import F32, F64, OP_DB, seeded_rng
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 

@@ -3,7 +3,6 @@ updated in place, results nobody reads left out, a VJP's recomputation read from
 forward loop, products batched over the steps; checked against float64 numpy BPTT
 (the bench's hand-written references) and numpy loops."""
 import importlib
-import re
 
 import numpy as np
 import pytest
