@@ -119,9 +119,9 @@ def _try(mode, graph, members, split=False):
         log.debug("compiled lowering: region of %d nodes not written: %s", len(members), why)
         return 0
     lines = source.count("\n")
-    if lines > MAX_SOURCE_LINES and split and not numba_cache.is_cached(source):
-        return sum(_try(mode, graph, part) for part in _parts(members, lines))
     if lines > MAX_SOURCE_LINES and not numba_cache.is_cached(source):
+        if split:
+            return sum(_try(mode, graph, part) for part in _parts(members, lines))
         why = (f"compiled lowering: a region of {len(members)} nodes is {lines} lines of numba "
                f"source, over MAX_SOURCE_LINES = {MAX_SOURCE_LINES} (numba would compile it "
                "for minutes); the numpy lowering runs it")
