@@ -8,6 +8,7 @@ import pytest
 
 import engine as en
 from bench.workloads import autoencoder
+from test_graph_mode import flat
 
 numba = pytest.importorskip("numba",
                             reason="the compiled lowering needs numba (pip install '.[jit]')")
@@ -36,13 +37,7 @@ def _run(fn, arrays, mode, threads=1):
     en.config.fusion_threads = threads
     f = en.function(fn)
     tensors = [en.tensor(a) for a in arrays]
-    return [o.numpy() for o in _flat(f(*tensors))], _fused_backends(f.graph_for(*tensors))
-
-
-def _flat(out):
-    if isinstance(out, (tuple, list)):
-        return [leaf for o in out for leaf in _flat(o)]
-    return [out]
+    return [o.numpy() for o in flat(f(*tensors))], _fused_backends(f.graph_for(*tensors))
 
 
 def _broadcasting(x, row, col, s):

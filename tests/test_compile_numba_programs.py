@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import engine as en
-from test_graph_mode import program_case, programs, run_program
+from test_graph_mode import flat, program_case, programs, run_program
 from test_passes_programs import BIG_SHAPES, _big_reshapes
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
@@ -42,14 +42,8 @@ def numba_lowering(monkeypatch):
     monkeypatch.setattr(en.config, "compiled_lowering", "numba")
 
 
-def _leaves(out):
-    if isinstance(out, (tuple, list)):
-        return [leaf for o in out for leaf in _leaves(o)]
-    return [out]
-
-
 def _assert_close(got, want, what):
-    got, want = _leaves(got), _leaves(want)
+    got, want = flat(got), flat(want)
     assert len(got) == len(want), what
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype, f"{what}: {g.shape} {g.dtype} " \
