@@ -325,3 +325,4 @@ declare(split_op, batch=_split_batch)
 
 # The compiled lowering copies the parts into one array (graph/compiled/numba_source.py).
 declare(stack_op, numba_form="stack_rows")
+declare(concat_op, numba_form="concat_rows")

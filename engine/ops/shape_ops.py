@@ -360,3 +360,4 @@ declare(count_op, batch=_count_batch)
 
 # The compiled lowering writes these as views (graph/compiled/numba_source.py).
 declare(transpose_op, numba_form="view_transpose")
+declare(reshape_op, numba_form="reshape_view")

@@ -314,7 +314,7 @@ def _summed_over_steps(em, node, n_carry, n_y):
 # step t (its op, params and the keys of its inputs; a carry, an input sliced at t, a
 # captured outer value), and a node of the later body whose key an earlier body has is
 # that node's value at the same step.
-_VIEWS = ("view_transpose", "int_index")
+_VIEWS = ("view_transpose", "leading_index")
 
 
 def plan_reuse(em, nodes):

@@ -138,21 +138,63 @@ def _reduce(mean):
 
 
 def _getitem(em, node, depth):
+    """``x[k]`` (an integer) or ``x[lo:hi]`` (a step-1 slice) on the leading axis: a view."""
     spec = node.params.get("spec")
     if set(node.params) != {"spec"} or len(node.inputs) != 1 or len(spec) != 1 or \
-            spec[0][0] != "int":
-        raise Unsupported("getitem: one integer index only")
+            spec[0][0] not in ("int", "slice"):
+        raise Unsupported("getitem: one integer index or slice only")
     x = em.scalar_or_array(node.inputs[0])
     if x.kind != "array" or not x.shape:
         raise Unsupported("getitem of a scalar")
+    name = em.fresh()
+    if spec[0][0] == "slice":
+        _, start, stop, step = spec[0]
+        if step not in (None, 1):
+            raise Unsupported("getitem: a slice with a step")
+        lo, hi, _ = slice(start, stop).indices(x.shape[0])
+        em.line(f"{name} = {x.text}[{lo}:{max(lo, hi)}]", depth)
+        if x.text in em.contiguous:    # rows of a C array are one
+            em.contiguous.add(name)
+        em.values[node] = _Value("array", name, node.shape, node.dtype)
+        return
     k = spec[0][1]
     if not -x.shape[0] <= k < x.shape[0]:
         raise Unsupported("getitem out of range")
     k %= x.shape[0]
-    name = em.fresh()
     em.line(f"{name} = {x.text}[{k}]", depth)
     kind = "array" if node.shape else "scalar"
     em.values[node] = _Value(kind, name, node.shape, node.dtype)
+
+
+def _reshape(em, node, depth):
+    """A view of a C-contiguous array (a copy made contiguous first otherwise)."""
+    x = em.scalar_or_array(node.inputs[0])
+    if x.kind != "array" or not node.shape or set(node.params) != {"shape"}:
+        raise Unsupported("reshape of a scalar or to one")
+    source = x.text if x.text in em.contiguous else f"np.ascontiguousarray({x.text})"
+    name = em.fresh()
+    em.line(f"{name} = {source}.reshape({tuple(node.shape)!r})", depth)
+    em.contiguous.add(name)
+    em.values[node] = _Value("array", name, node.shape, node.dtype)
+
+
+def _concat(em, node, depth):
+    """Parts copied into consecutive rows of a new array (axis 0 only)."""
+    rank = len(node.shape)
+    if set(node.params) != {"axis"} or rank == 0 or node.params["axis"] not in (0, -rank):
+        raise Unsupported("concat: axis 0 only")
+    parts = [em.scalar_or_array(i) for i in node.inputs]
+    if any(p.kind != "array" or np.dtype(p.dtype) != np.dtype(node.dtype) for p in parts):
+        raise Unsupported("concat of mixed dtypes")
+    name = em.alloc(node.shape, node.dtype, depth)
+    start = 0
+    for p in parts:
+        index, inner = em.loop_nest(p.shape, depth)
+        rest = index.partition(", ")[2]
+        row = f"{start} + i0" if start else "i0"
+        em.line(f"{name}[{row}{', ' + rest if rest else ''}] = {p.text}[{index}]", inner)
+        start += p.shape[0]
+    em.values[node] = _Value("array", name, node.shape, node.dtype)
 
 
 def _stack(em, node, depth):
@@ -173,7 +215,9 @@ PATTERNS = {
     "view_transpose": _transpose,
     "reduce_sum": _reduce(mean=False),
     "reduce_mean": _reduce(mean=True),
-    "int_index": _getitem,
+    "leading_index": _getitem,
+    "reshape_view": _reshape,
+    "concat_rows": _concat,
     "stack_rows": _stack,
     "time_loop": scan_loop,
 }

@@ -3,8 +3,8 @@
 Each pass is a plain function ``(graph) -> changed`` in its own module. The
 default pipeline, in order:
 
-1. ``simplify``, ``layout``, ``constant_folding``, ``cse``, ``dce`` -- repeated until none
-   changes the graph (each can expose work for the others);
+1. ``simplify``, ``layout``, ``constant_folding``, ``cse``, ``batch_products``, ``dce`` --
+   repeated until none changes the graph (each can expose work for the others);
 2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one numba-compiled
    function where numba is installed and it pays (``en.config.compiled_lowering``);
 3. ``fusion`` -- elementwise regions (and regions feeding one another) into single
@@ -22,6 +22,7 @@ import time
 
 from engine.config import config
 
+from .batch_products import batch_products
 from .constant_folding import constant_folding
 from .compile_numba import compile_numba
 from .cse import cse
@@ -34,9 +35,9 @@ from .report import OptimizationReport, PassRecord
 from .simplify import simplify
 from engine.errors import InvalidArgumentError
 
-PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, dce, compile_numba,
-                                  fusion, parallel_matmul, memory_planning)}
-CLEANUP = ("simplify", "layout", "constant_folding", "cse", "dce")
+PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch_products, dce,
+                                  compile_numba, fusion, parallel_matmul, memory_planning)}
+CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "dce")
 DEFAULT_PIPELINE = ("cleanup", "compile_numba", "fusion", "dce", "parallel_matmul",
                     "memory_planning")
 MAX_ROUNDS = 10
