@@ -102,6 +102,10 @@ def test_a_graph_with_a_threaded_sized_product_and_large_values_is_not_written_w
     graph = fn.graph_for(*args)
     assert not [n for n in graph.nodes if n.op.name == "compiled_region"]
     assert [n for n in graph.nodes if n.op.name == "matmul"]
+    (note,) = [r.note for r in fn.optimization_report(*args) if r.name == "compile_numba"]
+    # Its largest value is the (784, 196) weight; its largest product (100, 784) @ (784, 196).
+    assert f"not written whole: a value of {784 * 196} elements" in note, note
+    assert f"a matrix product of {100 * 784 * 196} multiply-adds" in note, note
 
 
 def test_carries_that_swap_every_step(numba_lowering):

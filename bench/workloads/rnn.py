@@ -29,18 +29,18 @@ timed call computes the loss and its gradient with respect to every weight
                          each run as one native function (``--full``)
 ``graph``                one ``en.function`` computing the loss and gradients
                          of the whole sequence, looping with ``en.scan``
-``graph_unrolled``       the same with the Python loop unrolled into the trace
+``graph_unrolled``       the same with the Python loop unrolled into the trace (its
+                         products with no carry batched over the steps)
 ``graph_compiled``       ``graph`` with ``en.config.compiled_lowering = "numba"``: the
                          forward and backward scans run as one native function,
                          time loop included (machine code cached on disk); the
                          backward loop reads the forward's values instead of
                          recomputing them, and the products that need no carry run
                          once for all 50 steps
-``graph_unrolled_compiled``  ``graph_unrolled`` compiled the same way, the tanh RNN
-                         only: its 1,700 lines of source, over
-                         ``compile_numba.MAX_SOURCE_LINES``, are compiled as six
-                         functions (about 2 minutes with a cold cache); the unrolled
-                         GRU and LSTM are skipped with the reason
+``graph_unrolled_compiled``  ``graph_unrolled`` under ``"numba"``, skipped with the
+                         reason when nothing is compiled: the batched products of
+                         the unrolled graphs (``graph/passes/batch_products.py``)
+                         make them too large to be written whole
 ``torch``                PyTorch eager autograd
 ``torch_cell_compiled``  the cell as ``torch.jit.script``, the loop eager (``--full``;
                          the compiled modes above are ``--full`` too)
@@ -66,8 +66,7 @@ DESCRIPTION = "custom GRU, LSTM and tanh cells, 50 steps, batch 32, hidden 64: l
 MODES = ["eager", "graph_cell", "graph_cell_compiled", "graph", "graph_unrolled",
          "graph_compiled", "graph_unrolled_compiled", "torch", "torch_cell_compiled", "jax"]
 # --full (or --modes): every framework, and the compiled modes (their first run in a
-# process with a cold cache compiles for 30-60 s, the unrolled tanh RNN about 2 minutes;
-# see graph/passes/compile_numba.py).
+# process with a cold cache compiles for 10-60 s; see graph/passes/compile_numba.py).
 FULL_ONLY_MODES = ("torch_cell_compiled", "jax", "graph_compiled", "graph_unrolled_compiled",
                    "graph_cell_compiled")
 
@@ -124,6 +123,7 @@ TARGETS = [
     ("gru", "graph", "torch", "graph (en.scan) faster than torch eager"),
     ("gru", "graph_unrolled", "torch", "graph_unrolled faster than torch eager"),
     (None, "graph_compiled", "jax", "graph_compiled (en.scan, numba) at most jax.jit(grad) over lax.scan"),
+    ("tanh", "graph_unrolled", "jax", "graph_unrolled at most jax.jit(grad) over lax.scan"),
     ("tanh", "graph_unrolled_compiled", "jax",
      "graph_unrolled_compiled (numba) at most jax.jit(grad) over lax.scan"),
 ]
@@ -272,9 +272,6 @@ def _engine_mode(mode, problem):
     import engine as en
 
     cell_fn = {"gru": gru_cell, "lstm": lstm_cell, "tanh": tanh_cell}[problem.cell]
-    if mode == "graph_unrolled_compiled" and problem.cell != "tanh":
-        return (f"the unrolled {problem.cell.upper()} (thousands of nodes at 50 steps) compiles "
-                "for minutes; graph_compiled compiles its scans")
     if mode in COMPILED_MODES:
         from engine.graph.passes.compile_numba import numba_available
         if not numba_available():
@@ -331,8 +328,9 @@ def _engine_mode(mode, problem):
             finally:
                 en.config.compiled_lowering = previous
             if not [n for n in graph.nodes if n.op.name == "compiled_region"]:
+                report = fn.optimization_report(p, xs_t, targets, h0)
                 why = [str(w.message) for w in caught] + [
-                    n for n in graph.notes if n.startswith("compiled lowering")]
+                    r.note for r in report if r.name == "compile_numba" and r.note]
                 return "nothing compiled: " + (why[0] if why else "no region could be written")
 
         def step():

@@ -97,6 +97,8 @@ def compile_numba(graph):
     # numpy's threaded BLAS: written whole, each value would be a fresh array and each
     # product one BLAS thread.
     if whole is not None and not _small_enough(whole):
+        graph.notes.append("compiled lowering: the graph is not written whole: " +
+                           _too_large(whole))
         whole = None
     done = _try(mode, graph, whole, split=True) if whole is not None else 0
     if not done:
@@ -260,6 +262,16 @@ def _small_enough(members):
         return True
     return largest <= LARGE_REGION_ELEMENTS and \
         max(map(product_work, members), default=0) <= numba_blas.THREADED_PRODUCT
+
+
+def _too_large(members):
+    """Why ``_small_enough(members)`` is False."""
+    largest = _largest(members)
+    if largest > LARGE_REGION_ELEMENTS:
+        return f"a value of {largest} elements, over LARGE_REGION_ELEMENTS"
+    work = max(map(product_work, members), default=0)
+    return (f"a value of {largest} elements, over SMALL_ELEMENTS, and a matrix product of "
+            f"{work} multiply-adds, which OpenBLAS threads")
 
 
 def _size(shape):
