@@ -125,6 +125,8 @@ def _shared_groups(graph, order):
             candidates.setdefault((w, tuple(a.shape)), []).append(node)
     groups = []
     for (w, _), members in candidates.items():
+        if len(members) < MIN_BATCH:
+            continue
         chosen = _independent(graph, members, lambda m, w=w: [m.inputs[0], w])
         if len(chosen) >= MIN_BATCH:
             groups.append(_sequence_order(chosen, lambda m: m.inputs[0]))
