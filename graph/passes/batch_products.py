@@ -9,7 +9,8 @@ elements (a copy must cost less than the call it saves):
 
 * **A shared right operand.** ``a_1 @ W, ..., a_k @ W`` where no ``a_j`` depends on
   another of the products (the inputs of every step, ``x_t @ W``) ->
-  ``concat(a_1, ..., a_k) @ W``, each result a slice of rows (a view). Products
+  ``concat(a_1, ..., a_k) @ W``, each result a slice of rows (a view; BLAS may
+  round a taller product's rows differently, by an ulp or so). Products
   that depend on one another (``h_t @ U``, carried from step to step) stay apart.
 * **A sum of products.** ``a_1.T @ g_1 + ... + a_k.T @ g_k`` summed by a tree of
   ``add`` (a weight's gradient, accumulated over the steps) ->
