@@ -32,6 +32,8 @@ Example (three steps, printed by ``print(en.function(f).graph_for(...))``)::
     %matmul_1 = matmul(%getitem_1, %w)  ->  %matmul_3 = matmul(%reshape, %w)
     %matmul_2 = matmul(%getitem_2, %w)      %getitem_3 = getitem(%matmul_3, rows 0:32) ...
 """
+import math
+
 from engine import ops
 
 from .common import remove_node
@@ -51,7 +53,7 @@ def batch_products(graph):
     # A product in a sum may share an operand too; it goes to the larger batch.
     sharing = {m: len(g) for g in _shared_groups(graph, order) for m in g}
     summed = 0
-    stacks = {}     # the concatenations made here, by the set of their parts
+    stacks = {}     # the concatenations made here, by their parts in any order
     trees = _sum_trees(graph, order, outputs)
     for root, leaves, inner in trees:
         products = [x for x in leaves if _weight_gradient_term(x) and x not in outputs and
@@ -96,14 +98,7 @@ def _small_product(node):
 
 
 def _small_block(node):
-    return _elements(node.shape) <= SMALL_BLOCK
-
-
-def _elements(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    return math.prod(node.shape) <= SMALL_BLOCK
 
 
 def _weight_gradient_term(node):
@@ -125,10 +120,10 @@ def _shared_groups(graph, order):
             a, w = node.inputs
             candidates.setdefault((w, tuple(a.shape)), []).append(node)
     groups = []
-    for (w, _), members in candidates.items():
+    for members in candidates.values():
         if len(members) < MIN_BATCH:
             continue
-        chosen = _independent(graph, members, lambda m, w=w: [m.inputs[0], w])
+        chosen = _independent(graph, members)
         if len(chosen) >= MIN_BATCH:
             groups.append(_sequence_order(chosen, lambda m: m.inputs[0]))
     return groups
@@ -148,13 +143,13 @@ def _batch_shared(graph, group):
         start += n
 
 
-def _independent(graph, members, inputs_of):
+def _independent(graph, members):
     """The members (in topological order) that can run as one node: taken greedily, a
     member joins unless one of its inputs depends on a member already taken (the
     joined node would then feed itself)."""
     chosen, downstream = [], set()
     for m in members:
-        if any(i in downstream for i in inputs_of(m)):
+        if any(i in downstream for i in m.inputs):
             continue
         chosen.append(m)
         downstream.add(m)
@@ -273,26 +268,34 @@ def _step_of(node):
     return None
 
 
+def _one_sequence(parts):
+    """``(x, steps)`` when every part is a step ``x[t]`` of one ``x`` of static shape
+    (``steps``: each part's ``t``, from 0), else None."""
+    steps = [_step_of(p) for p in parts]
+    if None in steps or len({id(x) for x, _ in steps}) != 1 or None in steps[0][0].shape:
+        return None
+    x = steps[0][0]
+    return x, [t % x.shape[0] for _, t in steps]
+
+
 def _sequence_order(members, operand):
-    """``members`` sorted by step when every ``operand(m)`` is a step ``x[t]`` of one
-    ``x`` (so their concatenation can be a reshape of ``x``); else as they are."""
-    steps = [_step_of(operand(m)) for m in members]
-    if None in steps or len({id(s[0]) for s in steps}) != 1:
+    """``members`` sorted by step when every ``operand(m)`` is a step of one sequence
+    (so their concatenation can be a reshape of it); else as they are."""
+    sequence = _one_sequence([operand(m) for m in members])
+    if sequence is None:
         return members
-    n = steps[0][0].shape[0]
-    return [m for _, m in sorted(zip([t % n for _, t in steps], members), key=lambda p: p[0])]
+    return [m for _, m in sorted(zip(sequence[1], members), key=lambda p: p[0])]
 
 
 def _stacked(graph, parts, axis, source):
     """``concat(parts, axis)``; ``reshape(x)`` when ``parts`` (along axis 0) are
     ``x[0], ..., x[T-1]`` in order."""
-    steps = [_step_of(p) for p in parts]
-    if axis == 0 and None not in steps and len({id(s[0]) for s in steps}) == 1:
-        x = steps[0][0]
-        if None not in x.shape and [t % x.shape[0] for _, t in steps] == list(range(x.shape[0])):
-            shape = (x.shape[0] * x.shape[1],) + tuple(x.shape[2:])
-            return graph.add(ops.reshape_op, [x], {"shape": shape}, (shape, x.dtype),
-                             name="steps", source=source)
+    sequence = _one_sequence(parts) if axis == 0 else None
+    if sequence is not None and sequence[1] == list(range(sequence[0].shape[0])):
+        x = sequence[0]
+        shape = (x.shape[0] * x.shape[1],) + tuple(x.shape[2:])
+        return _add(graph, ops.reshape_op, [x], {"shape": shape}, None, source=source,
+                    name="steps")
     return _add(graph, ops.concat_op, parts, {"axis": axis}, None, source=source, name="stacked")
 
 

@@ -96,9 +96,9 @@ def compile_numba(graph):
     # A graph of large values is left to the fused kernels (compiled_fused_kernel) and
     # numpy's threaded BLAS: written whole, each value would be a fresh array and each
     # product one BLAS thread.
-    if whole is not None and not _small_enough(whole):
-        graph.notes.append("compiled lowering: the graph is not written whole: " +
-                           _too_large(whole))
+    too_large = _too_large(whole) if whole is not None else None
+    if too_large:
+        graph.notes.append("compiled lowering: the graph is not written whole: " + too_large)
         whole = None
     done = _try(mode, graph, whole, split=True) if whole is not None else 0
     if not done:
@@ -257,19 +257,19 @@ def _small_enough(members):
     ``SMALL_ELEMENTS`` elements, or at most ``LARGE_REGION_ELEMENTS`` with no matrix
     product that OpenBLAS would thread (see LARGE_REGION_ELEMENTS). Other graphs of
     larger values get compiled fused kernels instead."""
-    largest = _largest(members)
-    if largest <= SMALL_ELEMENTS:
-        return True
-    return largest <= LARGE_REGION_ELEMENTS and \
-        max(map(product_work, members), default=0) <= numba_blas.THREADED_PRODUCT
+    return _too_large(members) is None
 
 
 def _too_large(members):
-    """Why ``_small_enough(members)`` is False."""
+    """Why ``members`` may not be compiled as one region (``_small_enough``), or None."""
     largest = _largest(members)
+    if largest <= SMALL_ELEMENTS:
+        return None
     if largest > LARGE_REGION_ELEMENTS:
         return f"a value of {largest} elements, over LARGE_REGION_ELEMENTS"
     work = max(map(product_work, members), default=0)
+    if work <= numba_blas.THREADED_PRODUCT:
+        return None
     return (f"a value of {largest} elements, over SMALL_ELEMENTS, and a matrix product of "
             f"{work} multiply-adds, which OpenBLAS threads")
 
