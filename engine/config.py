@@ -27,7 +27,8 @@ class _Config:
         self.compiled_lowering = "auto"
         # Threads that walk a large fused kernel's rows, and split a large matrix
         # product's rows, at once. None (the default): per graph, 2 where its largest
-        # matrix product has at least 2^29 multiply-adds (and the process may run on two
+        # matrix product has at least 2^29 multiply-adds, beside elementwise work over
+        # more than 2^18 elements (and the process may run on two
         # cores, with numpy's OpenBLAS held at one thread while the engine's pool runs
         # its products), else 1: two measured faster on the idle 2-core machine at batch
         # 10000 and 60000, one at batch 1000 (README, "Kernel threads";

@@ -123,6 +123,14 @@ _auto = []
 # 10000, and lost or tied at batch 1000 (1.5e8), where a split product costs more
 # than OpenBLAS's own threads and waking a worker is a larger share of each kernel.
 AUTO_MIN_WORK = 1 << 29
+# ... and only where the graph also has elementwise work the pool can split: an
+# elementwise op or reduction (or the fused kernel made of them) over more than this
+# many elements, the size from which a fused kernel walks more than one row block.
+# A graph of products alone gains nothing from splitting them (a 1024^3 float32
+# product took 11.97 ms split, 11.71 ms on OpenBLAS's threads, idle 2-core machine),
+# and loses half its speed whenever OpenBLAS's workers still spin from an eager
+# product before it (23.9 ms), since they take the second core from the split.
+AUTO_MIN_ELEMENTS = 1 << 18
 
 
 def kernel_threads(graph_choice=None):
@@ -158,7 +166,8 @@ def machine_threads():
 
 def threads_for(graph):
     """The kernel threads "auto" gives ``graph``: the machine's where its largest matrix
-    product has at least ``AUTO_MIN_WORK`` multiply-adds, else 1 (see AUTO_MIN_WORK).
+    product has at least ``AUTO_MIN_WORK`` multiply-adds and some elementwise work is
+    over ``AUTO_MIN_ELEMENTS`` elements, else 1 (see AUTO_MIN_WORK).
 
     Example:
         >>> import engine as en
@@ -167,7 +176,25 @@ def threads_for(graph):
         1
     """
     largest = max((product_work(n) for n in graph.nodes), default=0)
-    return machine_threads() if largest >= AUTO_MIN_WORK else 1
+    if largest < AUTO_MIN_WORK or not any(_large_elementwise(n) for n in graph.nodes):
+        return 1
+    return machine_threads()
+
+
+def _large_elementwise(node):
+    """Whether ``node`` is elementwise work over more than ``AUTO_MIN_ELEMENTS``
+    elements: an elementwise op or a reduction, before fusion or fused (the fusion
+    pass marks its kernels with ``meta["fused_ops"]``, also those of several results)."""
+    op = node.op
+    if not (op.elementwise or op.reduction or "fused_ops" in node.meta):
+        return False
+    return any(_elements(n.shape) > AUTO_MIN_ELEMENTS for n in (node, *node.inputs))
+
+
+def _elements(shape):
+    if shape is None or None in shape:
+        return 0
+    return int(np.prod(shape, dtype=np.int64))
 
 
 def product_work(node):

@@ -161,8 +161,10 @@ def test_auto_threads_split_a_graph_with_a_large_product_and_hold_its_small_ones
         threads, monkeypatch):
     parallel = importlib.import_module("engine.graph.parallel")
     threads(None)
-    # A test-sized product counts as large (the real bound is 2^29 multiply-adds).
+    # A test-sized product counts as large (the real bound is 2^29 multiply-adds), and
+    # so does a test-sized elementwise op (the real bound is 2^18 elements).
     monkeypatch.setattr(parallel, "AUTO_MIN_WORK", pm.MIN_WORK)
+    monkeypatch.setattr(parallel, "AUTO_MIN_ELEMENTS", 1 << 10)
     held = []
     real = pm.one_blas_thread
 
@@ -179,10 +181,10 @@ def test_auto_threads_split_a_graph_with_a_large_product_and_hold_its_small_ones
     c = rng.random((128, 8))                                   # 5e5: stays whole
 
     def two_products(a, b, c):
-        return (a @ b) @ c
+        return en.tanh(a @ b) @ c
     fn = en.function(two_products)
     args = [en.tensor(v) for v in (a, b, c)]
-    np.testing.assert_allclose(fn(*args).numpy(), (a @ b) @ c, rtol=1e-12)
+    np.testing.assert_allclose(fn(*args).numpy(), np.tanh(a @ b) @ c, rtol=1e-12)
     graph = fn.get_concrete_function(*args).graph
     names = sorted(n.name.rstrip("_0123456789") for n in graph.nodes if n.op.name == "matmul")
     small_only = en.function(lambda a, c: a @ c)
@@ -198,3 +200,33 @@ def test_auto_threads_split_a_graph_with_a_large_product_and_hold_its_small_ones
     assert parallel.threads_for(fn.get_concrete_function(*args).unoptimized_graph) == 2
     assert names == ["matmul_one_thread", "matmul_rows"]
     assert held and set(held) == {1}      # both products ran with OpenBLAS at one thread
+
+
+def test_auto_threads_leave_a_graph_of_products_alone_to_openblas(threads, monkeypatch):
+    # Splitting gains nothing where the pool has no elementwise work, and OpenBLAS's
+    # workers, still spinning from an eager product, would take the second core from it.
+    parallel = importlib.import_module("engine.graph.parallel")
+    threads(None)
+    monkeypatch.setattr(parallel, "AUTO_MIN_WORK", pm.MIN_WORK)
+    monkeypatch.setattr(parallel, "AUTO_MIN_ELEMENTS", 1 << 10)
+    rng = np.random.default_rng(2)
+    a, b, c = rng.random((512, 512)), rng.random((512, 128)), rng.random((128, 8))
+    args = [en.tensor(v) for v in (a, b, c)]
+    products = en.function(lambda a, b, c: (a @ b) @ c)
+    np.testing.assert_allclose(products(*args).numpy(), (a @ b) @ c, rtol=1e-12)
+    traced = products.get_concrete_function(*args)
+    assert parallel.threads_for(traced.unoptimized_graph) == 1
+    assert [n.op for n in traced.graph.nodes if n.op.name == "matmul"] == [en.ops.matmul_op] * 2
+    # A small elementwise op (64 elements, under the bound) does not change that ...
+    small_tail = en.function(lambda a, b, c: en.tanh(((a @ b) @ c)[:8]))
+    assert parallel.threads_for(small_tail.get_concrete_function(*args).unoptimized_graph) == 1
+    # ... and a large one, once fused, still counts (the graph is read as
+    # parallel_matmul reads it: after fusion, before the products are split).
+    fused = en.function(lambda a, b: en.sum((en.tanh(a @ b) - 1.0) ** 2),
+                        passes=("cleanup", "fusion"))
+    graph = fused.get_concrete_function(*args[:2]).graph
+    assert [n.op.name for n in graph.nodes if "fused_ops" in n.meta]
+    assert not any(n.op.elementwise or n.op.reduction for n in graph.nodes
+                   if "fused_ops" not in n.meta)
+    expected = parallel.machine_threads() if blas_threads.available() else 1
+    assert parallel.threads_for(graph) == expected
