@@ -209,8 +209,20 @@ def _node_line(node, names, ns, plan, used, placement):
         out_arg, buffered = placement.kernel_out_argument(node, plan.out_buffers_of[node]), True
     else:
         out_arg, buffered = _out_argument(node, plan)
+    if out_arg is None and used:
+        expression = _python_form(node, ns.backend)
+        if expression is not None:
+            return f"    {target} = " + expression.format(*(names[i] for i in node.inputs))
     call = _call(node, names, ns, out_arg, buffered)
     return f"    {target} = {call}" if used else f"    {call}"
+
+
+def _python_form(node, backend):
+    """The op's ``python_form`` of ``node`` (a Python expression over its inputs), or None."""
+    rule = node.op.rules.get("python_form")
+    if rule is None or backend is not NUMPY:
+        return None
+    return rule([(i.shape, i.dtype) for i in node.inputs], node.params)
 
 
 def _recycled_lines(k, node, names, ns):

@@ -68,3 +68,19 @@ def test_out_kernel_matches_impl(info, dtype):
                 inputs = [b.copy() for b in arrays]
                 op.out_impl(*inputs, out=inputs[k], **params)
                 _same(inputs[k], want, where + f" (written over input {k})")
+
+
+def test_the_matmul_out_kernel_takes_any_output_numpy_matmul_takes():
+    # The 2-D fast path (np.dot) needs a C-contiguous out of the product's dtype; a
+    # column-major out, a wider out dtype and stacked operands go to np.matmul.
+    rng = np.random.default_rng(0)
+    x, y = rng.random((5, 4)), rng.random((4, 3))
+    out_impl = REGISTRY["matmul"].out_impl
+    for out in (np.empty((5, 3)), np.empty((5, 3), order="F"), np.empty((5, 3), np.complex128)):
+        assert out_impl(x, y, out=out) is out
+        np.testing.assert_allclose(out, x @ y, rtol=1e-14)
+    stacked = rng.random((2, 5, 4))
+    out = np.empty((2, 5, 3))
+    np.testing.assert_allclose(out_impl(stacked, y, out=out), stacked @ y, rtol=1e-14)
+    with pytest.raises(ValueError):
+        out_impl(x, y, out=np.empty((5, 4)))

@@ -396,3 +396,40 @@ __all__ = ["getitem", "getitem_op", "scatter_add", "scatter_add_op"]
 # The compiled lowering writes an integer index or a slice of the leading axis as a view
 # (graph/compiled/numba_source.py).
 declare(getitem_op, numba_form="leading_index")
+
+
+def _getitem_python_form(avals, params):
+    """``x[index]`` written as Python, for a basic index (ints, slices, None, ``...``) of a
+    static shape: its ints were checked against that shape when it was traced, so the
+    expression cannot raise. Else None (the kernel, which names the op in its errors).
+
+    Example:
+        >>> _getitem_python_form([((4, 3), None)], {"spec": (("slice", 1, None, None),
+        ...                                                  ("int", -1))})
+        '{0}[1:, -1]'
+    """
+    if len(avals) != 1:              # index arrays: the kernel
+        return None
+    shape = avals[0][0]
+    if shape is None or None in shape:
+        return None
+    items = []
+    for item in params["spec"]:
+        kind = item[0]
+        if kind == "int":
+            items.append(repr(item[1]))
+        elif kind == "slice":
+            bounds = item[1:] if item[3] is not None else item[1:3]
+            items.append(":".join("" if b is None else repr(b) for b in bounds))
+        elif kind == "newaxis":
+            items.append("None")
+        elif kind == "ellipsis":
+            items.append("...")
+        else:
+            return None
+    if not items:
+        return None
+    return "{0}[" + ", ".join(items) + "]"
+
+
+declare(getitem_op, python_form=_getitem_python_form)

@@ -86,12 +86,23 @@ def _matmul_impl(x, y):
     return np.matmul(x, y)
 
 
+def _matmul_out(x, y, out):
+    # np.dot writes a 2-D product into ``out`` with less call overhead than np.matmul
+    # (4.4 against 4.95 us for (32, 64) @ (64, 64) float32, the step of a small RNN);
+    # it takes only a C-contiguous ``out`` of the product's own dtype, as planned
+    # buffers are. Anything else goes to np.matmul.
+    if x.ndim == 2 and y.ndim == 2 and out.dtype == x.dtype == y.dtype and \
+            out.flags.c_contiguous:
+        return np.dot(x, y, out=out)
+    return np.matmul(x, y, out=out)
+
+
 def _matmul_generic(be, x, y):
     return be.xp.matmul(*be.promote(x, y))
 
 
 matmul_op = register(Op("matmul", _matmul_impl, _matmul_eval, _matmul_vjp, n_inputs=2,
-                        out_impl=np.matmul, vjp_needs=True, generic=_matmul_generic,
+                        out_impl=_matmul_out, vjp_needs=True, generic=_matmul_generic,
                         dtypes=dtypes.NUMERIC,
                         doc="Matrix product with numpy's ``@`` semantics (batched, 1-D promoted)."))
 declare(matmul_op, onnx=("node", "MatMul"), fold_cost="contraction", chunks=chunk_rules.matmul)
