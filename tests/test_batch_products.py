@@ -227,3 +227,60 @@ def test_a_product_of_a_product_is_not_batched_with_it():
     assert count(f.graph_for(a, w), "matmul") == 2
     for k, got in enumerate(f(a, w)):
         _close(got, (a[k] @ w) @ w)
+
+
+# ---- a bias every step adds (graph/passes/batched_bias.py) --------------------------------
+def _broadcast_adds(graph, bias_name):
+    return [n for n in graph.nodes if n.op is en.ops.add_op and
+            any(i.op.name == "placeholder" and i.name == bias_name for i in n.inputs)]
+
+
+def test_a_bias_every_step_adds_is_added_once_to_the_batched_product():
+    xs, w, u, b = _arr(6, 4, 5), _arr(5, 3), _arr(3, 3) * 0.3, _arr(3)
+
+    def cell_sums(xs, w, u, b):
+        h = en.zeros((4, 3), dtype="float64")
+        out = []
+        for t in range(6):
+            h = en.tanh(xs[t] @ w + h @ u + b)      # (x_t w + h u) + b
+            out.append(h)
+        return out
+    f = en.function(cell_sums, passes=("cleanup",))
+    graph = f.graph_for(xs, w, u, b)
+    adds = _broadcast_adds(graph, "x3")
+    assert len(adds) == 1 and adds[0].shape == (24, 3), str(graph)
+    h = np.zeros((4, 3))
+    for t, got in enumerate(f(xs, w, u, b)):
+        h = np.tanh(xs[t] @ w + h @ u + b)
+        _close(got, h)
+
+
+def test_a_bias_added_to_each_slice_alone_is_folded_too():
+    xs, w, b = _arr(5, 4, 3), _arr(3, 2), _arr(1, 2)
+    f = en.function(lambda xs, w, b: [en.sin(xs[t] @ w + b) for t in range(5)],
+                    passes=("cleanup",))
+    graph = f.graph_for(xs, w, b)
+    assert len(_broadcast_adds(graph, "x2")) == 1, str(graph)
+    for t, got in enumerate(f(xs, w, b)):
+        _close(got, np.sin(xs[t] @ w + b))
+
+
+def test_steps_with_different_biases_or_a_bias_made_from_a_step_are_not_folded():
+    xs, w, bs = _arr(4, 3, 2), _arr(2, 2), _arr(4, 2)
+    per_step = en.function(lambda xs, w, bs: [xs[t] @ w + bs[t] for t in range(4)],
+                           passes=("cleanup",))
+    graph = per_step.graph_for(xs, w, bs)
+    assert count(graph, "add") == 4, str(graph)
+    for t, got in enumerate(per_step(xs, w, bs)):
+        _close(got, xs[t] @ w + bs[t])
+
+    def from_a_step(xs, w):
+        ps = [xs[t] @ w for t in range(4)]
+        b = en.sum(ps[0], axis=0)                 # the bias is computed from step 0
+        return [p + b for p in ps]
+    f = en.function(from_a_step, passes=("cleanup",))
+    graph = f.graph_for(xs, w)
+    assert count(graph, "add") == 4, str(graph)
+    b = (xs[0] @ w).sum(axis=0)
+    for t, got in enumerate(f(xs, w)):
+        _close(got, xs[t] @ w + b)

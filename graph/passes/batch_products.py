@@ -36,6 +36,7 @@ import math
 
 from engine import ops
 
+from .batched_bias import fold_bias
 from .common import remove_node
 
 SMALL_PRODUCT = 1 << 20   # multiply-adds of one product; above, a BLAS call's fixed cost is small
@@ -134,13 +135,18 @@ def _batch_shared(graph, group):
     rows = _stacked(graph, [m.inputs[0] for m in group], axis=0, source=group[0].source)
     product = _add(graph, ops.matmul_op, [rows, w], {}, group[0])
     start = 0
+    parts = []
     for m in group:
         n = m.shape[0]
         part = _add(graph, ops.getitem_op, [product],
                     {"spec": (("slice", start, start + n, None),)}, m)
         graph.replace_all_uses_with(m, part)
         remove_node(graph, m)
+        parts.append(part)
         start += n
+    # A bias every step adds to its rows is added once, to the whole product.
+    fold_bias(graph, product, parts,
+              lambda op, inputs, params, like: _add(graph, op, inputs, params, like))
 
 
 def _independent(graph, members):
