@@ -200,9 +200,7 @@ def _node_line(node, names, ns, plan, used, placement):
     if node.op is constant_op:
         return f"    {target} = {ns.add('c_' + target, _constant(node, ns.backend))}"
     if node in placement.result_of:     # its parts wrote it in place
-        # (dropping the allocation's own name: an assign takes an array held once as is)
-        result = concat_in_place.result_name(placement.result_of[node])
-        return f"    {target} = {result}; del {result}"
+        return "\n".join(placement.concat_lines(node, target, names))
     if node in placement.part_of and node.op is not unpack_op:
         out_arg, buffered = placement.out_argument(node), True
     elif node in placement.kernel_parts:
@@ -275,8 +273,8 @@ def lower(graph, kernel_for=None, backend=NUMPY, plan=None, recycle_outputs=Fals
         if node in recycled:
             block = _recycled_lines(recycled[node], node, names, ns)
         else:
-            block = [_node_line(node, names, ns, plan, node in last_use or node in outputs,
-                                placement)]
+            block = _node_line(node, names, ns, plan, node in last_use or node in outputs,
+                               placement).split("\n")
         block = [placement.allocation(k) for k in placement.allocate_before.get(node, ())] + block
         if node.source is not None:
             where = f"  # {os.path.basename(node.source[0])}:{node.source[1]}"

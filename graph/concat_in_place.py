@@ -1,16 +1,23 @@
 """Concatenations written in place: each part's kernel writes into its slice of the result.
 
 ``concat(reshape(a, (-1,)), b, c)`` copies every part into a new array. Where
-the parts are made by kernels that write into a given buffer (planned values,
-used only by the concatenation; a result of a multi-output kernel counts), the lowering instead allocates the result
-before the first part is made and hands each part's kernel its slice as
-``out=``: the concatenation then costs nothing. L-BFGS flattens its gradients
-this way every step (a 618 KB copy of the weight gradient at batch 100).
+the parts are made by kernels that write into a given buffer (planned values; a
+result of a multi-output kernel counts), the lowering instead allocates the
+result before the first part is made and hands each part's kernel its slice as
+``out=``: the concatenation then costs nothing, and whatever else reads a part
+reads it there. L-BFGS flattens its gradients this way every step (a 618 KB copy
+of the weight gradient at batch 100); an unrolled RNN writes each step's state
+into the stack of states its loss and its weight gradient read.
 
-Only a result that is freshly allocated each call qualifies (not a planned
-buffer, whose bytes may hold another value until the concatenation runs, and
-not a graph output, which output recycling may place), of one dimension, with
-parts of its dtype.
+A concatenation (``concat`` or ``stack``) along the leading axis qualifies: each
+part is then one run of the result's elements. The result is a fresh array every
+call (where the memory plan gave the concatenation a buffer, that buffer may hold
+another value until the concatenation's own line, after its parts are written),
+never a graph output (output recycling may place those). A part or two that no
+kernel can write in place (a graph input, a part placed in another
+concatenation) is copied in where the concatenation runs. Two concatenations of
+one run of parts share one result: ``concat(h_0, ..., h_{T-1})`` and
+``stack(h_1, ..., h_T)`` are two views of ``h_0, ..., h_T`` written once.
 
 Example:
     >>> import engine as en
@@ -33,16 +40,21 @@ class Placement:
 
     ``part_of[node]``: ``(k, lo, hi, shape)``, the node writes into
     ``result k[lo:hi]`` seen as ``shape``; ``allocate_before[node]``: the results
-    ``k`` to allocate before the line of ``node``; ``result_of[concat]``: ``k``.
+    ``k`` to allocate before the line of ``node``; ``result_of[concat]``: ``(k, lo)``,
+    the concatenation is ``result k`` from element ``lo`` on.
     """
 
     def __init__(self):
         self.part_of = {}
         self.allocate_before = {}
         self.result_of = {}
-        self.results = []        # per k: (size, dtype)
+        self.results = []        # per k: [size, dtype]
+        # Per concatenation, the parts no kernel writes in place: ``(part, lo, hi)``,
+        # copied into ``result k[lo:hi]`` where the concatenation runs.
+        self.copies_of = {}
         # A part that is one result of a multi-output kernel: {kernel: {index: unpack}}.
         self.kernel_parts = {}
+        self.last_of = {}        # per k: the concatenation after which it is dropped
 
     def out_argument(self, node):
         return f"out={self._slice(node)}"
@@ -59,8 +71,24 @@ class Placement:
             f"{self._slice(parts[j])}, " if j in parts else
             "None, " if b is None else f"_b{b}, " for j, b in enumerate(views)) + ")"
 
+    def concat_lines(self, concat, target, names):
+        """The statements of ``concat``: its copied parts, then ``target`` takes its run of
+        the result (the whole array where it is the whole, else a view in its shape)."""
+        k, lo = self.result_of[concat]
+        name = result_name(k)
+        lines = [f"    {name}[{a}:{b}].reshape({tuple(part.shape)!r})[...] = {names[part]}"
+                 for part, a, b in self.copies_of.get(concat, ())]
+        size, shape = int(np.prod(concat.shape)), tuple(concat.shape)
+        value = name if (lo, size) == (0, self.results[k][0]) else f"{name}[{lo}:{lo + size}]"
+        if len(shape) != 1:
+            value += f".reshape({shape!r})"
+        # The allocation's own name is dropped with the last view: a variable's assign
+        # takes an array held once as is.
+        drop = f"; del {name}" if self.last_of[k] is concat else ""
+        return lines + [f"    {target} = {value}{drop}"]
+
     def allocation(self, k):
-        size, dtype = self.results[k]
+        size, _ = self.results[k]
         return f"    {result_name(k)} = _np_empty({size}, {dtype_name(k)})"
 
 
@@ -70,11 +98,6 @@ def result_name(k):
 
 def dtype_name(k):
     return f"_cc{k}_dtype"
-
-
-def _single_data_user(graph, node):
-    users = graph.data_users(node)
-    return users[0] if len(users) == 1 and users[0].inputs.count(node) == 1 else None
 
 
 def _planned(plan, producer):
@@ -88,15 +111,21 @@ def _planned(plan, producer):
     return views is not None and views[producer.params["index"]] is not None
 
 
-def _producer(graph, part, concat):
-    """The node whose kernel would write ``part`` (through reshapes), or None."""
-    node, user = part, concat
-    while True:
-        if _single_data_user(graph, node) is not user:
-            return None
-        if node.op is not ops.reshape_op:
-            return node
-        node, user = node.inputs[0], node
+def _producer(part):
+    """The node whose kernel would write ``part`` (through reshapes, which are views)."""
+    node = part
+    while node.op is ops.reshape_op:
+        node = node.inputs[0]
+    return node
+
+
+def _leading_join(node):
+    """Whether ``node`` joins its inputs along axis 0 (a concat or stack): then each part
+    is one run of the result's elements in C order."""
+    if node.op not in (ops.concat_op, ops.stack_op) or not static_shape(node.shape):
+        return False
+    axis = node.params.get("axis", 0)
+    return len(node.shape) > 0 and axis % len(node.shape) == 0
 
 
 def place_concats(graph, order, plan, backend):
@@ -106,39 +135,82 @@ def place_concats(graph, order, plan, backend):
         return placement
     position = {n: i for i, n in enumerate(order)}
     outputs = set(graph.outputs)
+    writers = {}      # per k: the nodes whose kernels write its parts
     for concat in order:
-        if concat.op is not ops.concat_op or len(concat.shape) != 1 or concat in outputs or \
-                concat in plan.buffer_of or not static_shape(concat.shape) or \
-                concat.side_effects:
+        if not _leading_join(concat) or concat in outputs or concat.side_effects:
             continue
-        parts, lo = [], 0
-        for part in concat.inputs:
-            producer = _producer(graph, part, concat)
-            size = int(np.prod(part.shape)) if static_shape(part.shape) else 0
-            if producer is None or not _planned(plan, producer) or producer in outputs or \
-                    producer in placement.part_of or part.dtype != concat.dtype or size == 0:
-                break
-            parts.append((producer, lo, lo + size, tuple(producer.shape)))
-            lo += size
-        else:
-            if lo != concat.shape[0] or len({p[0] for p in parts}) != len(parts):
-                continue
-            k = len(placement.results)
-            placement.results.append((lo, concat.dtype))
-            placement.result_of[concat] = k
-            writers = []
-            for producer, start, stop, shape in parts:
-                placement.part_of[producer] = (k, start, stop, shape)
-                if producer.op is unpack_op:   # the kernel writes it, where it runs
-                    kernel = producer.inputs[0]
-                    placement.kernel_parts.setdefault(kernel, {})[
-                        producer.params["index"]] = producer
-                    writers.append(kernel)
-                else:
-                    writers.append(producer)
-            first = min(writers, key=position.__getitem__)
-            placement.allocate_before.setdefault(first, []).append(k)
+        runs = _runs(concat, plan, placement, outputs)
+        if runs is None:
+            continue
+        k, lo, parts, copies = _result_for(concat, runs, placement)
+        if k is None:
+            continue
+        placement.result_of[concat] = (k, lo)
+        placement.copies_of[concat] = copies
+        placement.last_of[k] = concat
+        for producer, start, stop, shape in parts:
+            placement.part_of[producer] = (k, start, stop, shape)
+            if producer.op is unpack_op:   # the kernel writes it, where it runs
+                kernel = producer.inputs[0]
+                placement.kernel_parts.setdefault(kernel, {})[producer.params["index"]] = producer
+                writers.setdefault(k, []).append(kernel)
+            else:
+                writers.setdefault(k, []).append(producer)
+    for k, nodes in writers.items():
+        first = min(nodes, key=position.__getitem__)
+        placement.allocate_before.setdefault(first, []).append(k)
     return placement
+
+
+def _runs(concat, plan, placement, outputs):
+    """Per part of ``concat``: ``(part, producer or None, size)``, the producer where its
+    kernel can write the part in place or where it is placed already; None if a part
+    has no static shape or another dtype."""
+    runs, fresh = [], set()
+    for part in concat.inputs:
+        if not static_shape(part.shape) or part.dtype != concat.dtype:
+            return None
+        producer = _producer(part)
+        placeable = producer in placement.part_of or (
+            _planned(plan, producer) and producer not in outputs and producer not in fresh)
+        if placeable and producer not in placement.part_of:
+            fresh.add(producer)
+        runs.append((part, producer if placeable else None, int(np.prod(part.shape))))
+    return runs
+
+
+def _result_for(concat, runs, placement):
+    """``(k, lo, parts, copies)``: where ``concat`` goes, its parts to write in place and
+    the ones to copy; k None where it stays a kernel. A concatenation whose leading
+    parts are already the end of a result in order extends that result."""
+    k, lo, offset, start = None, 0, 0, 0
+    first = runs[0][1]
+    if first is not None and first in placement.part_of:
+        k, lo = placement.part_of[first][:2]
+        offset = lo
+        while start < len(runs) and runs[start][1] in placement.part_of and \
+                placement.part_of[runs[start][1]][:2] == (k, offset):
+            offset = placement.part_of[runs[start][1]][2]
+            start += 1
+        if offset != placement.results[k][0]:
+            return None, 0, [], []       # not the result's end: a copy of its own
+    parts, copies = [], []
+    for part, producer, size in runs[start:]:
+        if producer is not None and producer not in placement.part_of and size:
+            parts.append((producer, offset, offset + size, tuple(producer.shape)))
+        elif size:
+            copies.append((part, offset, offset + size))
+        offset += size
+    # Copying a part or two keeps the rest in place; more would cost more calls than
+    # the one concatenation they replace.
+    if len(copies) > 2 or len(copies) >= len(parts) + start or not (parts or start) or \
+            (k is not None and placement.results[k][1] != concat.dtype):
+        return None, 0, [], []
+    if k is None:
+        k = len(placement.results)
+        placement.results.append([0, concat.dtype])
+    placement.results[k][0] = offset
+    return k, lo, parts, copies
 
 
 def namespace_entries(placement):

@@ -43,26 +43,91 @@ def test_the_parts_write_into_the_result_and_a_variable_takes_it():
     np.testing.assert_allclose(v.numpy(), _numpy_parts(x * 3.0, w, None), rtol=1e-13)
 
 
+def _check(fn, x, w, name):
+    f = en.function(fn)
+    got, want = f(x, w), fn(en.tensor(x), en.tensor(w))
+    for a, b in zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-13, err_msg=name)
+    return _source(f, x, w)
+
+
 def test_parts_that_do_not_qualify_are_copied_as_before():
     x, w = RNG.standard_normal((5, 4)), RNG.standard_normal((4, 3))
     cases = {
-        # a part read by something else too
-        "shared part": lambda x, w: (lambda g: (en.concat([g, en.sum(w, axis=0)]) * 1.0,
-                                                 en.sum(g)))(en.reshape(x @ w, (-1,))),
-        # a part that is a graph input
-        "input part": lambda x, w: en.concat([en.reshape(x, (-1,)), en.sum(w, axis=0)]) * 1.0,
+        # half the parts are graph inputs: one concatenation copies them as well
+        "input part": lambda x, w: en.concat([en.reshape(x, (-1,)), en.sum(w, axis=0)]) + 1.0,
         # the concatenation is itself the output
         "output": lambda x, w: en.concat([en.reshape(x @ w, (-1,)), en.sum(w, axis=0)]),
-        # two dimensions
-        "2-D": lambda x, w: en.concat([x @ w, x @ w * 2.0], axis=0) * 1.0,
+        # along another axis than the first, a part is no run of the result
+        "axis 1": lambda x, w: en.concat([x @ w, x @ w * 2.0], axis=1) + 1.0,
+        # three inputs among four parts
+        "three copies": lambda x, w: en.concat([x, x * 2.0, x + w[0, 0], x - w[1, 1]][::-1][:1]
+                                               + [x, x, x], axis=0) + 1.0,
     }
     for name, fn in cases.items():
-        f = en.function(fn)
-        got, want = f(x, w), fn(en.tensor(x), en.tensor(w))
-        for a, b in zip(got if isinstance(got, tuple) else (got,),
-                        want if isinstance(want, tuple) else (want,)):
-            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-13, err_msg=name)
-        assert "_np_empty" not in _source(f, x, w), name
+        assert "_np_empty" not in _check(fn, x, w, name), name
+
+
+def test_a_part_read_elsewhere_and_parts_of_two_dimensions_are_written_in_place():
+    x, w = RNG.standard_normal((5, 4)), RNG.standard_normal((4, 3))
+    cases = {
+        # a part read by something else too: it reads the part in the result
+        "shared part": lambda x, w: (lambda g: (en.concat([g, en.sum(w, axis=0)]) + 1.0,
+                                                 en.sum(g)))(en.reshape(x @ w, (-1,))),
+        # two dimensions, along the first axis
+        "2-D": lambda x, w: en.concat([x @ w, x @ w * 2.0], axis=0) + 1.0,
+        # a stack along a new first axis
+        "stack": lambda x, w: en.stack([en.tanh(x @ w), en.sin(x @ w), en.cos(x)[:, :3]]) + 1.0,
+        # an input part copied in beside two written in place
+        "one copy": lambda x, w: en.concat([x[:, :3], x @ w, en.tanh(x @ w)], axis=0) + 1.0,
+    }
+    for name, fn in cases.items():
+        source = _check(fn, x, w, name)
+        assert "_np_empty" in source and "k_concat" not in source and "k_stack" not in source, \
+            name + "\n" + source
+
+
+def test_a_kernel_over_a_dying_part_does_not_write_into_the_result():
+    # Each tanh(x_t) dies at its product by 3.0, which the memory plan may run in place
+    # over it; the part lives in the concatenation's result by then, which must keep it.
+    xs = RNG.standard_normal((4, 6, 5))
+
+    def f(xs):
+        parts = [en.tanh(xs[t] * 1.5) for t in range(4)]
+        tripled = [p * 3.0 for p in parts]
+        return en.concat(parts, axis=0) + 1.0, en.stack(tripled)
+    traced = en.function(f)
+    got_concat, got_tripled = traced(xs)
+    parts = [np.tanh(xs[t] * 1.5) for t in range(4)]
+    np.testing.assert_allclose(got_concat.numpy(), np.concatenate(parts) + 1.0, rtol=1e-13)
+    np.testing.assert_allclose(got_tripled.numpy(), np.stack(parts) * 3.0, rtol=1e-13)
+    assert "_np_empty" in _source(traced, xs)
+
+
+def test_a_concat_and_a_stack_of_one_run_of_states_share_one_result():
+    # The unrolled RNN's pattern: its weight gradient reads h_0 .. h_{T-1}, its loss
+    # h_1 .. h_T. Both are views of one array that each step's kernel writes once.
+    xs, u = RNG.standard_normal((5, 4, 3)), RNG.standard_normal((3, 3)) * 0.5
+    h0 = RNG.standard_normal((4, 3))
+
+    def f(xs, u, h0):
+        hs = [h0]
+        for t in range(5):
+            hs.append(en.tanh(xs[t] + hs[-1] @ u))
+        return (en.transpose(en.concat(hs[:-1], axis=0)) @ en.concat(hs[1:], axis=0),
+                en.sum(en.stack(hs[1:]) ** 2.0, axis=(1, 2)))
+    traced = en.function(f)
+    got_gram, got_norms = traced(xs, u, h0)
+    hs = [h0]
+    for t in range(5):
+        hs.append(np.tanh(xs[t] + hs[-1] @ u))
+    np.testing.assert_allclose(got_gram.numpy(), np.concatenate(hs[:-1]).T @ np.concatenate(hs[1:]),
+                               rtol=1e-12)
+    np.testing.assert_allclose(got_norms.numpy(), (np.stack(hs[1:]) ** 2).sum(axis=(1, 2)),
+                               rtol=1e-12)
+    source = _source(traced, xs, u, h0)
+    assert source.count("_np_empty(") == 1 and "_np_empty(72," in source, source
 
 
 def test_lbfgs_flattens_its_gradients_in_place_with_the_eager_iterates():
