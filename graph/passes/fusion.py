@@ -404,9 +404,12 @@ def _make_op(kernel, n_inputs, outputs):
                   doc=doc + f" ({len(avals)} results)")
     aval = kernel.avals[0]
     reduction = outputs[0][1] is not None
+    # The generated numpy kernel takes ``out`` by name itself: called directly, it saves
+    # a wrapper call (0.2 us of a 7 us step kernel); a compiled one takes it last.
+    out_impl = kernel.out_impl if kernel.backend == "numpy" else \
+        (lambda *a, out: kernel.out_impl(*a, out))
     return Op(kernel.name, kernel.impl, lambda *a: aval, None, elementwise=not reduction,
-              reduction=reduction, n_inputs=n_inputs,
-              out_impl=lambda *a, out: kernel.out_impl(*a, out), doc=doc)
+              reduction=reduction, n_inputs=n_inputs, out_impl=out_impl, doc=doc)
 
 
 def _may_overwrite(members, inputs, outputs):
