@@ -55,13 +55,44 @@ class Placement:
         # A part that is one result of a multi-output kernel: {kernel: {index: unpack}}.
         self.kernel_parts = {}
         self.last_of = {}        # per k: the concatenation after which it is dropped
+        self._units = {}
 
     def out_argument(self, node):
         return f"out={self._slice(node)}"
 
     def _slice(self, node):
         k, lo, hi, shape = self.part_of[node]
-        return f"{result_name(k)}[{lo}:{hi}].reshape({shape!r})"
+        return self._run(k, lo, hi, shape)
+
+    def _unit(self, k):
+        """The one shape of every part of result ``k`` when each starts at a multiple of
+        its size (then the result is allocated as a stack of them, and a part is one
+        index into it, 0.15 us where a slice and a reshape take 0.4), else None."""
+        if k not in self._units:
+            shapes = {shape for kk, _, _, shape in self.part_of.values() if kk == k}
+            shapes |= {tuple(part.shape) for concat, (kk, _) in self.result_of.items()
+                       if kk == k for part, _, _ in self.copies_of.get(concat, ())}
+            unit = shapes.pop() if len(shapes) == 1 else None
+            size = int(np.prod(unit)) if unit is not None else 0
+            starts = [lo for kk, lo, _, _ in self.part_of.values() if kk == k] + \
+                [lo for concat, (kk, _) in self.result_of.items() if kk == k
+                 for _, lo, _ in self.copies_of.get(concat, ())]
+            if not size or any(lo % size for lo in starts) or self.results[k][0] % size:
+                unit = None
+            self._units[k] = unit
+        return self._units[k]
+
+    def _run(self, k, lo, hi, shape):
+        """Elements ``lo:hi`` of result ``k``, seen as ``shape``."""
+        name, unit = result_name(k), self._unit(k)
+        if unit is not None:
+            size = int(np.prod(unit))
+            if hi - lo == size and tuple(shape) == unit:
+                return f"{name}[{lo // size}]"
+            run = f"{name}[{lo // size}:{hi // size}]"
+        else:
+            run = f"{name}[{lo}:{hi}]"
+        return f"{run}.reshape({tuple(shape)!r})"
 
     def kernel_out_argument(self, kernel, views):
         """``out=(...)`` for a multi-output ``kernel`` one of whose results is a part:
@@ -76,12 +107,15 @@ class Placement:
         the result (the whole array where it is the whole, else a view in its shape)."""
         k, lo = self.result_of[concat]
         name = result_name(k)
-        lines = [f"    {name}[{a}:{b}].reshape({tuple(part.shape)!r})[...] = {names[part]}"
+        lines = [f"    {self._run(k, a, b, part.shape)}[...] = {names[part]}"
                  for part, a, b in self.copies_of.get(concat, ())]
         size, shape = int(np.prod(concat.shape)), tuple(concat.shape)
-        value = name if (lo, size) == (0, self.results[k][0]) else f"{name}[{lo}:{lo + size}]"
-        if len(shape) != 1:
-            value += f".reshape({shape!r})"
+        if (lo, size) == (0, self.results[k][0]) and len(shape) == 1 and self._unit(k) is None:
+            value = name
+        elif (lo, size) == (0, self.results[k][0]):
+            value = f"{name}.reshape({shape!r})"
+        else:
+            value = self._run(k, lo, lo + size, shape)
         # The allocation's own name is dropped with the last view: a variable's assign
         # takes an array held once as is.
         drop = f"; del {name}" if self.last_of[k] is concat else ""
@@ -89,7 +123,9 @@ class Placement:
 
     def allocation(self, k):
         size, _ = self.results[k]
-        return f"    {result_name(k)} = _np_empty({size}, {dtype_name(k)})"
+        unit = self._unit(k)
+        shape = size if unit is None else (size // int(np.prod(unit)),) + unit
+        return f"    {result_name(k)} = _np_empty({shape!r}, {dtype_name(k)})"
 
 
 def result_name(k):

@@ -127,7 +127,8 @@ def test_a_concat_and_a_stack_of_one_run_of_states_share_one_result():
     np.testing.assert_allclose(got_norms.numpy(), (np.stack(hs[1:]) ** 2).sum(axis=(1, 2)),
                                rtol=1e-12)
     source = _source(traced, xs, u, h0)
-    assert source.count("_np_empty(") == 1 and "_np_empty(72," in source, source
+    # One array of h_0 .. h_5, allocated as a stack of them (each state one index into it).
+    assert source.count("_np_empty(") == 1 and "_np_empty((6, 4, 3)," in source, source
 
 
 def test_lbfgs_flattens_its_gradients_in_place_with_the_eager_iterates():
