@@ -68,19 +68,21 @@ class Placement:
         """The one shape of every part of result ``k`` when each starts at a multiple of
         its size (then the result is allocated as a stack of them, and a part is one
         index into it, 0.15 us where a slice and a reshape take 0.4), else None."""
-        if k not in self._units:
-            shapes = {shape for kk, _, _, shape in self.part_of.values() if kk == k}
-            shapes |= {tuple(part.shape) for concat, (kk, _) in self.result_of.items()
-                       if kk == k for part, _, _ in self.copies_of.get(concat, ())}
-            unit = shapes.pop() if len(shapes) == 1 else None
-            size = int(np.prod(unit)) if unit is not None else 0
-            starts = [lo for kk, lo, _, _ in self.part_of.values() if kk == k] + \
-                [lo for concat, (kk, _) in self.result_of.items() if kk == k
-                 for _, lo, _ in self.copies_of.get(concat, ())]
-            if not size or any(lo % size for lo in starts) or self.results[k][0] % size:
-                unit = None
-            self._units[k] = unit
-        return self._units[k]
+        if not self._units:          # every result's at once: the placement is complete
+            runs = {}                  # k -> [(start, shape)] of its parts and copies
+            for kk, lo, _, shape in self.part_of.values():
+                runs.setdefault(kk, []).append((lo, tuple(shape)))
+            for concat, (kk, _) in self.result_of.items():
+                for part, lo, _ in self.copies_of.get(concat, ()):
+                    runs.setdefault(kk, []).append((lo, tuple(part.shape)))
+            for kk, found in runs.items():
+                shapes = {shape for _, shape in found}
+                unit = shapes.pop() if len(shapes) == 1 else None
+                size = int(np.prod(unit)) if unit is not None else 0
+                if not size or any(lo % size for lo, _ in found) or self.results[kk][0] % size:
+                    unit = None
+                self._units[kk] = unit
+        return self._units.get(k)
 
     def _run(self, k, lo, hi, shape):
         """Elements ``lo:hi`` of result ``k``, seen as ``shape``."""
