@@ -194,13 +194,13 @@ def _call(node, names, ns, out_arg, buffered):
     return f"{ns.kernel(node, buffered)}({', '.join(argv)})"
 
 
-def _node_line(node, names, ns, plan, used, placement):
-    """The statement computing ``node`` (without its source comment)."""
+def _node_lines(node, names, ns, plan, used, placement):
+    """The statements computing ``node`` (without their source comment)."""
     target = names[node]
     if node.op is constant_op:
-        return f"    {target} = {ns.add('c_' + target, _constant(node, ns.backend))}"
+        return [f"    {target} = {ns.add('c_' + target, _constant(node, ns.backend))}"]
     if node in placement.result_of:     # its parts wrote it in place
-        return "\n".join(placement.concat_lines(node, target, names))
+        return placement.concat_lines(node, target, names)
     if node in placement.part_of and node.op is not unpack_op:
         out_arg, buffered = placement.out_argument(node), True
     elif node in placement.kernel_parts:
@@ -210,9 +210,9 @@ def _node_line(node, names, ns, plan, used, placement):
     if out_arg is None and used:
         expression = _python_form(node, ns.backend)
         if expression is not None:
-            return f"    {target} = " + expression.format(*(names[i] for i in node.inputs))
+            return [f"    {target} = " + expression.format(*(names[i] for i in node.inputs))]
     call = _call(node, names, ns, out_arg, buffered)
-    return f"    {target} = {call}" if used else f"    {call}"
+    return [f"    {target} = {call}" if used else f"    {call}"]
 
 
 def _python_form(node, backend):
@@ -273,8 +273,8 @@ def lower(graph, kernel_for=None, backend=NUMPY, plan=None, recycle_outputs=Fals
         if node in recycled:
             block = _recycled_lines(recycled[node], node, names, ns)
         else:
-            block = _node_line(node, names, ns, plan, node in last_use or node in outputs,
-                               placement).split("\n")
+            block = _node_lines(node, names, ns, plan, node in last_use or node in outputs,
+                                placement)
         block = [placement.allocation(k) for k in placement.allocate_before.get(node, ())] + block
         if node.source is not None:
             where = f"  # {os.path.basename(node.source[0])}:{node.source[1]}"

@@ -32,6 +32,7 @@ import numpy as np
 
 from engine import ops
 from engine.config import config
+from engine.shapes import size_of
 
 from . import blas_threads
 
@@ -188,13 +189,8 @@ def _large_elementwise(node):
     op = node.op
     if not (op.elementwise or op.reduction or "fused_ops" in node.meta):
         return False
-    return any(_elements(n.shape) > AUTO_MIN_ELEMENTS for n in (node, *node.inputs))
-
-
-def _elements(shape):
-    if shape is None or None in shape:
-        return 0
-    return int(np.prod(shape, dtype=np.int64))
+    return any(n.shape is not None and (size_of(n.shape) or 0) > AUTO_MIN_ELEMENTS
+               for n in (node, *node.inputs))
 
 
 def product_work(node):

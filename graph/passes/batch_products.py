@@ -32,6 +32,7 @@ Example (three steps, printed by ``print(en.function(f).graph_for(...))``)::
     %matmul_1 = matmul(%getitem_1, %w)  ->  %matmul_3 = matmul(%reshape, %w)
     %matmul_2 = matmul(%getitem_2, %w)      %getitem_3 = getitem(%matmul_3, rows 0:32) ...
 """
+import functools
 import math
 
 from engine import ops
@@ -145,8 +146,7 @@ def _batch_shared(graph, group):
         parts.append(part)
         start += n
     # A bias every step adds to its rows is added once, to the whole product.
-    fold_bias(graph, product, parts,
-              lambda op, inputs, params, like: _add(graph, op, inputs, params, like))
+    fold_bias(graph, product, parts, functools.partial(_add, graph))
 
 
 def _independent(graph, members):

@@ -33,10 +33,8 @@ def fold_bias(graph, product, parts, add_node):
     adds = [a for _, inner, outer, _ in plans for a in (inner, outer) if a is not None]
     if len(set(adds)) != len(adds) or any(other in parts for *_, other in plans):
         return False
-    bias = plans[0][0]
-    columns = product.shape[-1]
-    if tuple(bias.shape) not in ((columns,), (1, columns)) or bias.dtype != product.dtype or \
-            _depends_on(bias, set(parts) | {product}):
+    bias = plans[0][0]       # one row of the product's columns and dtype (_broadcast_row)
+    if _depends_on(bias, set(parts) | {product}):
         return False
     biased = add_node(ops.add_op, [product, bias], {}, product)
     for part, (_, inner, outer, other) in zip(parts, plans):
