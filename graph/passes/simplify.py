@@ -3,6 +3,12 @@
 * ``x * 1``, ``1 * x``, ``x / 1``, ``x + 0``, ``0 + x``, ``x - 0`` -> ``x`` when the
   result keeps x's shape and dtype; on floats the zero must have the right sign
   (``-0.0 + 0.0`` is ``+0.0``, so only ``x + (-0.0)`` and ``x - (+0.0)`` are ``x``);
+* ``c1 * (c2 * x)`` -> ``(c1 * c2) * x`` for constants of x's dtype where one of them
+  is a power of two (``2 * (r / n)`` of a mean's squared error) and ``c1 * c2`` is a
+  normal float: scaling by a power of two commutes with rounding, so the one product
+  gives the bits the two did wherever ``c2 * x`` is a normal float (a subnormal one
+  rounds once less); the inner product must have no other reader (TensorFlow's arithmetic
+  optimizer pushes constants down so too, without the power-of-two guard);
 * ``x ** 1`` -> ``x``, ``x ** 2`` -> ``square(x)``; ``-(-x)`` -> ``x``; ``identity`` /
   ``stop_gradient`` -> their input (at run time they only matter to autodiff, which is
   done by the time a graph runs);
@@ -27,7 +33,8 @@ import numpy as np
 from engine import ops
 from engine.shapes import broadcast_shapes
 
-from .common import all_equal_to, constant_value, is_constant, replace_node
+from ..graph_ops import constant_op
+from .common import all_equal_to, constant_value, is_constant, remove_node, replace_node
 
 
 def _same_type(node, x):
@@ -54,6 +61,62 @@ def _identity_element(value, left=True, right=True, zero_sign=None):
             return replace_node(graph, node, y)
         return False
     return rule
+
+
+def _power_of_two(value):
+    """Every element of a float array is one power of two (of either sign)."""
+    if value.size == 0 or value.dtype.kind != "f":
+        return False
+    first = value.flat[0]
+    if not np.all(value == first) or first == 0 or not np.isfinite(first):
+        return False
+    mantissa, _ = np.frexp(first)
+    return abs(float(mantissa)) == 0.5 and abs(first) >= np.finfo(value.dtype).tiny
+
+
+def _constant_and_other(graph, node):
+    """``(constant, other input)`` of a product with exactly one constant input."""
+    x, y = node.inputs
+    if is_constant(x) and not is_constant(y):
+        return x, y
+    if is_constant(y) and not is_constant(x):
+        return y, x
+    return None, None
+
+
+def _constant_product(graph, node):
+    """``c1 * (c2 * x)`` -> ``(c1 * c2) * x`` (see the module docstring for when)."""
+    c1, inner = _constant_and_other(graph, node)
+    if c1 is None or None in node.shape or inner.op is not ops.mul_op or \
+            inner in graph.outputs or \
+            len(graph.users(inner)) != 1:
+        return False
+    c2, x = _constant_and_other(graph, inner)
+    if c2 is None or not all(n.dtype == node.dtype for n in (c1, c2, inner, x)):
+        return False
+    v1, v2 = constant_value(c1), constant_value(c2)
+    if not (_power_of_two(v1) or _power_of_two(v2)):
+        return False
+    with np.errstate(all="ignore"):
+        value = np.array(v1 * v2, dtype=node.dtype)
+    if not np.all(np.abs(value) >= np.finfo(value.dtype).tiny) or \
+            not np.all(np.isfinite(value)):
+        return False   # an overflow or a subnormal product would round differently
+    if broadcast_shapes(value.shape, tuple(x.shape)) != tuple(node.shape):
+        return False
+    const = graph.add(constant_op, (), {"value": value}, (value.shape, value.dtype),
+                      name=f"{c1.name}_times_{c2.name}", source=c1.source)
+    graph.set_inputs(node, [const, x])
+    if not graph.users(inner):
+        remove_node(graph, inner)
+    return True
+
+
+_unit_product = _identity_element(1)
+
+
+def _product_rule(graph, node):
+    return _unit_product(graph, node) or _constant_product(graph, node)
 
 
 def _double_negation(graph, node):
@@ -225,7 +288,7 @@ def _fold_broadcast_into_consumer(graph, node):
 
 
 RULES = {
-    ops.mul_op: _identity_element(1),
+    ops.mul_op: _product_rule,
     ops.div_op: _identity_element(1, left=False),
     ops.add_op: _identity_element(0, zero_sign=True),
     ops.sub_op: _identity_element(0, left=False, zero_sign=False),
