@@ -39,6 +39,7 @@ from engine.backend import NUMPY
 from engine.config import config
 from engine.errors import InvalidArgumentError
 from engine.op import Op
+from engine.shapes import size_of
 
 # None of these imports numba until it compiles.
 from ..compiled import numba_blas, numba_cache, numba_fused, numba_source
@@ -275,9 +276,8 @@ def _too_large(members):
 
 
 def _size(shape):
-    if shape is None or None in shape:
-        return 0
-    return int(np.prod(shape)) if shape else 1
+    """Elements of ``shape``; 0 where it is unknown (such values are never compiled)."""
+    return (size_of(shape) or 0) if shape is not None else 0
 
 
 def _pays(mode, members, source, n_ops):
