@@ -74,7 +74,7 @@ def _power_of_two(value):
     return abs(float(mantissa)) == 0.5 and abs(first) >= np.finfo(value.dtype).tiny
 
 
-def _constant_and_other(graph, node):
+def _constant_and_other(node):
     """``(constant, other input)`` of a product with exactly one constant input."""
     x, y = node.inputs
     if is_constant(x) and not is_constant(y):
@@ -86,12 +86,12 @@ def _constant_and_other(graph, node):
 
 def _constant_product(graph, node):
     """``c1 * (c2 * x)`` -> ``(c1 * c2) * x`` (see the module docstring for when)."""
-    c1, inner = _constant_and_other(graph, node)
-    if c1 is None or None in node.shape or inner.op is not ops.mul_op or \
-            inner in graph.outputs or \
-            len(graph.users(inner)) != 1:
+    c1, inner = _constant_and_other(node)
+    if c1 is None or None in node.shape or inner.op is not ops.mul_op:
         return False
-    c2, x = _constant_and_other(graph, inner)
+    if inner in graph.outputs or len(graph.users(inner)) != 1:
+        return False   # the inner product is read elsewhere: it stays, so nothing is saved
+    c2, x = _constant_and_other(inner)
     if c2 is None or not all(n.dtype == node.dtype for n in (c1, c2, inner, x)):
         return False
     v1, v2 = constant_value(c1), constant_value(c2)
