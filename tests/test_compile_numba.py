@@ -340,3 +340,39 @@ def test_a_compiled_function_takes_a_transposed_view(lowering):
     view = en.transpose(en.tensor(a.T.copy()))          # the same values, not C-contiguous
     assert not view.numpy().flags.c_contiguous
     np.testing.assert_allclose(fn(view, en.tensor(w)).numpy(), np.tanh(a @ w) * 2.0, rtol=1e-12)
+
+
+def test_fused_multiply_adds_keep_numpys_special_values(lowering, monkeypatch):
+    # numba compiles with fastmath={"contract"} only (graph/compiled/numba_cache.py): a
+    # multiply and an add may become one FMA, rounded once. Special inputs and signed
+    # zeros stay numpy's; the product is not rounded before the add, so the only cases
+    # that differ are a product that overflows meeting the opposite infinity (numpy:
+    # inf - inf = nan; the FMA: that infinity) and a subnormal product.
+    from engine.graph.compiled import numba_cache
+    key = numba_cache.key_of("def f():\n    return 0\n")
+    monkeypatch.setattr(numba_cache, "FASTMATH", frozenset())
+    assert numba_cache.key_of("def f():\n    return 0\n") != key, "the flags must key the cache"
+    monkeypatch.undo()
+    lowering("numba")
+    s = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 3e38, -3e38, 1e-45, 2.5], F32)
+    x, y, z = (a.ravel() for a in np.meshgrid(s, s, s, indexing="ij"))
+    fn = en.function(lambda x, y, z: x * y + z)
+    args = [en.tensor(a) for a in (x, y, z)]
+    assert _compiled_nodes(fn.graph_for(*args))
+    got = fn(*args).numpy()
+    with np.errstate(all="ignore"):
+        want = x * y + z
+        exact = x.astype(F64) * y.astype(F64)
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    overflow = np.isfinite(x) & np.isfinite(y) & (np.abs(exact) > np.finfo(F32).max) & \
+        np.isinf(z) & (np.sign(exact) != np.sign(z))
+    subnormal = (exact != 0) & (np.abs(exact) < np.finfo(F32).tiny)
+    assert np.all(same | overflow | subnormal), list(zip(x[~same], y[~same], z[~same]))
+    assert np.all(np.isinf(got[overflow]) & (np.sign(got[overflow]) == np.sign(z[overflow])))
+    zero = want == 0
+    assert np.array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
+    # exp32 passes NaN through with a select on x == x, which a no-NaNs flag would fold.
+    exp = en.function(lambda x: en.exp(x) * 2.0)
+    assert _compiled_nodes(exp.graph_for(en.tensor(s)))
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(exp(en.tensor(s)).numpy()[:3], np.exp(s[:3]) * 2.0)

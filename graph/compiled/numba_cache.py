@@ -37,7 +37,10 @@ _MATH = pathlib.Path(__file__).with_name("numba_math.py")
 # cell are chains of them. Measured on the 2-core Xeon: the compiled GRU loss and
 # gradient 2.35-2.55 ms against 2.76-2.79 without, LSTM 3.22-3.54 against 3.69-3.73, the
 # autoencoder's loss tail at batch 1000 0.79-0.85 ms against 1.00. No other fast-math
-# flag is set: NaN, infinities and signed zeros keep numpy's semantics.
+# flag is set: NaN and infinities in the inputs, and signed zeros, keep numpy's
+# semantics. The product is not rounded before the add, so a product that overflows
+# meeting the opposite infinity gives that infinity (numpy: inf - inf = nan), and a
+# subnormal product is rounded once (tests/test_compile_numba.py).
 FASTMATH = frozenset({"contract"})
 _HEADER = "import math\n\nimport numpy as np\nimport numba\nfrom engine.graph.compiled.numba_math import exp32, tanh32\n\n"
 
