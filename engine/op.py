@@ -127,6 +127,9 @@ RULE_KINDS = {
     "load_check": "graph loading (graph/load.py): ``f(in_avals, params, declared, where)``, "
                   "checks a loaded node's structure before ``abstract_eval`` runs and raises "
                   "LoadError naming ``where``",
+    "summed_results": "scan sums (graph/passes/scan_sums.py): True for a loop op whose per-step "
+                      "results it can add up over the steps itself (its ``summed`` param, the "
+                      "results' indices) instead of stacking them",
     "jvp": "forward mode (engine/transforms/forward.py): ``f(primals, tangents, out, **params)"
            " -> tangent of out`` (a tuple for several results), written in engine ops; a "
            "tangent is None where it is zero. Ops without one use the double-VJP fallback",

@@ -244,7 +244,7 @@ def _as_tuple(v):
 
 
 # ---- scan ----------------------------------------------------------------------------
-def _scan_impl(*rest, body, n_carry, n_x, length, reverse):
+def _scan_impl(*rest, body, n_carry, n_x, length, reverse, summed=()):
     carry = list(rest[:n_carry])
     xs = rest[n_carry:n_carry + n_x]
     caps = list(rest[n_carry + n_x:])
@@ -256,6 +256,9 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse):
     y_avals = [(tuple(s), d) for s, d in body.out_avals[n_carry:]]
     res_avals = [(tuple(n.shape), n.dtype) for n in body.replay]
     ys = [_stack_buffer(length, a) for a in y_avals]
+    # ``summed`` results (graph/passes/scan_sums.py) are added up step by step instead.
+    sums = {k: np.zeros(y_avals[k][0], y_avals[k][1]) for k in summed}
+    stacked = [k for k in range(n_y) if k not in sums]
     carries = [np.empty((length,) + np.shape(c), np.asarray(c).dtype) for c in carry]
     n_real = len(body.out_avals)
     residuals = [_stack_buffer(length, a) for a in res_avals]
@@ -265,9 +268,11 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse):
             carries[k][t] = c
         outs = body.run(carry + [x[t] for x in xs] + caps)
         carry = list(outs[:n_carry])
-        for k in range(n_y):
+        for k in stacked:
             ys[k] = _stack_buffer(length, y_avals[k], ys[k], outs[n_carry + k])
             ys[k][t] = outs[n_carry + k]
+        for k, total in sums.items():
+            np.add(total, outs[n_carry + k], out=total)
         for k in range(len(residuals)):
             residuals[k] = _stack_buffer(length, res_avals[k], residuals[k], outs[n_real + k])
             residuals[k][t] = outs[n_real + k]
@@ -275,6 +280,8 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse):
         ys = [np.empty((0,) + tuple(0 if d is None else d for d in s), dt) for s, dt in y_avals]
         residuals = [np.empty((0,) + tuple(0 if d is None else d for d in s), dt)
                      for s, dt in res_avals]
+    for k, total in sums.items():
+        ys[k] = total
     return tuple(np.asarray(c) for c in carry) + tuple(ys) + tuple(carries) + tuple(residuals)
 
 
@@ -288,7 +295,7 @@ def _stack_buffer(length, aval, buf=None, value=None):
     return None if value is None else np.empty((length,) + np.shape(value), dtype)
 
 
-def _scan_generic(be, *rest, body, n_carry, n_x, length, reverse):
+def _scan_generic(be, *rest, body, n_carry, n_x, length, reverse, summed=()):
     """``_scan_impl`` against the namespace: steps collected in lists, then stacked."""
     xp = be.xp
     carry = list(rest[:n_carry])
@@ -316,23 +323,29 @@ def _scan_generic(be, *rest, body, n_carry, n_x, length, reverse):
         out = xp.stack(parts) if length else xp.zeros((0,) + tuple(d or 0 for d in shape),
                                                          dtype=be.dtype(dt))
         stacked.append(out if be.dtype_of(out) == dt else be.astype(out, dt))
+    for k in summed:   # added up over the steps (graph/passes/scan_sums.py)
+        stacked[k] = xp.sum(stacked[k], axis=0)
     return tuple(carry) + tuple(stacked)
 
 
-def _scan_eval(*rest, body, n_carry, n_x, length, reverse):
+def _scan_eval(*rest, body, n_carry, n_x, length, reverse, summed=()):
     carry = [(tuple(s), d) for s, d in rest[:n_carry]]
-    ys = [((length,) + tuple(s), d) for s, d in body.out_avals[n_carry:]]
+    ys = [((tuple(s), d) if k in summed else ((length,) + tuple(s), d))
+          for k, (s, d) in enumerate(body.out_avals[n_carry:])]
     stacked = [((length,) + s, d) for s, d in carry]
     residuals = [((length,) + tuple(n.shape), n.dtype) for n in body.replay]
     return tuple(carry + ys + stacked + residuals)
 
 
-def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse):
+def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse, summed=()):
     n_real = len(body.out_avals)
     n_y = n_real - n_carry
     n_res = len(body.replay)
     g_carry = list(gs[:n_carry])
     g_ys = list(gs[n_carry:n_carry + n_y])
+    for k in summed:   # a sum over the steps: every step's result gets its cotangent
+        shape = tuple(body.out_avals[n_carry + k][0])
+        g_ys[k] = ops.broadcast_to(ops.reshape(g_ys[k], (1,) + shape), (length,) + shape)
     # The stacked carries are outputs too: a gradient that itself goes through this
     # scan's backward pass (second order) sends cotangents into them.
     g_stacked = list(gs[n_carry + n_y:2 * n_carry + n_y])
@@ -371,7 +384,8 @@ scan_op = _structural(Op("scan", _scan_impl, _scan_eval, _scan_vjp, multiple_res
                          doc="Loop a traced body over the leading axis of its inputs."))
 declare(scan_op, onnx=None, side_effects_of=lambda p: p["body"].has_side_effects,
         load_check=control_flow_checks.check_scan,
-        numba_form="time_loop")   # the time loop in compiled code (graph/compiled/numba_scan.py)
+        numba_form="time_loop",   # the time loop in compiled code (graph/compiled/numba_scan.py)
+        summed_results=True)      # graph/passes/scan_sums.py
 
 
 def scan(fn, init, xs=None, length=None, reverse=False):

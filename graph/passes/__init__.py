@@ -7,11 +7,13 @@ default pipeline, in order:
    repeated until none changes the graph (each can expose work for the others);
 2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one numba-compiled
    function where numba is installed and it pays (``en.config.compiled_lowering``);
-3. ``fusion`` -- elementwise regions (and regions feeding one another) into single
+3. ``scan_sums`` -- a scan's per-step results that only their sum over the steps reads
+   are added up in the loop instead of stacked (the numpy lowering's scans);
+4. ``fusion`` -- elementwise regions (and regions feeding one another) into single
    kernels, then ``dce``;
-4. ``parallel_matmul`` -- with kernel threads (``en.config.fusion_threads`` above 1), large
+5. ``parallel_matmul`` -- with kernel threads (``en.config.fusion_threads`` above 1), large
    matrix products split by rows over the engine's pool; nothing otherwise;
-5. ``memory_planning`` -- buffers for the compiled schedule (a plan kept for lowering;
+6. ``memory_planning`` -- buffers for the compiled schedule (a plan kept for lowering;
    the graph does not change).
 
 ``en.function(optimize=False)`` runs none; ``en.function(passes=[...])`` runs
@@ -32,14 +34,16 @@ from .layout import layout
 from .memory_planning import memory_planning
 from .parallel_matmul import parallel_matmul
 from .report import OptimizationReport, PassRecord
+from .scan_sums import scan_sums
 from .simplify import simplify
 from engine.errors import InvalidArgumentError
 
 PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch_products, dce,
-                                  compile_numba, fusion, parallel_matmul, memory_planning)}
+                                  compile_numba, scan_sums, fusion, parallel_matmul,
+                                  memory_planning)}
 CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "dce")
-DEFAULT_PIPELINE = ("cleanup", "compile_numba", "fusion", "dce", "parallel_matmul",
-                    "memory_planning")
+DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_sums", "fusion", "dce",
+                    "parallel_matmul", "memory_planning")
 MAX_ROUNDS = 10
 
 # Tests set this to run graph.lint() after every pass.

@@ -1,0 +1,88 @@
+"""Scan results summed in the loop: a per-step result read only by its sum over the steps.
+
+A scan stacks each step's results into a ``(length, ...)`` array. Its gradient with
+respect to a value the body captures (a weight) is such a stack, one gradient per step,
+summed right after the loop (the scan VJP in ``graph/control_flow.py``). In the numpy
+lowering the GRU's backward scan stacked its nine weights' gradients, 4.9 MB a call
+that left the cache and came back for the sums. This pass marks such results
+``summed``: the scan adds each step's value into one array, and the sum node goes.
+
+Scans are found by their op's ``summed_results`` rule. The pass applies to float
+results of a scan of static length under ``MAX_STEPS`` steps, where numpy's sum adds
+the steps one after another too (longer sums go by blocks for accuracy,
+``engine/ops/reduce.py``), so the rounding is of the same kind: the same bits for a
+forward scan, the steps in the other order for a reversed one (a VJP). It runs
+after ``compile_numba``: a scan written as native code is a compiled region by then,
+summing in its own loop.
+
+Example:
+    >>> import engine as en
+    >>> def f(w, xs):
+    ...     return en.sum(en.scan(lambda c, x: (c, x * w), 0.0, xs)[1], axis=0)
+    >>> g = en.function(f).graph_for(en.ones(3), en.ones((4, 3)))
+    >>> [n.params["summed"] for n in g.nodes if n.op.name == "scan"]
+    [(0,)]
+"""
+import numpy as np
+
+from engine import ops
+from engine.shapes import normalize_axes
+
+from ..graph_ops import unpack_op
+from .common import remove_node
+
+MAX_STEPS = 1024
+
+
+def _summed_results(graph, node):
+    """``[(k, unpack, sum)]`` for the per-step results ``k`` of scan ``node`` whose only
+    reader is a sum over the steps."""
+    n_carry = node.params["n_carry"]
+    n_y = len(node.params["body"].out_avals) - n_carry
+    unpacks = [u for u in graph.data_users(node) if u.op is unpack_op]
+    readers = {}
+    for u in unpacks:
+        readers[u.params["index"]] = readers.get(u.params["index"], 0) + 1
+    found = []
+    for u in unpacks:
+        k = u.params["index"] - n_carry
+        if not 0 <= k < n_y or readers[u.params["index"]] != 1 or u in graph.outputs or \
+                np.dtype(u.dtype).kind != "f":
+            continue
+        users = graph.users(u)
+        if len(users) != 1 or users[0].op is not ops.sum_op:
+            continue
+        total = users[0]
+        if total.params["keepdims"] or total.dtype != u.dtype or None in total.shape or \
+                normalize_axes(total.params["axis"], len(u.shape), "sum") != (0,):
+            continue
+        found.append((k, u, total))
+    return found
+
+
+def scan_sums(graph):
+    """Mark the results of each scan that only their sums over the steps read (see the
+    module docstring). Returns True if any scan changed."""
+    count = 0
+    for node in graph.topo_order():
+        if not node.op.rules.get("summed_results") or node.params.get("summed"):
+            continue
+        length = node.params["length"]
+        if not isinstance(length, int) or length >= MAX_STEPS:
+            continue
+        found = _summed_results(graph, node)
+        if not found:
+            continue
+        avals = list(node.avals)
+        n_carry = node.params["n_carry"]
+        for k, u, total in found:
+            avals[n_carry + k] = (total.shape, total.dtype)
+            u.shape = total.shape
+            graph.replace_all_uses_with(total, u)
+            remove_node(graph, total)
+        node.avals = tuple(avals)
+        node.params = {**node.params, "summed": tuple(sorted(k for k, _, _ in found))}
+        count += len(found)
+    if count:
+        graph.notes.append(f"summed {count} scan results in their loops")
+    return bool(count)
