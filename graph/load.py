@@ -86,8 +86,11 @@ def load(path):
                 f = open_regular(npz_path)
             except FileNotFoundError as err:
                 # A save that replaced the JSON since it was read removes the .npz the
-                # old JSON named: read the new one.
-                if attempt + 1 < _ATTEMPTS and _replaced(json_path, data):
+                # old JSON named: read the new one. A later save of the same function
+                # may have put the same JSON and .npz back meanwhile (the bytes match,
+                # the file is there again): read again too.
+                if attempt + 1 < _ATTEMPTS and (_replaced(json_path, data) or
+                                                os.path.exists(npz_path)):
                     continue
                 raise LoadError(f"cannot read {npz_path}: {err}") from None
             except OSError as err:
