@@ -23,6 +23,8 @@ Example:
     >>> [n.params["summed"] for n in g.nodes if n.op.name == "scan"]
     [(0,)]
 """
+import collections
+
 import numpy as np
 
 from engine import ops
@@ -40,9 +42,7 @@ def _summed_results(graph, node):
     n_carry = node.params["n_carry"]
     n_y = len(node.params["body"].out_avals) - n_carry
     unpacks = [u for u in graph.data_users(node) if u.op is unpack_op]
-    readers = {}
-    for u in unpacks:
-        readers[u.params["index"]] = readers.get(u.params["index"], 0) + 1
+    readers = collections.Counter(u.params["index"] for u in unpacks)
     found = []
     for u in unpacks:
         k = u.params["index"] - n_carry

@@ -102,13 +102,11 @@ def _constant_product(graph, node):
     if not np.all(np.abs(value) >= np.finfo(value.dtype).tiny) or \
             not np.all(np.isfinite(value)):
         return False   # an overflow or a subnormal product would round differently
-    if broadcast_shapes(value.shape, tuple(x.shape)) != tuple(node.shape):
-        return False
+    # Broadcasting is associative: (c1 * c2) with x has the shape c1 with (c2 with x) had.
     const = graph.add(constant_op, (), {"value": value}, (value.shape, value.dtype),
                       name=f"{c1.name}_times_{c2.name}", source=c1.source)
     graph.set_inputs(node, [const, x])
-    if not graph.users(inner):
-        remove_node(graph, inner)
+    remove_node(graph, inner)   # its one reader was node
     return True
 
 
