@@ -16,6 +16,7 @@ from engine.errors import (ArgumentTypeError, DTypeError, EngineError, NotDiffer
 from engine.modes import current_mode
 from engine.recording import active_tapes, record
 from engine.op import Op, declare
+from engine.ops.reduce import LeadingSum
 from engine.pytree import LEAF, TreeDef, flatten, unflatten
 from engine.tensor import Tensor
 
@@ -255,9 +256,10 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse, summed=()):
     # buffers take their shapes from the first step's values.
     y_avals = [(tuple(s), d) for s, d in body.out_avals[n_carry:]]
     res_avals = [(tuple(n.shape), n.dtype) for n in body.replay]
-    ys = [_stack_buffer(length, a) for a in y_avals]
-    # ``summed`` results (graph/passes/scan_sums.py) are added up step by step instead.
-    sums = {k: np.zeros(y_avals[k][0], y_avals[k][1]) for k in summed}
+    # ``summed`` results (graph/passes/scan_sums.py) are added up step by step instead,
+    # in the blocks of the engine's sum over the leading axis: no stack for them.
+    sums = {k: LeadingSum(length, *y_avals[k]) for k in summed}
+    ys = [None if k in sums else _stack_buffer(length, a) for k, a in enumerate(y_avals)]
     stacked = [k for k in range(n_y) if k not in sums]
     carries = [np.empty((length,) + np.shape(c), np.asarray(c).dtype) for c in carry]
     n_real = len(body.out_avals)
@@ -272,7 +274,7 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse, summed=()):
             ys[k] = _stack_buffer(length, y_avals[k], ys[k], outs[n_carry + k])
             ys[k][t] = outs[n_carry + k]
         for k, total in sums.items():
-            np.add(total, outs[n_carry + k], out=total)
+            total.add(t, outs[n_carry + k])
         for k in range(len(residuals)):
             residuals[k] = _stack_buffer(length, res_avals[k], residuals[k], outs[n_real + k])
             residuals[k][t] = outs[n_real + k]
@@ -281,7 +283,7 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse, summed=()):
         residuals = [np.empty((0,) + tuple(0 if d is None else d for d in s), dt)
                      for s, dt in res_avals]
     for k, total in sums.items():
-        ys[k] = total
+        ys[k] = total.total()
     return tuple(np.asarray(c) for c in carry) + tuple(ys) + tuple(carries) + tuple(residuals)
 
 

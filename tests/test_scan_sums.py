@@ -6,12 +6,15 @@ RNN (the backward scan's per-step gradients of its captures), a forward scan's s
 (the same bits, the steps added in the same order), the cases the pass must leave
 alone, and the gradient of a scan whose results are summed.
 """
+import tracemalloc
+
 import numpy as np
 import pytest
 
 import engine as en
 from engine.graph.control_flow import scan_op
 from engine.modes import apply
+from engine.ops.reduce import LeadingSum
 from pass_helpers import assert_same_bits, count
 
 F32 = np.float32
@@ -84,10 +87,13 @@ def test_the_weight_gradients_of_a_scanned_rnn_are_summed_in_the_loop():
         np.testing.assert_allclose(g, want.numpy(), rtol=1e-6, atol=1e-8)
 
 
-def test_a_forward_scans_sum_gives_the_stacked_sums_bits():
+# 40 steps are added one after another; from 1024 the engine's sum goes by blocks of
+# 256 rows, with 1300 a remainder of 20 that joins the first block.
+@pytest.mark.parametrize("steps", [40, 1024, 1300])
+def test_a_forward_scans_sum_gives_the_stacked_sums_bits(steps):
     rng = np.random.default_rng(1)
-    spread = 10.0 ** rng.uniform(-3, 3, (40, 6, 7))
-    xs = en.tensor((rng.standard_normal((40, 6, 7)) * spread).astype(F32))
+    spread = 10.0 ** rng.uniform(-3, 3, (steps, 6, 7))
+    xs = en.tensor((rng.standard_normal((steps, 6, 7)) * spread).astype(F32))
     w = en.tensor(rng.standard_normal(7).astype(F32))
 
     def fn(w, xs):
@@ -118,15 +124,74 @@ def test_a_stack_read_otherwise_stays_a_stack(reads):
         np.testing.assert_array_equal(g.numpy(), w_.numpy())
 
 
-def test_long_and_integer_scans_keep_the_stack():
-    long_xs = en.tensor(np.ones((1024, 2), F32))
+def test_long_scalar_and_integer_scans_keep_the_stack():
+    # A 1-d stack is summed pairwise by numpy: a long one of 0-d steps stays a stack.
+    long_scalars = en.tensor(np.full(1024, 0.1, F32))
+    short_scalars = en.tensor(np.full(1023, 0.1, F32))
     ints = en.tensor(np.ones((5, 2), np.int64))
     summed_over = en.function(lambda xs: en.sum(en.scan(lambda c, x: (c, x + x), xs[0], xs)[1],
                                                 axis=0))
-    assert [n.params.get("summed") for n in _scans(summed_over.graph_for(long_xs))] == [None]
+    assert [n.params.get("summed") for n in _scans(summed_over.graph_for(long_scalars))] == [None]
+    assert [n.params.get("summed") for n in _scans(summed_over.graph_for(short_scalars))] == [(0,)]
     assert [n.params.get("summed") for n in _scans(summed_over.graph_for(ints))] == [None]
-    np.testing.assert_array_equal(summed_over(long_xs).numpy(), np.full(2, 2048.0, F32))
+    np.testing.assert_array_equal(summed_over(long_scalars).numpy(),
+                                  np.sum(np.full(1024, 0.2, F32)))
+    np.testing.assert_allclose(summed_over(short_scalars).numpy(), 1023 * 0.2, rtol=1e-5)
     np.testing.assert_array_equal(summed_over(ints).numpy(), np.full(2, 10))
+
+
+def test_a_long_scanned_rnns_weight_gradients_are_summed_in_blocks():
+    # 1100 steps: the per-step weight gradients are added into 4 blocks and a remainder,
+    # never stacked; against float64 BPTT and the unoptimized (stacking) graph.
+    w, u, b, xs = _rnn_problem(steps=1100, batch=2, hidden=3, seed=3)
+    grad = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)))
+    args = [en.tensor(a) for a in (w, u, b, xs)]
+    assert [n.params["summed"] for n in _scans(grad.graph_for(*args))
+            if n.params.get("summed")] == [(1, 2, 3)]
+    got = [g.numpy() for g in grad(*args)]
+    for g, want in zip(got, _numpy_rnn_grads(w, u, b, xs)):
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-7)
+    unoptimized = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)), optimize=False)
+    for g, want in zip(got, unoptimized(*args)):
+        np.testing.assert_allclose(g, want.numpy(), rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("steps", [300, 3000])
+def test_a_summed_result_allocates_no_stack(steps):
+    # Each step gives a (64, 64) float32 value (16 KiB); stacked, 3000 steps take 47 MiB.
+    rng = np.random.default_rng(4)
+    xs = en.tensor(rng.standard_normal((steps, 64)).astype(F32))
+    w = en.tensor(rng.standard_normal(64).astype(F32))
+    f = en.function(lambda w, xs: en.sum(
+        en.scan(lambda c, x: (c, en.reshape(x, (64, 1)) * w), w, xs)[1], axis=0))
+    want = (xs.numpy().astype(np.float64).sum(axis=0)[:, None] * w.numpy())
+    f(w, xs)
+    tracemalloc.start()
+    try:
+        got = f(w, xs).numpy()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    stack = steps * 64 * 64 * 4
+    assert peak < stack / 4, f"{peak} bytes at the peak, a stack is {stack}"
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("length", [0, 1, 1023, 1024, 1300, 2053])
+def test_leading_sum_gives_the_engines_sum_over_rows(length):
+    rng = np.random.default_rng(length)
+    x = (rng.standard_normal((length, 3, 5)) * 10.0 ** rng.uniform(-4, 4, (length, 3, 5)))
+    x = x.astype(F32)
+    rows = LeadingSum(length, (3, 5), F32)
+    for t in range(length):
+        rows.add(t, x[t])
+    assert_same_bits(rows.total(), en.sum(en.tensor(x), axis=0), "rows in order")
+    backwards = LeadingSum(length, (3, 5), F32)   # a reversed scan's order
+    for t in reversed(range(length)):
+        backwards.add(t, x[t])
+    exact = x.astype(np.float64).sum(axis=0)
+    scale = np.abs(x).astype(np.float64).sum(axis=0) + 1e-30
+    assert np.all(np.abs(backwards.total() - exact) / scale < 1e-4)
 
 
 def test_a_summed_scan_differentiates_like_the_stacked_one():

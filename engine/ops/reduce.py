@@ -155,6 +155,46 @@ def _blocked_sum(x, axis=None, keepdims=False, out=None):
     return out
 
 
+class LeadingSum:
+    """``sum(x, axis=0)`` of a float ``x`` of ``length`` rows of ``shape``, given one row
+    at a time (``add(t, row)``, the rows in any order): the blocks of ``_blocked_sum``,
+    so rows given in order give its bits, kept in one row per block (a scan adds up a
+    per-step result this way, ``graph/passes/scan_sums.py``).
+
+    Example:
+        >>> x = np.arange(12.0).reshape(4, 3)
+        >>> s = LeadingSum(4, (3,), x.dtype)
+        >>> for t in range(4):
+        ...     s.add(t, x[t])
+        >>> s.total().tolist()
+        [18.0, 22.0, 26.0]
+    """
+
+    __slots__ = ("_length", "_full", "_blocks", "_rest")
+
+    def __init__(self, length, shape, dtype):
+        shape = tuple(shape)
+        blocked = len(shape) >= 1 and length >= 4 * _BLOCK_ROWS and \
+            np.dtype(dtype) in dtypes.FLOATS
+        k = length // _BLOCK_ROWS if blocked else 0
+        self._length, self._full = length, k * _BLOCK_ROWS
+        self._blocks = np.zeros((k,) + shape, dtype)
+        self._rest = np.zeros(shape, dtype)   # the rows after the last whole block
+
+    def add(self, t, row):
+        """Add row ``t``."""
+        acc = self._blocks[t // _BLOCK_ROWS] if t < self._full else self._rest
+        np.add(acc, row, out=acc)
+
+    def total(self):
+        """The sum of the rows added."""
+        if not len(self._blocks):
+            return self._rest
+        if self._full < self._length:
+            self._blocks[0] += self._rest
+        return self._blocks.sum(axis=0)
+
+
 def _blocked_mean(x, axis=None, keepdims=False, out=None):
     if x.dtype not in dtypes.FLOATS:
         return np.mean(x, axis=axis, keepdims=keepdims, out=out)

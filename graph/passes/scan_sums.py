@@ -8,10 +8,12 @@ that left the cache and came back for the sums. This pass marks such results
 ``summed``: the scan adds each step's value into one array, and the sum node goes.
 
 Scans are found by their op's ``summed_results`` rule. The pass applies to float
-results of a scan of static length under ``MAX_STEPS`` steps, where numpy's sum adds
-the steps one after another too (longer sums go by blocks for accuracy,
-``engine/ops/reduce.py``), so the rounding is of the same kind: the same bits for a
-forward scan, the steps in the other order for a reversed one (a VJP). It runs
+results of a scan of static length. The scan adds them up in the blocks of the
+engine's sum over the leading axis (``LeadingSum`` in ``engine/ops/reduce.py``: one
+after another, and from 1024 steps in blocks of 256), so the memory is one step's
+value per block and the rounding is of the same kind: the same bits for a forward
+scan, the steps in the other order for a reversed one (a VJP). A 0-d result of
+``MAX_STEPS`` steps or more keeps its stack, which numpy sums pairwise. It runs
 after ``compile_numba``: a scan written as native code is a compiled region by then,
 summing in its own loop.
 
@@ -33,6 +35,7 @@ from engine.shapes import normalize_axes
 from ..graph_ops import unpack_op
 from .common import remove_node
 
+# From this many steps a 0-d result stays stacked: numpy sums a 1-d stack pairwise.
 MAX_STEPS = 1024
 
 
@@ -68,9 +71,10 @@ def scan_sums(graph):
         if not node.op.rules.get("summed_results") or node.params.get("summed"):
             continue
         length = node.params["length"]
-        if not isinstance(length, int) or length >= MAX_STEPS:
+        if not isinstance(length, int):
             continue
-        found = _summed_results(graph, node)
+        found = [(k, u, total) for k, u, total in _summed_results(graph, node)
+                 if length < MAX_STEPS or total.shape]
         if not found:
             continue
         avals = list(node.avals)
