@@ -204,7 +204,8 @@ def _node_lines(node, names, ns, plan, used, placement):
     if node in placement.part_of and node.op is not unpack_op:
         out_arg, buffered = placement.out_argument(node), True
     elif node in placement.kernel_parts:
-        out_arg, buffered = placement.kernel_out_argument(node, plan.out_buffers_of[node]), True
+        views = plan.out_buffers_of.get(node) if plan is not None else None
+        out_arg, buffered = placement.kernel_out_argument(node, views), True
     else:
         out_arg, buffered = _out_argument(node, plan)
     if out_arg is None and used:
@@ -252,6 +253,9 @@ def lower(graph, kernel_for=None, backend=NUMPY, plan=None, recycle_outputs=Fals
     outputs = set(graph.outputs)
     last_use, dying = _liveness(order, outputs)
     ns = _Namespace(kernel_for, backend)
+    # The placement the memory planning pass made the plan for, or one made under this plan.
+    placement = plan.placement if plan is not None and plan.placement is not None and \
+        backend is NUMPY else concat_in_place.place_concats(graph, order, plan, backend)
     if plan is not None and not plan.views:
         plan = None
     recycled = output_recycling.recyclable_outputs(graph, plan, backend) \
@@ -259,7 +263,6 @@ def lower(graph, kernel_for=None, backend=NUMPY, plan=None, recycle_outputs=Fals
     recycled = {node: k for k, node in enumerate(recycled)}
     if recycled:
         ns.values.update(output_recycling.namespace_entries(len(recycled)))
-    placement = concat_in_place.place_concats(graph, order, plan, backend)
     ns.values.update(concat_in_place.namespace_entries(placement))
     fn_name = "run_" + "".join(c if c.isalnum() else "_" for c in graph.name)
     args = ", ".join([names[n] for n in graph.inputs] + (["_buffers"] if plan else []))

@@ -57,6 +57,11 @@ class Placement:
         self.last_of = {}        # per k: the concatenation after which it is dropped
         self._units = {}
 
+    def placed_nodes(self):
+        """The nodes that write into a result here (parts, and the unpacks of kernels'
+        parts) and the concatenations that are views of one: they need no buffers."""
+        return frozenset(self.part_of) | frozenset(self.result_of)
+
     def out_argument(self, node):
         return f"out={self._slice(node)}"
 
@@ -100,6 +105,7 @@ class Placement:
         """``out=(...)`` for a multi-output ``kernel`` one of whose results is a part:
         that result's slice, the planned buffers (or None) for the others."""
         parts = self.kernel_parts[kernel]
+        views = views or (None,) * len(kernel.avals)
         return "out=(" + "".join(
             f"{self._slice(parts[j])}, " if j in parts else
             "None, " if b is None else f"_b{b}, " for j, b in enumerate(views)) + ")"

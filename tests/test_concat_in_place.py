@@ -131,6 +131,33 @@ def test_a_concat_and_a_stack_of_one_run_of_states_share_one_result():
     assert source.count("_np_empty(") == 1 and "_np_empty((6, 4, 3)," in source, source
 
 
+def test_values_written_into_a_concatenation_get_no_planned_buffer():
+    # The product and the sum write into the concatenation's array, which is a fresh
+    # one: nothing is left for the memory plan (it used to give all three buffers).
+    x, w = RNG.standard_normal((5, 4)), RNG.standard_normal((4, 3))
+    f = en.function(lambda x, w: en.concat([en.reshape(x @ w, (-1,)), en.sum(w, axis=0)]) * 2.0)
+    np.testing.assert_allclose(f(x, w).numpy(),
+                               2.0 * np.concatenate([(x @ w).ravel(), w.sum(0)]), rtol=1e-13)
+    report = f.get_concrete_function(x, w).memory_report()
+    assert (report["buffers"], report["planned_nodes"]) == (0, 0), report
+    # The RNN's states: only the step products (4, 3) and the squares (5, 4, 3) are planned;
+    # the states and the two joins of them live in the one array of h_0 .. h_5.
+    xs, u = RNG.standard_normal((5, 4, 3)), RNG.standard_normal((3, 3)) * 0.5
+    h0 = RNG.standard_normal((4, 3))
+
+    def rnn(xs, u, h0):
+        hs = [h0]
+        for t in range(5):
+            hs.append(en.tanh(xs[t] + hs[-1] @ u))
+        return (en.transpose(en.concat(hs[:-1], axis=0)) @ en.concat(hs[1:], axis=0),
+                en.sum(en.stack(hs[1:]) ** 2.0, axis=(1, 2)))
+    traced = en.function(rnn)
+    for got, want in zip(traced(xs, u, h0), rnn(en.tensor(xs), en.tensor(u), en.tensor(h0))):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-13)
+    plan = traced.get_concrete_function(xs, u, h0).graph.memory_plan
+    assert sorted(shape for _, shape, _ in plan.views) == [(4, 3)] * 5 + [(5, 4, 3)]
+
+
 def test_lbfgs_flattens_its_gradients_in_place_with_the_eager_iterates():
     w0, x = RNG.standard_normal((6, 4)), en.tensor(RNG.standard_normal((8, 6)))
 

@@ -22,6 +22,9 @@ as an argument (``codegen.lower(graph, plan=...)``).
 """
 import numpy as np
 
+from engine.backend import NUMPY
+
+from .. import concat_in_place   # a module: it imports passes.common, so not a name
 from ..graph_ops import unpack_op
 from .common import fresh_results, nbytes, static_shape
 
@@ -45,6 +48,8 @@ class MemoryPlan:
         self.unplanned_peak = unplanned_peak
         self.planned_bytes = planned_bytes  # bytes the planned nodes would allocate unplanned
         self.inplace = inplace
+        # The in-place concatenations this plan was made for (memory_planning), or None.
+        self.placement = None
 
     @property
     def buffer_bytes(self):
@@ -129,7 +134,8 @@ class _Liveness:
     that die at each position (``dying``), and those that must never live in a reused
     buffer because the caller or a side effect may keep them (``escaping``)."""
 
-    def __init__(self, graph, order):
+    def __init__(self, graph, order, fresh=frozenset()):
+        self.fresh = fresh
         self.roots = roots = _roots(order)
         self.last_use = last_use = {}
         for i, node in enumerate(order):
@@ -151,7 +157,7 @@ class _Liveness:
         """A single-result node that may write into a planned buffer."""
         return (node.op.out_impl is not None and node.avals is None and
                 static_shape(node.shape) and node not in self.escaping and
-                not node.side_effects)
+                not node.side_effects and node not in self.fresh)
 
 
 class _Buffers:
@@ -222,7 +228,8 @@ def _kernel_out_buffers(graph, i, node, buffers):
     may_overwrite = node.op.rules.get("may_overwrite") or {}
     for u in unpacks:
         j = u.params["index"]
-        if taken.count(j) == 1 and static_shape(u.shape) and u not in buffers.live.escaping:
+        if taken.count(j) == 1 and static_shape(u.shape) and u not in buffers.live.escaping \
+                and u not in buffers.live.fresh:
             # In place over an input that dies here, where the kernel says it reads
             # that input only before it writes this result.
             out[j] = buffers.place(i, u, [node.inputs[p] for p in may_overwrite.get(j, ())],
@@ -230,9 +237,9 @@ def _kernel_out_buffers(graph, i, node, buffers):
     return tuple(out)
 
 
-def plan_memory(graph):
+def plan_memory(graph, fresh=frozenset()):
     """The :class:`MemoryPlan` for running ``graph`` in its topological order (the graph
-    is not changed).
+    is not changed); the nodes in ``fresh`` get no buffer (they write elsewhere).
 
     Example:
         >>> import engine as en
@@ -243,7 +250,7 @@ def plan_memory(graph):
         (2, 1, 1)
     """
     order = graph.topo_order()
-    live = _Liveness(graph, order)
+    live = _Liveness(graph, order, fresh)
     buffers = _Buffers(live)
     buffer_of, out_buffers_of = {}, {}
     for i, node in enumerate(order):
@@ -261,8 +268,20 @@ def plan_memory(graph):
 
 def memory_planning(graph):
     """The pass: plan the graph's buffers and keep the plan as ``graph.memory_plan`` (for
-    lowering). Returns False: the graph's structure does not change."""
-    plan = graph.memory_plan = plan_memory(graph)
+    lowering). Returns False: the graph's structure does not change.
+
+    Concatenations whose parts the plan lets write in place (``graph/concat_in_place.py``)
+    are placed first; then the graph is planned again without buffers for those parts and
+    concatenations, which write into the concatenation's own array, and the plan keeps
+    that placement for lowering."""
+    plan = plan_memory(graph)
+    placement = concat_in_place.place_concats(graph, graph.topo_order(), plan,
+                                              getattr(graph, "backend", NUMPY))
+    placed = placement.placed_nodes()
+    if placed:
+        plan = plan_memory(graph, fresh=placed)
+        plan.placement = placement
+    graph.memory_plan = plan
     graph.notes.append(f"{plan.planned} values in {len(plan.slots)} reused buffers "
                        f"({plan.inplace} in place)")
     return False
