@@ -127,6 +127,9 @@ RULE_KINDS = {
     "load_check": "graph loading (graph/load.py): ``f(in_avals, params, declared, where)``, "
                   "checks a loaded node's structure before ``abstract_eval`` runs and raises "
                   "LoadError naming ``where``",
+    "absent_cotangents": "reverse mode (engine/autodiff/tape.py): True for an op of several "
+                         "results whose VJP takes None for a result no gradient reached "
+                         "(and does no work for it), where other ops get zeros",
     "summed_results": "scan sums (graph/passes/scan_sums.py): True for a loop op whose per-step "
                       "results it can add up over the steps itself (its ``summed`` param, the "
                       "results' indices) instead of stacking them",

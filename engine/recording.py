@@ -4,7 +4,7 @@ A tape entry is a tuple ``(rule, inputs, out, params)``: ``rule`` says how the
 entry differentiates. Registry ops (:class:`engine.op.Op`) are their own
 rules; computations that are not registry ops (a variable read, a call of a
 compiled function, a custom-gradient function) record a :class:`TapeRule`.
-Both have the fields ``name``, ``multiple_results``, ``vjp`` and ``vjp_needs``.
+Both have the fields ``name``, ``multiple_results``, ``vjp``, ``vjp_needs`` and ``rules``.
 
 Modes never record: :func:`engine.modes.apply` (and every op function) records
 each op call, and :func:`engine.modes.read_variable` each variable read, so a
@@ -20,6 +20,7 @@ Example:
 """
 import contextlib
 import contextvars
+import types
 
 from . import dtypes
 from .errors import NotDifferentiableError
@@ -48,6 +49,8 @@ class TapeRule:
     """
 
     __slots__ = ("name", "vjp", "multiple_results", "vjp_needs")
+    # An op's rules that the tape reads (engine/op.py): a tape rule declares none.
+    rules = types.MappingProxyType({})
 
     def __init__(self, name, vjp, multiple_results=False, vjp_needs=False):
         self.name = name

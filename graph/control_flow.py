@@ -37,13 +37,14 @@ def _is_float(t):
 def _vjp_of(run, inputs, cotangents):
     """Run ``run(*inputs)`` under a tape and pull ``cotangents`` back to ``inputs``.
 
-    Returns one gradient per input (zeros for non-float or unconnected inputs).
+    Returns one gradient per input (zeros for non-float or unconnected inputs). A
+    cotangent may be None: that output sends no gradient back.
     """
     floats = [x for x in inputs if _is_float(x)]
     with GradientTape() as tape:
         tape.watch(floats)
         outs = run(*inputs)
-    pairs = [(o, g) for o, g in zip(outs, cotangents) if _is_float(o)]
+    pairs = [(o, g) for o, g in zip(outs, cotangents) if _is_float(o) and g is not None]
     grads = tape.gradient([o for o, _ in pairs], floats,
                           output_gradients=[g for _, g in pairs]) if pairs else [None] * len(floats)
     by_id = {id(x): g for x, g in zip(floats, grads)}
@@ -340,40 +341,51 @@ def _scan_eval(*rest, body, n_carry, n_x, length, reverse, summed=()):
 
 
 def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse, summed=()):
+    # A cotangent is None for a result no gradient reached (the op's absent_cotangents
+    # rule): the backward loop then reads nothing for it, where a stack of zeros as
+    # long as the sequence would be made, read and added every step.
     n_real = len(body.out_avals)
     n_y = n_real - n_carry
     n_res = len(body.replay)
-    g_carry = list(gs[:n_carry])
+    g_carry = [ops.zeros_like(o) if g is None else g for g, o in zip(gs[:n_carry], outs)]
     g_ys = list(gs[n_carry:n_carry + n_y])
     for k in summed:   # a sum over the steps: every step's result gets its cotangent
-        shape = tuple(body.out_avals[n_carry + k][0])
-        g_ys[k] = ops.broadcast_to(ops.reshape(g_ys[k], (1,) + shape), (length,) + shape)
+        if g_ys[k] is not None:
+            shape = tuple(body.out_avals[n_carry + k][0])
+            g_ys[k] = ops.broadcast_to(ops.reshape(g_ys[k], (1,) + shape), (length,) + shape)
     # The stacked carries are outputs too: a gradient that itself goes through this
     # scan's backward pass (second order) sends cotangents into them.
     g_stacked = list(gs[n_carry + n_y:2 * n_carry + n_y])
+    ys_given = [k for k in range(n_y) if g_ys[k] is not None]
+    stacked_given = [k for k in range(n_carry) if g_stacked[k] is not None]
     carries = list(outs[n_carry + n_y:2 * n_carry + n_y])
     residuals = list(outs[2 * n_carry + n_y:])
     xs = list(rest[n_carry:n_carry + n_x])
     caps = list(rest[n_carry + n_x:])
 
+    n_gy, n_gs = len(ys_given), len(stacked_given)
+
     def step(gc, sl):
         sl = list(sl)
         carry_t = sl[:n_carry]
         x_t = sl[n_carry:n_carry + n_x]
-        gy_t = sl[n_carry + n_x:n_carry + n_x + n_y]
-        gs_t = sl[n_carry + n_x + n_y:2 * n_carry + n_x + n_y]
+        gy_t = [None] * n_y
+        for k, g in zip(ys_given, sl[n_carry + n_x:n_carry + n_x + n_gy]):
+            gy_t[k] = g
+        gs_t = dict(zip(stacked_given, sl[n_carry + n_x + n_gy:n_carry + n_x + n_gy + n_gs]))
         # Random draws and effects of this step come from the forward pass.
-        replay = dict(zip(body.replay, sl[2 * n_carry + n_x + n_y:]))
+        replay = dict(zip(body.replay, sl[n_carry + n_x + n_gy + n_gs:]))
         inner_caps = current_mode().lift(caps) if caps else []
         ins = carry_t + x_t + inner_caps
         grads = _vjp_of(lambda *a: interpret(body.graph, list(a), replay)[:n_real], ins,
                         list(gc) + gy_t)
         # carries[t] is the carry entering step t: its cotangent joins that step's.
-        g_in = tuple(g + s for g, s in zip(grads[:n_carry], gs_t))
+        g_in = tuple(g + gs_t[k] if k in gs_t else g for k, g in enumerate(grads[:n_carry]))
         return g_in, tuple(grads[n_carry:])
 
+    given = [g_ys[k] for k in ys_given] + [g_stacked[k] for k in stacked_given]
     g_init, per_step = scan(step, tuple(g_carry),
-                            tuple(carries + xs + g_ys + g_stacked + residuals[:n_res]),
+                            tuple(carries + xs + given + residuals[:n_res]),
                             length=length, reverse=not reverse)
     g_xs = list(per_step[:n_x])
     g_caps = [ops.sum(g, axis=0) for g in per_step[n_x:]]
@@ -387,7 +399,8 @@ scan_op = _structural(Op("scan", _scan_impl, _scan_eval, _scan_vjp, multiple_res
 declare(scan_op, onnx=None, side_effects_of=lambda p: p["body"].has_side_effects,
         load_check=control_flow_checks.check_scan,
         numba_form="time_loop",   # the time loop in compiled code (graph/compiled/numba_scan.py)
-        summed_results=True)      # graph/passes/scan_sums.py
+        summed_results=True,      # graph/passes/scan_sums.py
+        absent_cotangents=True)   # _scan_vjp takes None for a result no gradient reached
 
 
 def scan(fn, init, xs=None, length=None, reverse=False):

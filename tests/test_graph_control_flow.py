@@ -288,6 +288,27 @@ def test_scan_gradients_first_and_second_order(mode, reverse):
     check_first_and_second_order(_scan_loss(reverse), np.array([0.3, -0.7, 1.1, 0.4]), mode)
 
 
+def test_a_scans_backward_loop_reads_nothing_for_results_no_gradient_reached():
+    # The loss reads the final carry alone: no gradient reaches the per-step results or
+    # the stacked carries, so the backward loop takes no (steps, 3) stack of zeros for
+    # them (an op's absent_cotangents rule); the gradient is the closed form w^T x_0.
+    xs = np.random.default_rng(5).standard_normal((7, 3))
+    w = 0.9
+
+    def loss(xs):
+        final, _ = en.scan(lambda c, x: (c * w + x, c), en.zeros(3), xs)
+        return en.sum(final)
+    grad = en.function(en.grad(loss), optimize=False)
+    np.testing.assert_allclose(grad(xs).numpy(),
+                               np.broadcast_to(w ** np.arange(6, -1, -1.0)[:, None], (7, 3)),
+                               rtol=1e-13)
+    graph = grad.graph_for(en.tensor(xs))
+    stacks = [n for n in graph.nodes if n.op.name == "zeros_like" and tuple(n.shape) == (7, 3)]
+    assert not stacks, [n.inputs for n in stacks]
+    np.testing.assert_allclose(en.grad(loss)(en.tensor(xs)).numpy(), grad(xs).numpy(),
+                               rtol=1e-15)
+
+
 # ---- py_function and en.print run when the graph runs ----------------------------------------
 def test_py_function_runs_at_run_time_on_concrete_values():
     seen = []

@@ -228,7 +228,10 @@ def backward(entries, targets, seeds, sources):
             gs = [cot.get(id(o)) if id(o) in keep else cot.pop(id(o), None) for o in out]
             if all(g is None for g in gs):
                 continue
-            g = tuple(ops.zeros_like(o) if gi is None else gi for o, gi in zip(out, gs))
+            if op.rules.get("absent_cotangents"):
+                g = tuple(gs)
+            else:
+                g = tuple(ops.zeros_like(o) if gi is None else gi for o, gi in zip(out, gs))
         else:
             g = cot.get(id(out)) if id(out) in keep else cot.pop(id(out), None)
             if g is None:
