@@ -130,6 +130,9 @@ RULE_KINDS = {
     "absent_cotangents": "reverse mode (engine/autodiff/tape.py): True for an op of several "
                          "results whose VJP takes None for a result no gradient reached "
                          "(and does no work for it), where other ops get zeros",
+    "unread_stacks": "scan stacks (graph/passes/scan_unread.py): True for a loop op that can "
+                     "leave out the per-step stacks of carries nothing reads (its ``unread`` "
+                     "param, the carries' indices)",
     "summed_results": "scan sums (graph/passes/scan_sums.py): True for a loop op whose per-step "
                       "results it can add up over the steps itself (its ``summed`` param, the "
                       "results' indices) instead of stacking them",

@@ -246,7 +246,7 @@ def _as_tuple(v):
 
 
 # ---- scan ----------------------------------------------------------------------------
-def _scan_impl(*rest, body, n_carry, n_x, length, reverse, summed=()):
+def _scan_impl(*rest, body, n_carry, n_x, length, reverse, summed=(), unread=()):
     carry = list(rest[:n_carry])
     xs = rest[n_carry:n_carry + n_x]
     caps = list(rest[n_carry + n_x:])
@@ -262,13 +262,16 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse, summed=()):
     sums = {k: LeadingSum(length, *y_avals[k]) for k in summed}
     ys = [None if k in sums else _stack_buffer(length, a) for k, a in enumerate(y_avals)]
     stacked = [k for k in range(n_y) if k not in sums]
-    carries = [np.empty((length,) + np.shape(c), np.asarray(c).dtype) for c in carry]
+    # The stacks of ``unread`` carries (graph/passes/scan_unread.py) are left empty.
+    carries = [np.empty((0 if k in unread else length,) + np.shape(c), np.asarray(c).dtype)
+               for k, c in enumerate(carry)]
+    kept = [k for k in range(n_carry) if k not in unread]
     n_real = len(body.out_avals)
     residuals = [_stack_buffer(length, a) for a in res_avals]
     steps = range(length - 1, -1, -1) if reverse else range(length)
     for t in steps:
-        for k, c in enumerate(carry):
-            carries[k][t] = c
+        for k in kept:
+            carries[k][t] = carry[k]
         outs = body.run(carry + [x[t] for x in xs] + caps)
         carry = list(outs[:n_carry])
         for k in stacked:
@@ -298,7 +301,7 @@ def _stack_buffer(length, aval, buf=None, value=None):
     return None if value is None else np.empty((length,) + np.shape(value), dtype)
 
 
-def _scan_generic(be, *rest, body, n_carry, n_x, length, reverse, summed=()):
+def _scan_generic(be, *rest, body, n_carry, n_x, length, reverse, summed=(), unread=()):
     """``_scan_impl`` against the namespace: steps collected in lists, then stacked."""
     xp = be.xp
     carry = list(rest[:n_carry])
@@ -312,9 +315,11 @@ def _scan_generic(be, *rest, body, n_carry, n_x, length, reverse, summed=()):
              + [(tuple(c.shape), be.dtype_of(c)) for c in carry]
              + [(tuple(n.shape), n.dtype) for n in body.replay])
     steps = [[None] * length for _ in avals]
+    left_out = {n_y + k for k in unread}   # stacks of carries nothing reads: left empty
     for t in (range(length - 1, -1, -1) if reverse else range(length)):
         for k, c in enumerate(carry):
-            steps[n_y + k][t] = c
+            if n_y + k not in left_out:
+                steps[n_y + k][t] = c
         outs = body.run(carry + [x[t, ...] for x in xs] + caps)
         carry = list(outs[:n_carry])
         for k in range(n_y):
@@ -322,25 +327,28 @@ def _scan_generic(be, *rest, body, n_carry, n_x, length, reverse, summed=()):
         for k in range(len(body.replay)):
             steps[n_y + n_carry + k][t] = outs[n_real + k]
     stacked = []
-    for parts, (shape, dt) in zip(steps, avals):
-        out = xp.stack(parts) if length else xp.zeros((0,) + tuple(d or 0 for d in shape),
-                                                         dtype=be.dtype(dt))
+    for j, (parts, (shape, dt)) in enumerate(zip(steps, avals)):
+        out = xp.stack(parts) if length and j not in left_out else \
+            xp.zeros((0,) + tuple(d or 0 for d in shape), dtype=be.dtype(dt))
         stacked.append(out if be.dtype_of(out) == dt else be.astype(out, dt))
     for k in summed:   # added up over the steps (graph/passes/scan_sums.py)
         stacked[k] = xp.sum(stacked[k], axis=0)
     return tuple(carry) + tuple(stacked)
 
 
-def _scan_eval(*rest, body, n_carry, n_x, length, reverse, summed=()):
+def _scan_eval(*rest, body, n_carry, n_x, length, reverse, summed=(), unread=()):
     carry = [(tuple(s), d) for s, d in rest[:n_carry]]
     ys = [((tuple(s), d) if k in summed else ((length,) + tuple(s), d))
           for k, (s, d) in enumerate(body.out_avals[n_carry:])]
-    stacked = [((length,) + s, d) for s, d in carry]
+    stacked = [((0 if k in unread else length,) + s, d) for k, (s, d) in enumerate(carry)]
     residuals = [((length,) + tuple(n.shape), n.dtype) for n in body.replay]
     return tuple(carry + ys + stacked + residuals)
 
 
-def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse, summed=()):
+def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse, summed=(), unread=()):
+    if unread:   # only an optimized graph's scans have it; graphs differentiate before
+        raise EngineError("scan: a node whose carries are not stacked (its unread param, "
+                          "graph/passes/scan_unread.py) has no gradient")
     # A cotangent is None for a result no gradient reached (the op's absent_cotangents
     # rule): the backward loop then reads nothing for it, where a stack of zeros as
     # long as the sequence would be made, read and added every step.
@@ -400,6 +408,7 @@ declare(scan_op, onnx=None, side_effects_of=lambda p: p["body"].has_side_effects
         load_check=control_flow_checks.check_scan,
         numba_form="time_loop",   # the time loop in compiled code (graph/compiled/numba_scan.py)
         summed_results=True,      # graph/passes/scan_sums.py
+        unread_stacks=True,       # graph/passes/scan_unread.py
         absent_cotangents=True)   # _scan_vjp takes None for a result no gradient reached
 
 

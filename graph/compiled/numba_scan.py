@@ -30,8 +30,9 @@ def scan_loop(em, node, depth):
     graph = body.graph
     if body.replay or body.has_side_effects or length is None or length == 0:
         raise Unsupported("scan: replayed values, effects or unknown length")
-    if p.get("summed"):   # graph/passes/scan_sums.py runs after this lowering, not before
-        raise Unsupported("scan with results summed by the numpy lowering's pass")
+    if p.get("summed") or p.get("unread"):   # passes that run after this lowering
+        raise Unsupported("scan with results summed or stacks left out by the numpy "
+                          "lowering's passes")
     ins = [em.scalar_or_array(i) for i in node.inputs]
     carries, xs, caps = ins[:n_carry], ins[n_carry:n_carry + n_x], ins[n_carry + n_x:]
     outs = list(graph.outputs)

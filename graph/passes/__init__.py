@@ -9,6 +9,7 @@ default pipeline, in order:
    function where numba is installed and it pays (``en.config.compiled_lowering``);
 3. ``scan_sums`` -- a scan's per-step results that only their sum over the steps reads
    are added up in the loop instead of stacked (the numpy lowering's scans);
+   ``scan_unread`` -- the stacks of a scan's carries that nothing reads are left out;
 4. ``fusion`` -- elementwise regions (and regions feeding one another) into single
    kernels, then ``dce``;
 5. ``parallel_matmul`` -- with kernel threads (``en.config.fusion_threads`` above 1), large
@@ -35,14 +36,15 @@ from .memory_planning import memory_planning
 from .parallel_matmul import parallel_matmul
 from .report import OptimizationReport, PassRecord
 from .scan_sums import scan_sums
+from .scan_unread import scan_unread
 from .simplify import simplify
 from engine.errors import InvalidArgumentError
 
 PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch_products, dce,
-                                  compile_numba, scan_sums, fusion, parallel_matmul,
+                                  compile_numba, scan_sums, scan_unread, fusion, parallel_matmul,
                                   memory_planning)}
 CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "dce")
-DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_sums", "fusion", "dce",
+DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_sums", "scan_unread", "fusion", "dce",
                     "parallel_matmul", "memory_planning")
 MAX_ROUNDS = 10
 
