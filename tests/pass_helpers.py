@@ -1,5 +1,6 @@
 """Helpers shared by the optimizer tests (test_passes, test_memory_planning)."""
 import numpy as np
+import pytest
 
 import engine as en
 
@@ -78,3 +79,12 @@ def run_pass(pass_fn, graph):
 def tensors(*shapes, seed=0, low=-2.0, high=2.0):
     rng = np.random.default_rng(seed)
     return [en.tensor(rng.uniform(low, high, size=s)) for s in shapes]
+
+
+@pytest.fixture
+def numpy_lowering():
+    """The numpy lowering for the test (passes for its scans; a compiled scan is a region)."""
+    previous = en.config.compiled_lowering
+    en.config.compiled_lowering = "numpy"
+    yield
+    en.config.compiled_lowering = previous

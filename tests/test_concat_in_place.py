@@ -105,19 +105,21 @@ def test_a_kernel_over_a_dying_part_does_not_write_into_the_result():
     assert "_np_empty" in _source(traced, xs)
 
 
+def _states_rnn(xs, u, h0):
+    """The unrolled RNN's pattern: its weight gradient reads h_0 .. h_{T-1}, its loss
+    h_1 .. h_T."""
+    hs = [h0]
+    for t in range(5):
+        hs.append(en.tanh(xs[t] + hs[-1] @ u))
+    return (en.transpose(en.concat(hs[:-1], axis=0)) @ en.concat(hs[1:], axis=0),
+            en.sum(en.stack(hs[1:]) ** 2.0, axis=(1, 2)))
+
+
 def test_a_concat_and_a_stack_of_one_run_of_states_share_one_result():
-    # The unrolled RNN's pattern: its weight gradient reads h_0 .. h_{T-1}, its loss
-    # h_1 .. h_T. Both are views of one array that each step's kernel writes once.
+    # Both joins of the states are views of one array that each step's kernel writes once.
     xs, u = RNG.standard_normal((5, 4, 3)), RNG.standard_normal((3, 3)) * 0.5
     h0 = RNG.standard_normal((4, 3))
-
-    def f(xs, u, h0):
-        hs = [h0]
-        for t in range(5):
-            hs.append(en.tanh(xs[t] + hs[-1] @ u))
-        return (en.transpose(en.concat(hs[:-1], axis=0)) @ en.concat(hs[1:], axis=0),
-                en.sum(en.stack(hs[1:]) ** 2.0, axis=(1, 2)))
-    traced = en.function(f)
+    traced = en.function(_states_rnn)
     got_gram, got_norms = traced(xs, u, h0)
     hs = [h0]
     for t in range(5):
@@ -144,15 +146,9 @@ def test_values_written_into_a_concatenation_get_no_planned_buffer():
     # the states and the two joins of them live in the one array of h_0 .. h_5.
     xs, u = RNG.standard_normal((5, 4, 3)), RNG.standard_normal((3, 3)) * 0.5
     h0 = RNG.standard_normal((4, 3))
-
-    def rnn(xs, u, h0):
-        hs = [h0]
-        for t in range(5):
-            hs.append(en.tanh(xs[t] + hs[-1] @ u))
-        return (en.transpose(en.concat(hs[:-1], axis=0)) @ en.concat(hs[1:], axis=0),
-                en.sum(en.stack(hs[1:]) ** 2.0, axis=(1, 2)))
-    traced = en.function(rnn)
-    for got, want in zip(traced(xs, u, h0), rnn(en.tensor(xs), en.tensor(u), en.tensor(h0))):
+    traced = en.function(_states_rnn)
+    for got, want in zip(traced(xs, u, h0),
+                         _states_rnn(en.tensor(xs), en.tensor(u), en.tensor(h0))):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-13)
     plan = traced.get_concrete_function(xs, u, h0).graph.memory_plan
     assert sorted(shape for _, shape, _ in plan.views) == [(4, 3)] * 5 + [(5, 4, 3)]

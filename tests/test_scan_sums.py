@@ -15,18 +15,13 @@ import engine as en
 from engine.graph.control_flow import scan_op
 from engine.modes import apply
 from engine.ops.reduce import LeadingSum
-from pass_helpers import assert_same_bits, count
+from pass_helpers import assert_same_bits, count, numpy_lowering  # noqa: F401 (a fixture)
 
 F32 = np.float32
 
 
-@pytest.fixture(autouse=True)
-def numpy_lowering():
-    # The pass is for the numpy lowering's scans; the compiled one sums in its own loop.
-    previous = en.config.compiled_lowering
-    en.config.compiled_lowering = "numpy"
-    yield
-    en.config.compiled_lowering = previous
+# The pass is for the numpy lowering's scans; the compiled one sums in its own loop.
+pytestmark = pytest.mark.usefixtures("numpy_lowering")
 
 
 def _scans(graph):
@@ -69,6 +64,18 @@ def _numpy_rnn_grads(w, u, b, xs):
     return dw, du, db
 
 
+def _check_rnn_grads(grad, w, u, b, xs, rtol):
+    """``grad``'s RNN weight gradients against float64 BPTT (to ``rtol``) and against the
+    unoptimized graph's, which stacks the steps (to ``rtol / 10``)."""
+    args = [en.tensor(a) for a in (w, u, b, xs)]
+    got = [g.numpy() for g in grad(*args)]
+    for g, want in zip(got, _numpy_rnn_grads(w, u, b, xs)):
+        np.testing.assert_allclose(g, want, rtol=rtol, atol=1e-7)
+    unoptimized = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)), optimize=False)
+    for g, want in zip(got, unoptimized(*args)):
+        np.testing.assert_allclose(g, want.numpy(), rtol=rtol / 10, atol=1e-8)
+
+
 def test_the_weight_gradients_of_a_scanned_rnn_are_summed_in_the_loop():
     w, u, b, xs = _rnn_problem()
     grad = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)))
@@ -79,12 +86,7 @@ def test_the_weight_gradients_of_a_scanned_rnn_are_summed_in_the_loop():
     # The summed results are one step's shape, not a stack of the steps.
     n_carry = backward[0].params["n_carry"]
     assert [backward[0].avals[n_carry + k][0] for k in (1, 2, 3)] == [(3, 5), (5, 5), (5,)]
-    got = [g.numpy() for g in grad(*args)]
-    for g, want in zip(got, _numpy_rnn_grads(w, u, b, xs)):
-        np.testing.assert_allclose(g, want, rtol=2e-5, atol=1e-7)
-    unoptimized = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)), optimize=False)
-    for g, want in zip(got, unoptimized(*args)):
-        np.testing.assert_allclose(g, want.numpy(), rtol=1e-6, atol=1e-8)
+    _check_rnn_grads(grad, w, u, b, xs, rtol=2e-5)
 
 
 # 40 steps are added one after another; from 1024 the engine's sum goes by blocks of
@@ -148,12 +150,7 @@ def test_a_long_scanned_rnns_weight_gradients_are_summed_in_blocks():
     args = [en.tensor(a) for a in (w, u, b, xs)]
     assert [n.params["summed"] for n in _scans(grad.graph_for(*args))
             if n.params.get("summed")] == [(1, 2, 3)]
-    got = [g.numpy() for g in grad(*args)]
-    for g, want in zip(got, _numpy_rnn_grads(w, u, b, xs)):
-        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-7)
-    unoptimized = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)), optimize=False)
-    for g, want in zip(got, unoptimized(*args)):
-        np.testing.assert_allclose(g, want.numpy(), rtol=1e-5, atol=1e-8)
+    _check_rnn_grads(grad, w, u, b, xs, rtol=1e-4)
 
 
 @pytest.mark.parametrize("steps", [300, 3000])

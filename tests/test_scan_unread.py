@@ -13,18 +13,13 @@ import pytest
 import engine as en
 from engine.errors import EngineError
 from engine.graph.control_flow import scan_op
-from pass_helpers import assert_same_bits
+from pass_helpers import assert_same_bits, numpy_lowering  # noqa: F401 (a fixture)
 
 F32 = np.float32
 
 
-@pytest.fixture(autouse=True)
-def numpy_lowering():
-    # The pass is for the numpy lowering's scans; a compiled one writes what it returns.
-    previous = en.config.compiled_lowering
-    en.config.compiled_lowering = "numpy"
-    yield
-    en.config.compiled_lowering = previous
+# The pass is for the numpy lowering's scans; a compiled one writes what it returns.
+pytestmark = pytest.mark.usefixtures("numpy_lowering")
 
 
 def _unread(graph):
