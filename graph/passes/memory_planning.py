@@ -134,8 +134,8 @@ class _Liveness:
     that die at each position (``dying``), and those that must never live in a reused
     buffer because the caller or a side effect may keep them (``escaping``)."""
 
-    def __init__(self, graph, order, fresh=frozenset()):
-        self.fresh = fresh
+    def __init__(self, graph, order, unplanned=frozenset()):
+        self.unplanned = unplanned
         self.roots = roots = _roots(order)
         self.last_use = last_use = {}
         for i, node in enumerate(order):
@@ -157,7 +157,7 @@ class _Liveness:
         """A single-result node that may write into a planned buffer."""
         return (node.op.out_impl is not None and node.avals is None and
                 static_shape(node.shape) and node not in self.escaping and
-                not node.side_effects and node not in self.fresh)
+                not node.side_effects and node not in self.unplanned)
 
 
 class _Buffers:
@@ -229,7 +229,7 @@ def _kernel_out_buffers(graph, i, node, buffers):
     for u in unpacks:
         j = u.params["index"]
         if taken.count(j) == 1 and static_shape(u.shape) and u not in buffers.live.escaping \
-                and u not in buffers.live.fresh:
+                and u not in buffers.live.unplanned:
             # In place over an input that dies here, where the kernel says it reads
             # that input only before it writes this result.
             out[j] = buffers.place(i, u, [node.inputs[p] for p in may_overwrite.get(j, ())],
@@ -237,9 +237,9 @@ def _kernel_out_buffers(graph, i, node, buffers):
     return tuple(out)
 
 
-def plan_memory(graph, fresh=frozenset()):
+def plan_memory(graph, unplanned=frozenset()):
     """The :class:`MemoryPlan` for running ``graph`` in its topological order (the graph
-    is not changed); the nodes in ``fresh`` get no buffer (they write elsewhere).
+    is not changed); the nodes in ``unplanned`` get no buffer (they write elsewhere).
 
     Example:
         >>> import engine as en
@@ -250,7 +250,7 @@ def plan_memory(graph, fresh=frozenset()):
         (2, 1, 1)
     """
     order = graph.topo_order()
-    live = _Liveness(graph, order, fresh)
+    live = _Liveness(graph, order, unplanned)
     buffers = _Buffers(live)
     buffer_of, out_buffers_of = {}, {}
     for i, node in enumerate(order):
@@ -279,8 +279,8 @@ def memory_planning(graph):
                                               getattr(graph, "backend", NUMPY))
     placed = placement.placed_nodes()
     if placed:
-        plan = plan_memory(graph, fresh=placed)
-        plan.placement = placement
+        plan = plan_memory(graph, unplanned=placed)
+    plan.placement = placement   # lowering takes it, rather than placing again
     graph.memory_plan = plan
     graph.notes.append(f"{plan.planned} values in {len(plan.slots)} reused buffers "
                        f"({plan.inplace} in place)")
