@@ -134,12 +134,14 @@ def _prod_vjp(g, out, x, *, axis, keepdims):
 # of float32 0.1 sum to 6003.5. Summing blocks of rows first, then the block sums,
 # keeps the error near (block + n / block) ulps for the same single pass.
 _BLOCK_ROWS = 256
+# From this many rows (of a float array of 2 dims or more) the sum goes by blocks.
+BLOCKED_FROM_ROWS = 4 * _BLOCK_ROWS
 
 
 def _blocked_sum(x, axis=None, keepdims=False, out=None):
     axes = normalize_axes(axis, x.ndim, "sum")
     n = x.shape[0] if x.ndim else 0
-    if axes != (0,) or x.ndim < 2 or n < 4 * _BLOCK_ROWS or x.dtype not in dtypes.FLOATS:
+    if axes != (0,) or x.ndim < 2 or n < BLOCKED_FROM_ROWS or x.dtype not in dtypes.FLOATS:
         # np.sum is add.reduce behind ~1 µs of argument handling
         return np.add.reduce(x, axis=axis, keepdims=keepdims, out=out)
     k = n // _BLOCK_ROWS
@@ -174,7 +176,7 @@ class LeadingSum:
 
     def __init__(self, length, shape, dtype):
         shape = tuple(shape)
-        blocked = len(shape) >= 1 and length >= 4 * _BLOCK_ROWS and \
+        blocked = len(shape) >= 1 and length >= BLOCKED_FROM_ROWS and \
             np.dtype(dtype) in dtypes.FLOATS
         k = length // _BLOCK_ROWS if blocked else 0
         self._length, self._full = length, k * _BLOCK_ROWS

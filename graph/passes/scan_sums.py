@@ -30,13 +30,15 @@ import collections
 import numpy as np
 
 from engine import ops
+from engine.ops.reduce import BLOCKED_FROM_ROWS
 from engine.shapes import normalize_axes
 
 from ..graph_ops import unpack_op
 from .common import remove_node
 
-# From this many steps a 0-d result stays stacked: numpy sums a 1-d stack pairwise.
-MAX_STEPS = 1024
+# From this many steps a 0-d result stays stacked: numpy sums a 1-d stack pairwise, where
+# LeadingSum would add blocks of steps.
+MAX_STEPS = BLOCKED_FROM_ROWS
 
 
 def _summed_results(graph, node):
