@@ -161,3 +161,74 @@ def test_policy(config):
     assert not numba_fused.pays("auto", source, 10, 3, 100, 2.0)
     assert numba_fused.pays("auto", source, int(3.0 / (per_call * 100)) * 2, 3, 100, 2.0)
     assert numba_fused.pays("numba", source, 1, 1, 100, 1e9)
+
+
+def test_view_of_the_result_is_read_in_place(config):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    kernel = _kernel(lambda a, b: en.tanh(a + b) * 3.0, [a, b])
+    want = 3.0 * np.tanh(a.astype(np.float64) + b)
+    buf = a.copy()
+    # Two views of one buffer, as a memory plan hands out: not one object, one address.
+    out = kernel.out_impl(buf.view(), b, np.float32(3.0), buf.view())
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(buf, want, rtol=2e-6, atol=1e-6)
+    assert len(kernel._variants) == 2                    # read through the aliased loop
+    fresh = kernel.out_impl(a, b, np.float32(3.0), None)
+    np.testing.assert_allclose(fresh, want, rtol=2e-6, atol=1e-6)
+
+
+def _unrolled_tanh_rnn(w, u, b, xs, targets):
+    h = en.zeros((xs.shape[1], u.shape[0]), dtype="float32")
+    outs = []
+    for t in range(xs.shape[0]):
+        h = en.tanh(xs[t] @ w + h @ u + b)
+        outs.append(h)
+    return en.mean((en.stack(outs) - targets) ** 2.0)
+
+
+def test_the_steps_of_an_unrolled_loop_share_one_compiled_kernel(config):
+    from bench.workloads.rnn import numpy_tanh_loss_and_grad
+    from engine.graph.passes import DEFAULT_PIPELINE
+    rng = np.random.default_rng(7)
+    steps, batch, hidden = 12, 16, 32
+    w, u = (rng.uniform(-0.3, 0.3, (hidden, hidden)).astype(np.float32) for _ in range(2))
+    b = rng.uniform(-0.1, 0.1, hidden).astype(np.float32)
+    xs, targets = (rng.standard_normal((steps, batch, hidden)).astype(np.float32)
+                   for _ in range(2))
+    arrays = [en.tensor(a) for a in (w, u, b, xs, targets)]
+    # Without the whole-graph pass: each fused kernel is lowered on its own, as in an
+    # unrolled graph too large to be written whole.
+    passes = [p for p in DEFAULT_PIPELINE if p != "compile_numba"]
+    results = {}
+    for mode in ("numba", "numpy"):
+        en.config.compiled_lowering = mode
+        f = en.function(en.value_and_grad(_unrolled_tanh_rnn, argnums=(0, 1, 2)), passes=passes)
+        results[mode] = [o.numpy() for o in flat(f(*arrays))]
+        graph = f.graph_for(*arrays)
+    en.config.compiled_lowering = "numba"
+    f = en.function(en.value_and_grad(_unrolled_tanh_rnn, argnums=(0, 1, 2)), passes=passes)
+    f(*arrays)
+    kernels = [n.op.impl.__self__.out_impl.__self__ for n in f.graph_for(*arrays).nodes
+               if n.op.name.startswith("fused") and n.meta.get("backend") == "numba"]
+    assert len(kernels) >= 2 * steps - 2                 # each step's forward and backward
+    sources = {k.source for k in kernels}
+    assert len({id(k.fn) for k in kernels}) == len(sources) < len(kernels) // 4
+    assert all(n.meta.get("backend") != "numba" for n in graph.nodes)   # the numpy run
+    want = numpy_tanh_loss_and_grad(tuple(a.astype(np.float64) for a in (w, u, b)),
+                                    xs.astype(np.float64), targets.astype(np.float64))
+    for got, lowered, ref in zip(results["numba"], results["numpy"], want):
+        np.testing.assert_allclose(got, ref, rtol=2e-5, atol=1e-6 * np.abs(ref).max())
+        np.testing.assert_allclose(got, lowered, rtol=2e-5, atol=1e-6 * np.abs(ref).max())
+
+
+def test_small_regions_pay_for_the_numpy_calls_they_save(config):
+    source = "def k():\n    return 0\n"
+    # One op on a few elements: the compiled call costs more than numpy's.
+    assert not numba_fused.pays("auto", source, 64, 1, 10 ** 9, 0.0)
+    # Four ops on a (32, 64) step: the calls saved pay back compiling after enough calls.
+    saved = 4 * numba_fused.SAVED_SECONDS_PER_NUMPY_CALL - numba_fused.CALL_SECONDS
+    calls = int((2.0 + numba_fused.IMPORT_SECONDS) / saved) * 2
+    assert numba_fused.pays("auto", source, 2048, 4, calls, 2.0)
+    assert not numba_fused.pays("auto", source, 2048, 4, 100, 2.0)

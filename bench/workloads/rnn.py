@@ -37,10 +37,11 @@ timed call computes the loss and its gradient with respect to every weight
                          backward loop reads the forward's values instead of
                          recomputing them, and the products that need no carry run
                          once for all 50 steps
-``graph_unrolled_compiled``  ``graph_unrolled`` under ``"numba"``, skipped with the
-                         reason when nothing is compiled: the batched products of
-                         the unrolled graphs (``graph/passes/batch_products.py``)
-                         make them too large to be written whole
+``graph_unrolled_compiled``  ``graph_unrolled`` under ``"numba"``: the batched products
+                         of the unrolled graphs (``graph/passes/batch_products.py``)
+                         make them too large to be written whole, so each fused
+                         kernel is compiled, the steps' alike kernels sharing one
+                         function, and numpy runs the products
 ``torch``                PyTorch eager autograd
 ``torch_cell_compiled``  the cell as ``torch.jit.script``, the loop eager (``--full``;
                          the compiled modes above are ``--full`` too)
@@ -329,7 +330,7 @@ def _engine_mode(mode, problem):
                 graph = fn.graph_for(p, xs_t, targets, h0)
             finally:
                 en.config.compiled_lowering = previous
-            if not [n for n in graph.nodes if n.op.name == "compiled_region"]:
+            if not [n for n in graph.nodes if n.meta.get("backend") == "numba"]:
                 report = fn.optimization_report(p, xs_t, targets, h0)
                 why = [str(w.message) for w in caught] + [
                     r.note for r in report if r.name == "compile_numba" and r.note]

@@ -42,6 +42,9 @@ _MATH = pathlib.Path(__file__).with_name("numba_math.py")
 # meeting the opposite infinity gives that infinity (numpy: inf - inf = nan), and a
 # subnormal product is rounded once (tests/test_compile_numba.py).
 FASTMATH = frozenset({"contract"})
+# The dispatchers this process holds, by (key, function name): a region met again (an
+# unrolled loop's steps, a graph traced again) neither compiles nor reads the disk.
+_LOADED = {}
 _HEADER = "import math\n\nimport numpy as np\nimport numba\nfrom engine.graph.compiled.numba_math import exp32, tanh32\n\n"
 
 
@@ -96,6 +99,10 @@ def load(source, fn_name, signature):
     ``(dispatcher, from_cache)``."""
     import numba   # optional, imported when a region is compiled
     key = key_of(source)
+    loaded = _LOADED.get((key, fn_name))
+    if loaded is not None:   # this process compiled or loaded it already
+        loaded.compile(signature)
+        return loaded, True
     folder = cache_dir()
     module_name = f"_engine_region_{key}"
     fn = None
@@ -116,6 +123,7 @@ def load(source, fn_name, signature):
         fn = _in_memory(source, fn_name)
     fn.compile(signature)
     from_cache = bool(getattr(fn, "stats", None) and fn.stats.cache_hits)
+    _LOADED[(key, fn_name)] = fn
     if on_disk:
         try:
             (folder / f"r{key}.ok").touch()

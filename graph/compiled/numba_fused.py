@@ -1,4 +1,4 @@
-"""Large fused elementwise kernels compiled by numba: one pass over memory per kernel.
+"""Fused elementwise kernels compiled by numba: one pass over memory per kernel.
 
 The numpy lowering runs a fused region (``graph/passes/fusion.py``) block by
 block, one numpy call per op per block: each op reads and writes a block-sized
@@ -12,6 +12,12 @@ into a float32 row of accumulators first and moved into float64 every
 among the kernel threads as the numpy kernels' blocks are
 (``graph/parallel.py``); the parts' accumulators are added in part order.
 
+A small region (one block, one value) is one call on the calling thread, its
+aliasing of inputs by the result tested in a few hundred nanoseconds
+(``_one_value``): there the saving is numpy's per-call cost, about 1.5 us an op.
+Every kernel's function is named ``SOURCE_NAME``, so the fused steps of an
+unrolled loop, alike in ops, shapes and dtypes, share one source and compile once.
+
 Results agree with the numpy lowering to rounding, not bit for bit: ``exp32``
 and ``tanh32`` are within a few ulp, and sums add in another order.
 
@@ -20,8 +26,8 @@ Example:
     >>> f = en.function(lambda x, y: en.sigmoid(x) * y, passes=["cleanup"])
     >>> g = f.graph_for(en.ones((2, 3), dtype="float32"), en.ones(3, dtype="float32"))
     >>> x, y, sig, mul = g.topo_order()
-    >>> print(kernel_source("k", [sig, mul], [x, y], [(mul, None)]))
-    def k(x0, x1, out0, lo, hi):
+    >>> print(kernel_source(SOURCE_NAME, [sig, mul], [x, y], [(mul, None)]))
+    def fused(x0, x1, out0, lo, hi):
         for i0 in range(lo, hi):
             for i1 in range(3):
                 t0 = np.float32(np.float32(1) / (np.float32(1) + exp32(-(x0[i0, i1]))))
@@ -38,6 +44,9 @@ from ..parallel import kernel_threads, row_bounds, run_split
 from . import numba_cache
 from .numba_emitter import Unsupported, check_writable, scalar_expression
 
+# The function's name in every kernel's source: regions of the same ops, shapes and dtypes
+# (the steps of an unrolled loop) have the same source, compiled once.
+SOURCE_NAME = "fused"
 # float32 partial sums hold at most this many rows before they move into float64.
 FLUSH_ROWS = 32
 # Rows of one part of a split (the numpy kernels' block size, in elements).
@@ -132,7 +141,7 @@ class CompiledFusedKernel:
     def __init__(self, name, members, inputs, outputs, threads=None, source=None):
         self.name, self._region = name, (members, inputs, outputs)
         self.threads = threads   # what "auto" kernel threads chose for the graph
-        self.source = source or kernel_source(name, members, inputs, outputs)
+        self.source = source or kernel_source(SOURCE_NAME, members, inputs, outputs)
         self.shape = tuple(members[-1].shape)
         self.size = math.prod(self.shape)
         self.n_inputs = len(inputs)
@@ -143,10 +152,18 @@ class CompiledFusedKernel:
             [_array_type(1, np.float64) for _, r in outputs if r is not None]
         import numba   # optional (the caller checked it is installed)
         self.signature = tuple(signature + [numba.types.intp, numba.types.intp])
-        self.fn, self.from_cache = numba_cache.load(self.source, name, self.signature)
+        self.fn, self.from_cache = numba_cache.load(self.source, SOURCE_NAME, self.signature)
         self._variants = {(): self.fn}
         row = self.size // self.shape[0] if self.shape[0] else 1
         self.rows = max(1, BLOCK_ELEMENTS // max(row, 1))
+        if self.shape[0] <= self.rows and len(outputs) == 1 and outputs[0][1] is None:
+            # One block and one value: the per-call work is a few microseconds, so the
+            # call takes the short path (``_one_value``), on this thread.
+            self._loose = [k for k, i in enumerate(inputs) if not i.shape]
+            self._arrays = [k for k, i in enumerate(inputs) if i.shape]
+            self.out_impl = self._one_value
+        value = _array_type(len(self.shape), members[-1].dtype)
+        self._same_start = numba_cache.load(_SAME_START, "same_start", (value, value))[0]
 
     def _inputs(self, arrays):
         # A 0-d value may come as a numpy scalar from another kernel; a view of
@@ -187,26 +204,54 @@ class CompiledFusedKernel:
             outs[j][...] = total
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _variant(self, arrays, values):
+    def _one_value(self, *args):
+        n = self.n_inputs
+        arrays = list(args[:n])
+        for k in self._loose:   # 0-d: may come as a numpy scalar from another kernel
+            arrays[k] = np.asarray(arrays[k], self.input_dtypes[k])
+        out = args[n]
+        if out is None:
+            out = np.empty(self.shape, self.outputs[0][0])
+            fn = self.fn
+        else:
+            fn = self._variant(arrays, [out], self._arrays)
+        fn(*arrays, out, 0, self.shape[0])
+        return out
+
+    def _variant(self, arrays, values, candidates=None):
         """The loop for this call's aliasing of inputs by value results (each pattern
-        compiled once: a graph's memory plan gives the same one every call)."""
+        compiled once: a graph's memory plan gives the same one every call).
+        ``candidates``: the indices of the inputs that may alias (all by default); an
+        input overlapping a result in part is replaced in ``arrays`` by a copy."""
         aliases = []
-        for k, a in enumerate(arrays):
+        for k in range(len(arrays)) if candidates is None else candidates:
+            a = arrays[k]
             for j, out in enumerate(values):
-                if not np.may_share_memory(a, out):
+                if a is out:   # written in place by the memory plan: the cheap test first
+                    aliases.append((k, j))
+                elif not np.may_share_memory(a, out):
                     continue
-                if a.shape == out.shape and a.strides == out.strides and \
-                        a.ctypes.data == out.ctypes.data:
+                elif a.shape == out.shape and a.strides == out.strides and \
+                        a.dtype == out.dtype and self._same_start(a, out):
                     aliases.append((k, j))
                 else:   # a partial overlap (never planned): read a copy, as numpy would
                     arrays[k] = a = a.copy()
+        if not aliases:
+            return self.fn
         aliases = tuple(aliases)
         fn = self._variants.get(aliases)
-        if fn is None:
-            source = kernel_source(self.name, *self._region, aliases=aliases)
-            fn = self._variants[aliases] = numba_cache.load(source, self.name,
-                                                            self.signature)[0]
+        return fn if fn is not None else self._compile_variant(aliases)
+
+    def _compile_variant(self, aliases):
+        source = kernel_source(SOURCE_NAME, *self._region, aliases=aliases)
+        fn = self._variants[aliases] = numba_cache.load(source, SOURCE_NAME, self.signature)[0]
         return fn
+
+
+# Whether two arrays begin at one address: numba reads both pointers in about 0.3 us
+# (``ndarray.ctypes.data`` costs over 1 us each). Compiled through the cache like a
+# region, so a second process loads it.
+_SAME_START = "def same_start(x, y):\n    return x.ctypes.data == y.ctypes.data\n"
 
 
 def _array_type(rank, dtype):
@@ -221,16 +266,32 @@ def _array_type(rank, dtype):
 # about 1 s.
 SAVED_SECONDS_PER_ELEMENT_OP = 3e-10
 IMPORT_SECONDS = 1.0
+# On small regions the calls count: numpy's take about 1.5 us each (the figure of
+# compile_numba.SAVED_SECONDS_PER_OP), a compiled kernel's own about 2 (its numba dispatch
+# and the aliasing tests of ``_one_value``; measured on the 2-core AMD machine: 5.1 us
+# against 3.7 for the bare loop of tanh(a + b) over (32, 64), numpy's two calls 6.7).
+SAVED_SECONDS_PER_NUMPY_CALL = 1.5e-6
+CALL_SECONDS = 2e-6
 
 
 def pays(mode, source, size, n_ops, calls, compile_seconds):
     """Whether a region of ``size`` elements and ``n_ops`` ops is worth compiling: always
-    under ``"numba"``; under ``"auto"`` when what it saves over ``calls`` calls exceeds
-    importing numba (unless imported already) and compiling (unless on disk)."""
+    under ``"numba"``; under ``"auto"`` when it saves time a call and what it saves over
+    ``calls`` calls exceeds importing numba (unless imported already) and compiling
+    (unless on disk).
+
+    Example:
+        >>> pays("auto", "def fused(): pass", 64, 1, 100, 1.0)   # one small op: nothing saved
+        False
+    """
     if mode == "numba":
         return True
     import sys
+    saved = size * n_ops * SAVED_SECONDS_PER_ELEMENT_OP + \
+        n_ops * SAVED_SECONDS_PER_NUMPY_CALL - CALL_SECONDS
+    if saved <= 0:
+        return False
     cost = 0.0 if "numba" in sys.modules else IMPORT_SECONDS
     if not numba_cache.is_cached(source):
         cost += compile_seconds
-    return size * n_ops * SAVED_SECONDS_PER_ELEMENT_OP * calls > cost
+    return saved * calls > cost

@@ -327,18 +327,19 @@ def _caller(fn, dtypes):
 
 
 def compiled_fused_kernel(name, members, inputs, outputs, threads=None):
-    """A ``CompiledFusedKernel`` (``graph/compiled/numba_fused.py``) for a large fused
-    region (over ``SMALL_ELEMENTS`` elements; ``outputs`` as ``(member, kind)``), where
-    ``en.config.compiled_lowering`` and the policy allow it (the "auto" rule counts the
-    elements each op walks); else None, and the numpy kernel runs."""
+    """A ``CompiledFusedKernel`` (``graph/compiled/numba_fused.py``) for a fused region
+    (``outputs`` as ``(member, kind)``), where ``en.config.compiled_lowering`` and the
+    policy allow it (the "auto" rule counts the elements each op walks and the numpy
+    calls it saves); else None, and the numpy kernel runs. Small regions are the steps
+    of unrolled loops: one source for every step, compiled once."""
     mode = config.compiled_lowering
     if mode == "numpy" or not numba_available():
         return None
     size = _size(members[-1].shape)
-    if size <= SMALL_ELEMENTS:
+    if not size:
         return None
     try:
-        source = numba_fused.kernel_source(name, members, inputs, outputs)
+        source = numba_fused.kernel_source(numba_fused.SOURCE_NAME, members, inputs, outputs)
     except numba_source.Unsupported as why:
         log.debug("compiled lowering: fused region %s not written: %s", name, why)
         return None
