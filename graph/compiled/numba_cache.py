@@ -19,6 +19,7 @@ Example:
     >>> cache_dir().name
     'numba'
 """
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -62,11 +63,18 @@ def key_of(source):
     """The hash naming a region's files: its source, the maths and the versions (read
     from the installed metadata: asking whether a region is cached imports no numba)."""
     h = hashlib.sha256()
-    for part in (source, _MATH.read_text(), importlib.metadata.version("numba"), np.__version__,
-                 platform.python_version(), platform.machine(), ",".join(sorted(FASTMATH))):
+    for part in (source,) + _environment() + (",".join(sorted(FASTMATH)),):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=1)
+def _environment():
+    """What else keys every region, read once a process (the installed metadata takes
+    about a millisecond a read, and an unrolled graph asks for hundreds of keys)."""
+    return (_MATH.read_text(), importlib.metadata.version("numba"), np.__version__,
+            platform.python_version(), platform.machine())
 
 
 def is_cached(source):
@@ -101,7 +109,9 @@ def load(source, fn_name, signature):
     key = key_of(source)
     loaded = _LOADED.get((key, fn_name))
     if loaded is not None:   # this process compiled or loaded it already
-        loaded.compile(signature)
+        if signature not in loaded.signatures_asked:   # numba's own check takes 1 ms
+            loaded.compile(signature)
+            loaded.signatures_asked.add(signature)
         return loaded, True
     folder = cache_dir()
     module_name = f"_engine_region_{key}"
@@ -123,6 +133,7 @@ def load(source, fn_name, signature):
         fn = _in_memory(source, fn_name)
     fn.compile(signature)
     from_cache = bool(getattr(fn, "stats", None) and fn.stats.cache_hits)
+    fn.signatures_asked = {signature}
     _LOADED[(key, fn_name)] = fn
     if on_disk:
         try:
