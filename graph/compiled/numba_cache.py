@@ -46,6 +46,7 @@ FASTMATH = frozenset({"contract"})
 # The dispatchers this process holds, by (key, function name): a region met again (an
 # unrolled loop's steps, a graph traced again) neither compiles nor reads the disk.
 _LOADED = {}
+_ASKED = set()   # (key, function name, signature) compiled or loaded already
 _HEADER = "import math\n\nimport numpy as np\nimport numba\nfrom engine.graph.compiled.numba_math import exp32, tanh32\n\n"
 
 
@@ -104,14 +105,15 @@ def _in_memory(source, fn_name):
 def load(source, fn_name, signature):
     """A numba dispatcher for ``fn_name`` in ``source``, compiled for ``signature``
     (numba types of the arguments; other layouts compile on first use). Returns
-    ``(dispatcher, from_cache)``."""
+    ``(dispatcher, from_cache)``: ``from_cache`` is True when nothing was compiled (the
+    machine code was on disk, or this process holds the dispatcher already)."""
     import numba   # optional, imported when a region is compiled
     key = key_of(source)
     loaded = _LOADED.get((key, fn_name))
     if loaded is not None:   # this process compiled or loaded it already
-        if signature not in loaded.signatures_asked:   # numba's own check takes 1 ms
+        if (key, fn_name, signature) not in _ASKED:   # numba's own check takes 1 ms
             loaded.compile(signature)
-            loaded.signatures_asked.add(signature)
+            _ASKED.add((key, fn_name, signature))
         return loaded, True
     folder = cache_dir()
     module_name = f"_engine_region_{key}"
@@ -133,8 +135,8 @@ def load(source, fn_name, signature):
         fn = _in_memory(source, fn_name)
     fn.compile(signature)
     from_cache = bool(getattr(fn, "stats", None) and fn.stats.cache_hits)
-    fn.signatures_asked = {signature}
     _LOADED[(key, fn_name)] = fn
+    _ASKED.add((key, fn_name, signature))
     if on_disk:
         try:
             (folder / f"r{key}.ok").touch()
