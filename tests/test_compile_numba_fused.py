@@ -1,6 +1,6 @@
-"""Large fused elementwise kernels compiled by numba (graph/compiled/numba_fused.py) agree
-with numpy, write in place where memory planning says so, split over kernel threads, and
-follow the lowering policy."""
+"""Fused elementwise kernels compiled by numba (graph/compiled/numba_fused.py), large and
+small, agree with numpy, write in place where memory planning says so, split over kernel
+threads, share one function among alike kernels, and follow the lowering policy."""
 import importlib
 
 import numpy as np
