@@ -69,10 +69,15 @@ def _cond_eval(pred, *rest, true, false, n_ops):
 def _cond_vjp(gs, outs, pred, *rest, true, false, n_ops):
     n_t = len(true.captures)
     n_rest = len(rest)
+    # A cotangent is None for a result no gradient reached (the op's absent_cotangents
+    # rule): the branches' VJPs take only the others, and make no zeros for it.
+    present = [k for k, g in enumerate(gs) if g is not None]
 
     def branch_vjp(sub, cap_lo, cap_hi):
         def run_vjp(*args):
-            ins, g = list(args[:n_rest]), list(args[n_rest:])
+            ins, g = list(args[:n_rest]), [None] * len(gs)
+            for k, gk in zip(present, args[n_rest:]):
+                g[k] = gk
             mine = ins[:n_ops] + ins[cap_lo:cap_hi]
             # replay={}: the branch's side effects ran in the forward pass already.
             grads = _vjp_of(lambda *xs: interpret(sub.graph, list(xs), replay={}), mine, g)
@@ -83,7 +88,7 @@ def _cond_vjp(gs, outs, pred, *rest, true, false, n_ops):
         return run_vjp
 
     grads = cond(pred, branch_vjp(true, n_ops, n_ops + n_t),
-                 branch_vjp(false, n_ops + n_t, n_rest), *rest, *gs)
+                 branch_vjp(false, n_ops + n_t, n_rest), *rest, *[gs[k] for k in present])
     return (None,) + tuple(g if _is_float(x) else None for x, g in zip(rest, grads))
 
 
@@ -96,7 +101,8 @@ cond_op = _structural(Op("cond", _cond_impl, _cond_eval, _cond_vjp, multiple_res
                          generic=_same_on_any_backend(_cond_impl),
                          doc="Run one of two traced branches, chosen by a bool scalar."))
 declare(cond_op, onnx=None, side_effects_of=lambda p: p["true"].has_side_effects or
-        p["false"].has_side_effects, load_check=control_flow_checks.check_cond)
+        p["false"].has_side_effects, load_check=control_flow_checks.check_cond,
+        absent_cotangents=True)   # _cond_vjp takes None for a result no gradient reached
 
 
 def cond(pred, true_fn, false_fn, *operands):

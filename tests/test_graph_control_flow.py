@@ -309,6 +309,28 @@ def test_a_scans_backward_loop_reads_nothing_for_results_no_gradient_reached():
                                rtol=1e-15)
 
 
+def test_a_conds_gradient_makes_no_zeros_for_results_no_gradient_reached():
+    # The loss reads the cond's first result alone: the gradient graph makes no zeros of
+    # the second's shape (5, 4) for it (absent_cotangents; inside the branches the zero
+    # gradient of the input b has that shape too); the gradient is the closed form.
+    x = np.random.default_rng(6).standard_normal(3)
+    big = np.random.default_rng(7).standard_normal((5, 4))
+
+    def loss(x, pred):
+        first, second = en.cond(pred, lambda x, b: (en.sin(x), b * en.sum(x)),
+                                lambda x, b: (x * x, b - en.sum(x)), x, en.tensor(big))
+        return en.sum(first)
+    grad = en.function(en.grad(loss), optimize=False)
+    for pred, want in ((True, np.cos(x)), (False, 2.0 * x)):
+        got = grad(x, en.tensor(pred)).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+        np.testing.assert_allclose(en.grad(loss)(en.tensor(x), en.tensor(pred)).numpy(), got,
+                                   rtol=1e-15)
+    graph = grad.graph_for(en.tensor(x), en.tensor(True))
+    zeros = [n for n in graph.nodes if n.op.name == "zeros_like" and tuple(n.shape) == (5, 4)]
+    assert not zeros, [n.inputs for n in zeros]
+
+
 # ---- py_function and en.print run when the graph runs ----------------------------------------
 def test_py_function_runs_at_run_time_on_concrete_values():
     seen = []
