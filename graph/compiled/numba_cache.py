@@ -46,7 +46,6 @@ FASTMATH = frozenset({"contract"})
 # The dispatchers this process holds, by (key, function name): a region met again (an
 # unrolled loop's steps, a graph traced again) neither compiles nor reads the disk.
 _LOADED = {}
-_ASKED = set()   # (key, function name, signature) compiled or loaded already
 _HEADER = "import math\n\nimport numpy as np\nimport numba\nfrom engine.graph.compiled.numba_math import exp32, tanh32\n\n"
 
 
@@ -111,9 +110,8 @@ def load(source, fn_name, signature):
     key = key_of(source)
     loaded = _LOADED.get((key, fn_name))
     if loaded is not None:   # this process compiled or loaded it already
-        if (key, fn_name, signature) not in _ASKED:   # numba's own check takes 1 ms
+        if tuple(signature) not in loaded.overloads:   # numba's compile() checks in 1 ms
             loaded.compile(signature)
-            _ASKED.add((key, fn_name, signature))
         return loaded, True
     folder = cache_dir()
     module_name = f"_engine_region_{key}"
@@ -136,7 +134,6 @@ def load(source, fn_name, signature):
     fn.compile(signature)
     from_cache = bool(getattr(fn, "stats", None) and fn.stats.cache_hits)
     _LOADED[(key, fn_name)] = fn
-    _ASKED.add((key, fn_name, signature))
     if on_disk:
         try:
             (folder / f"r{key}.ok").touch()

@@ -36,6 +36,7 @@ Example:
         return 0
     <BLANKLINE>
 """
+import functools
 import math
 
 import numpy as np
@@ -162,8 +163,7 @@ class CompiledFusedKernel:
             self._loose = [k for k, i in enumerate(inputs) if not i.shape]
             self._arrays = [k for k, i in enumerate(inputs) if i.shape]
             self.out_impl = self._one_value
-        value = _array_type(len(self.shape), members[-1].dtype)
-        self._same_start = numba_cache.load(_SAME_START, "same_start", (value, value))[0]
+        self._same_start = _same_start(len(self.shape), members[-1].dtype)
 
     def _inputs(self, arrays):
         # A 0-d value may come as a numpy scalar from another kernel; a view of
@@ -254,6 +254,14 @@ class CompiledFusedKernel:
 _SAME_START = "def same_start(x, y):\n    return x.ctypes.data == y.ctypes.data\n"
 
 
+@functools.lru_cache(maxsize=None)
+def _same_start(rank, dtype):
+    """The ``same_start`` dispatcher for two C arrays of ``rank`` and ``dtype`` (one for
+    every kernel of them: an unrolled graph builds hundreds)."""
+    value = _array_type(rank, dtype)
+    return numba_cache.load(_SAME_START, "same_start", (value, value))[0]
+
+
 def _array_type(rank, dtype):
     import numba   # optional (the caller checked it is installed)
     return numba.types.Array(numba.from_dtype(np.dtype(dtype)), rank, "C")
@@ -266,10 +274,11 @@ def _array_type(rank, dtype):
 # about 1 s.
 SAVED_SECONDS_PER_ELEMENT_OP = 3e-10
 IMPORT_SECONDS = 1.0
-# On small regions the calls count: numpy's take about 1.5 us each (the figure of
-# compile_numba.SAVED_SECONDS_PER_OP), a compiled kernel's own about 2 (its numba dispatch
-# and the aliasing tests of ``_one_value``; measured on the 2-core AMD machine: 5.1 us
-# against 3.7 for the bare loop of tanh(a + b) over (32, 64), numpy's two calls 6.7).
+# On small regions the calls count: numpy's take about 1.5 us each (compile_numba's
+# SAVED_SECONDS_PER_OP, for whole regions, is this figure), a compiled kernel's own about
+# 2 (its numba dispatch and the aliasing tests of ``_one_value``; measured on the 2-core
+# AMD machine: 5.1 us against 3.7 for the bare loop of tanh(a + b) over (32, 64), numpy's
+# two calls 6.7).
 SAVED_SECONDS_PER_NUMPY_CALL = 1.5e-6
 CALL_SECONDS = 2e-6
 

@@ -70,7 +70,7 @@ LARGE_REGION_ELEMENTS = 1 << 18
 # RNN in six, 114 s on the idle machine); a longer scan is left to the numpy lowering in
 # every mode ("numba" warns), unless its machine code is on disk already.
 MAX_SOURCE_LINES = 600
-SAVED_SECONDS_PER_OP = 1.5e-6
+SAVED_SECONDS_PER_OP = numba_fused.SAVED_SECONDS_PER_NUMPY_CALL   # 1.5 us: one figure
 COMPILE_SECONDS = 1.0
 COMPILE_SECONDS_PER_LINE = 0.1
 MODES = ("auto", "numba", "numpy")
