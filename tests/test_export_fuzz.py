@@ -275,6 +275,34 @@ def _cases(saved):
                 yield kind, m, _same_names(j, rng), z
 
 
+def _load_outcome(path, kind, n):
+    """``"rejected"`` or ``"loaded"`` for the files at ``path``; anything else fails."""
+    try:
+        fn = en.load(path)
+    except en.LoadError as err:
+        assert str(err), kind
+        return "rejected"
+    except BaseException as err:  # noqa: B902 -- anything else is a failure
+        pytest.fail(f"case {n} ({kind}) raised {type(err).__name__}: {err}")
+    assert isinstance(fn, en.Function)
+    assert kind not in MUST_REJECT, f"case {n} ({kind}) loaded"
+    return "loaded"
+
+
+def _timed_load(path, kind, n):
+    """``(outcome, seconds)``: the process's CPU time, not the wall clock, so that other
+    processes sharing the machine (the test run's own workers) do not count; a case over
+    ``SLOW`` is timed once more, so that a pause of this process (a page-in, a collection)
+    does not fail it, while a file that makes the loader work is slow both times."""
+    for _ in range(2):
+        start = time.process_time()
+        outcome = _load_outcome(path, kind, n)
+        took = time.process_time() - start
+        if took < SLOW:
+            break
+    return outcome, took
+
+
 def test_mutated_files_raise_load_error_quickly(saved, tmp_path):
     path = str(tmp_path / "case.json")
     jp = paths_for(path)[0]
@@ -288,22 +316,11 @@ def test_mutated_files_raise_load_error_quickly(saved, tmp_path):
             f.write(j)
         with open(tmp_path / npz_name, "wb") as f:
             f.write(z)
-        start = time.perf_counter()
-        try:
-            fn = en.load(path)
-        except en.LoadError as err:
-            assert str(err), kind
-            outcomes["rejected"] += 1
-        except BaseException as err:  # noqa: B902 -- anything else is a failure
-            pytest.fail(f"case {n} ({kind}) raised {type(err).__name__}: {err}")
-        else:
-            assert isinstance(fn, en.Function)
-            assert kind not in MUST_REJECT, f"case {n} ({kind}) loaded"
-            outcomes["loaded"] += 1
-        took = time.perf_counter() - start
+        outcome, took = _timed_load(path, kind, n)
+        outcomes[outcome] += 1
         slowest = max(slowest, (took, f"case {n} ({kind})"))
     assert n >= 1000
-    assert slowest[0] < SLOW, f"{slowest[1]} took {slowest[0]:.2f} s"
+    assert slowest[0] < SLOW, f"{slowest[1]} took {slowest[0]:.2f} s of CPU time"
     # Most mutations break the files; a few (a flipped digit in a float) still load.
     assert outcomes["rejected"] > outcomes["loaded"]
 
