@@ -131,8 +131,9 @@ RULE_KINDS = {
                          "results whose VJP takes None for a result no gradient reached "
                          "(and does no work for it), where other ops get zeros",
     "unread_stacks": "scan stacks (graph/passes/scan_unread.py): True for a loop op that can "
-                     "leave out the per-step stacks of carries nothing reads (its ``unread`` "
-                     "param, the carries' indices)",
+                     "leave out the per-step stacks of carries and replayed values (random "
+                     "draws) nothing reads (its ``unread`` param: carry ``k`` is ``k``, replayed "
+                     "value ``k`` is ``n_carry + k``)",
     "summed_results": "scan sums (graph/passes/scan_sums.py): True for a loop op whose per-step "
                       "results it can add up over the steps itself (its ``summed`` param, the "
                       "results' indices) instead of stacking them",

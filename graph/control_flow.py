@@ -273,7 +273,10 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse, summed=(), unread=())
                for k, c in enumerate(carry)]
     kept = [k for k in range(n_carry) if k not in unread]
     n_real = len(body.out_avals)
-    residuals = [_stack_buffer(length, a) for a in res_avals]
+    # ``unread`` past the carries names replayed values (random draws) nothing reads.
+    res_kept = [k for k in range(len(res_avals)) if n_carry + k not in unread]
+    residuals = [_stack_buffer(length, a) if k in res_kept else _empty_stack(a)
+                 for k, a in enumerate(res_avals)]
     steps = range(length - 1, -1, -1) if reverse else range(length)
     for t in steps:
         for k in kept:
@@ -285,16 +288,21 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse, summed=(), unread=())
             ys[k][t] = outs[n_carry + k]
         for k, total in sums.items():
             total.add(t, outs[n_carry + k])
-        for k in range(len(residuals)):
+        for k in res_kept:
             residuals[k] = _stack_buffer(length, res_avals[k], residuals[k], outs[n_real + k])
             residuals[k][t] = outs[n_real + k]
     if length == 0:
-        ys = [np.empty((0,) + tuple(0 if d is None else d for d in s), dt) for s, dt in y_avals]
-        residuals = [np.empty((0,) + tuple(0 if d is None else d for d in s), dt)
-                     for s, dt in res_avals]
+        ys = [_empty_stack(a) for a in y_avals]
+        residuals = [_empty_stack(a) for a in res_avals]
     for k, total in sums.items():
         ys[k] = total.total()
     return tuple(np.asarray(c) for c in carry) + tuple(ys) + tuple(carries) + tuple(residuals)
+
+
+def _empty_stack(aval):
+    """A ``(0,) + shape`` array for ``aval`` (an unknown dimension taken as 0)."""
+    shape, dtype = aval
+    return np.empty((0,) + tuple(0 if d is None else d for d in shape), dtype)
 
 
 def _stack_buffer(length, aval, buf=None, value=None):
@@ -321,7 +329,7 @@ def _scan_generic(be, *rest, body, n_carry, n_x, length, reverse, summed=(), unr
              + [(tuple(c.shape), be.dtype_of(c)) for c in carry]
              + [(tuple(n.shape), n.dtype) for n in body.replay])
     steps = [[None] * length for _ in avals]
-    left_out = {n_y + k for k in unread}   # stacks of carries nothing reads: left empty
+    left_out = {n_y + k for k in unread}   # stacks nothing reads (carries, draws): left empty
     for t in (range(length - 1, -1, -1) if reverse else range(length)):
         for k, c in enumerate(carry):
             if n_y + k not in left_out:
@@ -331,7 +339,8 @@ def _scan_generic(be, *rest, body, n_carry, n_x, length, reverse, summed=(), unr
         for k in range(n_y):
             steps[k][t] = outs[n_carry + k]
         for k in range(len(body.replay)):
-            steps[n_y + n_carry + k][t] = outs[n_real + k]
+            if n_y + n_carry + k not in left_out:
+                steps[n_y + n_carry + k][t] = outs[n_real + k]
     stacked = []
     for j, (parts, (shape, dt)) in enumerate(zip(steps, avals)):
         out = xp.stack(parts) if length and j not in left_out else \
@@ -347,13 +356,14 @@ def _scan_eval(*rest, body, n_carry, n_x, length, reverse, summed=(), unread=())
     ys = [((tuple(s), d) if k in summed else ((length,) + tuple(s), d))
           for k, (s, d) in enumerate(body.out_avals[n_carry:])]
     stacked = [((0 if k in unread else length,) + s, d) for k, (s, d) in enumerate(carry)]
-    residuals = [((length,) + tuple(n.shape), n.dtype) for n in body.replay]
+    residuals = [((0 if n_carry + k in unread else length,) + tuple(n.shape), n.dtype)
+                 for k, n in enumerate(body.replay)]
     return tuple(carry + ys + stacked + residuals)
 
 
 def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse, summed=(), unread=()):
     if unread:   # only an optimized graph's scans have it; graphs differentiate before
-        raise EngineError("scan: a node whose carries are not stacked (its unread param, "
+        raise EngineError("scan: a node whose stacks are left out (its unread param, "
                           "graph/passes/scan_unread.py) has no gradient")
     # A cotangent is None for a result no gradient reached (the op's absent_cotangents
     # rule): the backward loop then reads nothing for it, where a stack of zeros as
