@@ -9,7 +9,8 @@ default pipeline, in order:
    function where numba is installed and it pays (``en.config.compiled_lowering``);
 3. ``scan_sums`` -- a scan's per-step results that only their sum over the steps reads
    are added up in the loop instead of stacked (the numpy lowering's scans);
-   ``scan_unread`` -- the stacks of a scan's carries that nothing reads are left out;
+   ``scan_unread`` -- the stacks of a scan's carries and random draws that nothing reads
+   are left out;
 4. ``fusion`` -- elementwise regions (and regions feeding one another) into single
    kernels, then ``dce``;
 5. ``parallel_matmul`` -- with kernel threads (``en.config.fusion_threads`` above 1), large
