@@ -31,6 +31,10 @@ def _same(a, b):
     return [norm_aval(x) for x in a] == [norm_aval(x) for x in b]
 
 
+# The scan params that graph passes set (graph/passes/scan_sums.py, scan_unread.py).
+OPTIMIZER_PARAMS = ("summed", "unread")
+
+
 def _need(cond, where, what):
     if not cond:
         raise LoadError(f"{where}: {what}")
@@ -95,3 +99,7 @@ def check_scan(in_avals, params, declared, where):
           "the body's inputs do not match the node's")
     _need(len(body.out_avals) >= n_carry and _same(body.out_avals[:n_carry], carry), where,
           "the body must keep the carries' types")
+    # Set by optimization passes on a traced graph (scan_sums, scan_unread); a file holds
+    # the unoptimized graph, so a scan from a file never carries them.
+    for key in OPTIMIZER_PARAMS:
+        _need(key not in params, where, f"{key} is set by the optimizer and is never saved")

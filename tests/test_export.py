@@ -270,6 +270,25 @@ def test_missing_files_raise_load_error(tmp_path):
         en.load(str(tmp_path / "m"))
 
 
+
+@pytest.mark.parametrize("key, value", [("summed", [0]), ("unread", [0]), ("summed", 0),
+                                        ("unread", "x")])
+def test_a_scan_with_an_optimizers_param_is_refused(tmp_path, key, value):
+    # ``summed`` and ``unread`` are set by passes on the optimized graph; a file holds the
+    # unoptimized one. Loaded, they would change what the loop returns, or fail mid-call.
+    fn = en.function(lambda xs: en.scan(lambda c, x: (c + x, c * x), en.zeros(3), xs))
+    xs = en.ones((4, 3))
+    path = str(tmp_path / "s.json")
+    en.save(fn, path, xs)
+    doc = json.load(open(path))
+    scans = [n for n in doc["graph"]["nodes"] if n["op"] == "scan"]
+    assert len(scans) == 1
+    scans[0]["params"][key] = value
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    with pytest.raises(en.LoadError, match=f"{key} is set by the optimizer"):
+        en.load(path)
+
 # ---- a fresh process, without the module that defined the function ------------------------------
 MODEL_MODULE = '''
 import numpy as np
