@@ -97,9 +97,12 @@ RULE_KINDS = {
     "onnx": "ONNX export (graph/onnx_export.py): ``(pattern, *args)``, a pattern of "
             "``onnx_export.PATTERNS`` and its arguments, e.g. ``(\"node\", \"Exp\")``; "
             "None: the op has no ONNX equivalent (the exporter names it in its error)",
-    "scalar_form": "numba fusion (graph/passes/fusion_numba.py): the op on scalars, a format "
-                   "string over its inputs ``{0}, {1}, ...``, where ONE and ZERO stand for 1 and "
-                   "0 of the first input's dtype and ``np`` is numpy (``math`` the math module)",
+    "scalar_form": "numba fusion (graph/passes/fusion_numba.py, graph/compiled): the op on "
+                   "scalars, a format string over its inputs ``{0}, {1}, ...`` (converted to "
+                   "the op's loop dtype first), where ONE, ZERO and HALF stand for 1, 0 and 0.5 "
+                   "of that dtype, ``np`` is numpy, ``math`` the math module, and numba_math's "
+                   "helpers (``floor_divide_``, ...) are in scope; or ``f(input_avals, "
+                   "out_dtype) -> str or None`` choosing one by the types (None: not compiled)",
     "numba_form": "compiled lowering (graph/compiled/numba_source.py): a pattern of "
                   "``numba_source.PATTERNS`` that writes the op in a numba function (non-"
                   "elementwise ops; elementwise ones use their scalar_form)",

@@ -49,11 +49,11 @@ declare(invert_op, onnx=("bitwise", "Not", "BitwiseNot"), scalar_form="np.invert
         positional_out=True)
 # Shifts: integers only (numpy refuses floats; the standard bools too).
 left_shift_op = _bitwise("left_shift", np.left_shift, "bitwise_left_shift", None,
-                         "np.left_shift({0}, {1})",
+                         "left_shift_({0}, {1})",
                          "Elementwise ``x << y`` (integers).", commutative=False,
                          allowed=dtypes.INTS, what="integer")
 right_shift_op = _bitwise("right_shift", np.right_shift, "bitwise_right_shift", None,
-                          "np.right_shift({0}, {1})",
+                          "right_shift_({0}, {1})",
                           "Elementwise ``x >> y``, arithmetic (the sign is kept).",
                           commutative=False, allowed=dtypes.INTS, what="integer")
 

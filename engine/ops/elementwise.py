@@ -1,4 +1,6 @@
 """Elementwise math: unary functions and broadcasting binary arithmetic."""
+import math
+
 import numpy as np
 
 from .. import dtypes
@@ -41,7 +43,7 @@ abs_op = unary("abs", "abs", _abs_vjp, allowed=NUM, what="numeric",
 declare(abs_op, onnx=("node", "Abs"), scalar_form="abs({0})", positional_out=True)
 sign_op = unary("sign", "sign", lambda g, out, x: (creation.zeros_like(x),), allowed=NUM,
                 what="numeric", doc="Elementwise sign (-1, 0 or 1); its gradient is zero.")
-declare(sign_op, onnx=("node", "Sign"), scalar_form="np.sign({0})", positional_out=True)
+declare(sign_op, onnx=("node", "Sign"), scalar_form="(ONE if {0} > ZERO else (-ONE if {0} < ZERO else (ZERO if {0} == ZERO else {0})))", positional_out=True)
 exp_op = unary("exp", "exp", lambda g, out, x: (g * out,), allowed=INEXACT, doc="Elementwise ``e**x``.")
 declare(exp_op, onnx=("node", "Exp"), scalar_form="np.exp({0})", positional_out=True)
 log_op = unary("log", "log", lambda g, out, x: (g / x,), allowed=INEXACT, doc="Natural logarithm.")
@@ -187,7 +189,7 @@ def _relu_generic(be, x):
 relu_op = unary("relu", _relu_impl, _relu_vjp,
                 allowed=REAL, what="real numeric", doc="``max(x, 0)``.", out_impl=_relu_out,
                 generic=_relu_generic)
-declare(relu_op, onnx=("node", "Relu"), scalar_form="({0} if {0} > ZERO else ZERO)")
+declare(relu_op, onnx=("node", "Relu"), scalar_form="({0} if ({0} > ZERO or {0} != {0}) else ZERO)")  # NaN kept, -0 -> +0, as np.maximum
 
 neg = call(neg_op)
 abs = call(abs_op)
@@ -308,6 +310,19 @@ def _exact_power(x, y):
     return None
 
 
+def _pow_scalar_form(in_avals, out_dtype):
+    """The compiled form of ``x ** y``: none for an integer result (a negative exponent
+    must raise DomainError, which a compiled loop cannot); ``sqrt`` for an exponent of
+    0.5 given as one value (numpy's loop takes that path when the exponent does not
+    vary, and sqrt(-inf) is nan, sqrt(-0.0) -0.0, where pow gives inf and 0.0)."""
+    if np.dtype(out_dtype).kind != "f":
+        return None
+    exponent_shape = in_avals[1][0]
+    if None not in exponent_shape and math.prod(exponent_shape) == 1:
+        return "(np.sqrt({0}) if {1} == HALF else {0} ** {1})"
+    return "{0} ** {1}"
+
+
 def _pow_impl(x, y):
     exact = _exact_power(x, y)
     if exact is not None:
@@ -339,15 +354,15 @@ pow_op = binary("pow", _pow_impl, _pow_vjp, vjp_needs=True, doc="Elementwise ``x
                 out_impl=_pow_out, generic=_pow_generic)
 # Two bools are typed by numpy's power loop (int8), which the wrapped kernels run.
 pow_op.abstract_eval = _binary_rule("pow", pow_op.dtypes, "numeric or bool", ufunc=np.power)
-declare(pow_op, onnx=("node", "Pow"), scalar_form="{0} ** {1}", positional_out=True)
+declare(pow_op, onnx=("node", "Pow"), scalar_form=_pow_scalar_form, positional_out=True)
 maximum_op = binary("maximum", "maximum", _minmax_vjp, vjp_needs=True, commutative=True,
                     allowed=REAL_OR_BOOL, what="real or bool",
                     doc="Elementwise maximum; ties share the gradient.")
-declare(maximum_op, onnx=("node", "Max"), scalar_form="np.maximum({0}, {1})")  # numpy: no positional out
+declare(maximum_op, onnx=("node", "Max"), scalar_form="({0} if ({0} > {1} or {0} != {0}) else {1})")  # numpy: no positional out
 minimum_op = binary("minimum", "minimum", _minmax_vjp, vjp_needs=True, commutative=True,
                     allowed=REAL_OR_BOOL, what="real or bool",
                     doc="Elementwise minimum; ties share the gradient.")
-declare(minimum_op, onnx=("node", "Min"), scalar_form="np.minimum({0}, {1})")  # numpy: no positional out
+declare(minimum_op, onnx=("node", "Min"), scalar_form="({0} if ({0} < {1} or {0} != {0}) else {1})")  # numpy: no positional out
 
 add = call(add_op)
 sub = call(sub_op)

@@ -175,13 +175,13 @@ def _floor_divide_generic(be, x, y):
 
 floor_divide_op = _integer_division(
     "floor_divide", _floor_divide_impl, _floor_divide_generic, _floor_divide_vjp,
-    ("Mod", "floor_divide"), "np.floor_divide({0}, {1})",
+    ("Mod", "floor_divide"), "floor_divide_({0}, {1})",
     "``x // y``: the quotient rounded toward -inf (integers: 0 where y is 0, as numpy; "
     "floats with an infinite operand: ``floor(x / y)``, the Array API standard's value, "
     "where numpy gives Python's NaN and -1). Its gradient is zero (piecewise constant).",
     out_impl=_floor_divide_out, loops=np.floor_divide)
 mod_op = _integer_division(
-    "mod", np.remainder, "remainder", _mod_vjp, ("Mod", "mod"), "np.remainder({0}, {1})",
+    "mod", np.remainder, "remainder", _mod_vjp, ("Mod", "mod"), "remainder_({0}, {1})",
     "``x % y``: the remainder of floor division, with the divisor's sign (numpy's "
     "``mod`` and ``remainder``, Python's ``%``).")
 # (no scalar form: numba's np.fmod on integers is wrong, e.g. fmod(-20, -1) = -20)

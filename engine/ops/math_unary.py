@@ -137,11 +137,15 @@ def _rounding(name, ufunc, standard, onnx, form, doc):
     def generic(be, x):
         return getattr(be.xp, standard)(x)
 
+    def scalar_form(in_avals, out_dtype):
+        # An integer is its own rounding (through float64, 2**53 + 1 would not be).
+        return form if np.dtype(in_avals[0][1]).kind == "f" else "{0}"
+
     impl.__name__ = generic.__name__ = name
     # numpy rounds real numbers only (its floor, ceil, trunc and rint refuse complex).
     op = unary(name, impl, _zero_vjp, allowed=NUM - dtypes.COMPLEX, what="real", out_impl=out_impl,
                generic=generic, doc=doc + " Its gradient is zero (piecewise constant).")
-    declare(op, onnx=onnx, scalar_form=form, positional_out=True)
+    declare(op, onnx=onnx, scalar_form=scalar_form, positional_out=True)
     return op
 
 

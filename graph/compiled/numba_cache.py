@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 from ..atomic_save import write_file
+from .numba_emitter import HELPERS_IMPORT
 
 _MATH = pathlib.Path(__file__).with_name("numba_math.py")
 # LLVM may fuse a multiply and an add into one FMA (one rounding instead of two, so each
@@ -46,7 +47,7 @@ FASTMATH = frozenset({"contract"})
 # The dispatchers this process holds, by (key, function name): a region met again (an
 # unrolled loop's steps, a graph traced again) neither compiles nor reads the disk.
 _LOADED = {}
-_HEADER = "import math\n\nimport numpy as np\nimport numba\nfrom engine.graph.compiled.numba_math import exp32, tanh32\n\n"
+_HEADER = "import math\n\nimport numpy as np\nimport numba\n" + HELPERS_IMPORT + "\n"
 
 
 def cache_dir():

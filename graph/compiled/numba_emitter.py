@@ -15,6 +15,10 @@ from ..graph_ops import constant_op, placeholder_op, unpack_op
 
 # numba's float32 np.exp / np.tanh are scalar libm calls; numba_math has vectorizable ones.
 _FAST_FLOAT32 = (("np.exp(", "exp32("), ("np.tanh(", "tanh32("))
+# What the generated sources import for the scalar forms (numba_math imports numba, so
+# it is imported by generated code only).
+HELPERS_IMPORT = ("from engine.graph.compiled.numba_math import exp32, tanh32, floor_divide_, "
+                  "remainder_, left_shift_, right_shift_\n")
 _DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                                  "uint32", "uint64", "float32", "float64")}
 
@@ -219,10 +223,53 @@ class Emitter:
         self.values[node] = _Value("array", name, node.shape, node.dtype)
 
 
+def loop_dtype(op, in_dtypes, out_dtype):
+    """The dtype an elementwise op computes in, as numpy's ufunc loop does: its result's,
+    or for a bool result (a comparison, a logical op) the inputs' common type."""
+    out_dtype = np.dtype(out_dtype)
+    if out_dtype != np.bool_ or not in_dtypes:
+        return out_dtype
+    return np.result_type(*in_dtypes)
+
+
+def scalar_form_text(op, in_avals, out_dtype):
+    """The op's ``scalar_form`` for inputs ``in_avals`` (``(shape, dtype)`` pairs) as a
+    format string over its inputs, with ONE, ZERO and HALF written in its loop dtype and
+    the float32 ``exp``/``tanh`` in their vectorizable forms; None where the op has no
+    form for these inputs (a callable rule may decline)."""
+    form = op.rules.get("scalar_form")
+    if callable(form):
+        form = form(in_avals, out_dtype)
+    if form is None:
+        return None
+    dt = loop_dtype(op, [d for _, d in in_avals], out_dtype)
+    for word, value in (("ONE", 1), ("ZERO", 0), ("HALF", 0.5)):
+        form = form.replace(word, _literal(value, dt))
+    if dt == np.float32:
+        for slow, fast in _FAST_FLOAT32:
+            form = form.replace(slow, fast)
+    return form
+
+
+def cast_arguments(op, in_dtypes, out_dtype, args):
+    """``args`` (scalar expressions of the inputs) converted to the op's loop dtype where
+    theirs differs, as numpy converts inputs before its loop (numba's mixed-type
+    arithmetic is not numpy's: uint64 + int64 lost the top bit, a float to an int
+    power divided by zero). ``cast`` converts by itself; ``where``'s condition stays."""
+    if op.name == "cast":
+        return list(args)
+    dt = loop_dtype(op, in_dtypes, out_dtype)
+    if op.name == "where":
+        dt = np.dtype(out_dtype)
+    return [a if (op.name == "where" and k == 0) or np.dtype(d) == dt
+            else f"{_np_type(dt)}({a})" for k, (a, d) in enumerate(zip(args, in_dtypes))]
+
+
 def scalar_expression(node, args):
     """The numba expression computing elementwise ``node`` from the scalar expressions
     ``args`` of its inputs, converted to its dtype (float32 ``exp``/``tanh`` in their
-    vectorizable forms).
+    vectorizable forms). Raises :class:`Unsupported` where the op has no form for
+    these inputs.
 
     Example:
         >>> import engine as en
@@ -231,12 +278,12 @@ def scalar_expression(node, args):
         >>> scalar_expression(g.outputs[0], ["a"])
         'np.float32(exp32(a))'
     """
-    form = node.op.rules["scalar_form"]
-    in_dt = np.dtype(node.inputs[0].dtype) if node.inputs else np.dtype(node.dtype)
-    form = form.replace("ONE", _literal(1, in_dt)).replace("ZERO", _literal(0, in_dt))
-    if in_dt == np.float32:
-        for slow, fast in _FAST_FLOAT32:
-            form = form.replace(slow, fast)
+    in_avals = [(tuple(i.shape), i.dtype) for i in node.inputs]
+    form = scalar_form_text(node.op, in_avals, node.dtype)
+    if form is None:
+        raise Unsupported(f"{node.name}: {node.op.name} has no numba form for "
+                          f"{[np.dtype(d).name for _, d in in_avals]}")
+    args = cast_arguments(node.op, [d for _, d in in_avals], node.dtype, args)
     return f"{_np_type(node.dtype)}({form.format(*args)})"
 
 
@@ -244,11 +291,12 @@ def _inlinable_user(user, node):
     """An elementwise user of the same shape that reads ``node`` once (in one input
     whose place its scalar form names once: ``square``'s ``{0} * {0}`` would compute
     an inlined input twice)."""
-    form = user.op.rules.get("scalar_form") if user.op.elementwise else None
-    if form is None or user.op.multiple_results or tuple(user.shape) != tuple(node.shape) \
-            or user.inputs.count(node) != 1:
+    if not user.op.elementwise or user.op.multiple_results or \
+            tuple(user.shape) != tuple(node.shape) or user.inputs.count(node) != 1:
         return False
-    return form.count("{%d}" % user.inputs.index(node)) == 1
+    form = scalar_form_text(user.op, [(tuple(i.shape), i.dtype) for i in user.inputs],
+                            user.dtype)
+    return form is not None and form.count("{%d}" % user.inputs.index(node)) == 1
 
 
 def count_users(nodes, outputs):

@@ -21,9 +21,11 @@ engine at import time (numba is optional).
 """
 import math
 
+import numba
+import numpy as np
 from llvmlite import ir
 from numba.core import types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 _F32 = ir.FloatType()
 _I32 = ir.IntType(32)
@@ -111,3 +113,134 @@ def exp32(typingctx, x):
 def tanh32(typingctx, x):
     """``tanh`` of a float32 scalar, as a float32 (see the module docstring)."""
     return _float32_intrinsic(_tanh32_ir)(typingctx, x)
+
+
+# ---- numpy's integer and float division, shifts, for the scalar forms ----------------------
+# numba's own ``//``, ``%`` and shifts differ from numpy's ufuncs at the edges: a float
+# floor division without numpy's correction (1.0 // 0.1 gave 10, numpy 9), the
+# smallest integer divided by -1 (0, where numpy wraps to itself; its ``%`` by -1 a
+# SIGFPE that ends the process), shift counts outside [0, bits) (taken modulo the
+# width, where numpy gives 0, or -1 shifting a negative right). These stubs are
+# written per type by their overloads; numpy's loops (npy_divmod) are the model.
+def floor_divide_(a, b):
+    """numpy's ``floor_divide`` of two scalars of one dtype (see the overload)."""
+    raise NotImplementedError("compiled by numba only")
+
+
+def remainder_(a, b):
+    """numpy's ``remainder`` of two scalars of one dtype (see the overload)."""
+    raise NotImplementedError("compiled by numba only")
+
+
+def left_shift_(a, b):
+    """numpy's ``left_shift``: 0 for a count outside [0, bits)."""
+    raise NotImplementedError("compiled by numba only")
+
+
+def right_shift_(a, b):
+    """numpy's ``right_shift``: 0, or -1 for a negative ``a``, for a count outside [0, bits)."""
+    raise NotImplementedError("compiled by numba only")
+
+
+def _njit(fn):
+    # numpy's error model: a float division by zero gives inf or nan, as in the regions.
+    return numba.njit(fn, error_model="numpy")
+
+
+def _float_divmod(kind):
+    """``(floor_divide, remainder)`` for a float type: npy_divmod's steps in that type;
+    floor division takes ``floor(a / b)`` where an operand is not finite, as the engine's
+    kernel does (the Array API standard's value)."""
+    zero, one, half = kind(0.0), kind(1.0), kind(0.5)
+
+    def divmod_(a, b):
+        mod = np.fmod(a, b)
+        div = (a - mod) / b
+        if mod:
+            if (b < zero) != (mod < zero):
+                mod += b
+                div -= one
+        else:
+            mod = np.copysign(zero, b)
+        if div:
+            floordiv = np.floor(div)
+            if div - floordiv > half:
+                floordiv += one
+        else:
+            floordiv = np.copysign(zero, a / b)
+        return kind(floordiv), kind(mod)
+    divmod_ = _njit(divmod_)
+
+    def floor_divide(a, b):
+        if not (np.isfinite(a) and np.isfinite(b)):
+            return kind(np.floor(a / b))
+        if not b:
+            return kind(a / b)
+        return divmod_(a, b)[0]
+
+    def remainder(a, b):
+        if not b:
+            return kind(np.fmod(a, b))
+        return divmod_(a, b)[1]
+    return _njit(floor_divide), _njit(remainder)
+
+
+def _int_division(kind):
+    """``(floor_divide, remainder)`` for an integer type: 0 for a zero divisor, and the
+    smallest value divided by -1 wraps (numpy's results, without its warnings)."""
+    zero, minus_one = kind(0), kind(-1) if np.dtype(kind).kind == "i" else None
+
+    def floor_divide(a, b):
+        if not b:
+            return zero
+        if minus_one is not None and b == minus_one:
+            return kind(zero - a)   # wraps at the smallest value, as numpy does
+        return kind(a // b)
+
+    def remainder(a, b):
+        if not b:
+            return zero
+        if minus_one is not None and b == minus_one:
+            return zero
+        return kind(a % b)
+    return _njit(floor_divide), _njit(remainder)
+
+
+def _shifts(kind, bits):
+    zero = kind(0)
+    minus_one = kind(-1) if np.dtype(kind).kind == "i" else zero
+
+    def left(a, b):
+        if b < 0 or b >= bits:
+            return zero
+        return kind(a << b)
+
+    def right(a, b):
+        if b < 0 or b >= bits:
+            return minus_one if a < zero else zero
+        return kind(a >> b)
+    return _njit(left), _njit(right)
+
+
+def _by_type(make):
+    """An overload implementation choosing ``make(numpy type)``'s function by the first
+    argument's numba type (both arguments have the op's loop dtype)."""
+    made = {}
+
+    def typer(a, b):
+        if not isinstance(a, (types.Integer, types.Float)) or a != b:
+            return None
+        kind = np.dtype(str(a)).type
+        if kind not in made:
+            made[kind] = make(kind)
+        fn = made[kind]
+        return lambda a, b: fn(a, b)
+    return typer
+
+
+overload(floor_divide_)(_by_type(lambda k: (_float_divmod(k) if np.dtype(k).kind == "f"
+                                             else _int_division(k))[0]))
+overload(remainder_)(_by_type(lambda k: (_float_divmod(k) if np.dtype(k).kind == "f"
+                                          else _int_division(k))[1]))
+overload(left_shift_)(_by_type(lambda k: _shifts(k, np.dtype(k).itemsize * 8)[0]))
+overload(right_shift_)(_by_type(lambda k: _shifts(k, np.dtype(k).itemsize * 8)[1]))

@@ -315,13 +315,25 @@ def _compile(source, region):
 
 def _caller(fn, dtypes):
     """``fn`` for the arrays it was compiled for, where a 0-d input may come as a numpy
-    scalar from a kernel: then the inputs are made arrays of their dtypes first."""
+    scalar from a kernel: then the inputs are made arrays of their dtypes first (and at
+    every later call, since a failed attempt costs numba a typing pass each time)."""
+    from numba.core.errors import TypingError   # numba is imported: fn is its dispatcher
+    converting = []
+
+    def convert(arrays):
+        return [np.ascontiguousarray(a, dt) if np.ndim(a) else np.asarray(a, dt)
+                for a, dt in zip(arrays, dtypes)]
+
     def run(*arrays):
+        if converting:
+            return fn(*convert(arrays))
         try:
             return fn(*arrays)
-        except TypeError:
-            return fn(*[np.ascontiguousarray(a, dt) if np.ndim(a) else np.asarray(a, dt)
-                        for a, dt in zip(arrays, dtypes)])
+        # A scalar where an array was compiled for: numba refuses it (TypeError) or, as
+        # a new specialization, fails to type it (TypingError), before running anything.
+        except (TypeError, TypingError):
+            converting.append(True)
+            return fn(*convert(arrays))
     run.dispatcher = fn
     return run
 

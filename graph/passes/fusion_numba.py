@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from ..compiled.numba_emitter import HELPERS_IMPORT, cast_arguments, scalar_form_text
+
 def available():
     try:   # numba is optional and slow to import: only when a numba kernel is asked for
         import numba  # noqa: F401
@@ -33,17 +35,20 @@ def build(name, members, inputs):
         dt = np.dtype(m.dtype).name
         # Each step is converted to its node's dtype, so float32 stays float32 as in numpy
         # (and cast is its input, converted).
-        args = [names[i] for i in m.inputs]
-        in_dt = np.dtype(m.inputs[0].dtype).name
-        form = m.op.rules["scalar_form"]
-        form = form.replace("ONE", f"np.{in_dt}(1)").replace("ZERO", f"np.{in_dt}(0)")
+        in_avals = [(tuple(i.shape), i.dtype) for i in m.inputs]
+        form = scalar_form_text(m.op, in_avals, m.dtype)
+        if form is None:
+            return None
+        args = cast_arguments(m.op, [d for _, d in in_avals], m.dtype,
+                              [names[i] for i in m.inputs])
         expr = form.format(*args)
         lines.append(f"    t{k} = np.{'bool_' if dt == 'bool' else dt}({expr})")
         names[m] = f"t{k}"
     lines.append(f"    return t{len(members) - 1}")
     source = "\n".join(lines) + "\n"
     namespace = {"np": np, "math": math}
-    exec(compile(source, f"<numba kernel {name}>", "exec"), namespace)
+    # The forms' helpers (numba_math imports numba, so only here, as the regions do).
+    exec(compile(HELPERS_IMPORT + source, f"<numba kernel {name}>", "exec"), namespace)
     try:
         out_type = numba.from_dtype(np.dtype(members[-1].dtype))
         in_types = [numba.from_dtype(np.dtype(i.dtype)) for i in inputs]
