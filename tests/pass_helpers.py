@@ -81,10 +81,20 @@ def tensors(*shapes, seed=0, low=-2.0, high=2.0):
     return [en.tensor(rng.uniform(low, high, size=s)) for s in shapes]
 
 
+def _lowering(mode):
+    previous = en.config.compiled_lowering
+    en.config.compiled_lowering = mode
+    yield
+    en.config.compiled_lowering = previous
+
+
 @pytest.fixture
 def numpy_lowering():
     """The numpy lowering for the test (passes for its scans; a compiled scan is a region)."""
-    previous = en.config.compiled_lowering
-    en.config.compiled_lowering = "numpy"
-    yield
-    en.config.compiled_lowering = previous
+    yield from _lowering("numpy")
+
+
+@pytest.fixture
+def numba_lowering():
+    """The compiled lowering wherever it can write a graph (numba must be installed)."""
+    yield from _lowering("numba")

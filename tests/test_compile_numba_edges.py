@@ -12,18 +12,11 @@ import numpy as np
 import pytest
 
 import engine as en
+from pass_helpers import numba_lowering  # noqa: F401 (a fixture)
 
 pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
 F32, F64, I32, I64 = np.float32, np.float64, np.int32, np.int64
-
-
-@pytest.fixture
-def compiled():
-    previous = en.config.compiled_lowering
-    en.config.compiled_lowering = "numba"
-    yield
-    en.config.compiled_lowering = previous
 
 
 def _run_compiled(fn, *arrays):
@@ -52,7 +45,7 @@ SPECIAL = [np.nan, -np.inf, -2.5, -1.0, -0.0, 0.0, 1e-30, 0.7, 3.0, np.inf]
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
-def test_relu_maximum_minimum_keep_nan_and_numpys_zero(compiled, dtype):
+def test_relu_maximum_minimum_keep_nan_and_numpys_zero(numba_lowering, dtype):
     a = np.repeat(np.array(SPECIAL, dtype), len(SPECIAL))
     b = np.tile(np.array(SPECIAL, dtype), len(SPECIAL))
     with np.errstate(all="ignore"):
@@ -66,7 +59,7 @@ def test_relu_maximum_minimum_keep_nan_and_numpys_zero(compiled, dtype):
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
-def test_float_floor_division_and_remainder_are_numpys(compiled, dtype):
+def test_float_floor_division_and_remainder_are_numpys(numba_lowering, dtype):
     vals = SPECIAL + [0.1, -0.1, 4.0, -2.0, 1e30, -1e-30, 5.5]
     a = np.repeat(np.array(vals, dtype), len(vals))
     b = np.tile(np.array(vals, dtype), len(vals))
@@ -81,7 +74,7 @@ def test_float_floor_division_and_remainder_are_numpys(compiled, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.int8, I32, I64, np.uint8, np.uint64])
-def test_integer_division_shifts_and_rounding_are_numpys(compiled, dtype):
+def test_integer_division_shifts_and_rounding_are_numpys(numba_lowering, dtype):
     info = np.iinfo(dtype)
     vals = [0, 1, 2, 3, 7, int(info.max)] + ([-1, -2, -7, int(info.min)] if info.min else [])
     a = np.repeat(np.array(vals, dtype), len(vals))
@@ -101,7 +94,7 @@ def test_integer_division_shifts_and_rounding_are_numpys(compiled, dtype):
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
-def test_powers_are_numpys(compiled, dtype):
+def test_powers_are_numpys(numba_lowering, dtype):
     base = np.array(SPECIAL, dtype)
     with np.errstate(all="ignore"):
         # A single exponent of 0.5 is numpy's sqrt: sqrt(-inf) is nan, sqrt(-0.0) -0.0.
@@ -115,7 +108,7 @@ def test_powers_are_numpys(compiled, dtype):
         np.testing.assert_allclose(got, want, rtol=1e-15 if want.dtype == F64 else 1e-6)
 
 
-def test_an_integer_power_keeps_numpys_kernel_and_its_error(compiled):
+def test_an_integer_power_keeps_numpys_kernel_and_its_error(numba_lowering):
     # A compiled loop cannot raise DomainError for a negative exponent: not compiled.
     f = en.function(lambda a, e: (a + 0) ** e)
     a, e = en.tensor(np.array([2, 3], I32)), en.tensor(np.array([-1, 2], I32))
@@ -125,14 +118,14 @@ def test_an_integer_power_keeps_numpys_kernel_and_its_error(compiled):
     np.testing.assert_array_equal(f(a, en.tensor(np.array([3, 2], I32))).numpy(), [8, 9])
 
 
-def test_unsigned_and_signed_inputs_convert_as_numpy_does(compiled):
+def test_unsigned_and_signed_inputs_convert_as_numpy_does(numba_lowering):
     a = np.array([2 ** 63, 2 ** 64 - 1, 5], np.uint64)
     b = np.array([5, -1, -7], I64)
     _assert_same(_run_compiled(lambda x, y: (x + 0) + y, a, b), np.add(a, b))
     _assert_same(_run_compiled(lambda x, y: (x + 0) - y, a, b), np.subtract(a, b))
 
 
-def test_a_scan_started_from_an_indexed_scalar(compiled):
+def test_a_scan_started_from_an_indexed_scalar(numba_lowering):
     xs = np.arange(6.0).reshape(2, 3)
     got = _run_compiled(lambda xs: en.scan(lambda c, x: (c + en.sum(x), c), xs[0, 0], xs)[1], xs)
     _assert_same(got, np.array([0.0, 3.0]))
