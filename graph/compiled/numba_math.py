@@ -27,6 +27,8 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, overload
 
+from engine.errors import UnimplementedError
+
 _F32 = ir.FloatType()
 _I32 = ir.IntType(32)
 
@@ -122,24 +124,27 @@ def tanh32(typingctx, x):
 # SIGFPE that ends the process), shift counts outside [0, bits) (taken modulo the
 # width, where numpy gives 0, or -1 shifting a negative right). These stubs are
 # written per type by their overloads; numpy's loops (npy_divmod) are the model.
+_STUB = "a scalar-form helper of the compiled lowering: numba compiles it, Python does not run it"
+
+
 def floor_divide_(a, b):
     """numpy's ``floor_divide`` of two scalars of one dtype (see the overload)."""
-    raise NotImplementedError("compiled by numba only")
+    raise UnimplementedError(_STUB)
 
 
 def remainder_(a, b):
     """numpy's ``remainder`` of two scalars of one dtype (see the overload)."""
-    raise NotImplementedError("compiled by numba only")
+    raise UnimplementedError(_STUB)
 
 
 def left_shift_(a, b):
     """numpy's ``left_shift``: 0 for a count outside [0, bits)."""
-    raise NotImplementedError("compiled by numba only")
+    raise UnimplementedError(_STUB)
 
 
 def right_shift_(a, b):
     """numpy's ``right_shift``: 0, or -1 for a negative ``a``, for a count outside [0, bits)."""
-    raise NotImplementedError("compiled by numba only")
+    raise UnimplementedError(_STUB)
 
 
 def _njit(fn):
