@@ -43,7 +43,10 @@ abs_op = unary("abs", "abs", _abs_vjp, allowed=NUM, what="numeric",
 declare(abs_op, onnx=("node", "Abs"), scalar_form="abs({0})", positional_out=True)
 sign_op = unary("sign", "sign", lambda g, out, x: (creation.zeros_like(x),), allowed=NUM,
                 what="numeric", doc="Elementwise sign (-1, 0 or 1); its gradient is zero.")
-declare(sign_op, onnx=("node", "Sign"), scalar_form="(ONE if {0} > ZERO else (-ONE if {0} < ZERO else (ZERO if {0} == ZERO else {0})))", positional_out=True)
+# numpy's sign: 0 for either zero, NaN for NaN (numba's gave -0.0 for -0.0).
+declare(sign_op, onnx=("node", "Sign"), positional_out=True,
+        scalar_form="(ONE if {0} > ZERO else (-ONE if {0} < ZERO else "
+                    "(ZERO if {0} == ZERO else {0})))")
 exp_op = unary("exp", "exp", lambda g, out, x: (g * out,), allowed=INEXACT, doc="Elementwise ``e**x``.")
 declare(exp_op, onnx=("node", "Exp"), scalar_form="np.exp({0})", positional_out=True)
 log_op = unary("log", "log", lambda g, out, x: (g / x,), allowed=INEXACT, doc="Natural logarithm.")

@@ -258,10 +258,9 @@ def cast_arguments(op, in_dtypes, out_dtype, args):
     power divided by zero). ``cast`` converts by itself; ``where``'s condition stays."""
     if op.name == "cast":
         return list(args)
-    dt = loop_dtype(op, in_dtypes, out_dtype)
-    if op.name == "where":
-        dt = np.dtype(out_dtype)
-    return [a if (op.name == "where" and k == 0) or np.dtype(d) == dt
+    where = op.name == "where"
+    dt = np.dtype(out_dtype) if where else loop_dtype(op, in_dtypes, out_dtype)
+    return [a if (where and k == 0) or np.dtype(d) == dt
             else f"{_np_type(dt)}({a})" for k, (a, d) in enumerate(zip(args, in_dtypes))]
 
 

@@ -19,6 +19,7 @@ inlines them for certain, but costs about 0.6 s of compile time per call site.
 Imported by the generated modules (graph/compiled/numba_cache.py), never by the
 engine at import time (numba is optional).
 """
+import functools
 import math
 
 import numba
@@ -227,25 +228,30 @@ def _shifts(kind, bits):
     return _njit(left), _njit(right)
 
 
-def _by_type(make):
-    """An overload implementation choosing ``make(numpy type)``'s function by the first
-    argument's numba type (both arguments have the op's loop dtype)."""
-    made = {}
+@functools.lru_cache(maxsize=None)
+def _division(kind):
+    """``(floor_divide, remainder)`` for numpy type ``kind``, made once a process."""
+    return _float_divmod(kind) if np.dtype(kind).kind == "f" else _int_division(kind)
 
+
+@functools.lru_cache(maxsize=None)
+def _shifts_of(kind):
+    """``(left, right)`` shifts for integer type ``kind``, made once a process."""
+    return _shifts(kind, np.dtype(kind).itemsize * 8)
+
+
+def _by_type(pair, index):
+    """An overload implementation: function ``index`` of ``pair(numpy type)`` for the
+    first argument's numba type (both arguments have the op's loop dtype)."""
     def typer(a, b):
         if not isinstance(a, (types.Integer, types.Float)) or a != b:
             return None
-        kind = np.dtype(str(a)).type
-        if kind not in made:
-            made[kind] = make(kind)
-        fn = made[kind]
+        fn = pair(np.dtype(str(a)).type)[index]
         return lambda a, b: fn(a, b)
     return typer
 
 
-overload(floor_divide_)(_by_type(lambda k: (_float_divmod(k) if np.dtype(k).kind == "f"
-                                             else _int_division(k))[0]))
-overload(remainder_)(_by_type(lambda k: (_float_divmod(k) if np.dtype(k).kind == "f"
-                                          else _int_division(k))[1]))
-overload(left_shift_)(_by_type(lambda k: _shifts(k, np.dtype(k).itemsize * 8)[0]))
-overload(right_shift_)(_by_type(lambda k: _shifts(k, np.dtype(k).itemsize * 8)[1]))
+overload(floor_divide_)(_by_type(_division, 0))
+overload(remainder_)(_by_type(_division, 1))
+overload(left_shift_)(_by_type(_shifts_of, 0))
+overload(right_shift_)(_by_type(_shifts_of, 1))

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..compiled.numba_emitter import HELPERS_IMPORT, cast_arguments, scalar_form_text
 
+
 def available():
     try:   # numba is optional and slow to import: only when a numba kernel is asked for
         import numba  # noqa: F401
