@@ -27,7 +27,7 @@ from .graph_ops import constant_op, placeholder_op, unpack_op
 
 _counter = itertools.count()
 _RESERVED = ("k_", "c_", "p_", "_b", "run_", "__", output_recycling.PREV, output_recycling.HELD,
-             output_recycling.REFS, output_recycling.BASE, "_cc", "_np_empty")
+             output_recycling.REFS, output_recycling.BASE, "_cc", "_np_")
 
 
 def _is_literal(value):
@@ -208,11 +208,14 @@ def _node_lines(node, names, ns, plan, used, placement):
         out_arg, buffered = placement.kernel_out_argument(node, views), True
     else:
         out_arg, buffered = _out_argument(node, plan)
-    if out_arg is None and used:
-        expression = _python_form(node, ns.backend)
-        if expression is not None:
-            return [f"    {target} = " + expression.format(*(names[i] for i in node.inputs))]
-    call = _call(node, names, ns, out_arg, buffered)
+    expression = _python_form(node, ns.backend) if out_arg is None and used else None
+    if expression is not None:
+        call = expression.format(*(names[i] for i in node.inputs))
+    else:
+        call = _call(node, names, ns, out_arg, buffered)
+    if node.meta.get("contiguous") and out_arg is None and ns.backend is NUMPY:
+        # A pass asked for this value in C order (a view is copied once, here).
+        call = f"{ns.add('_np_ascontiguousarray', np.ascontiguousarray)}({call})"
     return [f"    {target} = {call}" if used else f"    {call}"]
 
 

@@ -64,3 +64,46 @@ def test_layout_is_idempotent():
     f = en.function(_w_gradient)
     g = f.graph_for(*args)
     assert not layout(g)            # the default pipeline already applied it
+
+
+def _backward_steps(g1, g2, u):
+    # Two steps of an RNN's backward pass: each reads U^T as its right operand.
+    ut = en.transpose(u)
+    return en.tanh(en.matmul(g1, ut)) + en.matmul(g2, ut), ut
+
+
+def _transposes(graph):
+    return [n for n in graph.nodes if n.op is en.ops.transpose_op]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_transposed_operand_of_small_products_is_copied_to_c_order_once(dtype):
+    rng = np.random.default_rng(2)
+    g1, g2 = (rng.normal(size=(8, 6)).astype(dtype) for _ in range(2))
+    u = rng.normal(size=(5, 6)).astype(dtype)
+    f = en.function(_backward_steps)
+    got, ut = f(g1, g2, u)
+    (node,) = _transposes(f.graph_for(g1, g2, u))
+    assert node.meta.get("contiguous")
+    assert "_np_ascontiguousarray(" in f.source_for(g1, g2, u)
+    assert ut.numpy().flags.c_contiguous            # a copy, not a strided view of u
+    np.testing.assert_array_equal(ut.numpy(), u.T)
+    want = np.tanh(g1 @ u.T) + g2 @ u.T
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5 if dtype == "float32" else 1e-12)
+    assert_matches(f(g1, g2, u), en.function(_backward_steps, optimize=False)(g1, g2, u),
+                   "contiguous operand", rtol=1e-6)
+
+
+def test_one_reader_or_a_large_product_keeps_the_view():
+    rng = np.random.default_rng(3)
+    one = en.function(lambda g, u: en.matmul(g, en.transpose(u)), passes=["layout"])
+    g, u = rng.normal(size=(8, 6)), rng.normal(size=(5, 6))
+    (node,) = _transposes(one.graph_for(g, u))
+    assert not node.meta.get("contiguous")
+    np.testing.assert_allclose(one(g, u).numpy(), g @ u.T, rtol=1e-12)
+    # 128 * 128 * 128 multiply-adds and more: BLAS reads the transpose as fast.
+    big = en.function(_backward_steps, passes=["layout"])
+    gb1, gb2, ub = (rng.normal(size=(128, 128)) for _ in range(3))
+    (node,) = _transposes(big.graph_for(gb1, gb2, ub))
+    assert not node.meta.get("contiguous")
+    assert "ascontiguousarray" not in big.source_for(gb1, gb2, ub)
