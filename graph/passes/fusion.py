@@ -242,15 +242,18 @@ def _kernel_source(name, members, inputs, member_index, outputs):
             shape = "shape[1:]" if r == "rows" else "()" if r else "shape"
             lines += [f"    if out{j} is None:",
                       f"        out{j} = np.empty({shape}, np.{np.dtype(m.dtype).name})"]
-    lines.append("    size = math.prod(shape)")
-    # Whether the traced shape is small is known now, so the test is one compare.
+    # Whether the traced shape is small is known now, so the test is one compare (and
+    # the small path takes its size as a constant: math.prod costs 0.1 us a call).
     if _small_static(members[-1].shape):
         lines.append("    if shape == static_shape:")
+        if any(r == "mean" for _, r in reduced.values()):
+            lines.append("        size = static_size")
         lines += _small_lines(members, inputs, slot_of, slots, targets, 8, reduced=reduced)
         if slots:
             lines.append("        small_scratch.append(scratch)")
         lines.append(f"        return {', '.join(outs)}")
-    lines += ["    nd = len(shape)",
+    lines += ["    size = math.prod(shape)",
+              "    nd = len(shape)",
               "    n = shape[0] if nd else 1",
               "    row = size // n if n else 0",
               f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n",
@@ -347,6 +350,7 @@ class FusedKernel:
         static = None if None in shape else tuple(shape)
         small_dtypes = [np.dtype(d) for d in self.scratch_dtypes]
         namespace["static_shape"] = static
+        namespace["static_size"] = None if static is None else math.prod(static)
         namespace["small_scratch"] = []
         namespace["new_small_scratch"] = lambda: [np.empty(static, d) for d in small_dtypes]
         fresh = dict(namespace)   # before exec: the fresh kernel keeps its own scratch
