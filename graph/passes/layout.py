@@ -39,7 +39,7 @@ MIN_SMALL_READERS = 2
 
 def _small_product_reader(user, node):
     """Whether ``user`` is a small 2-D product with ``node`` as its right operand."""
-    if user.op is not ops.matmul_op or len(user.inputs) != 2 or user.inputs[1] is not node:
+    if user.op is not ops.matmul_op or user.inputs[1] is not node:   # (a matmul has two)
         return False
     a, b = user.inputs
     if len(a.shape) != 2 or len(b.shape) != 2 or None in a.shape or None in b.shape:
