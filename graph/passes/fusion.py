@@ -100,9 +100,12 @@ def _assign_slots(members, member_index, in_scratch, out_dtype=None):
     """Scratch slot names for the values of ``in_scratch``: a buffer is reused once its
     value is dead (per dtype). Returns ``({member: slot}, [(slot, dtype name)])``.
 
-    With ``out_dtype`` the kernel's own fresh ``out`` is a slot of that dtype too, and
-    an op may write over an input that dies there (in place, as memory planning
-    does): a chain of ops then runs in ``out`` alone, with no scratch buffer.
+    A numpy ufunc writes over an input that dies there (in place, as memory planning
+    does: the fewer buffers, the more of them stay in cache); other kernels may read
+    an input again after their first write, or copy it when it is their ``out``, so
+    they get a buffer of their own. With ``out_dtype`` the kernel's own fresh ``out``
+    is a slot of that dtype too, and every op may write over an input that dies
+    there: a chain of ops then runs in ``out`` alone, with no scratch buffer.
     """
     last_use = {}
     for k, m in enumerate(members):
@@ -115,14 +118,16 @@ def _assign_slots(members, member_index, in_scratch, out_dtype=None):
     slot_of = {}
     slots = []
 
-    def release(k, m):
+    def release(m):
+        k = member_index[m]
         for i in dict.fromkeys(m.inputs):   # a value used twice is freed once
             if i in member_index and last_use.get(i) == k and i in slot_of:
                 free[np.dtype(i.dtype).name].append(slot_of[i])
 
-    for k, m in enumerate(in_scratch):
-        if out_dtype is not None:
-            release(k, m)
+    for m in in_scratch:
+        in_place = out_dtype is not None or isinstance(m.op.out_impl, np.ufunc)
+        if in_place:
+            release(m)
         dt = np.dtype(m.dtype).name
         pool = free.setdefault(dt, [])
         if pool:
@@ -131,8 +136,8 @@ def _assign_slots(members, member_index, in_scratch, out_dtype=None):
             slot = f"scratch_{dt}_{len(slots)}"
             slots.append((slot, dt))
         slot_of[m] = slot
-        if out_dtype is None:
-            release(k, m)
+        if not in_place:
+            release(m)
     return slot_of, slots
 
 
