@@ -126,7 +126,8 @@ _auto = []
 AUTO_MIN_WORK = 1 << 29
 # ... and only where the graph also has elementwise work the pool can split: an
 # elementwise op or reduction (or the fused kernel made of them) over more than this
-# many elements, the size from which a fused kernel walks more than one row block.
+# many elements, the size above which a fused kernel walks row blocks (fusion's
+# SMALL_ELEMENTS).
 # A graph of products alone gains nothing from splitting them (a 1024^3 float32
 # product took 11.97 ms split, 11.71 ms on OpenBLAS's threads, idle 2-core machine),
 # and loses half its speed whenever OpenBLAS's workers still spin from an eager

@@ -163,8 +163,11 @@ SMALL_BLOCK = 1 << 15
 def test_big_random_programs_optimized_equal_unoptimized(monkeypatch):
     """40 programs on 200x300 arrays; the strategy must really make multi-block fused kernels
     and reused buffers (guards against a silent narrowing). The block size is read when a
-    kernel is generated: lowered here, so that arrays of this size span several blocks."""
-    monkeypatch.setattr(sys.modules["engine.graph.passes.fusion"], "BLOCK_ELEMENTS", SMALL_BLOCK)
+    kernel is generated: lowered here (and the one-pass size with it), so that arrays of
+    this size span several blocks."""
+    fusion_module = sys.modules["engine.graph.passes.fusion"]
+    monkeypatch.setattr(fusion_module, "BLOCK_ELEMENTS", SMALL_BLOCK)
+    monkeypatch.setattr(fusion_module, "SMALL_ELEMENTS", SMALL_BLOCK)
     seen = {"fused_big": 0, "reused": 0}
 
     @settings(max_examples=40, **SETTINGS)
