@@ -110,6 +110,13 @@ RULE_KINDS = {
                    "None``, the node as a Python expression over its inputs ``{0}, {1}, ...``, "
                    "written in place of the kernel call where the call is most of the cost (a "
                    "basic index of a static shape: 0.15 us against 0.9); None: the kernel call",
+    "static_kernel": "numpy lowering (graph/codegen.py): ``f(input_avals, out_aval, params, "
+                     "into_buffer) -> callable or None``, a kernel chosen once from the node's "
+                     "static shapes and dtypes, called in place of ``impl`` (with "
+                     "``into_buffer``: of ``out_impl``, writing into a planned C-contiguous "
+                     "buffer of ``out_aval``) where the generic kernel's tests each call are "
+                     "much of its cost (np.dot for a small 2-D product: 0.5-1 us of 3); None: "
+                     "the generic kernel",
     "shape_only": "constant folding: True when the result depends only on the inputs' shapes "
                   "and dtypes, so the node folds once those shapes are static",
     "fold_cost": "constant folding's budget (graph/passes/fold_cost.py): a pattern of "

@@ -111,17 +111,23 @@ class _Namespace:
         self.values = {"__builtins__": __builtins__}
         self._kernels = {}
 
-    def kernel(self, node, buffered=False):
+    def kernel(self, node, buffered=False, planned=False):
         """The name of ``node``'s kernel: ``kernel_for(node)`` if it gives one, else the
-        op's kernel on a back end other than numpy, else the op's ``out_impl`` (writing
-        into a given buffer) or ``impl``."""
+        op's kernel on a back end other than numpy, else (with ``planned``: the node
+        writes into a planned buffer of its own, or into a fresh array) what the op's
+        ``static_kernel`` rule picks for its traced shapes and dtypes, else the op's
+        ``out_impl`` (writing into a given buffer) or ``impl``."""
         fn = self.kernel_for(node) if self.kernel_for is not None else None
         if fn is None and self.backend is not NUMPY:
             fn = _backend_kernel(node, self.backend)
+        base = None
+        if fn is None and planned and self.backend is NUMPY:
+            fn = _static_kernel(node, buffered)
+            base = fn and "k_np_" + fn.__name__
         fn = fn or (node.op.out_impl if buffered else node.op.impl)
         key = id(fn)
         if key not in self._kernels:
-            base = "k_" + node.op.name + ("_out" if buffered else "")
+            base = base or "k_" + node.op.name + ("_out" if buffered else "")
             name = base
             i = 1
             while name in self.values:
@@ -134,6 +140,15 @@ class _Namespace:
     def add(self, name, value):
         self.values[name] = value
         return name
+
+
+def _static_kernel(node, into_buffer):
+    """The kernel the op's ``static_kernel`` rule picks for ``node``'s avals, or None."""
+    rule = node.op.rules.get("static_kernel")
+    if rule is None or node.shape is None or any(i.shape is None for i in node.inputs):
+        return None
+    return rule([(tuple(i.shape), i.dtype) for i in node.inputs],
+                (tuple(node.shape), node.dtype), node.params, into_buffer)
 
 
 def _local_names(order):
@@ -181,8 +196,9 @@ def _out_argument(node, plan):
     return None, False
 
 
-def _call(node, names, ns, out_arg, buffered):
-    """``kernel(inputs, out=..., params)`` for ``node``."""
+def _call(node, names, ns, out_arg, buffered, planned=False):
+    """``kernel(inputs, out=..., params)`` for ``node`` (``planned``: see
+    ``_Namespace.kernel``)."""
     argv = [names[inp] for inp in node.inputs]
     if out_arg is not None:
         argv.append(out_arg)
@@ -191,7 +207,7 @@ def _call(node, names, ns, out_arg, buffered):
             argv.append(f"{key}={value!r}")
         else:
             argv.append(f"{key}={ns.add(f'p_{names[node]}_{key}', value)}")
-    return f"{ns.kernel(node, buffered)}({', '.join(argv)})"
+    return f"{ns.kernel(node, buffered, planned)}({', '.join(argv)})"
 
 
 def _node_lines(node, names, ns, plan, used, placement):
@@ -201,6 +217,7 @@ def _node_lines(node, names, ns, plan, used, placement):
         return [f"    {target} = {ns.add('c_' + target, _constant(node, ns.backend))}"]
     if node in placement.result_of:     # its parts wrote it in place
         return placement.concat_lines(node, target, names)
+    planned = False   # its own planned buffer (C order, its aval) or a fresh result
     if node in placement.part_of and node.op is not unpack_op:
         out_arg, buffered = placement.out_argument(node), True
     elif node in placement.kernel_parts:
@@ -208,11 +225,12 @@ def _node_lines(node, names, ns, plan, used, placement):
         out_arg, buffered = placement.kernel_out_argument(node, views), True
     else:
         out_arg, buffered = _out_argument(node, plan)
+        planned = out_arg is None or plan.buffer_of.get(node) is not None
     expression = _python_form(node, ns.backend) if out_arg is None and used else None
     if expression is not None:
         call = expression.format(*(names[i] for i in node.inputs))
     else:
-        call = _call(node, names, ns, out_arg, buffered)
+        call = _call(node, names, ns, out_arg, buffered, planned)
     if node.meta.get("contiguous") and out_arg is None and ns.backend is NUMPY:
         # A pass asked for this value in C order (a view is copied once, here).
         call = f"{ns.add('_np_ascontiguousarray', np.ascontiguousarray)}({call})"

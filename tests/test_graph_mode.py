@@ -407,7 +407,7 @@ def test_generated_source_runs_kernels_and_names_user_lines():
     f = traced(_mlp)
     source = f.source_for(*MLP_ARGS)
     compile(source, "<generated>", "exec")
-    assert "def run__mlp(" in source and "k_matmul(" in source and "return (" in source
+    assert "def run__mlp(" in source and "k_np_dot(" in source and "return (" in source
     line = inspect.getsourcelines(_mlp)[1] + 1
     assert f"test_graph_mode.py:{line}" in source
     assert "del " in source, "values should be dropped after their last use"

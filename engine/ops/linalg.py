@@ -103,6 +103,19 @@ def _matmul_out(x, y, out):
     return np.matmul(x, y, out=out)
 
 
+def _matmul_static_kernel(in_avals, out_aval, params, into_buffer):
+    # The choices of _matmul_impl and _matmul_out, made once from the traced avals: the
+    # generated code then calls np.dot or np.matmul itself.
+    (x_shape, x_dtype), (y_shape, y_dtype) = in_avals
+    if len(x_shape) != 2 or len(y_shape) != 2 or None in x_shape + y_shape:
+        return None
+    if not into_buffer:
+        return np.dot
+    same = np.dtype(out_aval[1]) == np.dtype(x_dtype) == np.dtype(y_dtype)
+    small = x_shape[0] * x_shape[1] * y_shape[1] < _DOT_MAX_WORK
+    return np.dot if same and small else np.matmul
+
+
 def _matmul_generic(be, x, y):
     return be.xp.matmul(*be.promote(x, y))
 
@@ -111,7 +124,8 @@ matmul_op = register(Op("matmul", _matmul_impl, _matmul_eval, _matmul_vjp, n_inp
                         out_impl=_matmul_out, vjp_needs=True, generic=_matmul_generic,
                         dtypes=dtypes.NUMERIC,
                         doc="Matrix product with numpy's ``@`` semantics (batched, 1-D promoted)."))
-declare(matmul_op, onnx=("node", "MatMul"), fold_cost="contraction", chunks=chunk_rules.matmul)
+declare(matmul_op, onnx=("node", "MatMul"), fold_cost="contraction", chunks=chunk_rules.matmul,
+        static_kernel=_matmul_static_kernel)
 matmul = call(matmul_op)
 
 

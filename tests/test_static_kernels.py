@@ -1,0 +1,83 @@
+"""Kernels picked once from a node's traced shapes and dtypes (the ``static_kernel`` rule):
+the generated source calls np.dot or np.matmul itself where the generic matrix-product
+kernel would test the same things on every call. Values are checked against numpy."""
+import numpy as np
+import pytest
+
+import engine as en
+
+
+def _source(fn, *args, **options):
+    f = en.function(fn, **options)
+    return f, f.source_for(*args)
+
+
+def _arrays(*shapes, dtypes=None, seed=0):
+    rng = np.random.default_rng(seed)
+    dtypes = dtypes or ["float32"] * len(shapes)
+    return [rng.uniform(-1, 1, s).astype(d) for s, d in zip(shapes, dtypes)]
+
+
+def _tanh_of_product(a, b):
+    return en.tanh(a @ b)       # the product is an intermediate: a planned buffer
+
+
+@pytest.mark.parametrize("shapes, kernel", [
+    (((32, 64), (64, 64)), "k_np_dot("),           # small: np.dot into the buffer
+    (((256, 128), (128, 64)), "k_np_matmul("),     # 2^21 multiply-adds: np.matmul
+])
+def test_a_planned_2d_product_calls_numpy_directly(shapes, kernel):
+    a, b = _arrays(*shapes)
+    f, source = _source(_tanh_of_product, en.tensor(a), en.tensor(b))
+    assert kernel in source and "k_matmul" not in source, source
+    np.testing.assert_allclose(f(en.tensor(a), en.tensor(b)).numpy(), np.tanh(a @ b),
+                               rtol=2e-6, atol=1e-6)
+
+
+def test_a_returned_2d_product_calls_np_dot():
+    a, b = _arrays((5, 3), (3, 4))
+    f, source = _source(lambda a, b: a @ b, en.tensor(a), en.tensor(b))
+    assert "k_np_dot(" in source, source
+    np.testing.assert_allclose(f(en.tensor(a), en.tensor(b)).numpy(), a @ b, rtol=1e-6)
+
+
+def test_mixed_dtypes_into_a_buffer_take_np_matmul():
+    """np.dot writes only into an ``out`` of its operands' own dtype."""
+    a, b = _arrays((8, 6), (6, 5), dtypes=["float32", "float64"])
+    f, source = _source(_tanh_of_product, en.tensor(a), en.tensor(b))
+    assert "k_np_matmul(" in source and "k_np_dot(" not in source, source
+    got = f(en.tensor(a), en.tensor(b)).numpy()
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, np.tanh(a.astype(np.float64) @ b), rtol=1e-12)
+
+
+def test_batched_and_unknown_shapes_keep_the_generic_kernel():
+    a, b = _arrays((3, 8, 6), (3, 6, 5))
+    f, source = _source(_tanh_of_product, en.tensor(a), en.tensor(b))
+    assert "k_matmul_out(" in source and "k_np_" not in source, source
+    np.testing.assert_allclose(f(en.tensor(a), en.tensor(b)).numpy(), np.tanh(a @ b),
+                               rtol=2e-6, atol=1e-6)
+
+    spec = [en.TensorSpec((None, 6), "float32"), en.TensorSpec((6, 5), "float32")]
+    g = en.function(_tanh_of_product, input_signature=spec)
+    for n in (1, 7):
+        x, y = _arrays((n, 6), (6, 5), seed=n)
+        assert "k_np_" not in g.source_for(en.tensor(x), en.tensor(y))
+        np.testing.assert_allclose(g(en.tensor(x), en.tensor(y)).numpy(), np.tanh(x @ y),
+                                   rtol=2e-6, atol=1e-6)
+
+
+def test_products_written_into_a_stack_keep_the_generic_kernel():
+    """Parts a stack's placement writes in place are views of its array, not buffers of
+    their own (along another axis they would not be C-contiguous): the generic kernel
+    tests each call what it writes into."""
+    a, b, c = _arrays((4, 6), (6, 5), (6, 5))
+
+    def fn(a, b, c):
+        return en.tanh(en.stack([a @ b, a @ c], axis=0))
+
+    args = [en.tensor(v) for v in (a, b, c)]
+    f, source = _source(fn, *args)
+    assert source.count("k_matmul_out(") == 2 and "_cc0[1]" in source, source
+    np.testing.assert_allclose(f(*args).numpy(), np.tanh(np.stack([a @ b, a @ c])),
+                               rtol=2e-6, atol=1e-6)
