@@ -23,7 +23,7 @@ from ..errors import DomainError, DTypeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
 from ._args import at_user_line
-from . import compare, creation, elementwise as ew, math_unary
+from . import compare, creation, elementwise as ew, fp_errors, math_unary
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
@@ -65,9 +65,12 @@ def _silu_out(x, out):
     x = _unaliased(x, out)
     # x / (1 + exp(-x)): for x below -88 (float32) exp overflows to inf and the result
     # is -0, the limit; the overflow is expected.
-    with np.errstate(over="ignore"):
+    token = fp_errors.ignore_overflow()
+    try:
         np.negative(x, out=out)
         np.exp(out, out=out)
+    finally:
+        fp_errors.restore(token)
     np.add(out, 1, out=out)
     return np.divide(x, out, out=out)
 

@@ -11,7 +11,7 @@ from ..op import lookup as _lookup
 from ._args import at_user_line
 from ._define import binary, call, unary, unbroadcast
 from ._define import binary_rule as _binary_rule
-from . import compare, complex_kernels, creation
+from . import compare, complex_kernels, creation, fp_errors
 
 NUM = dtypes.NUMERIC
 REAL = dtypes.REAL
@@ -111,9 +111,12 @@ def _sigmoid_out(x, out):
     # 1 / (1 + exp(-x)), computed in place in ``out`` (one buffer, no temporaries).
     # Below x = -88 (float32) exp(-x) overflows to inf and the result is 0, as
     # numpy gives it; the overflow is expected, so it is not warned about.
-    with np.errstate(over="ignore"):
+    token = fp_errors.ignore_overflow()
+    try:
         np.negative(x, out=out)
         np.exp(out, out=out)
+    finally:
+        fp_errors.restore(token)
     np.add(out, 1, out=out)
     return _reciprocal_out(out, out)
 
