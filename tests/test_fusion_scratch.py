@@ -3,6 +3,7 @@ other kernels get a buffer of their own, and a value result in the middle of a
 multi-output kernel does not keep the buffers after it from being reused. Values
 are checked against numpy."""
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -88,3 +89,55 @@ def test_buffers_are_reused_after_a_value_result_in_the_middle(shape):
     np.testing.assert_allclose(total.numpy(), t.sum(), rtol=1e-12)
     np.testing.assert_allclose(value.numpy(), np.tanh(((t + 1.0) * (a * b) - b) * 0.5),
                                rtol=1e-13)
+
+
+def _unrolled(h, u, b):
+    # Five steps, each a product and one small kernel (an add, a tanh, a square, a sub
+    # and a mul): scratch buffers of one shape and dtype in every step.
+    for _ in range(5):
+        h = en.tanh(h @ u + b) * (1.0 - h * h)
+    return h
+
+
+def _unrolled_reference(h, u, b):
+    for _ in range(5):
+        h = np.tanh(h @ u + b) * (1.0 - h * h)
+    return h
+
+
+def test_small_kernels_of_one_shape_share_their_scratch_buffers():
+    """One free list for the graph's small kernels of a shape and scratch dtypes: after a
+    call it holds one set, which every step used in turn (and stays in cache)."""
+    h, a, b = tensors((32, 64), (64, 64), (64,), seed=6, low=-0.3, high=0.3)
+    f, c = concrete(_unrolled, h, a, b)
+    kernels = fused_nodes(c.graph)
+    assert len(kernels) == 5
+    pools = {id(n.op.out_impl.__globals__["small_scratch"]) for n in kernels}
+    assert len(pools) == 1
+    got = f(h, a, b).numpy()
+    assert len(kernels[0].op.out_impl.__globals__["small_scratch"]) == 1
+    np.testing.assert_allclose(got, _unrolled_reference(h.numpy(), a.numpy(), b.numpy()),
+                               rtol=1e-12, atol=1e-14)
+
+
+def test_concurrent_calls_never_share_a_scratch_set():
+    h0, a, b = tensors((32, 64), (64, 64), (64,), seed=7, low=-0.3, high=0.3)
+    f = en.function(_unrolled)
+    f(h0, a, b)
+    starts = [tensors((32, 64), seed=20 + k, low=-0.9, high=0.9)[0] for k in range(4)]
+    wants = [_unrolled_reference(s.numpy(), a.numpy(), b.numpy()) for s in starts]
+    errors = []
+
+    def worker(k):
+        for _ in range(300):
+            got = f(starts[k], a, b).numpy()
+            if not np.allclose(got, wants[k], rtol=1e-12, atol=1e-14):
+                errors.append(k)
+                return
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, f"threads {errors} read another call's scratch"

@@ -341,7 +341,7 @@ class FusedKernel:
     ``out_impl`` takes one array per result (None: allocate) and returns them all.
     """
 
-    def __init__(self, name, members, inputs, outputs, threads=None):
+    def __init__(self, name, members, inputs, outputs, threads=None, scratch_pools=None):
         self.name = name
         member_index = {m: k for k, m in enumerate(members)}
         spec = [(m, reduction_kind(m, r)) for m, r in outputs]
@@ -360,7 +360,12 @@ class FusedKernel:
         small_dtypes = [np.dtype(d) for d in self.scratch_dtypes]
         namespace["static_shape"] = static
         namespace["static_size"] = None if static is None else math.prod(static)
-        namespace["small_scratch"] = []
+        # The small path's free list of scratch sets, shared by the graph's kernels of
+        # the same shape and scratch dtypes: one set then serves them all in turn and
+        # stays in L1, where a set per kernel (the steps of an unrolled RNN) would come
+        # back from L2 on every call. Concurrent calls each pop a set of their own.
+        pools = {} if scratch_pools is None else scratch_pools
+        namespace["small_scratch"] = pools.setdefault((static, tuple(small_dtypes)), [])
         namespace["new_small_scratch"] = lambda: [np.empty(static, d) for d in small_dtypes]
         fresh = dict(namespace)   # before exec: the fresh kernel keeps its own scratch
         namespace[TRACED_LINES] = _member_lines(self.source, members)
@@ -385,7 +390,9 @@ class FusedKernel:
             fresh_source, fresh_dtypes = _fresh_source(name + "_fresh", members, inputs,
                                                        member_index)
             fresh.update(empty=np.empty, out_dtype=np.dtype(members[-1].dtype),
-                         small_scratch=[], new_small_scratch=lambda: [
+                         small_scratch=pools.setdefault(
+                             (static, tuple(np.dtype(d) for d in fresh_dtypes)), []),
+                         new_small_scratch=lambda: [
                              np.empty(static, d) for d in fresh_dtypes])
             fresh[TRACED_LINES] = _member_lines(fresh_source, members)
             exec(compile(fresh_source, f"<fused kernel {name}_fresh>", "exec"), fresh)
@@ -496,6 +503,7 @@ def fusion(graph):
     fused_ops = 0
     kernels = multi = 0
     threads = threads_for(graph)
+    scratch_pools = {}
     regions = find_regions(graph)
     reductions = {rid: _full_reduction(graph, ms[-1]) for rid, ms in regions.items()}
     index = {n: i for i, n in enumerate(graph.topo_order())}
@@ -518,7 +526,7 @@ def fusion(graph):
         reduced = [r for _, r in outputs if r is not None]
         tail = reduced[-1:] + members[-3:][::-1]
         name = f"fused_{next(_ids)}_" + "_".join(m.op.name for m in tail[:3])
-        kernel = FusedKernel(name, members, inputs, outputs, threads)
+        kernel = FusedKernel(name, members, inputs, outputs, threads, scratch_pools)
         results = kernel.results
         op = _make_op(kernel, len(inputs), outputs)
         if len(outputs) > 1:
