@@ -1,4 +1,6 @@
 """Helpers shared by the optimizer tests (test_passes, test_memory_planning)."""
+import threading
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,22 @@ def numpy_lowering():
 def numba_lowering():
     """The compiled lowering wherever it can write a graph (numba must be installed)."""
     yield from _lowering("numba")
+
+
+def concurrent_mismatches(call, inputs, wants, calls, rtol, atol):
+    """Run ``call(inputs[k])`` ``calls`` times in thread ``k``, all threads at once; the
+    threads whose result ever differs from ``wants[k]`` (an empty list: none did)."""
+    errors = []
+
+    def worker(k):
+        for _ in range(calls):
+            if not np.allclose(call(inputs[k]), wants[k], rtol=rtol, atol=atol):
+                errors.append(k)
+                return
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors

@@ -3,13 +3,12 @@ other kernels get a buffer of their own, and a value result in the middle of a
 multi-output kernel does not keep the buffers after it from being reused. Values
 are checked against numpy."""
 import re
-import threading
 
 import numpy as np
 import pytest
 
 import engine as en
-from pass_helpers import concrete, fused_nodes, tensors
+from pass_helpers import concrete, concurrent_mismatches, fused_nodes, tensors
 
 # (700, 400) has more than 2^18 elements: the kernel walks it in row blocks; (4, 8) is
 # one block, the small path.
@@ -126,18 +125,6 @@ def test_concurrent_calls_never_share_a_scratch_set():
     f(h0, a, b)
     starts = [tensors((32, 64), seed=20 + k, low=-0.9, high=0.9)[0] for k in range(4)]
     wants = [_unrolled_reference(s.numpy(), a.numpy(), b.numpy()) for s in starts]
-    errors = []
-
-    def worker(k):
-        for _ in range(300):
-            got = f(starts[k], a, b).numpy()
-            if not np.allclose(got, wants[k], rtol=1e-12, atol=1e-14):
-                errors.append(k)
-                return
-
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = concurrent_mismatches(lambda h: f(h, a, b).numpy(), starts, wants, 300,
+                                   1e-12, 1e-14)
     assert not errors, f"threads {errors} read another call's scratch"

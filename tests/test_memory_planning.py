@@ -1,6 +1,4 @@
 """Memory planning: buffers reused across nodes and calls, never aliasing what the caller holds."""
-import threading
-
 import numpy as np
 import pytest
 
@@ -195,20 +193,7 @@ def test_concurrent_calls_use_their_own_buffers():
     u = en.function(_chain, optimize=False)
     inputs = [_x64(k)[0] for k in range(4)]
     want = [u(x).numpy() for x in inputs]
-    errors = []
-
-    def worker(k):
-        for _ in range(25):
-            got = f(inputs[k]).numpy()
-            if not np.allclose(got, want[k], rtol=1e-6, atol=1e-9):
-                errors.append(k)
-                return
-
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = concurrent_mismatches(lambda x: f(x).numpy(), inputs, want, 25, 1e-6, 1e-9)
     assert not errors, f"threads {errors} saw another call's buffers"
 
 
