@@ -81,3 +81,34 @@ def test_products_written_into_a_stack_keep_the_generic_kernel():
     assert source.count("k_matmul_out(") == 2 and "_cc0[1]" in source, source
     np.testing.assert_allclose(f(*args).numpy(), np.tanh(np.stack([a @ b, a @ c])),
                                rtol=2e-6, atol=1e-6)
+
+
+def test_a_sum_numpy_reduces_in_one_call_is_called_directly():
+    x, = _arrays((32, 64))
+    f, source = _source(lambda x: en.sum(x * x, axis=1), en.tensor(x))
+    assert "k_np_reduce(" in source and "k_sum" not in source, source
+    np.testing.assert_allclose(f(en.tensor(x)).numpy(), (x * x).sum(axis=1), rtol=1e-6)
+
+
+def test_sums_the_generic_kernel_does_otherwise_keep_it():
+    """A long leading axis is summed in blocks of rows; a full sum into a fresh result
+    is a 0-d array; an int32 sum is int64: the generic kernel does each of these."""
+    from engine.ops.reduce import BLOCKED_FROM_ROWS
+    rows, = _arrays((BLOCKED_FROM_ROWS + 3, 4))
+    f, source = _source(lambda x: en.sum(x, axis=0), en.tensor(rows))
+    assert "k_sum" in source and "k_np_reduce" not in source, source
+    np.testing.assert_allclose(f(en.tensor(rows)).numpy(), rows.astype(np.float64).sum(axis=0),
+                               rtol=1e-5)
+
+    x, = _arrays((5, 6))
+    f, source = _source(lambda x: en.sum(x), en.tensor(x))
+    assert "k_sum" in source and "k_np_reduce" not in source, source
+    got = f(en.tensor(x)).numpy()
+    assert isinstance(got, np.ndarray) and got.shape == ()
+    np.testing.assert_allclose(got, x.astype(np.float64).sum(), rtol=1e-6)
+
+    ints = np.arange(12, dtype=np.int32).reshape(3, 4)
+    f, source = _source(lambda x: en.sum(x, axis=1), en.tensor(ints))
+    assert "k_sum" in source and "k_np_reduce" not in source, source
+    got = f(en.tensor(ints)).numpy()
+    assert got.dtype == np.int64 and got.tolist() == ints.sum(axis=1).tolist()

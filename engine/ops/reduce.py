@@ -231,9 +231,26 @@ def _int_for_bool(d):
     return dtypes.int64 if d == dtypes.bool_ else d
 
 
+def _sum_static_kernel(in_avals, out_aval, params, into_buffer):
+    # _blocked_sum's choice made once from the traced avals: where it would call
+    # np.add.reduce (no long leading axis to sum in blocks), the generated code calls it
+    # itself. A full sum into a fresh result keeps the generic kernel, which returns a
+    # 0-d array where np.add.reduce returns a scalar.
+    ((shape, dtype),) = in_avals
+    if None in shape or np.dtype(out_aval[1]) != np.dtype(dtype) or \
+            not (into_buffer or out_aval[0]):
+        return None
+    axes = normalize_axes(params["axis"], len(shape), "sum")
+    if axes == (0,) and len(shape) >= 2 and shape[0] >= BLOCKED_FROM_ROWS and \
+            np.dtype(dtype) in dtypes.FLOATS:
+        return None
+    return np.add.reduce
+
+
 sum_op, sum = _reduction("sum", _blocked_sum, _sum_vjp, _sum_dtype,
                          generic=_generic_reduction("sum", _sum_dtype, _sum_dtype))
-declare(sum_op, onnx=("reduce", "ReduceSum"), chunks=chunk_rules.reduction("sum"))
+declare(sum_op, onnx=("reduce", "ReduceSum"), chunks=chunk_rules.reduction("sum"),
+        static_kernel=_sum_static_kernel)
 mean_op, mean = _reduction("mean", _blocked_mean, _mean_vjp, _mean_dtype, allowed=dtypes.NUMERIC,
                            what="numeric",
                            generic=_generic_reduction("mean", _mean_dtype, _mean_dtype))
