@@ -112,3 +112,24 @@ def test_sums_the_generic_kernel_does_otherwise_keep_it():
     assert "k_sum" in source and "k_np_reduce" not in source, source
     got = f(en.tensor(ints)).numpy()
     assert got.dtype == np.int64 and got.tolist() == ints.sum(axis=1).tolist()
+
+
+def test_a_fresh_sigmoid_grad_writes_its_three_passes_without_tests():
+    from engine.ops import sigmoid_grad
+    y, g = _arrays((32, 64), (64,), dtypes=["float32", "float64"])
+    f, source = _source(lambda y, g: sigmoid_grad(y, g), en.tensor(y), en.tensor(g))
+    assert "k_sigmoid_grad_fresh(" in source, source
+    got = f(en.tensor(y), en.tensor(g)).numpy()
+    assert got.dtype == np.float64 and got.shape == (32, 64)
+    np.testing.assert_allclose(got, (1 - y.astype(np.float64)) * y * g, rtol=1e-6)
+
+
+def test_a_sigmoid_grad_into_a_planned_buffer_keeps_the_generic_kernel():
+    """A planned buffer may be an input's that dies there: the generic kernel tests."""
+    from engine.ops import sigmoid_grad
+    y, g, u = _arrays((8, 6), (8, 6), (6, 5))
+    f, source = _source(lambda y, g, u: sigmoid_grad(y, g) @ u,
+                        *(en.tensor(v) for v in (y, g, u)))
+    assert "k_sigmoid_grad_out(" in source and "fresh" not in source, source
+    np.testing.assert_allclose(f(*(en.tensor(v) for v in (y, g, u))).numpy(),
+                               ((1 - y) * y * g) @ u, rtol=1e-5, atol=1e-6)

@@ -155,6 +155,24 @@ def _sigmoid_grad_impl(y, g):
     return _sigmoid_grad_out(y, g, np.empty(shape, np.result_type(y, g)))
 
 
+def _sigmoid_grad_static_kernel(in_avals, out_aval, params, into_buffer):
+    # A fresh result shares no memory with the inputs: the three passes go straight into
+    # an array of the traced shape and dtype, without _sigmoid_grad_impl's broadcast,
+    # promotion and overlap tests (about 2.5 us of 8 on a (32, 64) step of a scan). A
+    # planned buffer may be a dying input's: the generic kernel tests for that.
+    shape, dtype = out_aval
+    if into_buffer or None in shape:
+        return None
+    shape, dtype = tuple(shape), np.dtype(dtype)
+
+    def sigmoid_grad_fresh(y, g):
+        out = np.empty(shape, dtype)
+        np.subtract(1, y, out=out)
+        np.multiply(out, y, out=out)
+        return np.multiply(out, g, out=out)
+    return sigmoid_grad_fresh
+
+
 def _sigmoid_grad_vjp(c, out, y, g):
     # d/dy [g y (1 - y)] = g (1 - 2y);  d/dg = y (1 - y).
     return (unbroadcast(c * g * (1.0 - y * 2.0), y.shape),
@@ -172,6 +190,7 @@ sigmoid_grad_op = binary("sigmoid_grad", _sigmoid_grad_impl, _sigmoid_grad_vjp,
                          allowed=dtypes.FLOATS, what="floating-point",
                          out_impl=_sigmoid_grad_out, generic=_sigmoid_grad_generic,
                          doc="``g * y * (1 - y)``: the sigmoid's gradient from its output ``y``.")
+declare(sigmoid_grad_op, static_kernel=_sigmoid_grad_static_kernel)
 declare(sigmoid_grad_op, onnx=("expr", "Mul(Mul(Sub(1, x0), x0), x1)"),
         scalar_form="((ONE - {0}) * {0}) * {1}")   # the numpy kernel's order
 
