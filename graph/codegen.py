@@ -123,9 +123,9 @@ class _Namespace:
         base = None
         if fn is None and planned and self.backend is NUMPY:
             fn = _static_kernel(node, buffered)
-            # k_np_dot for numpy's own functions, k_<name> for the engine's
-            engine_own = (getattr(fn, "__module__", None) or "").startswith("engine")
-            base = fn and ("k_" if engine_own else "k_np_") + fn.__name__
+            if fn is not None:   # k_np_dot for numpy's own functions, k_<name> for the engine's
+                engine_own = (getattr(fn, "__module__", None) or "").startswith("engine")
+                base = ("k_" if engine_own else "k_np_") + fn.__name__
         fn = fn or (node.op.out_impl if buffered else node.op.impl)
         key = id(fn)
         if key not in self._kernels:

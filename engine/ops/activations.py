@@ -65,12 +65,7 @@ def _silu_out(x, out):
     x = _unaliased(x, out)
     # x / (1 + exp(-x)): for x below -88 (float32) exp overflows to inf and the result
     # is -0, the limit; the overflow is expected.
-    token = fp_errors.ignore_overflow()
-    try:
-        np.negative(x, out=out)
-        np.exp(out, out=out)
-    finally:
-        fp_errors.restore(token)
+    fp_errors.exp_of_negated(x, out)
     np.add(out, 1, out=out)
     return np.divide(x, out, out=out)
 

@@ -1,4 +1,5 @@
 """Elementwise math: unary functions and broadcasting binary arithmetic."""
+import functools
 import math
 
 import numpy as np
@@ -111,12 +112,7 @@ def _sigmoid_out(x, out):
     # 1 / (1 + exp(-x)), computed in place in ``out`` (one buffer, no temporaries).
     # Below x = -88 (float32) exp(-x) overflows to inf and the result is 0, as
     # numpy gives it; the overflow is expected, so it is not warned about.
-    token = fp_errors.ignore_overflow()
-    try:
-        np.negative(x, out=out)
-        np.exp(out, out=out)
-    finally:
-        fp_errors.restore(token)
+    fp_errors.exp_of_negated(x, out)
     np.add(out, 1, out=out)
     return _reciprocal_out(out, out)
 
@@ -163,8 +159,12 @@ def _sigmoid_grad_static_kernel(in_avals, out_aval, params, into_buffer):
     shape, dtype = out_aval
     if into_buffer or None in shape:
         return None
-    shape, dtype = tuple(shape), np.dtype(dtype)
+    return _fresh_sigmoid_grad(tuple(shape), np.dtype(dtype))
 
+
+@functools.lru_cache(maxsize=64)
+def _fresh_sigmoid_grad(shape, dtype):
+    """The fresh-result kernel for one aval (one per aval: an unrolled graph has many)."""
     def sigmoid_grad_fresh(y, g):
         out = np.empty(shape, dtype)
         np.subtract(1, y, out=out)

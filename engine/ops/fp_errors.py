@@ -51,3 +51,14 @@ def restore(token):
         token.__exit__(None, None, None)
     else:
         _extobj_contextvar.reset(token)
+
+
+def exp_of_negated(x, out):
+    """``exp(-x)`` into ``out`` with its overflow to inf ignored: the first step of
+    sigmoid and silu, whose results take the right limit from that inf."""
+    token = ignore_overflow()
+    try:
+        np.negative(x, out=out)
+        return np.exp(out, out=out)
+    finally:
+        restore(token)

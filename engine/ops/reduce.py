@@ -138,12 +138,18 @@ _BLOCK_ROWS = 256
 BLOCKED_FROM_ROWS = 4 * _BLOCK_ROWS
 
 
+def _in_blocks(shape, dtype, axes):
+    """Whether ``_blocked_sum`` sums over ``axes`` of a ``shape`` and ``dtype`` value in
+    blocks of rows (else in one np.add.reduce)."""
+    return axes == (0,) and len(shape) >= 2 and shape[0] >= BLOCKED_FROM_ROWS and \
+        dtype in dtypes.FLOATS
+
+
 def _blocked_sum(x, axis=None, keepdims=False, out=None):
-    axes = normalize_axes(axis, x.ndim, "sum")
-    n = x.shape[0] if x.ndim else 0
-    if axes != (0,) or x.ndim < 2 or n < BLOCKED_FROM_ROWS or x.dtype not in dtypes.FLOATS:
+    if not _in_blocks(x.shape, x.dtype, normalize_axes(axis, x.ndim, "sum")):
         # np.sum is add.reduce behind ~1 µs of argument handling
         return np.add.reduce(x, axis=axis, keepdims=keepdims, out=out)
+    n = x.shape[0]
     k = n // _BLOCK_ROWS
     blocks = x[:k * _BLOCK_ROWS].reshape((k, _BLOCK_ROWS) + x.shape[1:]).sum(axis=1)
     if k * _BLOCK_ROWS < n:
@@ -240,9 +246,7 @@ def _sum_static_kernel(in_avals, out_aval, params, into_buffer):
     if None in shape or np.dtype(out_aval[1]) != np.dtype(dtype) or \
             not (into_buffer or out_aval[0]):
         return None
-    axes = normalize_axes(params["axis"], len(shape), "sum")
-    if axes == (0,) and len(shape) >= 2 and shape[0] >= BLOCKED_FROM_ROWS and \
-            np.dtype(dtype) in dtypes.FLOATS:
+    if _in_blocks(shape, np.dtype(dtype), normalize_axes(params["axis"], len(shape), "sum")):
         return None
     return np.add.reduce
 
