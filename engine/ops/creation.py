@@ -81,8 +81,20 @@ def ones(shape, dtype="float64"):
 
 
 def full(shape, value, dtype=None):
-    """A tensor filled with ``value``; the dtype follows the value unless given."""
-    dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(value)
+    """A tensor filled with ``value``; the dtype follows the value unless given: a
+    Python number's default dtype, a numpy scalar's or 0-d array's own (``np.full``).
+
+    Example:
+        >>> import engine as en, numpy as np
+        >>> en.full(2, np.float32(1.5)).dtype
+        dtype('float32')
+    """
+    if isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0:
+        own = np.asarray(value)
+        value = own.item()   # a plain number: op parameters are hashable
+        dt = dtypes.as_dtype(dtype if dtype is not None else own.dtype)
+    else:
+        dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(value)
     return apply(full_op, shape=check_shape("full", shape), value=value, dtype=dt)
 
 

@@ -89,6 +89,15 @@ def _scan_rule(name, allowed, what, out_dtype):
     return abstract_eval
 
 
+def _as_requested(out, dtype):
+    """``out`` in the ``dtype`` the caller asked for. The op accumulates narrow ints in
+    64 bits; cast back, the wrapped values are numpy's own (sums and products modulo
+    2^bits do not depend on the width they were taken in)."""
+    if dtype is None or out.dtype == dtypes.as_dtype(dtype):
+        return out
+    return creation.cast(out, dtype)
+
+
 def _public(op, name):
     def f(x, axis=None, dtype=None):
         x = as_tensor(x)
@@ -96,7 +105,7 @@ def _public(op, name):
             x = creation.cast(x, dtype)
         if axis is None:
             x, axis = shape_ops.reshape(x, (-1,)), 0
-        return apply(op, x, axis=user_axis(axis, x.ndim, name))
+        return _as_requested(apply(op, x, axis=user_axis(axis, x.ndim, name)), dtype)
     return f
 
 
@@ -332,7 +341,7 @@ def _cumulative(name, op, initial):
         axis = user_axis(axis, x.ndim, name)
         if dtype is not None:
             x = creation.cast(x, dtype)
-        out = apply(op, x, axis=axis)
+        out = _as_requested(apply(op, x, axis=axis), dtype)
         return _with_initial(out, axis, initial) if include_initial else out
     return f
 

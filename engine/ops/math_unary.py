@@ -205,7 +205,29 @@ erfc = call(erfc_op)
 floor = call(floor_op)
 ceil = call(ceil_op)
 trunc = call(trunc_op)
-rint = call(round_op)
+_round_op_call = call(round_op)
+
+
+def rint(x):
+    """x rounded to the nearest integer, halves to even (``np.rint``). As numpy's
+    ufunc, an integer or bool input comes back as the smallest float that holds it
+    (float16 for 8 bits, float32 for 16, float64 above); :func:`round` keeps the dtype.
+
+    Example:
+        >>> import engine as en
+        >>> en.rint(en.tensor([1, 2], dtype="int32")).dtype
+        dtype('float64')
+    """
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and np.dtype(dtype).kind in "biu":
+        x = creation.cast(x, np.promote_types(dtype, np.float16))
+    elif isinstance(x, bool):   # numpy: a bool array's float16
+        x = np.float16(x)
+    elif isinstance(x, int):    # numpy: an int64 array's float64
+        x = float(x)
+    return _round_op_call(x)
+
+
 positive = call(positive_op)
 isnan = call(isnan_op)
 isinf = call(isinf_op)
@@ -227,17 +249,17 @@ def round(x, decimals=0):
     """
     decimals = _check_decimals(decimals)
     if decimals == 0:
-        return rint(x)
+        return _round_op_call(x)
     dtype = getattr(x, "dtype", None)
     if dtype in dtypes.INTS or type(x) is int:
         if decimals > 0:
-            return rint(x)
+            return _round_op_call(x)
         as_float = creation.cast(x, dtypes.float64)
         return creation.cast(round(as_float, decimals), dtype or dtypes.int64)
     scale = 10.0 ** builtins.abs(decimals)
     if decimals > 0:
-        return ew.div(rint(ew.mul(x, scale)), scale)
-    return ew.mul(rint(ew.div(x, scale)), scale)
+        return ew.div(_round_op_call(ew.mul(x, scale)), scale)
+    return ew.mul(_round_op_call(ew.div(x, scale)), scale)
 
 
 def _check_decimals(decimals):

@@ -204,7 +204,9 @@ class LeadingSum:
 
 
 def _blocked_mean(x, axis=None, keepdims=False, out=None):
-    if x.dtype not in dtypes.FLOATS:
+    # float16 is summed in float32 (numpy's mean does): in float16 a count or a sum over
+    # 65504 is inf.
+    if x.dtype not in dtypes.FLOATS or x.dtype == dtypes.float16:
         return np.mean(x, axis=axis, keepdims=keepdims, out=out)
     total = _blocked_sum(x, axis=axis, keepdims=keepdims, out=out)
     count = 1

@@ -9,7 +9,7 @@ Example:
 """
 from .. import dtypes
 from ..errors import ShapeError
-from . import creation, elementwise, reduce, shape_ops
+from . import complex_parts, creation, elementwise, reduce, shape_ops
 from .cumulative import as_tensor, user_axes
 
 
@@ -23,8 +23,9 @@ def _ddof(ddof, correction):
 
 def var(x, axis=None, ddof=0, keepdims=False, dtype=None, correction=None):
     """The variance over ``axis`` (all axes when None): the mean squared deviation,
-    divided by ``n - ddof`` instead of ``n`` (``np.var``). Integer and bool inputs give
-    float64.
+    divided by ``n - ddof`` instead of ``n`` (``np.var``; by 0 where ``ddof >= n``, as
+    numpy clamps it). Integer and bool inputs give float64; a complex input gives
+    the real variance ``mean(|x - mean(x)|^2)`` in the real dtype of its precision.
 
     Example:
         >>> import engine as en
@@ -34,21 +35,28 @@ def var(x, axis=None, ddof=0, keepdims=False, dtype=None, correction=None):
     x = as_tensor(x)
     if dtype is not None:
         x = creation.cast(x, dtype)
-    elif x.dtype not in dtypes.FLOATS:
+    elif x.dtype not in dtypes.INEXACT:
         x = creation.cast(x, dtypes.float64)
     ddof = _ddof(ddof, correction)
     if isinstance(axis, list):
         axis = tuple(axis)
     axes = user_axes(axis, x.ndim, "var")
     centered = x - reduce.mean(x, axis=axis, keepdims=True)
-    total = reduce.sum(centered * centered, axis=axis, keepdims=keepdims)
-    if any(x.shape[a] is None for a in axes):
-        n = shape_ops.count(x, axes, dtype=x.dtype)
+    if x.dtype in dtypes.COMPLEX:   # |z|^2, real: numpy's var of complex input
+        re, im = complex_parts.real(centered), complex_parts.imag(centered)
+        squares = re * re + im * im
     else:
-        n = 1
-        for a in axes:
-            n *= x.shape[a]
-    return elementwise.div(total, n - ddof)
+        squares = centered * centered
+    total = reduce.sum(squares, axis=axis, keepdims=keepdims)
+    # numpy divides by max(n - ddof, 0): inf (nan for a zero total) past the count,
+    # never a negative variance.
+    if any(x.shape[a] is None for a in axes):
+        n = shape_ops.count(x, axes, dtype=total.dtype)
+        return elementwise.div(total, elementwise.maximum(n - ddof, 0))
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return elementwise.div(total, max(n - ddof, 0))
 
 
 def std(x, axis=None, ddof=0, keepdims=False, dtype=None, correction=None):

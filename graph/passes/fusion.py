@@ -466,6 +466,10 @@ def _full_reduction(graph, root):
         tuple(sorted(a % nd for a in (axis if isinstance(axis, tuple) else (axis,)))) if nd else ()
     if axes != tuple(range(nd)) or user.dtype != root.dtype:
         return None
+    # A float16 mean is summed in float32 (its own kernel, as numpy's): a kernel's
+    # float16 block sums would overflow.
+    if user.op is ops.mean_op and root.dtype == np.float16:
+        return None
     return user
 
 
