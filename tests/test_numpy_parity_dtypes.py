@@ -88,3 +88,20 @@ def test_rint_of_integers_is_a_float_as_numpy(dtype):
     if dtype != "bool":   # round keeps an integer dtype, as np.round does
         assert en.round(en.tensor(x)).dtype == np.round(x).dtype
     assert np.asarray(en.rint(3)).dtype == np.asarray(np.rint(3)).dtype
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "mean"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "float32", "float64"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_reductions_take_numpy_dtype(name, dtype, axis):
+    x = np.array([[100, 100, 100], [1, 2, 3]], np.int8)
+    for keepdims in (False, True):
+        want = getattr(np, name)(x, axis=axis, dtype=dtype, keepdims=keepdims)
+        got = getattr(en, name)(en.tensor(x), axis=axis, dtype=dtype, keepdims=keepdims)
+        _same(got, want)
+
+
+def test_mean_of_bools_is_a_float64_fraction():
+    x = np.array([[True, False, True], [False, False, True]])
+    for axis in (None, 0, 1):
+        _same(en.mean(en.tensor(x), axis=axis), np.mean(x, axis=axis))

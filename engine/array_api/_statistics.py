@@ -38,24 +38,14 @@ def mean(x, /, *, axis=None, keepdims=False):
     return _en.mean(x, axis=_axis(axis), keepdims=keepdims)
 
 
-def _with_dtype(fn, x, axis, dtype, keepdims):
-    if dtype is None:
-        return fn(x, axis=_axis(axis), keepdims=keepdims)
-    dtype = _dt.as_dtype(dtype)
-    if x.dtype != dtype:
-        x = _en.cast(x, dtype)
-    out = fn(x, axis=_axis(axis), keepdims=keepdims)
-    return out if out.dtype == dtype else _en.cast(out, dtype)
-
-
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):   # noqa: A001
     """The sum over ``axis``; small integers accumulate in int64 (uint64) unless ``dtype``."""
-    return _with_dtype(_en.sum, x, axis, dtype, keepdims)
+    return _en.sum(x, axis=_axis(axis), keepdims=keepdims, dtype=dtype)
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     """The product over ``axis``; small integers accumulate in int64 (uint64) unless ``dtype``."""
-    return _with_dtype(_en.prod, x, axis, dtype, keepdims)
+    return _en.prod(x, axis=_axis(axis), keepdims=keepdims, dtype=dtype)
 
 
 def argmax(x, /, *, axis=None, keepdims=False):

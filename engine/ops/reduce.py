@@ -27,7 +27,7 @@ def _mean_dtype(dt):
 
 
 def _reduction(name, impl, vjp, out_dtype, allowed=dtypes.ALL, what="any", nonempty=False,
-               generic=None):
+               generic=None, takes_dtype=False):
     def abstract_eval(x, *, axis, keepdims):
         if x[1] not in allowed:
             raise DTypeError(f"{name}: expected {what} input, got {describe_inputs([x])}")
@@ -51,6 +51,16 @@ def _reduction(name, impl, vjp, out_dtype, allowed=dtypes.ALL, what="any", nonem
         if isinstance(axis, list):
             axis = tuple(axis)
         return apply(op, x, axis=axis, keepdims=bool(keepdims))
+
+    if takes_dtype:
+        reduce_in_own_dtype = f
+
+        def f(x, axis=None, keepdims=False, dtype=None):
+            if dtype is None:
+                return reduce_in_own_dtype(x, axis, keepdims)
+            if name == "mean" and dtypes.as_dtype(dtype) not in dtypes.INEXACT:
+                return _integer_mean(x, axis, keepdims, dtype)
+            return _in_dtype(reduce_in_own_dtype, x, axis, keepdims, dtype)
     f.__name__ = name
     f.__doc__ = f"""Reduce ``x`` by {name} over ``axis`` (int, tuple, or None for all).
 
@@ -60,6 +70,29 @@ def _reduction(name, impl, vjp, out_dtype, allowed=dtypes.ALL, what="any", nonem
         (2,)
     """
     return op, f
+
+
+def _in_dtype(reduce_fn, x, axis, keepdims, dtype):
+    """numpy's ``dtype=`` of sum, prod and mean: the input cast to ``dtype``, reduced,
+    and the result in ``dtype`` (a narrow int accumulates in 64 bits and is cast back,
+    which wraps as numpy's own accumulation does)."""
+    dtype = dtypes.as_dtype(dtype)
+    if getattr(x, "dtype", None) != dtype:
+        x = creation.cast(x, dtype)
+    out = reduce_fn(x, axis, keepdims)
+    return out if out.dtype == dtype else creation.cast(out, dtype)
+
+
+def _integer_mean(x, axis, keepdims, dtype):
+    """numpy's mean with an integer ``dtype``: the sum taken in ``dtype`` (wrapping),
+    divided by the count, and the quotient cast to ``dtype``."""
+    dtype = dtypes.as_dtype(dtype)
+    if getattr(x, "dtype", None) != dtype:
+        x = creation.cast(x, dtype)
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    total = creation.cast(apply(sum_op, x, axis=axis, keepdims=bool(keepdims)), dtype)
+    return creation.cast(total / _count(x, axis), dtype)
 
 
 def _expand_back(g, x, axis, keepdims):
@@ -254,12 +287,14 @@ def _sum_static_kernel(in_avals, out_aval, params, into_buffer):
 
 
 sum_op, sum = _reduction("sum", _blocked_sum, _sum_vjp, _sum_dtype,
-                         generic=_generic_reduction("sum", _sum_dtype, _sum_dtype))
+                         generic=_generic_reduction("sum", _sum_dtype, _sum_dtype),
+                         takes_dtype=True)
 declare(sum_op, onnx=("reduce", "ReduceSum"), chunks=chunk_rules.reduction("sum"),
         static_kernel=_sum_static_kernel)
-mean_op, mean = _reduction("mean", _blocked_mean, _mean_vjp, _mean_dtype, allowed=dtypes.NUMERIC,
-                           what="numeric",
-                           generic=_generic_reduction("mean", _mean_dtype, _mean_dtype))
+mean_op, mean = _reduction("mean", _blocked_mean, _mean_vjp, _mean_dtype,
+                           allowed=dtypes.NUMERIC | {dtypes.bool_}, what="numeric or bool",
+                           generic=_generic_reduction("mean", _mean_dtype, _mean_dtype),
+                           takes_dtype=True)
 declare(mean_op, onnx=("reduce", "ReduceMean"),
         chunks=chunk_rules.reduction("sum", partial="sum", divide=True))
 max_op, max = _reduction("max", np.max, _extreme_vjp, _same, nonempty=True,
@@ -270,7 +305,8 @@ min_op, min = _reduction("min", np.min, _extreme_vjp, _same, nonempty=True,
 declare(min_op, onnx=("reduce", "ReduceMin"), chunks=chunk_rules.reduction("min"))
 prod_op, prod = _reduction("prod", np.prod, _prod_vjp, _sum_dtype, allowed=dtypes.NUMERIC,
                            what="numeric",
-                           generic=_generic_reduction("prod", _sum_dtype, _sum_dtype))
+                           generic=_generic_reduction("prod", _sum_dtype, _sum_dtype),
+                           takes_dtype=True)
 declare(prod_op, onnx=("reduce", "ReduceProd"), chunks=chunk_rules.reduction("prod"))
 
 
