@@ -11,8 +11,10 @@ Every ``if``/``while``/``for`` of the function being converted is annotated
 - ``live_out``: names read after the statement before being reassigned (a
   backward liveness pass; names read by nested functions count as always
   live, since a closure may read them at any time);
-- ``live_head`` (loops): names live at the start of an iteration, so loop
-  carried = modified and live at the head;
+- ``live_head``: for loops, names live at the start of an iteration, so loop
+  carried = modified and live at the head; for ``if``, names live at the start of
+  either branch (a name one branch assigns and the other reads is restored between
+  tracing the two, so it is part of the branches' state);
 - ``lists``: names/attributes on which the body calls ``append``, ``extend``
   or ``insert`` (checked at run time: a Python list must not grow inside a
   tensor loop or branch).
@@ -192,7 +194,9 @@ class _Liveness:
         if isinstance(s, ast.If):
             scope = s._ag
             scope.live_out = set(live) | self.always
-            return reads(s.test) | self.block(s.body, live) | self.block(s.orelse, live)
+            branches = self.block(s.body, live) | self.block(s.orelse, live)
+            scope.live_head = branches | self.always
+            return reads(s.test) | branches
         if isinstance(s, ast.While):
             scope = s._ag
             scope.live_out = set(live) | self.always

@@ -30,6 +30,7 @@ Example:
         return _ag_retval
 """
 import ast
+import copy
 import itertools
 
 from engine.errors import UnimplementedError
@@ -48,7 +49,9 @@ def _assign(name, value_src_or_node, ref):
 
 
 def _not_flag(name, ref):
-    return ast.copy_location(ast.UnaryOp(ast.Not(), ast.Name(name, ast.Load())), ref)
+    # The flag's name too gets the location: the converter reads it (ag__.ld(flag)).
+    return ast.fix_missing_locations(
+        ast.copy_location(ast.UnaryOp(ast.Not(), ast.Name(name, ast.Load())), ref))
 
 
 def _guard(flag, stmts, ref):
@@ -99,14 +102,18 @@ class _BlockRewriter:
                 out.append(s)
                 continue
             if isinstance(s, ast.If):
+                # Rewriting a branch rewrites the statements nested in it in place, and a
+                # rewritten jump is no longer a jump: a branch that takes the rest of the
+                # block is rewritten again from its untouched statements.
+                pristine = copy.deepcopy((s.body, s.orelse)) if rest else None
                 body, b = self.block(s.body)
                 orelse, o = self.block(s.orelse)
                 moved = False
                 if rest and b == ALWAYS and o != ALWAYS:
-                    orelse, o = self.block(s.orelse + rest)
+                    orelse, o = self.block(pristine[1] + rest)
                     moved = True
                 elif rest and o == ALWAYS and b != ALWAYS:
-                    body, b = self.block(s.body + rest)
+                    body, b = self.block(pristine[0] + rest)
                     moved = True
                 s.body, s.orelse = body or [ast.copy_location(ast.Pass(), s)], orelse
                 out.append(s)
@@ -129,9 +136,10 @@ class _BlockRewriter:
                 status = MAYBE
             if status == ALWAYS:
                 return out, ALWAYS
-            if status == MAYBE and rest:
-                rest_new, r = self.block(rest)
-                out.append(_guard(self.flag(), rest_new, rest[0]))
+            if status == MAYBE:   # the block's last statement may jump: so may the block
+                if rest:
+                    rest_new, r = self.block(rest)
+                    out.append(_guard(self.flag(), rest_new, rest[0]))
                 return out, MAYBE
         return out, NEVER
 

@@ -228,7 +228,9 @@ class _Statements:
         inner = bound | scope.modified
         body = self.block(s.body, inner, seen)
         orelse = self.block(s.orelse, inner, seen)
-        names = sorted(scope.modified & scope.live_out)
+        # What either branch reads is part of the state too: the branch traced first
+        # must not leave its assignments for the other to read.
+        names = sorted(scope.modified & (scope.live_out | scope.live_head))
         defs, get, set_, labels = self.state(n, names, scope.composites, s)
         out.append(self.helper(f"_ag_if_true_{n}", [], body, scope, s))
         out.append(self.helper(f"_ag_if_false_{n}", [], orelse, scope, s))
