@@ -91,6 +91,10 @@ def _give(arr):
     # still holds the array: then it must not be reused.
     if sys.getrefcount(arr) > _BASELINE:
         return
+    # A variable's array is read-only (Variable._set), and a tensor assigned to a
+    # variable shares it: a result cannot be written there.
+    if not arr.flags.writeable:
+        return
     nbytes = arr.nbytes
     limit = config.eager_cache_bytes
     key = (arr.shape, arr.dtype)

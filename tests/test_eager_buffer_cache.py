@@ -87,6 +87,19 @@ def test_arrays_shared_with_another_tensor_are_never_reused():
     np.testing.assert_array_equal(alias.numpy(), np.full(SHAPE, 6.0))
 
 
+def test_an_array_a_dead_variable_held_read_only_is_not_reused():
+    # assign shares the tensor's array with the variable, which marks it read-only;
+    # the variable dying first must not leave that array for the next result.
+    v = en.Variable(np.ones(SHAPE))
+    x = en.ones(SHAPE) * 3.0
+    v.assign(x)
+    del v, x
+    gc.collect()
+    y = en.ones(SHAPE) * 5.0
+    np.testing.assert_array_equal(y.numpy(), np.full(SHAPE, 5.0))
+    assert buffer_cache.cached_bytes() == 0
+
+
 def test_small_arrays_and_a_zero_limit_do_not_take_part():
     x = en.tensor(np.ones(10))
     del x
