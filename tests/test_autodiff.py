@@ -585,3 +585,24 @@ def test_grad_function_frees_intermediates():
         g = en.grad(f)(X)
         assert all(r() is None for r in refs)
         close(g, np.exp(X) * np.sin(np.exp(X)) + np.exp(X) * np.cos(np.exp(X)) * np.exp(X))
+
+
+def test_a_differentiated_argument_is_its_own_variable():
+    # The same tensor passed twice, or also captured by f: the partial derivative,
+    # as JAX gives it (the closed form below), in every reverse-mode entry point.
+    x = en.tensor([1.0, 2.0, 3.0])
+    want = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(en.grad(lambda a: en.sum(a * x))(x).numpy(), want)
+    np.testing.assert_allclose(en.grad(lambda a, b: en.sum(a * b))(x, x).numpy(), want)
+    ga, gb = en.grad(lambda a, b: en.sum(a * b), argnums=(0, 1))(x, x)
+    np.testing.assert_allclose(ga.numpy(), want)
+    np.testing.assert_allclose(gb.numpy(), want)
+    ca, cb = en.vjp(lambda a, b: a * b, x, x)[1](en.ones(3))
+    np.testing.assert_allclose(ca.numpy(), want)
+    np.testing.assert_allclose(cb.numpy(), want)
+    np.testing.assert_allclose(en.jacrev(lambda a: a * x)(x).numpy(), np.diag(want))
+    np.testing.assert_allclose(en.function(en.grad(lambda a: en.sum(a * x)))(x).numpy(), want)
+    # A parameter in a pytree that also appears elsewhere in it.
+    g = en.grad(lambda p: en.sum(p["w"] * p["v"]))({"w": x, "v": x})
+    np.testing.assert_allclose(g["w"].numpy(), want)
+    np.testing.assert_allclose(g["v"].numpy(), want)

@@ -21,7 +21,10 @@ def _as_source(x, i, name):
         raise NotDifferentiableError(
             f"{name}: argument {i} must be real floating-point to be differentiated, "
             f"got dtype {t.dtype}")
-    return t
+    # A fresh tensor of the same array is the variable: the partial derivative, also
+    # where the caller's tensor is another argument too or captured by ``f``
+    # (``grad(lambda a: sum(a * x))(x)`` is ``x``, as in JAX, not ``2 x``).
+    return ops.identity(t)
 
 
 def value_and_grad(f, argnums=0, has_aux=False):

@@ -34,7 +34,9 @@ def vjp(f, *primals, has_aux=False):
         6.0
     """
     leaves, tree = flatten(tuple(primals))
-    leaves = [_lift(x) for x in leaves]
+    # Each float primal is its own variable (a fresh tensor of its array), also where
+    # one tensor is passed twice or captured by ``f``: partial derivatives, as in JAX.
+    leaves = [ops.identity(x) if x.dtype in _FLOATS else x for x in map(_lift, leaves)]
     watched = [x for x in leaves if x.dtype in _FLOATS]
     with GradientTape(persistent=True) as tape:
         tape.watch(watched)
