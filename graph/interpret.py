@@ -3,7 +3,9 @@
 Used to inline a traced body into another trace (so tapes see every op and
 the body can be differentiated), and to run a graph eagerly for debugging.
 """
+from engine.autodiff.custom import CUSTOM_GRADIENT
 from engine.modes import apply, current_mode, read_variable
+from engine.recording import active_tapes
 from engine.tensor import wrap
 
 from .graph_ops import (assign_variable_op, constant_op, placeholder_op, read_variable_op,
@@ -49,11 +51,17 @@ def interpret(graph, inputs, replay=None):
     if replay:
         env.update(replay)
     mode = current_mode()
+    # Under a tape a traced custom-gradient call runs again, so its rule is recorded.
+    taped = bool(active_tapes())
     for node in graph.topo_order():
         if node in env:
             continue
         if replay is not None and node.side_effects:
             continue      # it ran in the forward pass; its values come from ``replay``
+        call = node.meta.get(CUSTOM_GRADIENT) if taped else None
+        if call is not None and all(i in env for i in call.inputs):
+            env.update(zip(call.outputs, call.rerun([env[i] for i in call.inputs])))
+            continue
         env[node] = evaluate(mode, node, [env[i] for i in node.inputs])
     return [env[o] for o in graph.outputs]
 

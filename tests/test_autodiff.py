@@ -606,3 +606,38 @@ def test_a_differentiated_argument_is_its_own_variable():
     g = en.grad(lambda p: en.sum(p["w"] * p["v"]))({"w": x, "v": x})
     np.testing.assert_allclose(g["w"].numpy(), want)
     np.testing.assert_allclose(g["v"].numpy(), want)
+
+
+@en.custom_gradient
+def _sin_with_triple_gradient(x):
+    return en.sin(x), lambda dy: dy * 3.0 * en.cos(x)
+
+
+def _scan_of_custom(a):
+    def body(c, x):
+        return c + _sin_with_triple_gradient(x), c
+    return en.sum(en.scan(body, en.tensor(0.0), a)[0])
+
+
+def _cond_of_custom(a):
+    return en.sum(en.cond(en.tensor(True), _sin_with_triple_gradient, lambda v: v, a))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: en.grad(en.function(lambda a: en.sum(_sin_with_triple_gradient(a)))),
+    lambda: en.function(en.grad(lambda a: en.sum(_sin_with_triple_gradient(a)))),
+    lambda: en.grad(en.function(_scan_of_custom)),
+    lambda: en.function(en.grad(_scan_of_custom)),
+    lambda: en.grad(_cond_of_custom),
+    lambda: en.function(en.grad(_cond_of_custom)),
+], ids=["grad-of-function", "function-of-grad", "grad-of-function-scan",
+        "function-of-grad-scan", "cond", "function-of-grad-cond"])
+def test_a_custom_gradient_holds_inside_traced_functions_and_bodies(make):
+    # The hand-written rule (3 cos x), not the forward ops' derivative (cos x).
+    y = np.array([0.1, 0.5, -1.2])
+    np.testing.assert_allclose(make()(en.tensor(y)).numpy(), 3.0 * np.cos(y), rtol=1e-12)
+
+
+def test_a_custom_gradient_of_a_traced_function_to_second_order():
+    d2 = en.grad(en.grad(en.function(lambda a: en.sum(_sin_with_triple_gradient(a)))))
+    np.testing.assert_allclose(float(d2(en.tensor(0.3))), -3.0 * np.sin(0.3), rtol=1e-12)

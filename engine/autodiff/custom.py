@@ -40,7 +40,8 @@ def custom_gradient(f):
 
     @functools.wraps(f)
     def wrapped(*args):
-        inputs = current_mode().lift(list(args))
+        mode = current_mode()
+        inputs = mode.lift(list(args))
         tapes = active_tapes()
         with paused(tapes):
             y, grad_fn = f(*inputs)
@@ -49,5 +50,35 @@ def custom_gradient(f):
             out = tuple(ops.identity(v) for v in y) if multiple else ops.identity(y)
         if tapes:
             record(_custom_rule(name, grad_fn, multiple), inputs, out, {})
+        elif not mode.is_concrete:
+            _keep_in_graph(wrapped, inputs, out, multiple)
         return list(out) if isinstance(y, list) else out
     return wrapped
+
+
+CUSTOM_GRADIENT = "custom_gradient"   # the node meta key of a traced call
+
+
+class TracedCall:
+    """A custom-gradient call traced with no tape to record its rule (a function traced
+    for ``en.function``, a ``cond`` branch or ``scan`` body). It sits in the meta of
+    its output nodes: a backward pass that replays the graph under a tape
+    (``graph/interpret.py``) calls the function again there, so the rule is recorded
+    and the gradient is the hand-written one, not the forward ops' own."""
+
+    __slots__ = ("function", "inputs", "outputs")
+
+    def __init__(self, function, inputs, outputs):
+        self.function, self.inputs, self.outputs = function, inputs, outputs
+
+    def rerun(self, args):
+        """The output values of the call on ``args`` (one per input node), in order."""
+        out = self.function(*args)
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _keep_in_graph(function, inputs, out, multiple):
+    call = TracedCall(function, [t._node for t in inputs],
+                      [t._node for t in (out if multiple else (out,))])
+    for node in call.outputs:
+        node.meta[CUSTOM_GRADIENT] = call
