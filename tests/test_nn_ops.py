@@ -313,3 +313,33 @@ def test_embedding_and_interpolate_export_to_onnx_as_gathers(tmp_path):
     got = _onnx_run(f, (table, image), tmp_path)
     for a, b in zip(got, f(table, image)):
         np.testing.assert_allclose(a, b.numpy(), rtol=1e-6, atol=1e-6)
+
+
+# ---- losses at the edges: masked classes and saturated probabilities ---------------------------
+def test_a_masked_class_logit_of_minus_inf_leaves_the_loss_finite():
+    # -inf masks a class out of the softmax; the loss is the target's -log p (closed form).
+    logits = np.array([[-np.inf, 0.0, 1.0], [2.0, -np.inf, 0.5]])
+    labels = np.array([1, 0])
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    want = -logp[np.arange(2), labels].mean()
+    x = en.tensor(logits)
+    for got in (en.cross_entropy(x, en.tensor(labels)),
+                en.nll_loss(en.log_softmax(x, axis=1), en.tensor(labels))):
+        np.testing.assert_allclose(float(got), want, rtol=1e-12)
+    g = en.grad(lambda z: en.cross_entropy(z, en.tensor(labels)))(x).numpy()
+    probs = np.exp(logp)
+    np.testing.assert_allclose(g, (probs - np.eye(3)[labels]) / 2, rtol=1e-12, atol=1e-15)
+
+
+def test_binary_cross_entropy_at_saturated_probabilities_has_a_finite_gradient():
+    p = np.array([0.0, 1.0, 0.0, 1.0, 0.3])
+    y = np.array([1.0, 0.0, 0.0, 1.0, 1.0])
+    loss = en.binary_cross_entropy(en.tensor(p), en.tensor(y), reduction="sum")
+    # Each log clamped at -100: 100 + 100 + 0 + 0 - log(0.3).
+    np.testing.assert_allclose(float(loss), 200.0 - np.log(0.3), rtol=1e-12)
+    g = en.grad(lambda q: en.binary_cross_entropy(q, en.tensor(y), reduction="sum"))(
+        en.tensor(p)).numpy()
+    assert np.isfinite(g).all()
+    # Where no log is clamped the gradient is the closed form -y/p + (1 - y)/(1 - p).
+    np.testing.assert_allclose(g[2:], [1.0, -1.0, -1.0 / 0.3], rtol=1e-12)

@@ -151,8 +151,9 @@ def nll_loss(log_probs, target, weight=None, ignore_index=-100, reduction="mean"
     _check_ids("nll_loss", target, n_classes, ignore_index)
     valid = compare.not_equal(target, ignore_index)
     safe = compare.where(valid, target, creation.zeros_like(target))
-    hits = creation.cast(_class_hits(safe, n_classes, ax, logp.ndim), logp.dtype)
-    picked = reduce.sum(ew.mul(logp, hits), axis=ax)
+    # Picked, not multiplied by a one-hot: a masked class's -inf times 0 is nan.
+    hits = _class_hits(safe, n_classes, ax, logp.ndim)
+    picked = reduce.sum(compare.where(hits, logp, 0.0), axis=ax)
     w = creation.cast(valid, logp.dtype)
     if weight is not None:
         w = ew.mul(indexing.getitem(creation.cast(weight, logp.dtype), safe), w)
@@ -176,9 +177,18 @@ def _binary_inputs(name, x, target, weight):
     return x, target, weight
 
 
+def _log_where_positive(q, floor):
+    """``log(q)``, and ``floor`` where ``q`` is 0: the log never sees a 0, so its
+    gradient there is 0, not 0 * inf = nan (the double ``where``)."""
+    positive = compare.greater(q, 0.0)
+    return compare.where(positive, ew.log(compare.where(positive, q, 1.0)), floor)
+
+
 def binary_cross_entropy(probs, target, weight=None, reduction="mean"):
     """``-(target log(p) + (1 - target) log(1 - p))``, each log clamped at -100 as in
     PyTorch (so p = 0 or 1 gives a finite loss); ``weight`` broadcasts against it.
+    Where a log is clamped its gradient is 0 (PyTorch's is ``(p - target) / 1e-12``
+    there); it is never nan.
 
     Example:
         >>> import engine as en
@@ -188,8 +198,8 @@ def binary_cross_entropy(probs, target, weight=None, reduction="mean"):
     reduction = _reduction("binary_cross_entropy", reduction)
     p, y, weight = _binary_inputs("binary_cross_entropy", probs, target, weight)
     floor = -100.0
-    log_p = ew.maximum(ew.log(p), floor)
-    log_q = ew.maximum(ew.log1p(ew.neg(p)), floor)
+    log_p = ew.maximum(_log_where_positive(p, floor), floor)
+    log_q = ew.maximum(_log_where_positive(ew.sub(1.0, p), floor), floor)
     loss = ew.neg(ew.add(ew.mul(y, log_p), ew.mul(ew.sub(1.0, y), log_q)))
     if weight is not None:
         loss = ew.mul(loss, weight)

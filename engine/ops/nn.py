@@ -129,14 +129,15 @@ def cross_entropy(logits, labels, axis=-1):
             classes = creation.arange(n_classes)
         classes = shape_ops.reshape(classes, (n_classes,) + (1,) * (nd - 1 - ax))
         hits = compare.equal(shape_ops.expand_dims(labels, ax), classes)
-        target = creation.cast(hits, logp.dtype)
+        # Picked, not multiplied by a one-hot: a masked class's -inf times 0 is nan.
+        picked = compare.where(hits, logp, 0.0)
     elif labels.dtype in dtypes.FLOATS:
         _check_same_shape("probability labels", labels.shape, logits.shape, logits.shape)
-        target = labels
+        picked = elementwise.mul(labels, logp)
     else:
         raise DTypeError(f"cross_entropy: labels must be integer class ids or float "
                          f"probabilities, got dtype {labels.dtype}")
-    return reduce.mean(elementwise.neg(reduce.sum(elementwise.mul(target, logp), axis=ax)))
+    return reduce.mean(elementwise.neg(reduce.sum(picked, axis=ax)))
 
 
 def _check_same_shape(what, got, expected, logits_shape):
