@@ -345,3 +345,48 @@ def test_a_while_loop_on_a_batched_condition_is_refused_clearly():
     i, v = en.vmap(lambda x: en.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, v * 2.0),
                                            (en.tensor(0), x)))(en.tensor([1.0, 3.0]))
     assert i.tolist() == [2, 2] and v.tolist() == [4.0, 12.0]   # outputs are broadcast
+
+
+# ---- custom rules under vmap, differentiated from outside --------------------------------------
+@en.custom_gradient
+def _scaled(x, w):
+    # The rule is deliberately not the forward's derivative (that would be w and x).
+    return x * w, lambda dy: (dy * 7.0, dy * x * 3.0)
+
+
+@pytest.mark.parametrize("in_axes", [(0, None), (1, None)])
+def test_grad_of_vmap_of_a_custom_gradient_uses_the_rule(in_axes):
+    X = np.arange(6.0).reshape(3, 2) if in_axes[0] == 0 else np.arange(6.0).reshape(2, 3)
+    w = np.array([1.0, 2.0])
+    rows = X if in_axes[0] == 0 else X.T
+    mapped = en.vmap(_scaled, in_axes=in_axes)
+    gx, gw = en.grad(lambda a, b: en.sum(mapped(a, b)), argnums=(0, 1))(en.tensor(X),
+                                                                        en.tensor(w))
+    np.testing.assert_allclose(gx.numpy(), np.full(X.shape, 7.0))
+    # w is shared by the batch: the sum of each row's 3 x.
+    np.testing.assert_allclose(gw.numpy(), 3.0 * rows.sum(axis=0))
+    # The same inside a traced function, and a tape begun inside the vmap.
+    traced = en.function(en.grad(lambda a, b: en.sum(mapped(a, b)), argnums=1))
+    np.testing.assert_allclose(traced(en.tensor(X), en.tensor(w)).numpy(), 3.0 * rows.sum(axis=0))
+    per_row = en.vmap(en.grad(lambda x, b: en.sum(_scaled(x, b))), in_axes=in_axes)
+    np.testing.assert_allclose(per_row(en.tensor(X), en.tensor(w)).numpy(),
+                               np.full(rows.shape, 7.0))   # stacked along axis 0
+
+
+@en.custom_jvp
+def _sin_with_tangent_five(x):
+    return en.sin(x)
+
+
+@_sin_with_tangent_five.defjvp
+def _sin_with_tangent_five_rule(primals, tangents):
+    return en.sin(primals[0]), 5.0 * tangents[0]
+
+
+def test_jvp_of_vmap_of_a_custom_jvp_uses_the_rule():
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    t = np.arange(6.0).reshape(2, 3)
+    y, dy = en.jvp(en.vmap(_sin_with_tangent_five), (en.tensor(x),), (en.tensor(t),))
+    np.testing.assert_allclose(y.numpy(), np.sin(x))
+    np.testing.assert_allclose(dy.numpy(), 5.0 * t)
+    np.testing.assert_allclose(en.vmap(_sin_with_tangent_five)(en.tensor(x)).numpy(), np.sin(x))

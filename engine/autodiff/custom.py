@@ -41,6 +41,11 @@ def custom_gradient(f):
     @functools.wraps(f)
     def wrapped(*args):
         mode = current_mode()
+        in_transform = getattr(mode, "call_custom_gradient", None)   # vmap's
+        if in_transform is not None:
+            out = in_transform(f, args)
+            if out is not None:
+                return out
         inputs = mode.lift(list(args))
         tapes = active_tapes()
         with paused(tapes):
@@ -50,7 +55,7 @@ def custom_gradient(f):
             out = tuple(ops.identity(v) for v in y) if multiple else ops.identity(y)
         if tapes:
             record(_custom_rule(name, grad_fn, multiple), inputs, out, {})
-        elif not mode.is_concrete:
+        elif getattr(mode, "graph", None) is not None:   # tracing a graph
             _keep_in_graph(wrapped, inputs, out, multiple)
         return list(out) if isinstance(y, list) else out
     return wrapped

@@ -16,8 +16,10 @@ over the batch whose results are stacked; a warning names the op once.
 import functools
 
 from .. import ops
+from ..autodiff.custom import custom_gradient
 from ..errors import EngineError, ShapeError, TracingError, format_location, user_frame
 from ..modes import apply, current_mode, use_mode
+from ..recording import active_tapes
 from ..pytree import LEAF, flatten, unflatten
 from ..shapes import normalize_axes, normalize_axis
 from ..tensor import Tensor
@@ -78,6 +80,9 @@ class BatchMode(TransformMode):
     def __init__(self, parent, tag, size):
         super().__init__(parent, tag)
         self.size = size
+        # Tapes recording when the vmap began: a custom gradient inside is recorded on
+        # those one level out (call_custom_gradient); tapes begun inside see it here.
+        self._outer_tapes = {id(t) for t in active_tapes()}
 
     def apply(self, op, args, params):
         tensors = self.lift_for(op, args)
@@ -113,6 +118,58 @@ class BatchMode(TransformMode):
 
     def _wrap(self, out, dim):
         return out if dim is None else batched(out, dim, self.tag)
+
+    def _unwrap(self, args):
+        """The arguments' raw values and batch axes (None: not batched here)."""
+        tensors = self.lift(list(args))
+        raws = [t.raw if self.owns(t) else t for t in tensors]
+        dims = tuple(t.bdim if self.owns(t) else None for t in tensors)
+        return raws, dims
+
+    def _batched_results(self, out):
+        leaves, tree = flatten(out)
+        return unflatten(tree, [self._wrap(o, 0) for o in leaves])
+
+    def call_custom_jvp(self, fun, rule, args):
+        # The function and its rule run vectorized one level out, so an outer forward
+        # mode (jvp of vmap) applies the rule to the batched tangents.
+        raws, dims = self._unwrap(args)
+        if all(d is None for d in dims):
+            with use_mode(self.parent):
+                return self.parent.call_custom_jvp(fun, rule, raws)
+        with use_mode(self.parent):
+            out = self.parent.call_custom_jvp(vmap(fun, in_axes=dims),
+                                              vmap(rule, in_axes=(dims, dims)), raws)
+        return self._batched_results(out)
+
+    def call_custom_gradient(self, f, args):
+        """``custom_gradient(f)(*args)`` inside vmap: one custom-gradient call one level
+        out, whose forward and rule are ``f``'s vectorized, so a tape outside the vmap
+        (grad of vmap) records the rule on the batched values. None where a tape begun
+        inside the vmap is recording: the call is then recorded as in any mode."""
+        if any(id(t) not in self._outer_tapes for t in active_tapes()):
+            return None   # a tape inside the vmap (vmap of grad): it records the rule here
+        raws, dims = self._unwrap(args)
+        if all(d is None for d in dims):
+            with use_mode(self.parent):
+                return custom_gradient(f)(*raws)
+        grad_axes = tuple(0 if d is None else d for d in dims)
+
+        def vectorized(*xs):
+            y = vmap(lambda *a: f(*a)[0], in_axes=dims)(*xs)
+
+            def grad_fn(dy):
+                def one(dy_k, *a):
+                    grads = f(*a)[1](dy_k)
+                    return tuple(grads) if isinstance(grads, (tuple, list)) else (grads,)
+                grads = vmap(one, in_axes=(0,) + dims, out_axes=grad_axes)(dy, *xs)
+                # An input shared by the whole batch gets the sum of its per-example gradients.
+                return tuple(g if d is not None or g is None else ops.sum(g, axis=0)
+                             for g, d in zip(grads, dims))
+            return y, grad_fn
+        with use_mode(self.parent):
+            out = custom_gradient(vectorized)(*raws)
+        return self._batched_results(out)
 
     def cond(self, pred, true_fn, false_fn, *operands):
         if not self.owns(pred) and self.parent.is_concrete:
