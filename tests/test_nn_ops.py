@@ -343,3 +343,13 @@ def test_binary_cross_entropy_at_saturated_probabilities_has_a_finite_gradient()
     assert np.isfinite(g).all()
     # Where no log is clamped the gradient is the closed form -y/p + (1 - y)/(1 - p).
     np.testing.assert_allclose(g[2:], [1.0, -1.0, -1.0 / 0.3], rtol=1e-12)
+
+
+@pytest.mark.parametrize("ids", [[-1], [0, -2], [6], [1, 7]])
+def test_embedding_refuses_ids_outside_its_rows_negative_ones_too(ids):
+    # PyTorch raises for both; a -1 must not quietly pick the last row.
+    w = en.tensor(np.arange(12.0).reshape(6, 2))
+    with pytest.raises(en.ShapeError, match=r"embedding: ids must be in \[0, 6\)"):
+        en.embedding(en.tensor(ids), w)
+    with pytest.raises(en.ShapeError, match="embedding"):
+        en.nn.Embedding(6, 2)(en.tensor(ids))

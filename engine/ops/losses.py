@@ -60,7 +60,7 @@ def _class_hits(labels, n_classes, axis, ndim):
     return compare.equal(shape_ops.expand_dims(labels, axis), classes)
 
 
-def _check_ids(name, ids, n_classes, ignore_index=None):
+def _check_ids(name, ids, n_classes, ignore_index=None, what="class ids"):
     value = _concrete(ids)
     if value is None or value.size == 0:
         return      # traced ids cannot be checked; an out-of-range id then picks nothing
@@ -70,7 +70,7 @@ def _check_ids(name, ids, n_classes, ignore_index=None):
             return
     lo, hi = int(value.min()), int(value.max())
     if lo < 0 or hi >= n_classes:
-        raise ShapeError(f"{name}: class ids must be in [0, {n_classes}), got values from {lo} "
+        raise ShapeError(f"{name}: {what} must be in [0, {n_classes}), got values from {lo} "
                          f"to {hi}{at_user_line()}")
 
 

@@ -17,6 +17,7 @@ from .. import dtypes
 from ..errors import DomainError, DTypeError, ShapeError, describe_args
 from ._args import at_user_line
 from . import compare, creation, elementwise as ew, indexing, misc, reduce, shape_ops
+from .losses import _check_ids
 from .nn import _tensor
 
 
@@ -132,7 +133,9 @@ def embedding(ids, weight, padding_idx=None):
     """The rows of ``weight`` (num_embeddings, dim) picked by integer ``ids`` (any shape).
 
     The gradient adds each looked-up row's cotangent into that row; the row
-    ``padding_idx`` (if given) gets none, as in PyTorch.
+    ``padding_idx`` (if given) gets none, as in PyTorch. An id outside
+    ``[0, num_embeddings)``, a negative one too, is an error (checked where the ids
+    are known: eagerly, not inside a traced function).
 
     Example:
         >>> import engine as en
@@ -147,6 +150,8 @@ def embedding(ids, weight, padding_idx=None):
     if weight.ndim != 2:
         raise ShapeError(f"embedding: weight must be a (num_embeddings, dim) matrix, got "
                          f"{describe_args([ids, weight])}{at_user_line()}")
+    if weight.shape[0] is not None:   # ids are rows, never counted from the end (PyTorch)
+        _check_ids("embedding", ids, weight.shape[0], what="ids")
     rows = indexing.getitem(weight, ids)
     if padding_idx is None:
         return rows
