@@ -275,3 +275,20 @@ def test_schedule_over_several_variables_and_dtypes_eager():
     for w, e in zip(ws, expected):
         np.testing.assert_allclose(w.numpy(), e, rtol=1e-6)
     assert opt._lr_this_step is None
+
+
+@pytest.mark.parametrize("make, closed_form", [
+    # Adam's first update of a variable moves it by lr (bias-corrected m / sqrt(v) is 1).
+    (lambda: en.optim.Adam(lr=0.1), lambda first: 1.0 - 0.1),
+    # Adagrad's first update of a variable: lr / (0 * lr_decay + 1) * g / sqrt(g^2).
+    (lambda: en.optim.Adagrad(lr=0.1, lr_decay=0.5), lambda first: 1.0 - 0.1),
+], ids=["adam", "adagrad"])
+def test_a_variable_counts_only_its_own_updates(make, closed_form):
+    # b gets no gradient on the first step: its first update is still a first step
+    # (PyTorch keeps a step count per parameter), not the optimizer's second.
+    a, b = en.Variable([1.0]), en.Variable([1.0])
+    opt = make()
+    opt.step([en.tensor([1.0]), None], [a, b])
+    np.testing.assert_allclose(b.numpy(), [1.0])
+    opt.step([en.tensor([1.0]), en.tensor([1.0])], [a, b])
+    np.testing.assert_allclose(b.numpy(), [closed_form(True)], rtol=1e-8)   # eps aside

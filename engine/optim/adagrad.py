@@ -9,8 +9,8 @@ from ..errors import InvalidArgumentError
 class Adagrad(Optimizer):
     """Per-coordinate steps scaled by the root of the summed squared gradients.
 
-    PyTorch's definition (``torch.optim.Adagrad``), with ``t`` the step
-    number (1 on the first step)::
+    PyTorch's definition (``torch.optim.Adagrad``), with ``t`` the variable's step
+    number (1 on its first update; a step that gives it no gradient does not count)::
 
         g = g + weight_decay * w
         clr = lr / (1 + (t - 1) * lr_decay)
@@ -42,15 +42,19 @@ class Adagrad(Optimizer):
 
     def _create_state(self, var):
         init = np.full(var.shape, self.initial_accumulator_value, dtype=var.dtype)
-        return {"sum": self._new_slot(var, "sum", init=init)}
+        # Each variable counts its own updates for lr_decay (PyTorch's state["step"]).
+        return {"sum": self._new_slot(var, "sum", init=init),
+                "step": self._new_slot(var, "step", init=np.int64(0))}
 
     def _update(self, grads, vars):
         for g, w in zip(grads, vars):
             if g is None:
                 continue
             lr = self.learning_rate(w.dtype)
+            step = self.slot(w, "step")
             if self.lr_decay:
-                lr = lr / (ops.cast(self.iterations, w.dtype) * self.lr_decay + 1.0)
+                lr = lr / (ops.cast(step, w.dtype) * self.lr_decay + 1.0)
+            step.assign_add(1)
             if self.weight_decay:
                 g = g + w * self.weight_decay
             s = self.slot(w, "sum")

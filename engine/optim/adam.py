@@ -1,4 +1,6 @@
 """Adam (Kingma and Ba, 2015) with bias-corrected moment estimates."""
+import numpy as np
+
 from .. import ops
 from .base import Optimizer, as_dtype
 from ..errors import InvalidArgumentError
@@ -7,7 +9,8 @@ from ..errors import InvalidArgumentError
 class Adam(Optimizer):
     """Adam: per-coordinate steps scaled by running moments of the gradient.
 
-    With ``t`` the step number (1 on the first step)::
+    With ``t`` the variable's step number (1 on its first update; a step that gives it
+    no gradient does not count, as in PyTorch)::
 
         m = beta1 * m + (1 - beta1) * g
         v = beta2 * v + (1 - beta2) * g**2
@@ -35,14 +38,18 @@ class Adam(Optimizer):
         self.eps = eps
 
     def _create_state(self, var):
-        return {"m": self._new_slot(var, "m"), "v": self._new_slot(var, "v")}
+        # Each variable counts its own steps (PyTorch's state["step"]): one that got no
+        # gradient on some steps is bias-corrected by the updates it had.
+        return {"m": self._new_slot(var, "m"), "v": self._new_slot(var, "v"),
+                "step": self._new_slot(var, "step", init=np.int64(0))}
 
     def _update(self, grads, vars):
-        t = self.iterations + 1          # int64 tensor: this step's number
         for g, w in zip(grads, vars):
             if g is None:
                 continue
-            m, v = self.slot(w, "m"), self.slot(w, "v")
+            m, v, step = self.slot(w, "m"), self.slot(w, "v"), self.slot(w, "step")
+            t = step + 1          # int64 tensor: this variable's step number
+            step.assign(t)
             tf = ops.cast(t, w.dtype)
             m_new = as_dtype(m * self.beta1 + g * (1.0 - self.beta1), w.dtype)
             v_new = as_dtype(v * self.beta2 + ops.square(g) * (1.0 - self.beta2), w.dtype)
