@@ -540,7 +540,13 @@ def _mod(b, node, kind):
     if kind == "mod":
         return r
     q = b.emit("Div", [b.emit("Sub", [x, r]), y])
-    return b.emit("Round", [q]) if is_float else q
+    if not is_float:
+        return q
+    # An infinite operand: the engine's (the Array API standard's) floor(x / y), where
+    # the remainder route gives NaN.
+    infinite = b.emit("Or", [b.emit("IsInf", [x]), b.emit("IsInf", [y])])
+    return b.emit("Where", [infinite, b.emit("Floor", [b.emit("Div", [x, y])]),
+                            b.emit("Round", [q])])
 
 
 # What an op's ``onnx`` rule may name: ``(pattern, *args)`` calls ``PATTERNS[pattern](builder,

@@ -230,3 +230,9 @@ def test_ops_that_do_not_export_are_listed_in_the_readme():
     readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
     missing = [name for name in not_exported() if f"`{name}`" not in readme]
     assert not missing, f"README's ONNX section does not list {missing}"
+
+
+def test_float_floor_division_by_and_of_infinities_matches_the_engine(tmp_path):
+    x = en.tensor(np.array([np.inf, -np.inf, 5.0, -7.0, 7.5], np.float32))
+    _check(lambda a: a // 2.0, [x], tmp_path, "floor_divide_inf_dividend")
+    _check(lambda a: 3.0 // a, [x], tmp_path, "floor_divide_inf_divisor")

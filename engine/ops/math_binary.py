@@ -158,9 +158,15 @@ def _floor_divide_impl(x, y):
 
 
 def _floor_divide_out(x, y, out):
+    if out.dtype.kind != "f":
+        return np.floor_divide(x, y, out)
+    if np.may_share_memory(out, x) or np.may_share_memory(out, y):
+        # The fix reads x and y again: not after the quotient has written over one of
+        # them (a fused kernel may hand an operand's buffer as ``out``).
+        out[...] = _floor_divide_impl(x, y)
+        return out
     np.floor_divide(x, y, out)
-    if out.dtype.kind == "f":
-        out[...] = _floor_divide_fix(x, y, out)
+    out[...] = _floor_divide_fix(x, y, out)
     return out
 
 
