@@ -260,12 +260,24 @@ def _reduce(b, node, op_type):
     axis = node.params.get("axis")
     keepdims = int(bool(node.params.get("keepdims", False)))
     xin = b.cast(b.value(x), x.dtype, node.dtype)
-    if axis is None:
-        return b.emit(op_type, [xin], keepdims=keepdims)
-    axes = [axis] if isinstance(axis, int) else list(axis)
+    axes = None if axis is None else [axis] if isinstance(axis, int) else list(axis)
+    out = _reduce_over(b, op_type, xin, axes, keepdims)
+    if op_type in ("ReduceMax", "ReduceMin") and node.dtype in dtypes.FLOATS:
+        # numpy's max and min are NaN where any element is; onnxruntime's may skip it.
+        nans = b.emit("Cast", [b.emit("IsNaN", [xin])], to=_ONNX_TYPES["float32"])
+        any_nan = b.emit("Greater", [_reduce_over(b, "ReduceMax", nans, axes, keepdims),
+                                     _scalar(b, 0, np.float32)])
+        out = b.emit("Where", [any_nan, _scalar(b, np.nan, node.dtype), out])
+    return out
+
+
+def _reduce_over(b, op_type, value, axes, keepdims):
+    """``op_type`` of ``value`` over ``axes`` (None: all)."""
+    if axes is None:
+        return b.emit(op_type, [value], keepdims=keepdims)
     if op_type == "ReduceSum":    # opset 17: ReduceSum takes its axes as an input, the others
-        return b.emit(op_type, [xin, b.ints(axes, "axes")], keepdims=keepdims)
-    return b.emit(op_type, [xin], axes=axes, keepdims=keepdims)   # as an attribute
+        return b.emit(op_type, [value, b.ints(axes, "axes")], keepdims=keepdims)
+    return b.emit(op_type, [value], axes=axes, keepdims=keepdims)   # as an attribute
 
 
 def _concat(b, node):
@@ -422,12 +434,23 @@ def _arg_reduce(b, node, op_type):
         # Order-preserving: bool and int8..int32 fit int32; int64 goes through float64.
         target = np.float64 if np.dtype(x.dtype).itemsize > 4 else np.int32
         value = b.cast(value, x.dtype, target)
-    if axis is None:    # the index into the flattened input, as numpy gives it
-        flat = b.emit("Reshape", [value, b.ints([-1], "shape")])
-        out = b.emit(op_type, [flat], axis=0, keepdims=0, select_last_index=0)
-        return b.emit("Reshape", [out, b.ints([1] * len(x.shape), "shape")]) if keepdims else out
-    return b.emit(op_type, [value], axis=int(axis) % len(x.shape), keepdims=int(keepdims),
-                  select_last_index=0)   # the first extreme on ties, as numpy
+    flat = axis is None   # the index into the flattened input, as numpy gives it
+    if flat:
+        value = b.emit("Reshape", [value, b.ints([-1], "shape")])
+    at = 0 if flat else int(axis) % len(x.shape)
+    keep = 0 if flat else int(keepdims)
+    # The first extreme on ties, as numpy.
+    out = b.emit(op_type, [value], axis=at, keepdims=keep, select_last_index=0)
+    if x.dtype in dtypes.FLOATS:
+        # numpy's index is the first NaN's where there is one (onnxruntime may skip it).
+        nans = b.emit("Cast", [b.emit("IsNaN", [value])], to=_ONNX_TYPES["int32"])
+        first_nan = b.emit("ArgMax", [nans], axis=at, keepdims=keep, select_last_index=0)
+        any_nan = b.emit("Greater", [b.emit("ReduceMax", [nans], axes=[at], keepdims=keep),
+                                     _scalar(b, 0, np.int32)])
+        out = b.emit("Where", [any_nan, first_nan, out])
+    if flat and keepdims:
+        return b.emit("Reshape", [out, b.ints([1] * len(x.shape), "shape")])
+    return out
 
 
 def _count(b, node):

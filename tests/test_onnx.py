@@ -236,3 +236,17 @@ def test_float_floor_division_by_and_of_infinities_matches_the_engine(tmp_path):
     x = en.tensor(np.array([np.inf, -np.inf, 5.0, -7.0, 7.5], np.float32))
     _check(lambda a: a // 2.0, [x], tmp_path, "floor_divide_inf_dividend")
     _check(lambda a: 3.0 // a, [x], tmp_path, "floor_divide_inf_divisor")
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_max_min_and_their_indices_see_nan_as_numpy(axis, tmp_path):
+    m = en.tensor(np.array([[1.0, np.nan, 3.0], [2.0, 0.0, np.nan], [5.0, 4.0, 6.0]],
+                           np.float32))
+    for k, fn in enumerate([lambda a: en.max(a, axis=axis), lambda a: en.min(a, axis=axis),
+                            lambda a: en.argmax(a, axis=axis), lambda a: en.argmin(a, axis=axis),
+                            lambda a: en.max(a, axis=axis, keepdims=True)]):
+        model_name = f"nan_reduce_{k}_{axis}"
+        path = str(tmp_path / f"{model_name}.onnx")
+        en.export_onnx(fn, path, m)
+        (got,) = _run_onnx(path, [m])
+        np.testing.assert_array_equal(got, fn(m).numpy())
