@@ -105,3 +105,15 @@ def test_mean_of_bools_is_a_float64_fraction():
     x = np.array([[True, False, True], [False, False, True]])
     for axis in (None, 0, 1):
         _same(en.mean(en.tensor(x), axis=axis), np.mean(x, axis=axis))
+
+
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like"])
+@pytest.mark.parametrize("dtype", [None, "int32", "float32", "bool"])
+def test_like_constructors_take_a_dtype(name, dtype):
+    x = np.array([[1.5, 2.5, 3.5]])
+    want = getattr(np, name)(x, dtype=dtype)
+    for got in (getattr(en, name)(en.tensor(x), dtype=dtype),
+                en.function(lambda t: getattr(en, name)(t, dtype=dtype))(en.tensor(x))):
+        got = got.numpy()
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -237,8 +237,32 @@ zeros_like_op = _like("zeros_like", 0)
 declare(zeros_like_op, onnx=("ConstantOfShape", 0), scalar_form="ZERO", shape_only=True)
 ones_like_op = _like("ones_like", 1)
 declare(ones_like_op, onnx=("ConstantOfShape", 1), scalar_form="ONE", shape_only=True)
-zeros_like = call(zeros_like_op)
-ones_like = call(ones_like_op)
+_zeros_like = call(zeros_like_op)
+_ones_like = call(ones_like_op)
+
+
+def zeros_like(x, dtype=None):
+    """Zeros of ``x``'s shape, in ``x``'s dtype or ``dtype`` (``np.zeros_like``).
+
+    Example:
+        >>> import engine as en
+        >>> en.zeros_like(en.tensor([1.5, 2.5]), dtype="int32").numpy()
+        array([0, 0], dtype=int32)
+    """
+    out = _zeros_like(x)
+    return out if dtype is None or out.dtype == dtypes.as_dtype(dtype) else cast(out, dtype)
+
+
+def ones_like(x, dtype=None):
+    """Ones of ``x``'s shape, in ``x``'s dtype or ``dtype`` (``np.ones_like``).
+
+    Example:
+        >>> import engine as en
+        >>> en.ones_like(en.tensor([1, 2]), dtype="float32").numpy()
+        array([1., 1.], dtype=float32)
+    """
+    out = _ones_like(x)
+    return out if dtype is None or out.dtype == dtypes.as_dtype(dtype) else cast(out, dtype)
 
 
 def _cast_eval(x, *, dtype):
