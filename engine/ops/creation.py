@@ -241,6 +241,10 @@ _zeros_like = call(zeros_like_op)
 _ones_like = call(ones_like_op)
 
 
+def _in_dtype(out, dtype):
+    return out if dtype is None or out.dtype == dtypes.as_dtype(dtype) else cast(out, dtype)
+
+
 def zeros_like(x, dtype=None):
     """Zeros of ``x``'s shape, in ``x``'s dtype or ``dtype`` (``np.zeros_like``).
 
@@ -249,8 +253,7 @@ def zeros_like(x, dtype=None):
         >>> en.zeros_like(en.tensor([1.5, 2.5]), dtype="int32").numpy()
         array([0, 0], dtype=int32)
     """
-    out = _zeros_like(x)
-    return out if dtype is None or out.dtype == dtypes.as_dtype(dtype) else cast(out, dtype)
+    return _in_dtype(_zeros_like(x), dtype)
 
 
 def ones_like(x, dtype=None):
@@ -261,8 +264,7 @@ def ones_like(x, dtype=None):
         >>> en.ones_like(en.tensor([1, 2]), dtype="float32").numpy()
         array([1., 1.], dtype=float32)
     """
-    out = _ones_like(x)
-    return out if dtype is None or out.dtype == dtypes.as_dtype(dtype) else cast(out, dtype)
+    return _in_dtype(_ones_like(x), dtype)
 
 
 def _cast_eval(x, *, dtype):
