@@ -16,6 +16,9 @@ and each timed call computes the loss and its gradient with respect to
 ``graph_compiled``  ``graph`` with ``en.config.compiled_lowering = "numba"``: its large
                     fused kernels compiled into numba loop nests
                     (``graph/compiled/numba_fused.py``), when numba is installed
+``graph_c``         ``graph`` with ``en.config.compiled_lowering = "c"``: its fused
+                    kernels compiled as C from the first call
+                    (``graph/compiled/c_fused.py``), when a C compiler is found
 ``numpy``           the forward and backward written by hand, allocating freely
 ``numpy_prealloc``  by hand again, into buffers allocated once (``out=``), as a
                     careful programmer would write it
@@ -51,8 +54,8 @@ from bench.common import is_baseline
 NAME = "autoencoder"
 DESCRIPTION = ("tied-weight autoencoder 784-196-784: loss + gradient, batch 100..10000 "
                "(60000 with --full)")
-MODES = ["eager", "graph_nopass", "graph", "graph_compiled", "numpy", "numpy_prealloc",
-         "torch", "numpy_matmul_floor"]
+MODES = ["eager", "graph_nopass", "graph", "graph_compiled", "graph_c", "numpy",
+         "numpy_prealloc", "torch", "numpy_matmul_floor"]
 FLOOR = "numpy_matmul_floor"
 # --full (or --modes): the compiled kernels (a cold cache compiles for about 10 s a process).
 FULL_ONLY_MODES = ("graph_compiled",)
@@ -231,7 +234,7 @@ def summary(results, args=None):
         lines.append(f"autoencoder target {'met' if ok else 'MISSED'}: {FIRST_CALL[2]} ({detail})")
     med = {(r["config"]["batch"], r["mode"]): r["median_ms"] for r in mine
            if r.get("median_ms") is not None}
-    for mode in ("graph", "graph_compiled"):
+    for mode in ("graph", "graph_compiled", "graph_c"):
         floor = [f"{b}: {med[(b, mode)] / med[(b, FLOOR)]:.2f}x"
                  for b in sorted({b for b, _ in med}) if (b, mode) in med and (b, FLOOR) in med]
         if floor:
@@ -315,7 +318,7 @@ def engine_loss(w, b1, b2, x):
 def make_mode(mode, problem):
     """``(step, to_numpy)`` for ``mode``: ``step()`` runs one loss + gradient and
     ``to_numpy(step())`` gives ``(loss, dW, db1, db2)`` as numpy; or a skip reason."""
-    if mode in ("eager", "graph", "graph_nopass", "graph_compiled"):
+    if mode in ("eager", "graph", "graph_nopass", "graph_compiled", "graph_c"):
         import engine as en
 
         vg = en.value_and_grad(engine_loss, argnums=(0, 1, 2))
@@ -326,6 +329,8 @@ def make_mode(mode, problem):
             vg = en.function(vg, optimize=False)
         elif mode == "graph_compiled":
             return _compiled_mode(en, vg, args)
+        elif mode == "graph_c":
+            return _c_mode(en, vg, args)
         return (lambda: vg(*args)), _engine_to_numpy
     if mode == "numpy":
         args = problem.arrays()
@@ -360,6 +365,23 @@ def _compiled_mode(en, vg, args):
         en.config.compiled_lowering = previous
     if not [n for n in graph.nodes if n.meta.get("backend") == "numba"]:
         return "nothing compiled: no fused kernel could be written"
+    return (lambda: fn(*args)), _engine_to_numpy
+
+
+def _c_mode(en, vg, args):
+    """``graph_c``: traced (and its kernels compiled as C) now, with the C lowering on."""
+    from engine.graph.compiled.c_fused import available
+    if not available():
+        return "no C compiler found (gcc or cc)"
+    fn = en.function(vg)
+    previous = en.config.compiled_lowering
+    en.config.compiled_lowering = "c"
+    try:
+        graph = fn.graph_for(*args)
+    finally:
+        en.config.compiled_lowering = previous
+    if not [n for n in graph.nodes if n.meta.get("backend") == "c"]:
+        return "nothing compiled: no fused kernel could be written in C"
     return (lambda: fn(*args)), _engine_to_numpy
 
 

@@ -23,7 +23,6 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
-import os
 import pathlib
 import platform
 import sys
@@ -31,6 +30,7 @@ import sys
 import numpy as np
 
 from ..atomic_save import write_file
+from .cache_folder import cache_folder
 from .numba_emitter import HELPERS_IMPORT
 
 _MATH = pathlib.Path(__file__).with_name("numba_math.py")
@@ -52,12 +52,7 @@ _HEADER = "import math\n\nimport numpy as np\nimport numba\n" + HELPERS_IMPORT +
 
 def cache_dir():
     """The folder compiled regions are kept in (see the module docstring)."""
-    root = os.environ.get("ENGINE_CACHE_DIR")
-    if root:
-        return pathlib.Path(root) / "numba"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = pathlib.Path(xdg) if xdg else pathlib.Path.home() / ".cache"
-    return base / "engine" / "numba"
+    return cache_folder("numba")
 
 
 def key_of(source):

@@ -37,21 +37,18 @@ Example:
     <BLANKLINE>
 """
 import functools
-import math
 
 import numpy as np
 
-from ..parallel import kernel_threads, row_bounds, run_split
 from . import numba_cache
 from .numba_emitter import Unsupported, check_writable, scalar_expression
+from .row_kernel import RowKernel
 
 # The function's name in every kernel's source: regions of the same ops, shapes and dtypes
 # (the steps of an unrolled loop) have the same source, compiled once.
 SOURCE_NAME = "fused"
 # float32 partial sums hold at most this many rows before they move into float64.
 FLUSH_ROWS = 32
-# Rows of one part of a split (the numpy kernels' block size, in elements).
-BLOCK_ELEMENTS = 1 << 18
 
 
 def _index(shape, region_shape, loops):
@@ -132,77 +129,36 @@ def _np(dtype):
     return f"np.{np.dtype(dtype).name}"
 
 
-class CompiledFusedKernel:
+class CompiledFusedKernel(RowKernel):
     """A fused region's ``out_impl`` running its numba loop nest, rows split among the
-    kernel threads (``threads``: the graph's "auto" choice). ``outputs`` lists
-    ``(member, kind)``: kind None for the member's value, ``"sum"`` or ``"mean"`` for
-    that reduction over every element, ``"rows"`` for its sums over the first axis
-    (a 2-D member). ``source``: the region's :func:`kernel_source`, if already made."""
+    kernel threads (``threads``: the graph's "auto" choice; ``graph/compiled/row_kernel.py``).
+    ``outputs`` lists ``(member, kind)``: kind None for the member's value, ``"sum"`` or
+    ``"mean"`` for that reduction over every element, ``"rows"`` for its sums over the
+    first axis (a 2-D member). ``source``: the region's :func:`kernel_source`, if
+    already made."""
+
+    backend = "numba"   # what the fused node's meta["backend"] says
 
     def __init__(self, name, members, inputs, outputs, threads=None, source=None):
-        self.name, self._region = name, (members, inputs, outputs)
-        self.threads = threads   # what "auto" kernel threads chose for the graph
         self.source = source or kernel_source(SOURCE_NAME, members, inputs, outputs)
-        self.shape = tuple(members[-1].shape)
-        self.size = math.prod(self.shape)
-        self.n_inputs = len(inputs)
-        self.outputs = [(np.dtype(m.dtype), kind) for m, kind in outputs]
-        self.input_dtypes = [np.dtype(i.dtype) for i in inputs]
+        shape = tuple(members[-1].shape)
         signature = [_array_type(len(i.shape), i.dtype) for i in inputs] + \
-            [_array_type(len(self.shape), m.dtype) for m, r in outputs if r is None] + \
+            [_array_type(len(shape), m.dtype) for m, r in outputs if r is None] + \
             [_array_type(1, np.float64) for _, r in outputs if r is not None]
         import numba   # optional (the caller checked it is installed)
         self.signature = tuple(signature + [numba.types.intp, numba.types.intp])
-        self.fn, self.from_cache = numba_cache.load(self.source, SOURCE_NAME, self.signature)
-        self._variants = {(): self.fn}
-        row = self.size // self.shape[0] if self.shape[0] else 1
-        self.rows = max(1, BLOCK_ELEMENTS // max(row, 1))
+        fn, self.from_cache = numba_cache.load(self.source, SOURCE_NAME, self.signature)
+        super().__init__(name, members, inputs, outputs, threads, fn)
         if self.shape[0] <= self.rows and len(outputs) == 1 and outputs[0][1] is None:
             # One block and one value: the per-call work is a few microseconds, so the
             # call takes the short path (``_one_value``), on this thread.
             self._loose = [k for k, i in enumerate(inputs) if not i.shape]
             self._arrays = [k for k, i in enumerate(inputs) if i.shape]
             self.out_impl = self._one_value
-        self._same_start = _same_start(len(self.shape), members[-1].dtype)
+        self._numba_same_start = _same_start(len(self.shape), members[-1].dtype)
 
-    def _inputs(self, arrays):
-        # A 0-d value may come as a numpy scalar from another kernel; a view of
-        # another layout compiles a specialization of its own (numba's dispatch).
-        return [a if isinstance(a, np.ndarray) and a.dtype == dt else np.asarray(a, dt)
-                for a, dt in zip(arrays, self.input_dtypes)]
-
-    def out_impl(self, *args):
-        arrays = self._inputs(args[:self.n_inputs])
-        outs = list(args[self.n_inputs:])
-        values, sums = [], []
-        for j, (dtype, kind) in enumerate(self.outputs):
-            if kind is None:
-                if outs[j] is None:
-                    outs[j] = np.empty(self.shape, dtype)
-                values.append(outs[j])
-            else:
-                if outs[j] is None:
-                    outs[j] = np.empty(self.shape[1:] if kind == "rows" else (), dtype)
-                sums.append(j)
-        fn = self._variant(arrays, values)
-        n = self.shape[0]
-        bounds = row_bounds(n, self.rows, kernel_threads(self.threads))
-        parts = len(bounds) - 1
-        accs = [[np.zeros(self.shape[-1]) for _ in sums] for _ in range(parts)]
-        part_of = {bounds[p]: p for p in range(parts)}
-        run_split(lambda lo, hi: fn(*arrays, *values, *accs[part_of[lo]], lo, hi), bounds)
-        for s, j in enumerate(sums):
-            kind = self.outputs[j][1]
-            if kind == "rows":   # the sums over the rows: one per position of the last axis
-                outs[j][...] = sum((accs[p][s] for p in range(1, parts)), accs[0][s])
-                continue
-            total = 0.0
-            for p in range(parts):
-                total += float(accs[p][s].sum())
-            if kind == "mean":
-                total /= self.size
-            outs[j][...] = total
-        return outs[0] if len(outs) == 1 else tuple(outs)
+    def _same_start(self, a, b):
+        return self._numba_same_start(a, b)
 
     def _one_value(self, *args):
         n = self.n_inputs
@@ -218,34 +174,9 @@ class CompiledFusedKernel:
         fn(*arrays, out, 0, self.shape[0])
         return out
 
-    def _variant(self, arrays, values, candidates=None):
-        """The loop for this call's aliasing of inputs by value results (each pattern
-        compiled once: a graph's memory plan gives the same one every call).
-        ``candidates``: the indices of the inputs that may alias (all by default); an
-        input overlapping a result in part is replaced in ``arrays`` by a copy."""
-        aliases = []
-        for k in range(len(arrays)) if candidates is None else candidates:
-            a = arrays[k]
-            for j, out in enumerate(values):
-                if a is out:   # written in place by the memory plan: the cheap test first
-                    aliases.append((k, j))
-                elif not np.may_share_memory(a, out):
-                    continue
-                elif a.shape == out.shape and a.strides == out.strides and \
-                        a.dtype == out.dtype and self._same_start(a, out):
-                    aliases.append((k, j))
-                else:   # a partial overlap (never planned): read a copy, as numpy would
-                    arrays[k] = a = a.copy()
-        if not aliases:
-            return self.fn
-        aliases = tuple(aliases)
-        fn = self._variants.get(aliases)
-        return fn if fn is not None else self._compile_variant(aliases)
-
     def _compile_variant(self, aliases):
         source = kernel_source(SOURCE_NAME, *self._region, aliases=aliases)
-        fn = self._variants[aliases] = numba_cache.load(source, SOURCE_NAME, self.signature)[0]
-        return fn
+        return numba_cache.load(source, SOURCE_NAME, self.signature)[0]
 
 
 # Whether two arrays begin at one address: numba reads both pointers in about 0.3 us

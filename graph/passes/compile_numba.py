@@ -42,7 +42,8 @@ from engine.op import Op
 from engine.shapes import size_of
 
 # None of these imports numba until it compiles.
-from ..compiled import numba_blas, numba_cache, numba_fused, numba_source
+from ..compiled import (c_compiler, c_fused, c_source, hot_swap, numba_blas, numba_cache,
+                        numba_fused, numba_source)
 from ..graph_ops import constant_op, placeholder_op, unpack_op
 from ..parallel import product_work
 
@@ -52,6 +53,9 @@ from ..parallel import product_work
 # process (the GRU's forward and backward, 201 lines: 19 s on the loaded 2-core machine,
 # about 9 s of it numba's first compile in the process).
 CALLS = 100
+# A run that calls a fused kernel more than hot_swap.HOT_CALLS times is taken to be this
+# long: a kernel whose C form pays over it is compiled in the background once hot.
+LONG_RUN_CALLS = 1000
 SMALL_ELEMENTS = 1 << 16
 # A region with a value over SMALL_ELEMENTS, up to this many, is still compiled whole
 # where none of its matrix products (outside scan bodies) is large enough for OpenBLAS to
@@ -73,7 +77,7 @@ MAX_SOURCE_LINES = 600
 SAVED_SECONDS_PER_OP = numba_fused.SAVED_SECONDS_PER_NUMPY_CALL   # 1.5 us: one figure
 COMPILE_SECONDS = 1.0
 COMPILE_SECONDS_PER_LINE = 0.1
-MODES = ("auto", "numba", "numpy")
+MODES = ("auto", "numba", "c", "numpy")
 
 log = logging.getLogger("engine.graph")
 
@@ -90,7 +94,7 @@ def compile_numba(graph):
     if mode not in MODES:
         raise InvalidArgumentError(f"en.config.compiled_lowering must be one of {MODES}, "
                                    f"got {mode!r}")
-    if mode == "numpy" or getattr(graph, "backend", NUMPY) is not NUMPY or \
+    if mode in ("numpy", "c") or getattr(graph, "backend", NUMPY) is not NUMPY or \
             not numba_available():
         return False
     whole = _whole_graph(graph)
@@ -339,17 +343,30 @@ def _caller(fn, dtypes):
 
 
 def compiled_fused_kernel(name, members, inputs, outputs, threads=None):
-    """A ``CompiledFusedKernel`` (``graph/compiled/numba_fused.py``) for a fused region
-    (``outputs`` as ``(member, kind)``), where ``en.config.compiled_lowering`` and the
-    policy allow it (the "auto" rule counts the elements each op walks and the numpy
-    calls it saves); else None, and the numpy kernel runs. Small regions are the steps
-    of unrolled loops: one source for every step, compiled once."""
+    """A compiled kernel for a fused region (``outputs`` as ``(member, kind)``) where
+    ``en.config.compiled_lowering`` and the policy allow it, else None (the numpy kernel
+    runs): numba's ``CompiledFusedKernel`` (``graph/compiled/numba_fused.py``) under
+    ``"numba"``, and under ``"auto"`` where it pays; else, under ``"auto"`` and ``"c"``,
+    the C kernel (``graph/compiled/c_fused.py``) where a C compiler is found and it pays
+    (always under ``"c"``). The "auto" rules count the elements each op walks and the
+    numpy calls it saves. Small regions are the steps of unrolled loops: one source for
+    every step, compiled once."""
     mode = config.compiled_lowering
-    if mode == "numpy" or not numba_available():
+    if mode == "numpy":
         return None
     size = _size(members[-1].shape)
     if not size:
         return None
+    if mode in ("auto", "numba") and numba_available():
+        kernel = _numba_fused_kernel(mode, name, members, inputs, outputs, threads, size)
+        if kernel is not None or mode == "numba":
+            return kernel
+    if mode in ("auto", "c") and c_fused.available():
+        return _c_fused_kernel(mode, name, members, inputs, outputs, threads, size)
+    return None
+
+
+def _numba_fused_kernel(mode, name, members, inputs, outputs, threads, size):
     try:
         source = numba_fused.kernel_source(numba_fused.SOURCE_NAME, members, inputs, outputs)
     except numba_source.Unsupported as why:
@@ -363,4 +380,42 @@ def compiled_fused_kernel(name, members, inputs, outputs, threads=None):
                                                source)
     except Exception as err:   # a numba typing limit: keep the numpy lowering
         log.debug("numba refused fused region %s: %s: %s", name, type(err).__name__, err)
+        return None
+
+
+def hot_fused_kernel(name, members, inputs, outputs, threads, numpy_out_impl):
+    """Under ``"auto"``, for a fused region no compiled kernel was chosen for up front: a
+    ``HotSwap`` (``graph/compiled/hot_swap.py``) that runs ``numpy_out_impl`` and, once
+    the kernel is hot, compiles its C form in the background, where a C compiler is
+    found and that form pays over ``LONG_RUN_CALLS`` calls; else None."""
+    if config.compiled_lowering != "auto" or not c_fused.available():
+        return None
+    size = _size(members[-1].shape)
+    if not size:
+        return None
+    try:
+        source = c_source.kernel_source(c_fused.NAME, members, inputs, outputs)
+    except numba_source.Unsupported:
+        return None
+    if not c_fused.pays(source, size, len(members), LONG_RUN_CALLS):
+        return None
+    return hot_swap.HotSwap(numpy_out_impl, lambda: c_fused.CFusedKernel(
+        name, members, inputs, outputs, threads, source))
+
+
+def _c_fused_kernel(mode, name, members, inputs, outputs, threads, size):
+    try:
+        source = c_source.kernel_source(c_fused.NAME, members, inputs, outputs)
+    except numba_source.Unsupported as why:
+        log.debug("C lowering: fused region %s not written: %s", name, why)
+        return None
+    if mode == "auto" and not c_fused.pays(source, size, len(members), CALLS):
+        return None
+    try:
+        return c_fused.CFusedKernel(name, members, inputs, outputs, threads, source)
+    except (c_compiler.CompileError, OSError) as err:
+        # A source the compiler refuses is a fault of the C lowering: said, not hidden,
+        # and the numpy kernel runs.
+        warnings.warn(f"C lowering: fused region {name} was not compiled ({err}); the "
+                      "numpy lowering runs it", RuntimeWarning, stacklevel=2)
         return None

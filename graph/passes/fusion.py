@@ -48,7 +48,7 @@ from engine.warning_location import TRACED_LINES
 from ..graph_ops import unpack_op
 from ..parallel import kernel_threads, row_bounds, run_split, threads_for
 from . import fusion_numba
-from .compile_numba import compiled_fused_kernel
+from .compile_numba import compiled_fused_kernel, hot_fused_kernel
 from .fusion_groups import group_outputs, group_regions
 
 # A region of at most SMALL_ELEMENTS (static shape) runs as one numpy call per op over
@@ -372,6 +372,7 @@ class FusedKernel:
         exec(compile(self.source, f"<fused kernel {name}>", "exec"), namespace)
         self.out_impl = namespace.pop(name)   # not kept in its own globals: no cycle
         self.backend = "numpy"
+        self.hot = None   # a HotSwap: compiled in the background once hot (hot_swap.py)
         one_value = len(outputs) == 1 and outputs[0][1] is None
         if config.fusion_backend == "numba" and one_value:
             ufunc = fusion_numba.build(name, members, inputs)
@@ -382,9 +383,15 @@ class FusedKernel:
         if self.backend == "numpy":
             compiled = compiled_fused_kernel(name, members, inputs, spec, threads)
             if compiled is not None:
-                self.backend = "numba"
+                self.backend = compiled.backend
                 self.source = compiled.source
                 self.out_impl = compiled.out_impl
+            else:
+                # Numpy's now; compiled in the background once hot, where that pays.
+                self.hot = hot_fused_kernel(name, members, inputs, spec, threads,
+                                            self.out_impl)
+                if self.hot is not None:
+                    self.out_impl = self.hot.out_impl
         if self.backend == "numpy" and one_value and _small_static(shape):
             # The traced shape is the only one: allocate and run in one generated call.
             fresh_source, fresh_dtypes = _fresh_source(name + "_fresh", members, inputs,
@@ -540,6 +547,8 @@ def fusion(graph):
         node.meta["kernel_source"] = kernel.source
         node.meta["fused_ops"] = kernel.ops
         node.meta["backend"] = kernel.backend
+        if kernel.hot is not None:   # compiled in the background once hot
+            node.meta["hot_swap"] = kernel.hot
         if len(outputs) == 1:
             graph.replace_all_uses_with(results[0], node)
         else:
