@@ -308,7 +308,7 @@ def kernel_source(name, members, inputs, outputs, aliases=()):
     here = _offset(shape, shape, loops)
     for j, m in enumerate(sums):
         # On the heap: a long last axis would not fit on the stack.
-        head.append(f"{ctype(m.dtype)} *part{j} = calloc({shape[-1]}, sizeof({ctype(m.dtype)}));")
+        head.append(f"{ctype(m.dtype)} *restrict part{j} = calloc({shape[-1]}, sizeof({ctype(m.dtype)}));")
         head.append(f"if (!part{j}) return -1;")
     for k, node in enumerate(inputs):
         if k in aliased:

@@ -345,24 +345,25 @@ def _caller(fn, dtypes):
 def compiled_fused_kernel(name, members, inputs, outputs, threads=None):
     """A compiled kernel for a fused region (``outputs`` as ``(member, kind)``) where
     ``en.config.compiled_lowering`` and the policy allow it, else None (the numpy kernel
-    runs): numba's ``CompiledFusedKernel`` (``graph/compiled/numba_fused.py``) under
-    ``"numba"``, and under ``"auto"`` where it pays; else, under ``"auto"`` and ``"c"``,
-    the C kernel (``graph/compiled/c_fused.py``) where a C compiler is found and it pays
-    (always under ``"c"``). The "auto" rules count the elements each op walks and the
-    numpy calls it saves. Small regions are the steps of unrolled loops: one source for
-    every step, compiled once."""
+    runs). Under ``"auto"``: the C kernel (``graph/compiled/c_fused.py``) where a C
+    compiler is found and it pays (it loads in a millisecond and compiles in a fraction
+    of a second), else numba's ``CompiledFusedKernel`` (``graph/compiled/numba_fused.py``)
+    where it pays (the steps of unrolled loops: small regions, where a call through
+    ctypes costs more than numpy's calls save; one source for every step, compiled
+    once). ``"c"`` and ``"numba"``: that one, wherever it can be written. The "auto"
+    rules count the elements each op walks and the numpy calls it saves."""
     mode = config.compiled_lowering
     if mode == "numpy":
         return None
     size = _size(members[-1].shape)
     if not size:
         return None
-    if mode in ("auto", "numba") and numba_available():
-        kernel = _numba_fused_kernel(mode, name, members, inputs, outputs, threads, size)
-        if kernel is not None or mode == "numba":
-            return kernel
     if mode in ("auto", "c") and c_fused.available():
-        return _c_fused_kernel(mode, name, members, inputs, outputs, threads, size)
+        kernel = _c_fused_kernel(mode, name, members, inputs, outputs, threads, size)
+        if kernel is not None or mode == "c":
+            return kernel
+    if mode in ("auto", "numba") and numba_available():
+        return _numba_fused_kernel(mode, name, members, inputs, outputs, threads, size)
     return None
 
 
