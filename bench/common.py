@@ -94,6 +94,12 @@ def _noop():
 ROUNDS = 4
 
 
+def _wait_for_engine_compiles():
+    if "engine" in sys.modules:   # nothing to wait for in a process without the engine
+        from engine.graph.compiled.hot_swap import wait_for_compiles
+        wait_for_compiles()
+
+
 def time_modes(fns, repeats, tick=None, warmup=1, rounds=ROUNDS):
     """Time each ``mode -> callable`` ``repeats`` times, in interleaved blocks.
 
@@ -106,6 +112,7 @@ def time_modes(fns, repeats, tick=None, warmup=1, rounds=ROUNDS):
     modes. Returns ``{mode: [seconds, ...]}``; calls ``tick()`` after each
     timed call. A callable may return a number of seconds itself (e.g. when
     it must exclude set-up from the measurement); otherwise its wall time is used.
+    Before each turn, the engine's background compiles (``hot_swap.py``) finish.
     """
     tick = tick or _noop
     for fn in fns.values():
@@ -116,6 +123,9 @@ def time_modes(fns, repeats, tick=None, warmup=1, rounds=ROUNDS):
     for r in range(rounds):
         share = repeats // rounds + (r < repeats % rounds)
         for mode, fn in fns.items():
+            # The engine compiles hot kernels in the background: no compiler may run
+            # beside another mode's turn (the mode that started it pays in its own).
+            _wait_for_engine_compiles()
             fn()                                  # untimed: settles the machine for this mode
             for _ in range(share):
                 start = time.perf_counter()

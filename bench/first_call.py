@@ -108,7 +108,7 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(prog="python -m bench.first_call")
     parser.add_argument("--batch", type=int, default=1000)
-    parser.add_argument("--lowering", choices=("auto", "numba", "numpy"), default=None,
+    parser.add_argument("--lowering", choices=("auto", "numba", "c", "numpy"), default=None,
                         help="en.config.compiled_lowering in the child (default: auto)")
     options = parser.parse_args()
     _child(options.batch, options.lowering)

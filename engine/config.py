@@ -20,10 +20,14 @@ class _Config:
         # How fused elementwise kernels are lowered: "numpy" (the default, always
         # available) or "numba" (optional JIT: one pass, one call; needs numba).
         self.fusion_backend = "numpy"
-        # Whether a whole small graph, or each scan, runs as one numba-compiled function:
-        # "auto" (where numba is installed and it pays over 100 calls, compile time
-        # included; see graph/passes/compile_numba.py), "numba" (wherever it can) or
-        # "numpy" (never: the numpy lowering, which always works).
+        # Whether a whole small graph, or each scan, runs as one numba-compiled function,
+        # and large fused kernels as compiled loops: "auto" (where it pays over 100
+        # calls, compile time included: whole graphs and scans with numba where it is
+        # installed, fused kernels in C where a C compiler is found, else numba; a
+        # fused kernel that pays only over a longer run moves to C in the background
+        # once hot; see graph/passes/compile_numba.py), "numba" (numba wherever it
+        # can), "c" (fused kernels in C wherever they can be written, nothing with
+        # numba) or "numpy" (never: the numpy lowering, which always works).
         self.compiled_lowering = "auto"
         # Threads that walk a large fused kernel's rows, and split a large matrix
         # product's rows, at once. None (the default): per graph, 2 where its largest

@@ -14,7 +14,7 @@ import pytest
 import engine as en
 from engine.op import REGISTRY
 from op_db import F32, F64, OP_DB, seeded_rng
-from test_graph_mode import flat
+from fused_lowering import autoencoder_gradient_backends, fused_backends, region_of, run_lowered
 
 c_compiler = importlib.import_module("engine.graph.compiled.c_compiler")
 c_fused = importlib.import_module("engine.graph.compiled.c_fused")
@@ -40,8 +40,7 @@ def config(monkeypatch):
     return en.config
 
 
-def _backends(graph):
-    return [n.meta.get("backend") for n in graph.nodes if n.op.name.startswith("fused")]
+_backends = fused_backends
 
 
 def _apply(info, sample):
@@ -92,28 +91,13 @@ def test_every_op_with_a_scalar_form_matches_eager_in_a_c_kernel(config, dtype):
     assert checked >= len(wanted)
 
 
-def _run(fn, arrays, mode, threads=1):
-    en.config.compiled_lowering = mode
-    en.config.fusion_threads = threads
-    f = en.function(fn)
-    tensors = [en.tensor(a) for a in arrays]
-    return [o.numpy() for o in flat(f(*tensors))], _backends(f.graph_for(*tensors))
+_run = run_lowered
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_autoencoder_loss_and_gradient_in_c_kernels(config, threads):
-    from bench.workloads import autoencoder
-    rng = np.random.default_rng(3)
-    w = rng.uniform(-0.07, 0.07, (784, 196)).astype(np.float32)
-    b1, b2 = (rng.uniform(-0.1, 0.1, n).astype(np.float32) for n in (196, 784))
-    x = rng.random((500, 784)).astype(np.float32)
-    vg = en.value_and_grad(autoencoder.engine_loss, argnums=(0, 1, 2))
-    got, backends = _run(vg, [w, b1, b2, x], "c", threads)
+    backends = autoencoder_gradient_backends("c", threads)
     assert backends == ["c"] * len(backends) and len(backends) >= 2
-    # The loss and gradients written by hand in numpy, float64.
-    want = autoencoder.numpy_loss_and_grad(*(a.astype(np.float64) for a in (w, b1, b2, x)))
-    for g, r in zip(got, want):
-        np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4 * np.abs(r).max())
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -159,11 +143,7 @@ def test_nan_inf_and_signed_zero_keep_numpy_semantics(config):
 
 def _kernel(fn, arrays):
     """The first fused region of ``fn`` traced on ``arrays``, as a C kernel."""
-    en.config.compiled_lowering = "numpy"
-    graph = en.function(fn, passes=["cleanup"]).graph_for(*[en.tensor(a) for a in arrays])
-    leaves = ("placeholder", "constant")
-    members = [n for n in graph.topo_order() if n.op.name not in leaves]
-    inputs = [n for n in graph.topo_order() if n.op.name in leaves]
+    members, inputs = region_of(fn, arrays)
     return c_fused.CFusedKernel("k_test", members, inputs, [(members[-1], None)])
 
 

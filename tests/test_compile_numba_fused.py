@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from bench.workloads import autoencoder
+from fused_lowering import autoencoder_gradient_backends, region_of, run_lowered
 from test_graph_mode import flat
 
 numba = pytest.importorskip("numba",
@@ -28,16 +28,7 @@ def config(monkeypatch):
     return en.config
 
 
-def _fused_backends(graph):
-    return [n.meta.get("backend") for n in graph.nodes if n.op.name.startswith("fused")]
-
-
-def _run(fn, arrays, mode, threads=1):
-    en.config.compiled_lowering = mode
-    en.config.fusion_threads = threads
-    f = en.function(fn)
-    tensors = [en.tensor(a) for a in arrays]
-    return [o.numpy() for o in flat(f(*tensors))], _fused_backends(f.graph_for(*tensors))
+_run = run_lowered
 
 
 def _broadcasting(x, row, col, s):
@@ -102,26 +93,12 @@ def test_full_reductions_and_several_results(config, threads):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_autoencoder_gradient_with_kernels_written_in_place(config, threads):
-    rng = np.random.default_rng(3)
-    w = rng.uniform(-0.07, 0.07, (784, 196)).astype(np.float32)
-    b1, b2 = (rng.uniform(-0.1, 0.1, n).astype(np.float32) for n in (196, 784))
-    x = rng.random((500, 784)).astype(np.float32)
-    vg = en.value_and_grad(autoencoder.engine_loss, argnums=(0, 1, 2))
-    got, backends = _run(vg, [w, b1, b2, x], "numba", threads)
-    assert backends.count("numba") >= 2
-    # The loss and gradients written by hand in numpy, float64.
-    want = autoencoder.numpy_loss_and_grad(*(a.astype(np.float64) for a in (w, b1, b2, x)))
-    for g, r in zip(got, want):
-        np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4 * np.abs(r).max())
+    assert autoencoder_gradient_backends("numba", threads).count("numba") >= 2
 
 
 def _kernel(members_fn, arrays):
     """The first fused region of ``members_fn`` traced on ``arrays``, as a compiled kernel."""
-    en.config.compiled_lowering = "numpy"
-    graph = en.function(members_fn, passes=["cleanup"]).graph_for(*[en.tensor(a) for a in arrays])
-    leaves = ("placeholder", "constant")
-    members = [n for n in graph.topo_order() if n.op.name not in leaves]
-    inputs = [n for n in graph.topo_order() if n.op.name in leaves]
+    members, inputs = region_of(members_fn, arrays)
     assert [n.op.name for n in inputs] == ["placeholder", "placeholder", "constant"]
     return numba_fused.CompiledFusedKernel("k_test", members, inputs, [(members[-1], None)])
 

@@ -352,20 +352,11 @@ def make_mode(mode, problem):
 
 
 def _compiled_mode(en, vg, args):
-    """``graph_compiled``: traced (and compiled) now, with the compiled lowering on."""
+    """``graph_compiled``: traced (and compiled) now, with the numba lowering on."""
     from engine.graph.passes.compile_numba import numba_available
     if not numba_available():
         return "numba is not installed (pip install '.[jit]')"
-    fn = en.function(vg)
-    previous = en.config.compiled_lowering
-    en.config.compiled_lowering = "numba"
-    try:
-        graph = fn.graph_for(*args)
-    finally:
-        en.config.compiled_lowering = previous
-    if not [n for n in graph.nodes if n.meta.get("backend") == "numba"]:
-        return "nothing compiled: no fused kernel could be written"
-    return (lambda: fn(*args)), _engine_to_numpy
+    return _lowered_mode(en, vg, args, "numba", "no fused kernel could be written")
 
 
 def _c_mode(en, vg, args):
@@ -373,15 +364,21 @@ def _c_mode(en, vg, args):
     from engine.graph.compiled.c_fused import available
     if not available():
         return "no C compiler found (gcc or cc)"
+    return _lowered_mode(en, vg, args, "c", "no fused kernel could be written in C")
+
+
+def _lowered_mode(en, vg, args, lowering, nothing):
+    """``vg`` traced now under ``compiled_lowering = lowering``; a skip reason where no
+    kernel of that back end came of it."""
     fn = en.function(vg)
     previous = en.config.compiled_lowering
-    en.config.compiled_lowering = "c"
+    en.config.compiled_lowering = lowering
     try:
         graph = fn.graph_for(*args)
     finally:
         en.config.compiled_lowering = previous
-    if not [n for n in graph.nodes if n.meta.get("backend") == "c"]:
-        return "nothing compiled: no fused kernel could be written in C"
+    if not [n for n in graph.nodes if n.meta.get("backend") == lowering]:
+        return "nothing compiled: " + nothing
     return (lambda: fn(*args)), _engine_to_numpy
 
 

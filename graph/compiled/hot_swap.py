@@ -38,6 +38,20 @@ def _executor():
         return _pool[0]
 
 
+def wait_for_compiles(timeout=None):
+    """Returns once every background compile started so far is done (at most ``timeout``
+    seconds): the compiles run one after another, so the last one queued ends last. A
+    benchmark waits here before timing another mode, so that no compiler runs beside it.
+
+    Example:
+        >>> wait_for_compiles()
+    """
+    with _pool_lock:
+        pool = _pool[0] if _pool else None
+    if pool is not None:
+        pool.submit(lambda: None).result(timeout)
+
+
 def _forget_pool():
     # A forked child has none of the parent's threads.
     _pool.clear()

@@ -22,7 +22,12 @@ numpy lowering stays for everything else, and always works.
   (``graph/compiled/numba_cache.py``; loading costs tens of milliseconds), or
   the ops a call runs (a scan's body counted once per step) times
   ``SAVED_SECONDS_PER_OP`` over ``CALLS`` calls exceed the estimated compile
-  time, ``COMPILE_SECONDS + COMPILE_SECONDS_PER_LINE`` per source line.
+  time, ``COMPILE_SECONDS + COMPILE_SECONDS_PER_LINE`` per source line;
+- ``"c"``: no whole graph or scan; large fused kernels in C wherever they can be written.
+
+The fusion pass asks :func:`compiled_fused_kernel` for each large fused region's
+compiled form (C first under ``"auto"``, then numba) and :func:`hot_fused_kernel` for
+one that pays only over a long run (``LONG_RUN_CALLS``): numpy's until hot, then C.
 
 Example:
     >>> import engine as en

@@ -12,9 +12,12 @@ every op once over whole arrays, in the result itself where the values allow.
 With kernel threads (``graph.parallel.kernel_threads()``: ``en.config.fusion_threads``,
 by default 2 on two cores or more in a graph with a product of 2^29 multiply-adds,
 else 1) the row blocks of a large kernel are shared among threads
-(``graph/parallel.py``), each with its own scratch. With numba installed, a large
-region is compiled into one loop nest instead (``graph/compiled/numba_fused.py``)
-where ``en.config.compiled_lowering`` and its policy say so.
+(``graph/parallel.py``), each with its own scratch. A large region is compiled into
+one loop nest instead, in C where a C compiler is found (``graph/compiled/c_fused.py``)
+or with numba where it is installed (``graph/compiled/numba_fused.py``), where
+``en.config.compiled_lowering`` and its policy say so; under ``"auto"`` a region that
+pays only over a long run starts on numpy and moves to C once hot
+(``graph/compiled/hot_swap.py``).
 
 Regions that feed one another are then grouped (``fusion_groups``): a group
 becomes one node with several results (``unpack`` nodes), each a value used
