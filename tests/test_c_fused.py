@@ -286,3 +286,14 @@ def test_a_hot_kernel_whose_compile_fails_stays_numpy_with_a_warning():
         swap.out_impl(1, out=2)
         assert swap.wait(timeout=60) is None
     assert swap.out_impl(3) == ("numpy", (3,), {}) and swap.compiled is None
+
+
+def test_an_unwritable_cache_folder_builds_for_this_process_only(config, monkeypatch, tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("ENGINE_CACHE_DIR", str(blocker))
+    x = np.random.default_rng(9).standard_normal((500, 500)).astype(np.float32)
+    got, backends = _run(lambda x: en.cos(x) * 2.0 + x, [x], "c")
+    assert backends == ["c"]
+    np.testing.assert_allclose(got[0], np.cos(x) * 2.0 + x, rtol=2e-6, atol=1e-6)
+    assert blocker.read_text().startswith("a file")
