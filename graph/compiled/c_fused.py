@@ -52,6 +52,17 @@ def available():
     return c_compiler.available()
 
 
+def saved_per_call(size, n_ops):
+    """Seconds a call of a region of ``size`` elements and ``n_ops`` ops saves in C (at
+    most 0: nothing to gain, whatever the run's length; no source need be written).
+
+    Example:
+        >>> saved_per_call(64, 1) <= 0                   # one small op: the call costs more
+        True
+    """
+    return size * n_ops * SAVED_SECONDS_PER_ELEMENT_OP - CALL_SECONDS
+
+
 def pays(source, size, n_ops, calls):
     """Whether a region of ``size`` elements and ``n_ops`` ops saves time over ``calls``
     calls in C, compiling included (nothing to compile when on disk).
@@ -60,7 +71,7 @@ def pays(source, size, n_ops, calls):
         >>> pays("int fused(void) { return 0; }", 64, 1, 100)   # one small op: nothing saved
         False
     """
-    saved = size * n_ops * SAVED_SECONDS_PER_ELEMENT_OP - CALL_SECONDS
+    saved = saved_per_call(size, n_ops)
     if saved <= 0:
         return False
     return c_compiler.is_cached(source) or saved * calls > COMPILE_SECONDS

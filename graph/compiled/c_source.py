@@ -111,8 +111,8 @@ static inline double logaddexp_d(double x, double y) {
 }
 """
 
-# numpy or math name -> (float32 C function, float64 C function).
-# Keyed by the callee as the scalar forms write it (np.exp, math.erf, abs).
+# The callee as the scalar forms write it (np.exp, math.erf, abs) -> (float32 C function,
+# float64 C function).
 _FUNCTIONS = {"np.exp": ("exp32", "exp"), "np.tanh": ("tanh32", "tanh"),
               "np.maximum": ("max_f", "max_d"), "np.minimum": ("min_f", "min_d"),
               "np.logaddexp": ("logaddexp_f", "logaddexp_d"), "abs": ("fabsf", "fabs"),
@@ -139,7 +139,7 @@ def ctype(dtype):
 
 
 def literal(value, dtype):
-    """``value`` as a C literal of float ``dtype``."""
+    """``value`` as a C literal of ``dtype`` (float32, float64 or bool)."""
     value = float(value)
     if math.isnan(value):
         text = "NAN"

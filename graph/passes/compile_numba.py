@@ -397,7 +397,7 @@ def hot_fused_kernel(name, members, inputs, outputs, threads, numpy_out_impl):
     if config.compiled_lowering != "auto" or not c_fused.available():
         return None
     size = _size(members[-1].shape)
-    if not size:
+    if not size or c_fused.saved_per_call(size, len(members)) <= 0:
         return None
     try:
         source = c_source.kernel_source(c_fused.NAME, members, inputs, outputs)
@@ -410,6 +410,8 @@ def hot_fused_kernel(name, members, inputs, outputs, threads, numpy_out_impl):
 
 
 def _c_fused_kernel(mode, name, members, inputs, outputs, threads, size):
+    if mode == "auto" and c_fused.saved_per_call(size, len(members)) <= 0:
+        return None   # a small region (an unrolled loop's step): no source to write
     try:
         source = c_source.kernel_source(c_fused.NAME, members, inputs, outputs)
     except numba_source.Unsupported as why:
