@@ -45,3 +45,22 @@ def autoencoder_gradient_backends(mode, threads):
     for g, r in zip(got, want):
         np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4 * np.abs(r).max())
     return backends
+
+
+def sigmoid_times_three_case():
+    """``(fn, a, b, three, want)``: the region ``sigmoid(a + b) * 3`` over (600, 200), its
+    arrays and its float64 value, for kernels made by hand with :func:`region_of`."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((600, 200)).astype(np.float32)
+    b = rng.standard_normal(200).astype(np.float32)
+    want = 3.0 / (1.0 + np.exp(-(a.astype(np.float64) + b)))
+    return (lambda a, b: en.sigmoid(a + b) * 3.0), a, b, np.float32(3.0), want
+
+
+def check_partial_overlap_is_read_from_a_copy(kernel, a, b, three):
+    """A result overlapping the kernel's input shifted by one row: the input is read from
+    a copy, as numpy does, so the result is the shifted input's."""
+    buf = np.concatenate([a, a[:1]])
+    out = kernel.out_impl(buf[1:], b, three, buf[:-1])
+    shifted = np.concatenate([a[1:], a[:1]]).astype(np.float64)
+    np.testing.assert_allclose(out, 3.0 / (1.0 + np.exp(-(shifted + b))), rtol=2e-6)

@@ -14,7 +14,8 @@ import pytest
 import engine as en
 from engine.op import REGISTRY
 from op_db import F32, F64, OP_DB, seeded_rng
-from fused_lowering import autoencoder_gradient_backends, fused_backends, region_of, run_lowered
+from fused_lowering import (autoencoder_gradient_backends, check_partial_overlap_is_read_from_a_copy,
+                            fused_backends, region_of, run_lowered, sigmoid_times_three_case)
 
 c_compiler = importlib.import_module("engine.graph.compiled.c_compiler")
 c_fused = importlib.import_module("engine.graph.compiled.c_fused")
@@ -148,24 +149,16 @@ def _kernel(fn, arrays):
 
 
 def test_result_over_its_input_partial_overlap_and_strided_result(config):
-    rng = np.random.default_rng(4)
-    a = rng.standard_normal((600, 200)).astype(np.float32)
-    b = rng.standard_normal(200).astype(np.float32)
-    kernel = _kernel(lambda a, b: en.sigmoid(a + b) * 3.0, [a, b])
-    want = 3.0 / (1.0 + np.exp(-(a.astype(np.float64) + b)))
-    three = np.float32(3.0)
+    fn, a, b, three, want = sigmoid_times_three_case()
+    kernel = _kernel(fn, [a, b])
     in_place = a.copy()
-    out = kernel.out_impl(in_place.view(), b, three, in_place)   # one address, two views
+    kernel.out_impl(in_place.view(), b, three, in_place)         # one address, two views
     np.testing.assert_allclose(in_place, want, rtol=2e-6)
     assert len(kernel._variants) == 2                            # the aliased loop is its own
-    # A partial overlap (shifted by one row) is read from a copy, as numpy does.
-    buf = np.concatenate([a, a[:1]])
-    out = kernel.out_impl(buf[1:], b, three, buf[:-1])
-    shifted = np.concatenate([a[1:], a[:1]]).astype(np.float64)
-    np.testing.assert_allclose(out, 3.0 / (1.0 + np.exp(-(shifted + b))), rtol=2e-6)
+    check_partial_overlap_is_read_from_a_copy(kernel, a, b, three)
     # A result buffer that is a strided view is written through, not past.
     wide = np.zeros((600, 400), np.float32)
-    out = kernel.out_impl(a, b, three, wide[:, ::2])
+    kernel.out_impl(a, b, three, wide[:, ::2])
     np.testing.assert_allclose(wide[:, ::2], want, rtol=2e-6)
     assert not wide[:, 1::2].any()
 

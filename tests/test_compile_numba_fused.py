@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import engine as en
-from fused_lowering import autoencoder_gradient_backends, region_of, run_lowered
+from fused_lowering import (autoencoder_gradient_backends, check_partial_overlap_is_read_from_a_copy,
+                            region_of, run_lowered, sigmoid_times_three_case)
 from test_graph_mode import flat
 
 numba = pytest.importorskip("numba",
@@ -104,22 +105,14 @@ def _kernel(members_fn, arrays):
 
 
 def test_output_written_over_an_input_and_partial_overlap(config):
-    rng = np.random.default_rng(4)
-    a = rng.standard_normal((600, 200)).astype(np.float32)
-    b = rng.standard_normal(200).astype(np.float32)
-    kernel = _kernel(lambda a, b: en.sigmoid(a + b) * 3.0, [a, b])
-    want = 3.0 / (1.0 + np.exp(-(a.astype(np.float64) + b)))
+    fn, a, b, three, want = sigmoid_times_three_case()
+    kernel = _kernel(fn, [a, b])
     in_place = a.copy()
-    three = np.float32(3.0)
     out = kernel.out_impl(in_place, b, three, in_place)        # the result over its own input
     assert out is in_place
     np.testing.assert_allclose(out, want, rtol=2e-6)
     assert len(kernel._variants) == 2                    # the aliased loop is its own
-    # A partial overlap (shifted by one row) is read from a copy, as numpy does.
-    buf = np.concatenate([a, a[:1]])
-    out = kernel.out_impl(buf[1:], b, three, buf[:-1])
-    np.testing.assert_allclose(out, 3.0 / (1.0 + np.exp(-(np.concatenate([a[1:], a[:1]])
-                                                           .astype(np.float64) + b))), rtol=2e-6)
+    check_partial_overlap_is_read_from_a_copy(kernel, a, b, three)
 
 
 def test_policy(config):
