@@ -66,7 +66,7 @@ add(OpInfo("softplus", en.softplus,
            _op_dtypes("softplus"), error_inputs=_activation_errors(
                "softplus", [(dict(beta=0.0), en.DomainError)])))
 add(OpInfo("gelu", en.gelu,
-           _f64(lambda x, approximate="tanh": 0.5 * x * (1.0 + (
+           _f64(lambda x, approximate="none": 0.5 * x * (1.0 + (
                np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)) if approximate == "tanh"
                else _erf(x / math.sqrt(2.0))))),
            _param_samples(make, [dict(approximate=form) for form in ("tanh", "none")

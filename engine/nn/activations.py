@@ -81,9 +81,10 @@ class Softplus(Module):
 
 
 class GELU(Module):
-    """Gaussian error linear unit, tanh form by default (see :func:`engine.gelu`)."""
+    """Gaussian error linear unit, the exact erf form by default as in PyTorch;
+    ``GELU(approximate="tanh")`` is the tanh form (see :func:`engine.gelu`)."""
 
-    def __init__(self, approximate="tanh"):
+    def __init__(self, approximate="none"):
         super().__init__()
         F.gelu(0.0, approximate)   # rejects an unsupported form now, not at the first call
         self.approximate = approximate

@@ -51,14 +51,14 @@ def leaky_relu(x, negative_slope=0.01):
     return ops.leaky_relu(x, negative_slope)
 
 
-def gelu(x, approximate="tanh"):
-    """Gaussian error linear unit (see :func:`engine.gelu`); the tanh form by default,
-    PyTorch's ``gelu(approximate="tanh")``, within 5e-4 of the erf form.
+def gelu(x, approximate="none"):
+    """Gaussian error linear unit (see :func:`engine.gelu`): the exact erf form by default,
+    as PyTorch's ``gelu``; ``approximate="tanh"`` is the tanh form, within 5e-4 of it.
 
     Example:
         >>> import engine as en
         >>> round(float(en.nn.functional.gelu(en.tensor(1.0))), 6)
-        0.841192
+        0.841345
     """
     return ops.gelu(x, approximate)
 

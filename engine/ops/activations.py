@@ -229,7 +229,8 @@ def _gelu_impl(x, *, approximate):
 
 
 gelu_op = _define("gelu", _gelu_impl, _gelu_out, _gelu_vjp, _gelu_generic,
-                  "GELU ``x * Phi(x)``; ``approximate='tanh'`` is the tanh form.")
+                  "GELU ``x * Phi(x)``; ``approximate='none'`` is exact (erf), "
+                  "``approximate='tanh'`` the tanh form.")
 declare(gelu_op, onnx=("Gelu",), scalar_form=None)
 
 
@@ -283,13 +284,16 @@ def softplus(x, beta=1.0, threshold=20.0):
     return apply(softplus_op, x, beta=beta, threshold=_number("softplus", "threshold", threshold))
 
 
-def gelu(x, approximate="tanh"):
+def gelu(x, approximate="none"):
     """Gaussian error linear unit ``x * Phi(x)`` (Hendrycks and Gimpel), with ``Phi`` the
-    standard normal CDF; ``approximate="tanh"`` gives the tanh form
+    standard normal CDF, computed exactly with erf by default as in PyTorch;
+    ``approximate="tanh"`` gives the tanh form
     ``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x**3)))`` (within 5e-4 of it).
 
     Example:
         >>> import engine as en
+        >>> round(float(en.gelu(en.tensor(1.0))), 6)
+        0.841345
         >>> round(float(en.gelu(en.tensor(1.0), approximate="tanh")), 6)
         0.841192
     """
