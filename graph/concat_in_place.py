@@ -95,7 +95,9 @@ class Placement:
         if unit is not None:
             size = int(np.prod(unit))
             if hi - lo == size and tuple(shape) == unit:
-                return f"{name}[{lo // size}]"
+                # A 0-d part needs the trailing ``...``: a plain index into a 1-d
+                # array gives a numpy scalar, not a view a kernel can write into.
+                return f"{name}[{lo // size}{', ...' if unit == () else ''}]"
             run = f"{name}[{lo // size}:{hi // size}]"
         else:
             run = f"{name}[{lo}:{hi}]"

@@ -133,6 +133,37 @@ def test_a_concat_and_a_stack_of_one_run_of_states_share_one_result():
     assert source.count("_np_empty(") == 1 and "_np_empty((6, 4, 3)," in source, source
 
 
+def test_a_stack_of_scalar_results_writes_into_views_of_its_array():
+    # Each 0-d part is one index into the stacked array; a plain index gives a numpy
+    # scalar, which a kernel's out= refuses ("return arrays must be of ArrayType").
+    cases = {
+        "two parts, used twice": (lambda x: (lambda a: a + a)(en.stack([x / 2.0, x ** 2])),
+                                  lambda x: 2.0 * np.stack([x / 2.0, x ** 2])),
+        "a copied input part": (lambda x: (lambda a: a * a)(en.stack([x / 2.0, en.sin(x), x])),
+                                lambda x: np.stack([x / 2.0, np.sin(x), x]) ** 2),
+    }
+    for name, (fn, reference) in cases.items():
+        f = en.function(fn)
+        for x in (3.0, -0.7):
+            np.testing.assert_allclose(f(en.tensor(x)).numpy(), reference(np.float64(x)),
+                                       rtol=1e-14, err_msg=name)
+        assert "_np_empty(" in _source(f, en.tensor(3.0)), name   # written in place
+
+
+def test_jvp_through_a_scan_with_a_scalar_carry_in_a_function():
+    # The tangents of the scan's 0-d outputs are stacked in place like the values.
+    def g(x):
+        c, ys = en.scan(lambda c, _: (c * 2.0, c * c), x, None, length=3)
+        return en.sum(ys) + c
+
+    f = en.function(lambda x, v: en.jvp(g, (x,), (v,)))
+    for x in (3.0, -1.5):
+        value, tangent = f(en.tensor(x), en.tensor(1.0))
+        # carries x, 2x, 4x: g = x^2 (1 + 4 + 16) + 8x, g' = 42x + 8
+        np.testing.assert_allclose(float(value), 21.0 * x * x + 8.0 * x, rtol=1e-14)
+        np.testing.assert_allclose(float(tangent), 42.0 * x + 8.0, rtol=1e-14)
+
+
 def test_values_written_into_a_concatenation_get_no_planned_buffer():
     # The product and the sum write into the concatenation's array, which is a fresh
     # one: nothing is left for the memory plan (it used to give all three buffers).
