@@ -194,3 +194,29 @@ def test_a_weight_used_forward_transposed_and_in_the_backward_pass_is_sent_once(
     np.testing.assert_allclose(float(value), float(ref_value), rtol=1e-12)
     for g, r in zip(grads, ref_grads):
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-12)
+
+
+def _softmax_np(z):
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("labels", ["ids", "one_hot"])
+def test_softmax_cross_entropy_and_its_gradient_run_per_chunk(labels):
+    # The stabilised softmax builds zeros_like(max(x)) over the rows: it must stay
+    # per chunk, not become one full-size constant the chunks' `where` cannot use.
+    x, _, y_hot = data("float64")
+    y = y_hot.argmax(axis=1) if labels == "ids" else y_hot
+    w = en.Variable(np.random.default_rng(4).normal(0, 2.0, (20, 3)))
+
+    def f(xb, yb):
+        with en.GradientTape() as tape:
+            value = en.cross_entropy(en.matmul(xb, w), yb)
+        return value, tape.gradient(value, w), en.softmax(en.matmul(xb, w))
+
+    value, grad, probs = en.function(f)(chunked(x, 25), chunked(y, 25))
+    p = _softmax_np(x @ w.numpy())                           # closed forms
+    np.testing.assert_allclose(float(value), -np.mean(np.log(p[y_hot == 1])), rtol=1e-12)
+    np.testing.assert_allclose(grad.numpy(), x.T @ (p - y_hot) / len(x), rtol=1e-10)
+    assert probs.backend.name == "dask"
+    np.testing.assert_allclose(probs.numpy(), p, rtol=1e-12)

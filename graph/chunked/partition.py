@@ -24,6 +24,8 @@ Example:
     >>> sorted({plan.place[n] for n in g.nodes})
     ['free', 'reduce', 'rows']
 """
+import itertools
+
 import numpy as np
 
 from engine import chunk_rules
@@ -36,8 +38,9 @@ class Plan:
     """The split: ``place`` (node -> place), ``axis`` (rows node -> its row axis),
     ``rule`` (rows and reduce nodes -> their ChunkRule), ``resized`` (free nodes
     that also run per chunk, their row count changed: node -> (axis, resize)),
-    ``constants`` (shape-only nodes among the rows -> their value), ``rows``
-    (the row count), the graph and its chunked inputs."""
+    ``constants`` (shape-only nodes among the rows whose result has no rows,
+    ``count(x)`` -> their value), ``rows`` (the row count), the graph and its
+    chunked inputs."""
 
     def __init__(self, graph, row_inputs, rows):
         self.graph, self.row_inputs, self.rows = graph, list(row_inputs), rows
@@ -74,8 +77,11 @@ def partition(graph, row_inputs):
             any(plan.place.get(d) in ("post", "reduce") for d in node.control_deps) or \
             node.side_effects
         if node.op.rules.get("shape_only") and not node.side_effects and \
-                any(plan.place[i] != "free" for i in node.inputs):
-            # ones_like(loss), count(x): the value needs no data (the seed of a backward pass)
+                any(plan.place[i] != "free" for i in node.inputs) and \
+                not _keeps_rows(node, axes):
+            # ones_like(loss), count(x): the value needs no data (the seed of a backward pass).
+            # One that keeps the rows (zeros_like(x)) runs per chunk below: as one
+            # full-size constant it would join the chunk's rows in no op.
             plan.constants[node] = _shape_only_value(node)
             plan.place[node] = "free"
             continue
@@ -101,7 +107,7 @@ def _rule_for(plan, node, axes):
     were made from a shape (``broadcast_to(g, (N, d))`` in a backward pass) run per
     chunk too, at the chunk's row count."""
     op = node.op
-    rule = op.rules.get("chunks") or (chunk_rules.elementwise if op.elementwise else None)
+    rule = _chunk_rule(op)
     if rule is None:
         raise _error(node, "it needs every row of the data at once (it has no rule for "
                            "chunked rows); run it on computed values, or eagerly on Dask "
@@ -125,38 +131,73 @@ def _resize_free_inputs(plan, node, axes):
         return None
     (k,) = from_end
     out = list(axes)
+    marks = {}      # committed only when every input can run per chunk
     for i, (inp, a) in enumerate(zip(node.inputs, axes)):
         nd = len(inp.shape)
         if a is not None or nd < k or inp.shape[nd - k] == 1:
             continue
-        if not _per_chunk(plan, inp, nd - k):
+        if not _per_chunk(plan, inp, nd - k, marks):
             return None
         out[i] = nd - k
+    plan.resized.update(marks)
     return out
 
 
-def _per_chunk(plan, node, p):
+def _per_chunk(plan, node, p, marks):
     """Whether the free ``node``, whose axis ``p`` spans the rows, can be computed per
     chunk instead: it is made from a shape (``broadcast_to(g, (N, d))``, ``zeros``),
-    or is elementwise over such values and values that do not span the rows. Marks
-    it (and those it is made of) in ``plan.resized``."""
-    if node in plan.resized:
-        return plan.resized[node][0] == p
+    or its op's chunks rule keeps the rows at ``p`` when the inputs that span the
+    rows run per chunk too (``reshape(broadcast_to(g, (N,)), (N, 1))`` in the
+    backward pass of a mean over rows). Records it (and those it is made of) in
+    ``marks``: node -> (axis, the params to resize)."""
+    done = marks.get(node, plan.resized.get(node))
+    if done is not None:
+        return done[0] == p
     if node.shape[p] != plan.rows or node.side_effects or node.op.random or \
-            any(plan.place.get(j) != "free" for j in node.inputs):
+            node.avals is not None or any(plan.place.get(j) != "free" for j in node.inputs):
         return False
-    if "shape" in node.params and node.params["shape"][p] == plan.rows:
-        plan.resized[node] = (p, (("shape", p),))
-        return True
-    if not node.op.elementwise:
+    spans = [[q for q, n in enumerate(i.shape) if n == plan.rows] for i in node.inputs]
+    if not any(spans):
+        if "shape" in node.params and node.params["shape"][p] == plan.rows:
+            marks[node] = (p, (("shape", p),))
+            return True
         return False
-    nd = len(node.shape)
-    for inp in node.inputs:
-        q = len(inp.shape) - (nd - p)
-        if q >= 0 and inp.shape[q] != 1 and not _per_chunk(plan, inp, q):
-            return False
-    plan.resized[node] = (p, ())
-    return True
+    rule = _chunk_rule(node.op)
+    if rule is None:
+        return False
+    avals = [(i.shape, i.dtype) for i in node.inputs]
+    # Each input that spans the rows either carries them (at one of its axes of
+    # that length) or, where the rule allows it, broadcasts.
+    for axes in itertools.product(*[s + [None] if s else [None] for s in spans]):
+        if all(a is None for a in axes):
+            continue
+        found = rule(list(axes), avals, node.aval, node.params)
+        if found is None or found.kind != "rows" or found.axis != p:
+            continue
+        trial = dict(marks)
+        if all(q is None or _per_chunk(plan, i, q, trial) for i, q in zip(node.inputs, axes)):
+            marks.update(trial)
+            marks[node] = (p, tuple(found.resize))
+            return True
+    return False
+
+
+def _chunk_rule(op):
+    """The op's ``chunks`` rule; elementwise ops have one without declaring it."""
+    return op.rules.get("chunks") or (chunk_rules.elementwise if op.elementwise else None)
+
+
+def _keeps_rows(node, axes):
+    """Whether the shape-only ``node`` over inputs with row axes ``axes`` has the
+    rows in its result (``zeros_like(x)``, not ``count(x)``), so it is made per
+    chunk, at the chunk's row count."""
+    if all(a is None for a in axes):
+        return False
+    rule = _chunk_rule(node.op)
+    if rule is None:
+        return False
+    found = rule(axes, [(i.shape, i.dtype) for i in node.inputs], node.aval, node.params)
+    return found is not None and found.kind == "rows"
 
 
 def _shape_only_value(node):
