@@ -13,6 +13,7 @@ from ..shapes import normalize_axes
 from ._args import at_user_line
 from . import compare, creation, elementwise, reduce, shape_ops
 from .linalg_functions import svdvals
+from .subgradients import root_with_zero_subgradient
 
 _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
 
@@ -30,6 +31,7 @@ def _float_tensor(name, x):
 def vector_norm(x, axis=None, keepdims=False, ord=2):
     """The ``ord``-norm of the vectors along ``axis`` (all axes when None, as one
     vector): 2, 1, ``inf``, ``-inf``, 0 (the count of non-zeros) or any other ``p``.
+    The gradient of a zero vector's norm is 0 (a subgradient, as in PyTorch).
 
     Example:
         >>> import engine as en
@@ -45,7 +47,7 @@ def vector_norm(x, axis=None, keepdims=False, ord=2):
                           "vector_norm")
     kw = dict(axis=axes, keepdims=bool(keepdims))
     if ord == 2:
-        return elementwise.sqrt(reduce.sum(x * x, **kw))
+        return root_with_zero_subgradient(reduce.sum(x * x, **kw))
     a = elementwise.abs(x)
     if ord == 1:
         return reduce.sum(a, **kw)
@@ -56,12 +58,13 @@ def vector_norm(x, axis=None, keepdims=False, ord=2):
     if ord == 0:
         return reduce.sum(creation.cast(compare.not_equal(x, 0), x.dtype), **kw)
     p = float(ord)
-    return elementwise.pow(reduce.sum(elementwise.pow(a, p), **kw), 1.0 / p)
+    return root_with_zero_subgradient(reduce.sum(elementwise.pow(a, p), **kw), p)
 
 
 def matrix_norm(x, keepdims=False, ord="fro"):
     """The ``ord``-norm of the matrices in the last two axes: 'fro', 'nuc', 1, -1
-    (column sums), 2, -2 (singular values), ``inf``, ``-inf`` (row sums).
+    (column sums), 2, -2 (singular values), ``inf``, ``-inf`` (row sums). The
+    gradient of a zero matrix's Frobenius norm is 0 (a subgradient, as in PyTorch).
 
     Example:
         >>> import engine as en
@@ -78,7 +81,7 @@ def matrix_norm(x, keepdims=False, ord="fro"):
     if x.dtype in dtypes.COMPLEX and ord not in ("nuc", 2, -2):
         x = elementwise.abs(x)    # entrywise norms: those of the moduli
     if ord == "fro":
-        out = elementwise.sqrt(reduce.sum(x * x, axis=(-2, -1)))
+        out = root_with_zero_subgradient(reduce.sum(x * x, axis=(-2, -1)))
     elif ord in ("nuc", 2, -2):
         s = svdvals(x)
         out = reduce.sum(s, axis=-1) if ord == "nuc" else \

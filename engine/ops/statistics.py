@@ -10,6 +10,7 @@ Example:
 from .. import dtypes
 from ..errors import ShapeError
 from . import complex_parts, creation, elementwise, reduce, shape_ops
+from .subgradients import root_with_zero_subgradient
 from .cumulative import as_tensor, user_axes
 
 
@@ -60,14 +61,16 @@ def var(x, axis=None, ddof=0, keepdims=False, dtype=None, correction=None):
 
 
 def std(x, axis=None, ddof=0, keepdims=False, dtype=None, correction=None):
-    """The standard deviation, ``sqrt(var(...))`` (``np.std``).
+    """The standard deviation, ``sqrt(var(...))`` (``np.std``). Where it is 0 (a
+    constant input) its gradient is 0, a subgradient, as in PyTorch; the square
+    root's own derivative there is infinite.
 
     Example:
         >>> import engine as en
         >>> float(en.std(en.tensor([1.0, 3.0])))
         1.0
     """
-    return elementwise.sqrt(var(x, axis, ddof, keepdims, dtype, correction))
+    return root_with_zero_subgradient(var(x, axis, ddof, keepdims, dtype, correction))
 
 
 __all__ = ["var", "std"]
