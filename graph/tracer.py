@@ -225,7 +225,9 @@ class TraceMode(Mode):
         nodes = []
         with use_mode(self):
             for leaf in leaves:
-                if (isinstance(leaf, (Tensor, Variable, np.ndarray))
+                # numpy scalars (np.float32(0.5), np.int64, np.bool_) are 0-d arrays
+                # that keep their dtype, as they would as an op's argument.
+                if (isinstance(leaf, (Tensor, Variable, np.ndarray, np.number, np.bool_))
                         or type(leaf) in WEAK_SCALAR_TYPES):
                     (t,) = self.lift([leaf])
                     nodes.append(t._node)

@@ -523,3 +523,31 @@ def test_function_calling_function_inlines_and_matches_eager():
     assert inner.trace_count == 0, "an inner function called while tracing is inlined"
     assert_bitwise_equal(inner(x, w), en.tanh(x @ w), "inner called on its own")
     assert inner.trace_count == 1
+
+
+# ---- what a function may return -------------------------------------------------------------
+@pytest.mark.parametrize("scalar", [np.float32(0.5), np.int64(-3), np.bool_(True),
+                                    np.uint8(7), np.complex64(1 - 2j)],
+                         ids=lambda s: type(s).__name__)
+def test_a_returned_numpy_scalar_comes_back_as_a_tensor_of_its_dtype(scalar):
+    # Eagerly the function hands back the numpy scalar; a graph returns tensors, so it
+    # comes back as a 0-d tensor with the scalar's own dtype (not promoted to float64).
+    def fn(x):
+        return x * 2.0, {"s": scalar}
+
+    f = en.function(fn)
+    for x in (1.5, -4.0):      # the second call runs the compiled graph again
+        doubled, aux = f(en.tensor(x))
+        eager = fn(en.tensor(x))[1]["s"]
+        got = aux["s"].numpy()
+        assert got.shape == () and got.dtype == np.asarray(eager).dtype
+        assert got == eager
+        assert float(doubled) == 2.0 * x
+    assert f.trace_count == 1
+    assert np.asarray(en.function(lambda x: scalar)(en.tensor(1.0)).numpy()).dtype == \
+        np.asarray(scalar).dtype
+
+
+def test_a_returned_numpy_string_is_refused_by_name():
+    with pytest.raises(en.TracingError, match="returned str_"):
+        en.function(lambda x: np.str_("a"))(en.tensor(1.0))
