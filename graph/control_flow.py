@@ -10,6 +10,7 @@ import numpy as np
 
 from engine import dtypes, ops
 from engine.autodiff import GradientTape
+from engine.conversion import user_function
 from engine.errors import (ArgumentTypeError, DTypeError, EngineError, NotDifferentiableError,
                            ShapeError, describe_inputs, expect_callable, format_location,
                            user_frame)
@@ -120,6 +121,8 @@ def cond(pred, true_fn, false_fn, *operands):
     """
     expect_callable("cond", "true_fn", true_fn)
     expect_callable("cond", "false_fn", false_fn)
+    # Inside a converting trace the branches are the user's code too (their `if`s convert).
+    true_fn, false_fn = user_function(true_fn), user_function(false_fn)
     return current_mode().cond(pred, true_fn, false_fn, *operands)
 
 
@@ -214,6 +217,7 @@ def while_loop(cond_fn, body_fn, loop_vars):
     """
     expect_callable("while_loop", "cond_fn", cond_fn)
     expect_callable("while_loop", "body_fn", body_fn)
+    cond_fn, body_fn = user_function(cond_fn), user_function(body_fn)
     if not isinstance(loop_vars, (tuple, list)):
         got = (f"a tensor {loop_vars._describe()}" if isinstance(loop_vars, Tensor)
                else type(loop_vars).__name__)
@@ -443,6 +447,7 @@ def scan(fn, init, xs=None, length=None, reverse=False):
         [1.0, 3.0, 6.0]
     """
     expect_callable("scan", "fn", fn)
+    fn = user_function(fn)
     x_leaves, x_tree = flatten(xs, is_leaf=_leaf)
     if length is None:
         if not x_leaves:

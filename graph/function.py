@@ -18,7 +18,9 @@ import threading
 import warnings
 
 from engine import backend as backends
+from engine import trace_state
 from engine.config import config
+from engine.conversion import converting
 from engine.errors import DTypeError, EngineError, expect_callable, format_location, user_frame
 from engine.modes import current_mode, pushed_mode
 from engine.tensor import Tensor
@@ -29,9 +31,11 @@ from .concrete import ConcreteFunction
 from .executor import MISS
 from .notebook import explain
 from .signature import (TensorSpec, borrowed_arrays, call_with_borrowed, check_against_specs,
-                        describe_change, signature_of)
+                        signature_of)
+from .trace_guards import TraceGuards
 
 log = logging.getLogger("engine.graph")
+_STATE_VERSION = trace_state._version   # read on every call: one list index, no call
 
 
 def _miss(args):
@@ -98,6 +102,11 @@ class Function:
         self._fast = {}
         self._fast_keys = {}
         self._last_entry = _miss
+        # The module settings each trace baked in (engine.trace_state): part of the cache
+        # key. _fast and _last_entry skip that key, so they are dropped whenever any
+        # guarded setting was set since they were filled (_state_version).
+        self._guards = TraceGuards()
+        self._state_version = _STATE_VERSION[0]
         self._lock = threading.RLock()
         self._last_key = None
         self._warned = False
@@ -109,6 +118,8 @@ class Function:
     def __call__(self, *args, **kwargs):
         # The common case first, kept lean: default (eager) mode, no switches on,
         # positional concrete tensors, a signature seen before.
+        if self._state_version != _STATE_VERSION[0]:
+            self._forget_fast_paths()
         local = config._run_eagerly.get()
         if not kwargs and self.input_signature is None and pushed_mode(None) is None \
                 and (local is False or local is None and not config.run_functions_eagerly_global):
@@ -170,7 +181,7 @@ class Function:
             backend = _backend_of(self.name, tensors)
             key = ("input_signature",) if backend is backends.NUMPY else \
                 ("input_signature", backend.name)
-            concrete = self._cache.get(key)
+            concrete = self._cache.get(self._guards.key(key))
             if concrete is None:
                 concrete = self._trace(key, tensors, None, None, specs=self.input_signature)
             return concrete, tensors, borrowed_arrays(args)
@@ -178,7 +189,7 @@ class Function:
             key, tensors, leaves, treedef = signature_of(args, kwargs)
         except DTypeError as err:
             raise DTypeError(f"{self.name}: {err}\n  at {format_location(user_frame())}") from None
-        concrete = self._cache.get(key)
+        concrete = self._cache.get(self._guards.key(key))
         if concrete is None:
             concrete = self._trace(key, tensors, leaves, treedef)
         else:
@@ -193,14 +204,17 @@ class Function:
         return self._concrete_and_tensors(args, kwargs)[0]
 
     def _trace(self, key, tensors, leaves, treedef, specs=None):
+        """Trace for the signature ``key``; keep it under ``key`` and the state of the
+        modules the trace used (see ``TraceGuards``)."""
         with self._lock:
-            concrete = self._cache.get(key)
+            full_key = self._guards.key(key)
+            concrete = self._cache.get(full_key)
             if concrete is not None:
                 return concrete
             if self.trace_count:
                 log.info("retracing %s: %s (called from %s)", self.name,
-                         describe_change(self._last_key, key) if self._last_key else "",
-                         format_location(user_frame()))
+                         self._guards.describe(self._last_key, full_key) if self._last_key
+                         else "", format_location(user_frame()))
             if self.trace_count >= self.max_traces and not self._warned:
                 self._warned = True
                 warnings.warn(
@@ -208,18 +222,20 @@ class Function:
                     f"{self.max_traces}); each new shape, dtype or Python value retraces. Pass "
                     "input_signature=[en.TensorSpec(shape=(None, ...), dtype=...)] to trace once "
                     "for every size", stacklevel=4)
-            if specs is None and any(t.backend.chunked for t in tensors):
-                # Chunked data (Dask): run once before, per chunk, and once after.
-                concrete = ChunkedFunction(self._traced_function(), self.name, key, leaves,
-                                           treedef, tensors, compile_function=plain_function)
-            else:
-                concrete = ConcreteFunction(self._traced_function(), self.name, key, leaves,
-                                            treedef, specs=specs, passes=self._passes(),
-                                            compile_function=named_function,
-                                            backend=_backend_of(self.name, tensors))
-            self._cache[key] = concrete
-            self._recent[concrete] = key
-            self._last_key = key
+            with trace_state.collecting() as used:
+                if specs is None and any(t.backend.chunked for t in tensors):
+                    # Chunked data (Dask): run once before, per chunk, and once after.
+                    concrete = ChunkedFunction(self._traced_function(), self.name, key, leaves,
+                                               treedef, tensors, compile_function=plain_function)
+                else:
+                    concrete = ConcreteFunction(self._traced_function(), self.name, key, leaves,
+                                                treedef, specs=specs, passes=self._passes(),
+                                                compile_function=named_function,
+                                                backend=_backend_of(self.name, tensors))
+            full_key = self._guards.after_trace(key, used)
+            self._cache[full_key] = concrete
+            self._recent[concrete] = full_key
+            self._last_key = full_key
             self.trace_count += 1
             self._evict()
             return concrete
@@ -227,9 +243,18 @@ class Function:
     def _traced_function(self):
         """What tracing runs: the function with its control flow converted (autograph)."""
         if self._converted is None:
-            self._converted = convert(self.python_function) if self.autograph else \
-                self.python_function
+            fn = convert(self.python_function) if self.autograph else self.python_function
+            self._converted = _converting_while_traced(fn, convert if self.autograph else None)
         return self._converted
+
+    def _forget_fast_paths(self):
+        """Drop the lookups by shapes alone: a module setting may have changed, so the
+        next call of each signature looks up its full key (and retraces if it is new)."""
+        with self._lock:
+            self._state_version = _STATE_VERSION[0]
+            self._fast.clear()
+            self._fast_keys.clear()
+            self._last_entry = _miss
 
     def _remember_fast(self, key, concrete):
         with self._lock:
@@ -292,6 +317,16 @@ class Function:
 
     def __repr__(self):
         return f"<en.function {self.name} traces={self.trace_count}>"
+
+
+def _converting_while_traced(fn, converter):
+    """``fn`` that, while it runs (is traced), has the functions it hands to ``en.grad``,
+    ``en.scan`` and the like converted by ``converter`` too (None: left as written)."""
+    @functools.wraps(fn)
+    def traced(*args, **kwargs):
+        with converting(converter):
+            return fn(*args, **kwargs)
+    return traced
 
 
 def named_function(fn, name):

@@ -2,6 +2,7 @@
 import functools
 
 from .. import ops
+from ..conversion import user_function
 from ..errors import EngineError, expect_callable
 from ..modes import current_mode
 from ..recording import TapeRule, active_tapes, paused, record
@@ -42,14 +43,15 @@ def custom_gradient(f):
     def wrapped(*args):
         mode = current_mode()
         in_transform = getattr(mode, "call_custom_gradient", None)   # vmap's
+        run = user_function(f)   # converted inside a converting trace
         if in_transform is not None:
-            out = in_transform(f, args)
+            out = in_transform(run, args)
             if out is not None:
                 return out
         inputs = mode.lift(list(args))
         tapes = active_tapes()
         with paused(tapes):
-            y, grad_fn = f(*inputs)
+            y, grad_fn = run(*inputs)
             multiple = isinstance(y, (tuple, list))
             # Fresh output tensors, so an output that is an input keeps its own identity.
             out = tuple(ops.identity(v) for v in y) if multiple else ops.identity(y)

@@ -2,6 +2,7 @@
 import functools
 
 from .. import dtypes, ops
+from ..conversion import user_function
 from ..errors import EngineError, NotDifferentiableError, expect_callable
 from ..pytree import flatten, unflatten
 from ..tensor import Tensor, tensor
@@ -64,7 +65,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
             sources += leaves
         with GradientTape() as tape:
             tape.watch(sources)
-            result = f(*args, **kwargs)
+            result = user_function(f)(*args, **kwargs)
         value, aux = result if has_aux else (result, None)
         if not isinstance(value, Tensor):
             value = tensor(value)

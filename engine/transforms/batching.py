@@ -17,6 +17,7 @@ import functools
 
 from .. import ops
 from ..autodiff.custom import custom_gradient
+from ..conversion import user_function
 from ..errors import EngineError, ShapeError, TracingError, format_location, user_frame
 from ..modes import apply, current_mode, use_mode
 from ..recording import active_tapes
@@ -347,8 +348,9 @@ def vmap(f, in_axes=0, out_axes=0):
                              + ", ".join(f"leaf {i}: {n}" for i, n in found))
         mode = BatchMode(parent, object(), size)
         inputs = [x if ax is None else batched(x, ax, mode.tag) for x, ax in zip(leaves, axes)]
+        run = user_function(f)   # converted inside a converting trace
         with use_mode(mode):
-            out = f(*unflatten(tree, inputs))
+            out = run(*unflatten(tree, inputs))
         o_leaves, o_tree = flatten(out)
         o_axes = _out_axes_for(out_axes, o_tree, len(o_leaves))
         return unflatten(o_tree, [_unbatch(mode, o, ax, name) for o, ax in zip(o_leaves, o_axes)])

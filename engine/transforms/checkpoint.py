@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
+from ..conversion import user_function
 from ..errors import ArgumentTypeError, EngineError
 from ..lifting import TensorLike
 from ..modes import Mode, current_mode, read_variable, use_mode
@@ -256,9 +257,10 @@ def checkpoint(f=None, *, policy=None):
 
     @functools.wraps(f)
     def wrapped(*args):
+        run = user_function(f)   # converted inside a converting trace
         tapes = active_tapes()
         if not tapes:
-            return f(*args)     # nothing will be differentiated: nothing to save
+            return run(*args)     # nothing will be differentiated: nothing to save
         leaves, tree = flatten(tuple(args))
         mode = current_mode()
         at = [i for i, a in enumerate(leaves) if isinstance(a, (TensorLike, np.ndarray))]
@@ -267,7 +269,7 @@ def checkpoint(f=None, *, policy=None):
             leaves[i] = t
         recorder = _Recorder(policy, fname)
         with paused(tapes):
-            out = _run(f, unflatten(tree, leaves), mode, recorder)
+            out = _run(run, unflatten(tree, leaves), mode, recorder)
             out_leaves, out_tree = flatten(out)
             # Fresh results, so a result that is an input keeps its own identity on tapes.
             outs = tuple(ops.identity(o) for o in out_leaves)
@@ -277,7 +279,7 @@ def checkpoint(f=None, *, policy=None):
         for var, value in recorder.reads:
             watch_variable_read(var, value)
             values.append(value)
-        rule = TapeRule(f"checkpoint({fname})", _vjp(f, tree, leaves, at, recorder),
+        rule = TapeRule(f"checkpoint({fname})", _vjp(run, tree, leaves, at, recorder),
                         multiple_results=True, vjp_needs=True)
         record(rule, list(lifted) + values, outs, {})
         return unflatten(out_tree, list(outs))

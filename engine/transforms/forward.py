@@ -18,12 +18,14 @@ import functools
 
 from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
+from ..conversion import user_function
 from ..errors import ArgumentTypeError, EngineError, NotDifferentiableError, ShapeError
 from ..modes import apply, current_mode, use_mode
 from ..pytree import flatten, unflatten
-from ..recording import complex_refusal
+from ..recording import active_tapes, complex_refusal
 from ..tensor import Tensor
 from .base import TransformMode, warn_fallback
+from .forward_custom import call_in_forward_mode
 
 _FLOATS = dtypes.FLOATS
 _COMPLEX = dtypes.COMPLEX
@@ -89,6 +91,12 @@ class ForwardMode(TransformMode):
     label = "jvp"
     tensor_class = DualTensor
 
+    def __init__(self, parent, tag):
+        super().__init__(parent, tag)
+        # Tapes recording when the jvp began; a custom gradient inside records its
+        # rule on the others (begun inside: jvp of grad) with the dual tensors.
+        self.outer_tapes = {id(t) for t in active_tapes()}
+
     def apply(self, op, args, params):
         tensors = self.lift_for(op, args)
         primals, tangents, any_tangent = [], [], False
@@ -122,6 +130,10 @@ class ForwardMode(TransformMode):
         # Values exist only later (a trace): both branches, then a select, which
         # forward mode differentiates like any op.
         return _select(p, true_fn(*operands), false_fn(*operands))
+
+    def call_custom_gradient(self, f, args):
+        """A ``custom_gradient`` call: the tangent from its rule, not its forward ops."""
+        return call_in_forward_mode(self, f, args)
 
     def call_custom_jvp(self, fun, rule, args):
         tensors = self.lift(list(args))
@@ -314,6 +326,7 @@ def jvp(f, primals, tangents, has_aux=False):
         if t.dtype != p.dtype:
             t = ops.cast(t, p.dtype)
         duals.append(dual(p, t, mode.tag))
+    f = user_function(f)   # converted inside a converting trace, as the caller's code is
     with use_mode(mode):
         result = f(*unflatten(p_tree, duals))
     out, aux = result if has_aux else (result, None)

@@ -9,6 +9,7 @@ import functools
 
 from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
+from ..conversion import user_function
 from ..errors import DTypeError, EngineError, ShapeError
 from ..modes import current_mode
 from ..pytree import flatten, unflatten
@@ -40,7 +41,7 @@ def vjp(f, *primals, has_aux=False):
     watched = [x for x in leaves if x.dtype in _FLOATS]
     with GradientTape(persistent=True) as tape:
         tape.watch(watched)
-        result = f(*unflatten(tree, leaves))
+        result = user_function(f)(*unflatten(tree, leaves))
     out, aux = result if has_aux else (result, None)
     o_leaves, o_tree = flatten(out)
     o_leaves = [_lift(o) for o in o_leaves]
@@ -154,12 +155,13 @@ def jacrev(f, argnums=0):
         for i in nums:
             args[i] = _float_arg(name, args[i], i)
         fixed = {j: a for j, a in enumerate(args) if j not in nums}
+        run = user_function(f)   # converted inside a converting trace
 
         def g(*xs):
             call = [fixed[j] if j in fixed else None for j in range(len(args))]
             for i, x in zip(nums, xs):
                 call[i] = x
-            return f(*call)
+            return run(*call)
         out, vjp_fn = vjp(g, *[args[i] for i in nums])
         o_leaves, o_tree = flatten(out)
         # One entry per output leaf, each a tuple over argnums when argnums is one.

@@ -19,13 +19,14 @@ import builtins
 import functools
 import logging
 
-from engine.tensor import traced
+from engine.tensor import Tensor, traced
 from engine.variable import Variable
 from engine import ops
 
 from ..graph_ops import constant_op
 from . import messages, tensor_control as tc
 # Undefined, UndefinedReturnValue and ld are what converted code calls as ag__.<name>.
+from .transform_select import traced_truth
 from .values import TensorRange, Undefined, UndefinedReturnValue, ld  # noqa: F401
 from engine.errors import ArgumentTypeError
 
@@ -47,6 +48,11 @@ def _as_condition(value):
         return value.read()
     if tc.is_traced(value) and value._node.op is constant_op:
         return value._node.params["value"]
+    if isinstance(value, Tensor) and value._value is None:
+        # A transformation's tensor (a dual number of en.jvp) whose truth is traced.
+        truth = traced_truth(value)
+        if truth is not None:
+            return truth
     return value
 
 

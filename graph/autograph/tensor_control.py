@@ -22,7 +22,7 @@ from ..control_flow import cond_op, emit, order_bodies, scan, while_loop
 from ..graph_ops import constant_op, placeholder_op, unpack_op
 from ..interpret import interpret
 from ..subgraph import SubGraph, hoist_invariant_reads
-from . import messages
+from . import messages, transform_select
 from .values import RETVAL_NAME, Undefined, UndefinedReturnValue
 from engine.errors import EngineError
 
@@ -127,6 +127,8 @@ def merge(pred, fn_true, fn_false, names, kind):
     Returns the merged values, one per name.
     """
     mode = tracing()
+    if mode.transforms:   # jvp, vmap: both branches run through the transformation
+        return transform_select.select(pred, fn_true, fn_false, names, kind)
     (pred,) = mode.lift([pred])
     return merge_traced(mode, pred, _Traced(fn_true, "cond_true", mode),
                         _Traced(fn_false, "cond_false", mode), names, kind)
@@ -146,6 +148,10 @@ def lazy_bool(pred, value, rest, kind):
     neither fail nor have effects, combines with logical_and / logical_or.
     """
     mode = tracing()
+    if mode.transforms:   # jvp, vmap: both run through the transformation
+        operand = (lambda: (rest(),), lambda: (value,))
+        t, f = operand if kind == "and" else operand[::-1]
+        return transform_select.select(pred, t, f, (f"the '{kind}' expression",), f"'{kind}'")[0]
     later = _Traced(lambda: (rest(),), "cond_true" if kind == "and" else "cond_false", mode)
     (tree, leaves), = later.slots
     if value.dtype == dtypes.bool_ and tuple(value.shape) == () and tree == LEAF and \
