@@ -226,7 +226,9 @@ def _reshape(b, node):
 
 def _expand_dims(b, node):
     (x,) = node.inputs
-    return b.emit("Unsqueeze", [b.value(x), b.ints([node.params["axis"]], "axes")])
+    axis = node.params["axis"]
+    axes = list(axis) if isinstance(axis, tuple) else [axis]
+    return b.emit("Unsqueeze", [b.value(x), b.ints(axes, "axes")])
 
 
 def _squeeze(b, node):

@@ -271,9 +271,15 @@ add(OpInfo("broadcast_to", en.broadcast_to, np.broadcast_to, _with([
                           ((2, 3), dict(shape=(3, 3)), en.ShapeError)])))
 add(OpInfo("expand_dims", en.expand_dims, np.expand_dims, _with([
     ((3,), dict(axis=0)), ((3,), dict(axis=1)), ((3,), dict(axis=-1)), ((2, 3), dict(axis=-2)),
-    ((), dict(axis=0)), ((0, 2), dict(axis=1))]), _op_dtypes("expand_dims"),
+    ((), dict(axis=0)), ((0, 2), dict(axis=1)),
+    # numpy's tuple of axes: positions in the result
+    ((2, 3), dict(axis=(0, 3))), ((3,), dict(axis=(-1, 0))), ((2,), dict(axis=(2, 1))),
+    ((), dict(axis=(0, 1)))]), _op_dtypes("expand_dims"),
     error_inputs=_errors([((3,), dict(axis=2), en.ShapeError),
-                          ((3,), dict(axis=-3), en.ShapeError)])))
+                          ((3,), dict(axis=-3), en.ShapeError),
+                          ((3,), dict(axis=(0, 0)), en.ShapeError),
+                          ((3,), dict(axis=(0, 3)), en.ShapeError),
+                          ((3,), dict(axis=(0, 1.0)), en.ShapeError)])))
 add(OpInfo("squeeze", en.squeeze, np.squeeze, _with([
     ((1, 3, 1), dict(axis=None)), ((1, 3, 1), dict(axis=0)), ((1, 3, 1), dict(axis=-1)),
     ((1, 3, 1), dict(axis=(0, 2))), ((1,), dict(axis=None)), ((3,), dict(axis=None)),

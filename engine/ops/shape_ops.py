@@ -1,8 +1,10 @@
 """Ops that rearrange without computing: reshape, transpose, broadcast_to, expand_dims, squeeze."""
+import operator
+
 import numpy as np
 
 from .. import dtypes
-from ..errors import ShapeError, describe_inputs
+from ..errors import AxisError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
 from .. import chunk_rules
@@ -143,11 +145,23 @@ def broadcast_to(x, shape):
 
 
 # ---- expand_dims / squeeze -------------------------------------------------
+# ``axis`` is one int (the common case, and what older saved graphs hold) or a tuple of
+# ints, as numpy's: positions in the *result*, so the result has ``ndim + len(axis)`` axes.
+def _expand_axes(axis, in_ndim):
+    """The sorted, non-negative result positions of the new axes."""
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    out_ndim = in_ndim + len(axes)
+    try:
+        return normalize_axes(axes, out_ndim, "expand_dims")
+    except AxisError:
+        raise AxisError(f"expand_dims: axis {axis!r} is out of range for a result of rank "
+                        f"{out_ndim} (an input of rank {in_ndim} and {len(axes)} new axes)") from None
+
+
 def _expand_dims_eval(x, *, axis):
-    nd = len(x[0]) + 1
-    a = normalize_axis(axis, nd, "expand_dims")
     shape = list(x[0])
-    shape.insert(a, 1)
+    for a in _expand_axes(axis, len(shape)):
+        shape.insert(a, 1)
     return (tuple(shape), x[1])
 
 
@@ -158,20 +172,49 @@ def _expand_dims_vjp(g, out, x, *, axis):
 def _expand_dims_impl(x, *, axis):
     # A reshape: np.expand_dims costs ~2 µs in argument handling, this ~0.2 µs
     # (inserting a size-1 axis is always a view).
+    if isinstance(axis, tuple):
+        shape = list(x.shape)
+        for a in _expand_axes(axis, x.ndim):
+            shape.insert(a, 1)
+        return x.reshape(shape)
     a = axis if axis >= 0 else axis + x.ndim + 1
     return x.reshape(x.shape[:a] + (1,) + x.shape[a:])
 
 
+def _expand_dims_generic(be, x, *, axis):
+    # The standard's expand_dims takes one axis: insert them in ascending result order.
+    for a in _expand_axes(axis, len(x.shape)):
+        x = be.xp.expand_dims(x, axis=a)
+    return x
+
+
 expand_dims_op = register(Op("expand_dims", _expand_dims_impl,
                              _expand_dims_eval, _expand_dims_vjp, n_inputs=1, dtypes=dtypes.ALL,
-                             generic=lambda be, x, *, axis: be.xp.expand_dims(x, axis=axis),
-                             doc="Insert a size-1 axis at ``axis``."))
+                             generic=_expand_dims_generic,
+                             doc="Insert size-1 axes at ``axis`` (an int or a tuple of ints)."))
 declare(expand_dims_op, onnx=("Unsqueeze",), chunks=chunk_rules.expand_dims)
 
 
+def _axis_param(axis):
+    """An int, or a tuple of ints, from any integer-like value(s); anything else is left for
+    the shape rule to refuse with the op's name and the user's line."""
+    if isinstance(axis, (list, tuple)):
+        return tuple(_axis_param(a) for a in axis)
+    if hasattr(axis, "__index__") and not isinstance(axis, bool):
+        return operator.index(axis)
+    return axis
+
+
 def expand_dims(x, axis):
-    """Insert a new axis of size 1 at ``axis``."""
-    return apply(expand_dims_op, x, axis=int(axis))
+    """Insert new axes of size 1 at ``axis``: an int or, as numpy, a tuple of ints
+    (positions in the result).
+
+    Example:
+        >>> import engine as en
+        >>> en.expand_dims(en.ones((2, 3)), (0, 3)).shape
+        (1, 2, 3, 1)
+    """
+    return apply(expand_dims_op, x, axis=_axis_param(axis))
 
 
 def _squeeze_eval(x, *, axis):
@@ -316,7 +359,8 @@ def _broadcast_to_batch(size, args, dims, *, shape):
 
 def _expand_dims_batch(size, args, dims, *, axis):
     x = _rules.move_to_front(args[0], dims[0])
-    return expand_dims(x, _rules.shift_axis(axis, x.ndim)), 0
+    axes = _expand_axes(axis, x.ndim - 1)          # positions in the element's result
+    return apply(expand_dims_op, x, axis=tuple(a + 1 for a in axes)), 0
 
 
 def _squeeze_batch(size, args, dims, *, axis):
