@@ -134,18 +134,37 @@ def conv_transpose(b, node):
     return _nhwc(b, b.emit("ConvTranspose", [_nchw(b, g), w_oihw], **attrs))
 
 
+# ONNX's MaxPool takes floats, int8 and uint8; other integers up to 32 bits pool exactly in
+# float64. 64-bit integers would not (above 2**53), so they are refused.
+_MAX_POOL_NATIVE = frozenset(("float16", "float32", "float64", "int8", "uint8"))
+_MAX_POOL_VIA_DOUBLE = frozenset(("int16", "uint16", "int32", "uint32"))
+
+
+def _max_pool_input(b, node):
+    """The input in a dtype ONNX's MaxPool takes, and that dtype."""
+    (x,) = node.inputs
+    name = np.dtype(x.dtype).name
+    if name in _MAX_POOL_NATIVE:
+        return b.value(x), x.dtype
+    if name in _MAX_POOL_VIA_DOUBLE:
+        return b.cast(b.value(x), x.dtype, np.float64), np.dtype(np.float64)
+    raise _error(f"node {node.name} ({node.op.name}) pools {name} values: ONNX's MaxPool has "
+                 f"no {name} kernel and float64 cannot hold every {name} value")
+
+
 def max_pool(b, node):
-    (x,) = b.inputs_as(node, node.dtype)
+    x, dtype = _max_pool_input(b, node)
     # ONNX pads max pooling with values that never win, as the engine's -inf; the
     # ceil_mode pads are part of the explicit pads.
     attrs = _window_attrs(node, node.inputs[0].shape[1:3], node.params["pool_size"],
                           node.params.get("ceil_mode", False))
-    return _nhwc(b, b.emit("MaxPool", [_nchw(b, x)], **attrs))
+    out = b.emit("MaxPool", [_nchw(b, x)], **attrs)
+    return _nhwc(b, b.cast(out, dtype, node.dtype))
 
 
 def max_pool_indices(b, node):
     """MaxPool's second output (flat indices over the whole NCHW input) modulo H*W."""
-    (x,) = b.inputs_as(node, node.inputs[0].dtype)
+    x, _ = _max_pool_input(b, node)
     h, wd = node.inputs[0].shape[1:3]
     if h is None or wd is None:
         raise _error(f"node {node.name} ({node.op.name}) needs the input's height and width")

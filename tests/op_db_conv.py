@@ -172,10 +172,15 @@ def _pool_args(pool_size, strides, dilation):
     return pool_size, pool_size if strides is None else _pairs(strides), _pairs(dilation)
 
 
+def _never_wins(dtype):
+    """The pad of a max pooling reference: below every value of ``dtype``."""
+    return np.iinfo(dtype).min if np.issubdtype(dtype, np.integer) else -np.inf
+
+
 def _pool_argmax(x, pool_size, strides, padding, dilation=(1, 1), ceil_mode=False):
     """For every window: (out index, position in the input of its first max)."""
     geo = _geometry(x.shape[1:3], pool_size, strides, padding, dilation, ceil_mode)
-    xp = _padded(x, geo, -np.inf)
+    xp = _padded(x, geo, _never_wins(x.dtype))
     (_, t, _), (_, left, _) = geo
     for i, j, win in _windows(geo, pool_size, strides, dilation):
         block = xp[win]                                      # (N, KH, KW, C)
@@ -195,7 +200,7 @@ def _max_pool_ref(x, pool_size=2, strides=None, padding="valid", dilation=1, cei
                   return_indices=False):
     pool_size, strides, dilation = _pool_args(pool_size, strides, dilation)
     geo = _geometry(x.shape[1:3], pool_size, strides, padding, dilation, ceil_mode)
-    xp = _padded(x, geo, -np.inf)
+    xp = _padded(x, geo, _never_wins(x.dtype))
     out = np.zeros(_pooled_shape(x, pool_size, strides, padding, dilation, ceil_mode), x.dtype)
     for i, j, win in _windows(geo, pool_size, strides, dilation):
         out[:, i, j] = xp[win].max(axis=(1, 2))

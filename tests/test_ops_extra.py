@@ -466,7 +466,9 @@ def test_max_pool_errors():
     with pytest.raises(en.ShapeError):
         en.max_pool2d(np.ones((4, 4, 1)))
     with pytest.raises(en.DTypeError):
-        en.max_pool2d(np.ones((1, 4, 4, 1), np.int32))
+        en.max_pool2d(np.ones((1, 4, 4, 1), np.bool_))
+    with pytest.raises(en.NotDifferentiableError):      # integers pool, without a gradient
+        en.grad(lambda x: en.sum(en.max_pool2d(x)))(np.ones((1, 4, 4, 1), np.int32))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -21,8 +21,16 @@ from .index_generic import segment_sum
 _ONE = (1, 1)
 
 
-def _pooled(be, x, pool_size, strides, padding, dilation, ceil_mode, value=-math.inf):
-    """The padded input and the pooled (OH, OW)."""
+def _lowest(be, x):
+    """A pad that never wins a maximum: -inf, or an integer dtype's minimum."""
+    xp = be.xp
+    return xp.iinfo(x.dtype).min if xp.isdtype(x.dtype, "integral") else -math.inf
+
+
+def _pooled(be, x, pool_size, strides, padding, dilation, ceil_mode, value=None):
+    """The padded input (by default with values that never win a maximum) and the
+    pooled (OH, OW)."""
+    value = _lowest(be, x) if value is None else value
     (oh, ow), pads = _spatial("max_pool2d", x.shape[1:3], pool_size, strides, padding, dilation,
                               ceil_mode)
     return pad(be, x, pads, value), (oh, ow), pads

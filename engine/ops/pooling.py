@@ -37,11 +37,15 @@ from .conv_geometry import span
 _ONE = (1, 1)
 
 
-def _pool_eval(name, x, pool_size, strides, padding, others=(), dilation=_ONE, ceil_mode=False):
+def _pool_eval(name, x, pool_size, strides, padding, others=(), dilation=_ONE, ceil_mode=False,
+               integers=False):
     avals = [x, *others]
     if len(x[0]) != 4:
         raise ShapeError(f"{name}: expected an input (N, H, W, C), got {describe_inputs(avals)}")
-    dt = _check_floats(name, avals)
+    if integers and x[1] in dtypes.INTS:      # a maximum is exact on integers (PyTorch's too)
+        dt = x[1]
+    else:
+        dt = _check_floats(name, avals)
     n, h, wd, c = x[0]
     (oh, ow), _ = _spatial(name, (h, wd), pool_size, strides, padding, avals, dilation, ceil_mode)
     return (n, oh, ow, c), dt
@@ -58,9 +62,19 @@ def _taps(pool_size, dilation):
 
 
 # ---- max pooling ---------------------------------------------------------------------------------
+# Max pooling takes integer inputs too (not its gradient ops): pads are the dtype's lowest value.
+MAX_POOL_DTYPES = dtypes.FLOATS | dtypes.INTS
+
+
+def lowest(dtype):
+    """The value a pad of max pooling takes, so that it never wins: -inf, or an integer
+    dtype's minimum."""
+    return np.iinfo(dtype).min if np.dtype(dtype).kind in "iu" else -np.inf
+
+
 def _max_pool_impl(x, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):
     _, pads = _geometry(x.shape[1:3], pool_size, strides, padding, dilation, ceil_mode)
-    win = _windows(_pad(x, pads, -np.inf), pool_size, strides, dilation)
+    win = _windows(_pad(x, pads, lowest(x.dtype)), pool_size, strides, dilation)
     # A running maximum over the KH*KW taps: each step is one vectorized pass.
     out = win[:, :, :, 0, 0].copy()
     for a, b, _, _ in _taps(pool_size, _ONE):
@@ -72,7 +86,7 @@ def _max_pool_impl(x, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=F
 def _argmax_flat(x, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):
     """Flat indices, into the padded input, of each window's (first) maximum."""
     _, pads = _geometry(x.shape[1:3], pool_size, strides, padding, dilation, ceil_mode)
-    xp = _pad(x, pads, -np.inf)
+    xp = _pad(x, pads, lowest(x.dtype))
     win = _windows(xp, pool_size, strides, dilation)
     n, oh, ow, ph, pw, c = win.shape
     k = win.reshape(n, oh, ow, ph * pw, c).argmax(axis=3)        # (N, OH, OW, C)
@@ -92,8 +106,8 @@ def _max_pool_vjp(g, out, x, **params):
 max_pool2d_op = register(Op(
     "max_pool2d", _max_pool_impl,
     lambda x, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=False: _pool_eval(
-        "max_pool2d", x, pool_size, strides, padding, (), dilation, ceil_mode),
-    _max_pool_vjp, n_inputs=1, dtypes=dtypes.FLOATS, generic=pool_generic.max_pool2d,
+        "max_pool2d", x, pool_size, strides, padding, (), dilation, ceil_mode, integers=True),
+    _max_pool_vjp, n_inputs=1, dtypes=MAX_POOL_DTYPES, generic=pool_generic.max_pool2d,
     doc="Maximum over 2-D windows of an NHWC input."))
 declare(max_pool2d_op, onnx=("MaxPool",), fold_cost="windows", chunks=chunk_rules.leading)
 
@@ -160,7 +174,7 @@ declare(max_pool2d_gather_op, onnx=None, fold_cost="windows")
 def _indices_eval(x, **params):
     shape, _ = _pool_eval("max_pool2d_indices", x, params["pool_size"], params["strides"],
                           params["padding"], (), params.get("dilation", _ONE),
-                          params.get("ceil_mode", False))
+                          params.get("ceil_mode", False), integers=True)
     return (shape, dtypes.int64)
 
 
@@ -172,7 +186,7 @@ def _indices_impl(x, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=Fa
 
 max_pool2d_indices_op = register(Op(
     "max_pool2d_indices", _indices_impl, _indices_eval, None, n_inputs=1, differentiable=False,
-    dtypes=dtypes.FLOATS, generic=pool_generic.max_pool2d_indices,
+    dtypes=MAX_POOL_DTYPES, generic=pool_generic.max_pool2d_indices,
     doc="Where each max_pool2d window's maximum is: ``h * W + w`` in its (image, channel) plane."))
 declare(max_pool2d_indices_op, onnx=("MaxPoolIndices",), fold_cost="windows")
 
