@@ -91,8 +91,9 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     ``mode``: "nearest" (PyTorch's: source ``floor(dst * in / out)``),
     "nearest-exact" (pixel centres: ``floor((dst + 0.5) * in / out)``) or
     "bilinear"; ``align_corners`` (bilinear only) maps the corner pixels'
-    centres onto each other instead of the images' edges. The spatial sizes
-    must be known (also when tracing).
+    centres onto each other instead of the images' edges. The nearest modes
+    take any dtype (a uint8 image stays uint8), bilinear floating-point
+    inputs. The spatial sizes must be known (also when tracing).
 
     Example:
         >>> import engine as en
@@ -106,8 +107,11 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     x = _tensor(x)
     if mode not in _MODES:
         raise DomainError(f"{name}: mode must be one of {_MODES}, got {mode!r}{at_user_line()}")
-    if x.dtype not in dtypes.FLOATS:
-        raise DTypeError(f"{name}: expected a floating-point input, got {describe_args([x])}"
+    # Nearest sampling only gathers, so it takes any dtype (uint8 images, masks, labels);
+    # bilinear mixes neighbours with fractional weights.
+    if mode == "bilinear" and x.dtype not in dtypes.FLOATS:
+        raise DTypeError(f"{name}: bilinear mode needs a floating-point input, got "
+                         f"{describe_args([x])}; cast it (nearest modes take any dtype)"
                          f"{at_user_line()}")
     if x.ndim != 4 or None in tuple(x.shape[1:3]):
         raise ShapeError(f"{name}: expected an NHWC input with known height and width, got "
