@@ -269,8 +269,8 @@ def flatnonzero(x, size=None, fill_value=0):
 
 
 def argwhere(x, size=None, fill_value=0):
-    """The indices of the non-zero elements as rows, shape ``(n, x.ndim)`` (``np.argwhere``
-    for inputs of at least one dimension).
+    """The indices of the non-zero elements as rows, shape ``(n, x.ndim)`` (``np.argwhere``;
+    a 0-d input gives ``(1, 0)`` when non-zero and ``(0, 0)`` when zero, as numpy's).
 
     Example:
         >>> import engine as en
@@ -278,6 +278,10 @@ def argwhere(x, size=None, fill_value=0):
         array([[0, 1],
                [1, 0]])
     """
+    x = as_tensor(x)
+    if x.ndim == 0:
+        # numpy: the rows of the one-element vector, without its (one) column
+        return argwhere(shape_ops.reshape(x, (1,)), size, fill_value)[:, :0]
     return join.stack(list(_nonzero(x, size, fill_value, "argwhere")), axis=1)
 
 
