@@ -195,10 +195,10 @@ def run_suite(found, names, args, progress):
                            "traceback": traceback.format_exc()})
             progress.newline()
             print(f"bench: {label} FAILED: {msg}", file=sys.stderr)
-        peak = common.peak_rss_mb()
+        peak = common.peak_rss_mib()
         for r in out:
             r.setdefault("wall_s", time.perf_counter() - start)
-            r.setdefault("peak_rss_mb", peak)
+            r.setdefault("peak_rss_mib", peak)
         results.extend(out)
         progress.tick()
     return results, errors

@@ -188,25 +188,37 @@ def skip_reason(name):
 # ----------------------------------------------------------------------------
 # machine facts
 
-def peak_rss_mb():
-    """This process's peak resident memory so far, in MB (None where unknown)."""
+def peak_rss_mib():
+    """This process's peak resident memory so far, in MiB (2**20 bytes; None where unknown).
+
+    Example:
+        >>> peak_rss_mib() > 1     # a Python process holds more than a mebibyte
+        True
+    """
     try:
         import resource
     except ImportError:        # not on POSIX
         return None
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return kb / 1024 if sys.platform != "darwin" else kb / 2**20   # macOS counts bytes
+    return kb / 1024 if sys.platform != "darwin" else kb / 2**20   # KiB; macOS counts bytes
 
 
 def peak_memory_line(results):
-    """The run's peak resident memory and the first configuration that reached it
-    (each record carries the peak after its configuration ran)."""
-    seen = [r for r in results if r.get("peak_rss_mb") is not None]
+    """The run's peak resident memory, in GiB and GB, and the first configuration that
+    reached it (each record carries the peak after its configuration ran).
+
+    Example:
+        >>> peak_memory_line([{"peak_rss_mib": 2120.0, "workload": "lbfgs",
+        ...                    "config": {"batch": 10000}}])
+        'peak resident memory: 2.07 GiB (2.22 GB), reached during lbfgs batch=10000'
+    """
+    seen = [r for r in results if r.get("peak_rss_mib") is not None]
     if not seen:
         return "peak resident memory: unknown on this platform"
-    top = max(r["peak_rss_mb"] for r in seen)
-    first = next(r for r in seen if r["peak_rss_mb"] == top)
-    return (f"peak resident memory: {top / 1024:.2f} GB, reached during "
+    top = max(r["peak_rss_mib"] for r in seen)
+    first = next(r for r in seen if r["peak_rss_mib"] == top)
+    gib, gb = top / 1024, top * 2**20 / 1e9
+    return (f"peak resident memory: {gib:.2f} GiB ({gb:.2f} GB), reached during "
             f"{first['workload']} {config_label(first['config'])}")
 
 

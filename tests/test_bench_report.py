@@ -145,3 +145,15 @@ def test_lbfgs_loss_plot_says_which_curves_overlap(tmp_path):
     assert [os.path.basename(p) for p in saved] == ["lbfgs_loss.png", "lbfgs_time.png"]
     assert any("curves overlap: eager = graph" in t for t in titles)
     assert not any("numpy" in t.split("overlap:")[-1] for t in titles if "overlap" in t)
+
+
+def test_the_peak_memory_line_names_gibibytes_and_gigabytes():
+    # ru_maxrss is in KiB on Linux: the runner keeps MiB. 3 GiB is 3.22 GB (10**9 bytes).
+    mib = 3 * 1024.0
+    line = common.peak_memory_line([
+        {"peak_rss_mib": mib / 2, "workload": "rnn", "config": {"batch": 10}},
+        {"peak_rss_mib": mib, "workload": "lbfgs", "config": {"batch": 10000}}])
+    gib, gb = re.search(r"([\d.]+) GiB \(([\d.]+) GB\)", line).groups()
+    assert float(gib) == pytest.approx(mib * 2**20 / 2**30, abs=0.005)
+    assert float(gb) == pytest.approx(mib * 2**20 / 1e9, abs=0.005)
+    assert line.endswith("lbfgs batch=10000")
