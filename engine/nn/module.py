@@ -26,8 +26,10 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import trace_state
 from ..errors import (EngineError, LoadError, UnimplementedError, describe_aval, format_location,
                       user_frame)
+from ..tensor import Tensor
 from ..variable import Variable
 
 
@@ -36,21 +38,54 @@ class Module:
 
     ``training`` (True after construction) is switched for the whole tree by
     :meth:`train` and :meth:`eval`; layers such as Dropout and BatchNorm read
-    it. It is a Python value, read when a function is traced: trace the
-    training step and the evaluation function separately (as ``en.function``
-    caches them, switching modes costs no retrace after the first).
+    it. It is a Python value, read when a function is traced, so a traced
+    function depends on it: an ``en.function`` that called a module (or read
+    its ``training``) retraces when the module's ``training`` or any other plain
+    setting (a number, string, bool, None, or a tuple/list/dict of them) has
+    changed since, and its retrace log names the setting. Each mode's trace
+    stays cached, so switching back costs no retrace.
     """
-
-    training = True   # a class default, so a subclass that skips __init__ still works
 
     def __init__(self):
         self.training = True
+
+    # -- mode flag and trace guards --------------------------------------------------------
+    @property
+    def training(self):
+        trace_state.depend_on(self)     # a trace reading the flag depends on it
+        return self.__dict__.get("_training", True)   # True for a subclass skipping __init__
+
+    @training.setter
+    def training(self, mode):
+        self.__dict__["_training"] = mode
+        trace_state.changed()
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        trace_state.changed()           # a setting a trace baked in may have changed
+
+    def _trace_state(self):
+        """The plain settings forward may read (see :mod:`engine.trace_state`):
+        ``training`` and every attribute holding numbers, strings, bools, None or
+        containers of them; variables (read at run time), tensors and modules are
+        not part of it (a submodule that runs has its own)."""
+        out = []
+        for name, value in vars(self).items():
+            frozen = _frozen(value)
+            if frozen is not _UNGUARDED:
+                out.append(("training" if name == "_training" else name, frozen))
+        return tuple(out)
+
+    def _trace_label(self):
+        own = self.extra_repr()
+        return f"module {type(self).__name__}({own}) at {id(self):#x}"
 
     # -- calling --------------------------------------------------------------------
     def forward(self, *args, **kwargs):
         raise UnimplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
+        trace_state.depend_on(self)     # a trace running forward depends on the settings
         return self.forward(*args, **kwargs)
 
     # -- walking the tree ---------------------------------------------------------------
@@ -209,6 +244,27 @@ def check_state(who, named, entries):
     if problems:
         raise LoadError(f"{who}: the saved state does not match the module: "
                         + "; ".join(problems))
+
+
+_UNGUARDED = object()
+_PLAIN = (bool, int, float, complex, str, bytes, type(None), np.generic, np.dtype)
+
+
+def _frozen(value):
+    """``value`` as a hashable guard value, or ``_UNGUARDED`` for what a trace reads at
+    run time (variables), guards itself (modules) or cannot be compared cheaply."""
+    if isinstance(value, (Variable, Module, Tensor, np.ndarray)):
+        return _UNGUARDED
+    if isinstance(value, _PLAIN):
+        # NaN never equals itself: one key for it, or every call would retrace.
+        return ("nan",) if isinstance(value, (float, np.floating)) and value != value else value
+    if isinstance(value, (tuple, list)):
+        items = tuple(_frozen(v) for v in value)
+        return _UNGUARDED if any(v is _UNGUARDED for v in items) else (type(value).__name__, items)
+    if isinstance(value, dict):
+        items = tuple((k, _frozen(v)) for k, v in value.items())
+        return _UNGUARDED if any(v is _UNGUARDED for _, v in items) else ("dict", items)
+    return _UNGUARDED
 
 
 def _walk(value, path):
