@@ -57,6 +57,13 @@ class Mode(abc.ABC):
     #: functions run inline, so every op passes through the transformation.
     transforms = False
 
+    def stage_while_loop(self, cond_fn, body_fn, loop_vars, stage):
+        """A transformation's ``while_loop`` whose condition is known only at run time
+        (inside a trace): the loop staged through ``stage`` (``en.while_loop``) in the
+        parent mode. ``NotImplemented`` where the mode cannot; the loop then runs as a
+        Python loop, which needs a concrete condition."""
+        return NotImplemented
+
     def call_custom_jvp(self, fun, rule, args):
         """Call ``fun(*args)``, a function with the forward rule ``rule`` (``en.custom_jvp``);
         forward mode overrides this to apply ``rule`` to the tangents instead."""

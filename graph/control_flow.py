@@ -12,8 +12,8 @@ from engine import dtypes, ops
 from engine.autodiff import GradientTape
 from engine.conversion import user_function
 from engine.errors import (ArgumentTypeError, DTypeError, EngineError, NotDifferentiableError,
-                           ShapeError, describe_inputs, expect_callable, format_location,
-                           user_frame)
+                           ShapeError, TracingError, describe_inputs, expect_callable,
+                           format_location, user_frame)
 from engine.modes import current_mode
 from engine.recording import active_tapes, record
 from engine.op import Op, declare
@@ -227,9 +227,17 @@ def while_loop(cond_fn, body_fn, loop_vars):
     mode = current_mode()
     if mode.is_concrete or mode.transforms:   # a transformation runs the loop's ops itself
         vals = tuple(loop_vars)
-        while bool(cond_fn(*vals)):
+        pred = cond_fn(*vals)
+        if not mode.is_concrete and not _known_now(pred):
+            # In a trace the condition is known only at run time: the transformation
+            # stages one loop in the enclosing trace (forward mode: primals and tangents).
+            staged = mode.stage_while_loop(cond_fn, body_fn, loop_vars, while_loop)
+            if staged is not NotImplemented:
+                return staged
+        while bool(pred):
             vals = body_fn(*vals)
             vals = tuple(vals) if isinstance(vals, (tuple, list)) else (vals,)
+            pred = cond_fn(*vals)
         return type(loop_vars)(vals)
     leaves, tree = flatten(tuple(loop_vars), is_leaf=_leaf)
     leaves = mode.lift(leaves)
@@ -249,6 +257,18 @@ def while_loop(cond_fn, body_fn, loop_vars):
                       dict(cond=c, body=b, n_vars=len(leaves)))
     order_bodies(mode, node, (c, b))
     return type(loop_vars)(unflatten(tree, list(outs)))
+
+
+def _known_now(pred):
+    """Whether a loop condition has a value now (a Python value, or a tensor holding
+    one), not one that a trace computes later."""
+    if not isinstance(pred, Tensor):
+        return True
+    try:
+        pred._concrete("a while_loop condition")
+    except TracingError:
+        return False
+    return True
 
 
 def _as_tuple(v):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from finite_diff import central_difference
 from op_db import ALL_ENTRIES, F32, F64, seeded_rng
 from test_ops_grad import as_list, get_leaf, leaf_paths, with_leaves
 
@@ -237,3 +238,48 @@ def test_custom_gradient_functions_work_under_jvp():
         return x * x, lambda g: g * 2.0 * x
     _, t = en.jvp(lambda x: square(x) + x, (en.tensor(3.0),), (en.tensor(1.0),))
     assert float(t) == 7.0
+
+
+def _grow(x):
+    """Steps c -> 1.5 c + x^2 from c = x until c passes 10; the step count as well."""
+    i, c = en.while_loop(lambda i, c: c < 10.0, lambda i, c: (i + 1, 1.5 * c + x * x),
+                         (0, x))
+    return c, i
+
+
+def _numpy_grow(x):
+    c, i = x, 0
+    while c < 10.0:
+        c, i = 1.5 * c + x * x, i + 1
+    return c, i
+
+
+def test_jvp_of_a_while_loop_in_a_traced_function_is_one_staged_loop():
+    # The condition depends on the dual variable, so in a trace its value is known only
+    # at run time: the loop is staged once (primals and tangents) and serves every x.
+    f = en.function(lambda x, v: en.jvp(_grow, (x,), (v,)))
+    for x in (0.2, 1.0, 2.0, 4.0):
+        (c, i), (dc, _) = f(en.tensor(x), en.tensor(1.0))
+        want_c, want_i = _numpy_grow(x)
+        # The step count is constant near x, so the central difference is the derivative.
+        want_dc = central_difference(lambda y: _numpy_grow(float(y))[0], np.float64(x))
+        np.testing.assert_allclose(float(c), want_c, rtol=1e-14)
+        assert int(i) == want_i
+        np.testing.assert_allclose(float(dc), float(want_dc), rtol=1e-7)
+        eager = en.jvp(_grow, (en.tensor(x),), (en.tensor(1.0),))
+        np.testing.assert_allclose(float(dc), float(eager[1][0]), rtol=1e-14)
+    assert f.trace_count == 1
+    assert any(n.op.name == "while_loop"
+               for n in f.get_concrete_function(en.tensor(1.0), en.tensor(1.0)).graph.nodes)
+
+
+def test_jvp_of_jvp_of_a_while_loop_in_a_traced_function():
+    def slope(x):
+        return en.jvp(lambda y: _grow(y)[0], (x,), (en.ones_like(x),))[1]
+
+    f = en.function(lambda x: en.jvp(slope, (x,), (en.ones_like(x),))[1])
+    for x in (0.2, 2.0):
+        want = central_difference(
+            lambda y: central_difference(lambda z: _numpy_grow(float(z))[0], y, eps=1e-4),
+            np.float64(x), eps=1e-4)
+        np.testing.assert_allclose(float(f(en.tensor(x))), float(want), rtol=1e-5)

@@ -26,6 +26,7 @@ from ..recording import active_tapes, complex_refusal
 from ..tensor import Tensor
 from .base import TransformMode, warn_fallback
 from .forward_custom import call_in_forward_mode
+from .forward_loops import staged_while_loop
 
 _FLOATS = dtypes.FLOATS
 _COMPLEX = dtypes.COMPLEX
@@ -130,6 +131,10 @@ class ForwardMode(TransformMode):
         # Values exist only later (a trace): both branches, then a select, which
         # forward mode differentiates like any op.
         return _select(p, true_fn(*operands), false_fn(*operands))
+
+    def stage_while_loop(self, cond_fn, body_fn, loop_vars, stage):
+        """One loop over primals and tangents in the parent trace (forward_loops.py)."""
+        return staged_while_loop(self, dual, cond_fn, body_fn, loop_vars, stage)
 
     def call_custom_gradient(self, f, args):
         """A ``custom_gradient`` call: the tangent from its rule, not its forward ops."""
