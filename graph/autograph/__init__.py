@@ -30,6 +30,7 @@ Example:
 """
 import functools
 import inspect
+import sys
 import threading
 import types
 import warnings
@@ -40,7 +41,7 @@ from . import messages
 from .source import converted_function, converted_source, is_user_code
 from .transformer import Unconvertible
 
-__all__ = ["convert", "converted_call", "do_not_convert", "to_code"]
+__all__ = ["callee", "convert", "converted_call", "do_not_convert", "to_code"]
 
 _DO_NOT_CONVERT = "__ag_do_not_convert__"
 _warned = set()
@@ -138,33 +139,58 @@ def to_code(fn):
         return None
 
 
-def converted_call(f, args, kwargs):
-    """Call ``f`` from converted code, converting it first when it is user code."""
-    if kwargs is None:
-        kwargs = {}
+def callee(f):
+    """What converted code calls in place of ``f``: ``f`` converted when it is user code
+    (a function, method, model or callable object), the operator for ``range`` and
+    ``len``, else ``f`` itself.
+
+    Converted code calls the result in its own frame (``ag__.callee(f)(x)``), so
+    ``inspect.currentframe()``, ``sys._getframe()``, ``locals()``, ``eval`` and
+    ``warnings.warn``'s ``stacklevel`` see the user's function, as unconverted.
+
+    Example:
+        >>> import engine as en
+        >>> en.autograph.callee(len) is len
+        False
+        >>> en.autograph.callee(print) is print
+        True
+    """
     if isinstance(f, types.FunctionType):
-        if _convertible(f):
-            f = convert(f)
-    elif isinstance(f, types.MethodType):
-        if _convertible(f.__func__):
-            return convert(f.__func__)(f.__self__, *args, **kwargs)
-    elif f is range:
-        return operators.range_(*args, **kwargs)
-    elif f is len:
-        return operators.len_(*args, **kwargs)
-    elif isinstance(f, Module):   # calling a model runs its forward, the user's code
+        return convert(f) if _convertible(f) else f
+    if isinstance(f, types.MethodType):
+        return types.MethodType(convert(f.__func__), f.__self__) \
+            if _convertible(f.__func__) else f
+    if f is locals:
+        return _user_locals
+    if f is range:
+        return operators.range_
+    if f is len:
+        return operators.len_
+    if isinstance(f, Module):   # calling a model runs its forward, the user's code
         forward = getattr(type(f), "forward", None)
-        if _convertible(forward):
-            return convert(forward)(f, *args, **kwargs)
-    elif isinstance(f, functools.partial):
-        return converted_call(f.func, tuple(f.args) + tuple(args), {**f.keywords, **kwargs})
-    elif not isinstance(f, type) and not inspect.isbuiltin(f) and \
+        return types.MethodType(convert(forward), f) if _convertible(forward) else f
+    if isinstance(f, functools.partial):
+        inner = callee(f.func)
+        return f if inner is f.func else functools.partial(inner, *f.args, **f.keywords)
+    if not isinstance(f, type) and not inspect.isbuiltin(f) and \
             not getattr(f, _DO_NOT_CONVERT, False):
         call = getattr(type(f), "__call__", None)
         if _convertible(call):
-            return convert(call)(f, *args, **kwargs)
-    return f(*args, **kwargs)
+            return types.MethodType(convert(call), f)
+    return f
 
 
-from . import operators  # noqa: E402  (operators reach converted_call through this package)
+def _user_locals():
+    """``locals()`` in converted code: its frame's, less the name of the operators."""
+    names = sys._getframe(1).f_locals
+    return {k: v for k, v in names.items() if k != "ag__"}
+
+
+def converted_call(f, args, kwargs):
+    """Call ``f`` as converted code does: ``callee(f)(*args, **kwargs)``."""
+    return callee(f)(*args, **(kwargs or {}))
+
+
+from . import operators  # noqa: E402  (operators reach callee through this package)
+operators.callee = callee
 operators.converted_call = converted_call

@@ -34,9 +34,10 @@ log = logging.getLogger("engine.autograph")
 
 UNROLL_WARNING = 3000   # Python loop iterations while tracing before a warning
 
-#: ``converted_call(f, args, kwargs)``, what converted code calls functions through: set
-#: by ``graph.autograph`` (converting a callee needs the source machinery, which
-#: imports this module).
+#: ``callee(f)``, what converted code calls in place of ``f`` (``ag__.callee(f)(x)``), and
+#: ``converted_call(f, args, kwargs)``: set by ``graph.autograph`` (converting a callee
+#: needs the source machinery, which imports this module).
+callee = None
 converted_call = None
 _warned_sites = set()
 

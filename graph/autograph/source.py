@@ -22,6 +22,7 @@ import inspect
 import itertools
 import linecache
 import os
+import re
 import sysconfig
 import threading
 import types
@@ -133,16 +134,59 @@ def convert_code(fn):
                                defaults=[]),
             body=body, decorator_list=[], returns=None)
         ast.copy_location(factory, converted)
+        _mark_thunks(factory)
         module = ast.Module(body=[factory], type_ignores=[])
         ast.fix_missing_locations(module)
         factory_code = compile(module, code.co_filename, "exec", dont_inherit=True)
         inner_name = "<lambda>" if isinstance(converted, ast.Lambda) else "_ag_fn"
-        new_code = _find_code(factory_code, inner_name).replace(
-            co_name=code.co_name, co_qualname=code.co_qualname)
+        inner = _find_code(factory_code, inner_name)
+        new_code = _named_like_the_user(inner, code.co_name, code.co_qualname,
+                                        inner.co_qualname)
         _remember(new_code)
         done = (new_code, text)
         _BY_CODE[code] = done
         return done
+
+
+_THUNK_ARG = "_ag_thunk"
+_HELPER_SCOPE = re.compile(r"_ag_\w+\.<locals>\.")
+
+
+def _mark_thunks(tree):
+    """Give the lambdas the conversion made (``a if c else b``'s operands) a keyword-only
+    ``_ag_thunk=None``, so their code objects can be told from the user's lambdas."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda) and getattr(node, "_ag_thunk", False):
+            node.args.kwonlyargs = [ast.arg(_THUNK_ARG)]
+            node.args.kw_defaults = [ast.Constant(None)]
+
+
+def _generated(code):
+    """True for the code of a function the conversion made: a branch, loop body or test,
+    a state getter or setter, a thunk."""
+    if code.co_name.startswith("_ag_"):
+        return True
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return code.co_name == "<lambda>" and _THUNK_ARG in params
+
+
+def _named_like_the_user(code, name, qualname, compiled_qualname):
+    """``code`` (compiled inside the factory) under the user's names, so frames, tracebacks
+    and ``inspect`` show the user's function: the helpers the conversion made take the name
+    of the function they came from, and nested functions' qualified names lose the factory
+    and the helpers (``f.<locals>.inner``, not ``_ag_factory.<locals>._ag_fn.<locals>.
+    _ag_if_true_0.<locals>.inner``)."""
+    consts = []
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if _generated(const):
+                const = _named_like_the_user(const, name, qualname, compiled_qualname)
+            else:
+                own = const.co_qualname.replace(compiled_qualname, qualname, 1)
+                const = _named_like_the_user(const, const.co_name, _HELPER_SCOPE.sub("", own),
+                                             compiled_qualname)
+        consts.append(const)
+    return code.replace(co_name=name, co_qualname=qualname, co_consts=tuple(consts))
 
 
 def _find_code(module_code, name):

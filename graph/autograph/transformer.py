@@ -300,6 +300,7 @@ def _thunk(expr):
     """``lambda: expr`` at expr's location."""
     lam = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
                                         kw_defaults=[], kwarg=None, defaults=[]), body=expr)
+    lam._ag_thunk = True   # named like the user's function once compiled (source.py)
     return ast.copy_location(lam, expr)
 
 
@@ -359,16 +360,17 @@ class _Expressions(ast.NodeTransformer):
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
                 func.value.id == "ag__":
             return node
-        args = ast.copy_location(ast.Tuple(node.args, ast.Load()), node)
-        if node.keywords:
-            kwargs = ast.copy_location(ast.Dict(
-                keys=[None if k.arg is None else ast.copy_location(ast.Constant(k.arg), node)
-                      for k in node.keywords],
-                values=[k.value for k in node.keywords]), node)
-        else:
-            kwargs = ast.copy_location(ast.Constant(None), node)
-        return ast.copy_location(ast.Call(_ag("converted_call", func), [func, args, kwargs], []),
-                                 node)
+        if isinstance(func, ast.Call) and _is_callee(func.func):
+            return node   # made here already
+        # `f(x)` becomes `ag__.callee(f)(x)`: the call itself stays in this frame, so what
+        # looks at its caller (inspect.currentframe, locals, warnings) sees the user's.
+        node.func = ast.copy_location(ast.Call(_ag("callee", func), [func], []), func)
+        return node
+
+
+def _is_callee(node):
+    return isinstance(node, ast.Attribute) and node.attr == "callee" and \
+        isinstance(node.value, ast.Name) and node.value.id == "ag__"
 
 
 def _surely_assigned(s):
