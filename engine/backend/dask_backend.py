@@ -36,13 +36,22 @@ def _whole_array(op):
     """``op``'s numpy kernel as one Dask task over its inputs (each in one chunk)."""
     def kernel(*arrays, **params):
         avals = op.abstract_eval(*[(a.shape, a.dtype) for a in arrays], **params)
-        task = dask.delayed(op.impl, pure=True)(*[a.rechunk(-1) for a in arrays], **params)
+        task = dask.delayed(op.impl, pure=True)(*[_one_block(a) for a in arrays], **params)
         if not op.multiple_results:
             return da.from_delayed(task, shape=avals[0], dtype=avals[1])
         return tuple(da.from_delayed(task[i], shape=shape, dtype=dtype)
                      for i, (shape, dtype) in enumerate(avals))
     kernel.__name__ = op.name
     return kernel
+
+
+def _one_block(array):
+    """``array`` in one chunk, as a Delayed naming that chunk's key in the array's own
+    graph. Passing the array itself to a delayed call would embed a renamed copy of
+    its graph (Dask finalizes collection arguments), and every such copy reads the
+    source chunks again."""
+    (block,) = array.rechunk(-1).to_delayed(optimize_graph=False).ravel()
+    return block
 
 
 class _FFTNamespace:
@@ -87,7 +96,7 @@ class _Namespace:
     def take_along_axis(x, indices, axis=-1):
         # Not in Dask: numpy's, as one task over both arrays (the result has the
         # indices' shape).
-        task = dask.delayed(np.take_along_axis, pure=True)(x.rechunk(-1), indices.rechunk(-1),
+        task = dask.delayed(np.take_along_axis, pure=True)(_one_block(x), _one_block(indices),
                                                             axis)
         return da.from_delayed(task, shape=indices.shape, dtype=x.dtype)
 
@@ -130,8 +139,11 @@ class DaskBackend(Backend):
         # The linear-algebra family works on whole matrices (LAPACK calls), sorting and
         # the data-dependent sizes (nonzero, unique) on whole axes; Dask's own
         # linalg wants square chunks and lacks most of it, so each such op runs as one
-        # task on its inputs in one chunk (lazy, not split).
-        if getattr(op.impl, "__module__", "").startswith(WHOLE_ARRAY_FAMILIES):
+        # task on its inputs in one chunk (lazy, not split). An op with a chunks rule
+        # (the matrix product) acts block by block: Dask's own kernel splits it as
+        # dask.array would (x.T @ x: one product per chunk, then a sum).
+        if getattr(op.impl, "__module__", "").startswith(WHOLE_ARRAY_FAMILIES) and \
+                op.rules.get("chunks") is None:
             return _whole_array(op)
         return None
 
