@@ -168,3 +168,18 @@ def test_a_function_traced_without_autograph_inside_a_converted_one_is_not_conve
 def test_eager_transformations_still_run_the_function_as_written():
     h = POINTS[0]
     np.testing.assert_allclose(en.grad(loss)(en.tensor(h)).numpy(), loss_grad_np(h))
+
+
+def test_jvp_of_a_function_with_a_tensor_while_loop():
+    def doubled(x):
+        while en.sum(x) < 10.0:
+            x = x * 2.0
+        return x
+    f = en.function(lambda v: en.jvp(doubled, (v,), (en.ones_like(v),)))
+    for h in (np.array([1.0, 2.0]), np.array([0.1, 0.2]), np.array([20.0, 1.0])):
+        k = 0
+        while h.sum() * 2.0 ** k < 10.0:
+            k += 1
+        value, tangent = f(en.tensor(h))
+        np.testing.assert_allclose(value.numpy(), h * 2.0 ** k)
+        np.testing.assert_allclose(tangent.numpy(), np.full(2, 2.0 ** k))
