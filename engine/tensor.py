@@ -26,6 +26,8 @@ from .devices import CPU, check_device
 from .errors import (ArgumentTypeError, InvalidArgumentError, ShapeError, SharingError,
                      TracingError, format_location, user_frame)
 from .lifting import NESTED_TYPES, TensorLike, as_array, caller_can_write, holds_tensors
+from .numpy_conversion import check_conversion as _check_conversion
+from .recording import active_tapes as _active_tapes
 
 
 class TensorOps(TensorLike):
@@ -241,6 +243,8 @@ class Tensor(TensorOps):
         return view
 
     def __array__(self, dtype=None, copy=None):
+        if _active_tapes():   # refuse silently dropping a tensor that a tape differentiates
+            _check_conversion(self)
         value = self.numpy()
         if dtype is not None and value.dtype != dtype:
             if copy is False:

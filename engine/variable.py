@@ -25,6 +25,8 @@ import numpy as np
 from .errors import ArgumentTypeError, DTypeError, EngineError, ShapeError
 from .lifting import as_array
 from .modes import current_mode, read_variable
+from .numpy_conversion import check_conversion
+from .recording import active_tapes
 from .tensor import Tensor, TensorOps
 from .transaction import LOGS as _TXN_LOGS, log_pointer, log_rows, write_rows
 
@@ -64,6 +66,8 @@ class Variable(TensorOps):
         return self._value
 
     def __array__(self, dtype=None, copy=None):
+        if active_tapes():   # a variable a tape differentiates: as a tensor's (numpy_conversion.py)
+            check_conversion(self)
         v = self._value
         return v.astype(dtype) if dtype is not None and v.dtype != dtype else (v.copy() if copy else v)
 

@@ -25,7 +25,7 @@ from engine.errors import DTypeError, EngineError, expect_callable, format_locat
 from engine.modes import current_mode, pushed_mode
 from engine.tensor import Tensor
 
-from .autograph import convert
+from .autograph import convert, marked_do_not_convert
 from .chunked import ChunkedFunction
 from .concrete import ConcreteFunction
 from .executor import MISS
@@ -244,7 +244,8 @@ class Function:
         """What tracing runs: the function with its control flow converted (autograph)."""
         if self._converted is None:
             fn = convert(self.python_function) if self.autograph else self.python_function
-            self._converted = _converting_while_traced(fn, convert if self.autograph else None)
+            converts = self.autograph and not marked_do_not_convert(self.python_function)
+            self._converted = _converting_while_traced(fn, convert if converts else None)
         return self._converted
 
     def _forget_fast_paths(self):

@@ -183,3 +183,12 @@ def test_jvp_of_a_function_with_a_tensor_while_loop():
         value, tangent = f(en.tensor(h))
         np.testing.assert_allclose(value.numpy(), h * 2.0 ** k)
         np.testing.assert_allclose(tangent.numpy(), np.full(2, 2.0 ** k))
+
+
+def test_do_not_convert_leaves_what_it_hands_to_a_transformation_as_written():
+    @en.autograph.do_not_convert
+    def as_written(v):
+        return en.grad(loss)(v)
+    for f in (en.function(as_written), en.function(lambda v: as_written(v) * 1.0)):
+        with pytest.raises(en.errors.TracingError, match="bool"):
+            f(en.tensor([1.0, 2.0]))

@@ -21,6 +21,7 @@ from ..autodiff.tape import GradientTape
 from ..conversion import user_function
 from ..errors import ArgumentTypeError, EngineError, NotDifferentiableError, ShapeError
 from ..modes import apply, current_mode, use_mode
+from ..numpy_conversion import check_conversion, refuse_from_user_code
 from ..pytree import flatten, unflatten
 from ..recording import active_tapes, complex_refusal
 from ..tensor import Tensor
@@ -59,6 +60,13 @@ class DualTensor(Tensor):
 
     def numpy(self):
         return self.primal.numpy()
+
+    def __array__(self, dtype=None, copy=None):
+        # numpy would drop the tangent, or a tape's record of the primal (numpy_conversion.py)
+        if self.tangent is not None:
+            refuse_from_user_code(self, "en.jvp")
+        check_conversion(self.primal)
+        return self.primal.__array__(dtype, copy)
 
     def _concrete(self, what):
         return self.primal._concrete(what)

@@ -35,6 +35,7 @@ import threading
 import types
 import warnings
 
+from engine.conversion import converting
 from engine.nn.module import Module
 
 from . import messages
@@ -68,6 +69,21 @@ def do_not_convert(fn):
             return fn(*args, **kwargs)
         setattr(wrapper, _DO_NOT_CONVERT, True)
         return wrapper
+
+
+def marked_do_not_convert(fn):
+    """True for ``fn`` marked with :func:`do_not_convert`."""
+    return getattr(fn, _DO_NOT_CONVERT, False) is True
+
+
+def _as_written(fn):
+    """``fn`` run with conversion off: the functions it hands to ``en.grad``, ``en.scan``
+    and the like stay as written too."""
+    @functools.wraps(fn)
+    def as_written(*args, **kwargs):
+        with converting(None):
+            return fn(*args, **kwargs)
+    return as_written
 
 
 _NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -155,6 +171,8 @@ def callee(f):
         >>> en.autograph.callee(print) is print
         True
     """
+    if marked_do_not_convert(f):
+        return _as_written(f)
     if isinstance(f, types.FunctionType):
         return convert(f) if _convertible(f) else f
     if isinstance(f, types.MethodType):
