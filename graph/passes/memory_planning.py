@@ -16,10 +16,16 @@ over a dying input's buffer where the kernel says that is safe
 (the kernel op's ``may_overwrite`` rule: it reads the input only before writing the
 result).
 
+The walk along the schedule settles each planned value's lifetime (a chain of
+in-place values shares one); byte buffers are then given to the lifetimes,
+the largest first, so a small value kept long never pins a large buffer.
+
 :func:`plan_memory` computes a :class:`MemoryPlan` and changes nothing; the pass
 :func:`memory_planning` keeps it as ``graph.memory_plan``, which lowering takes
 as an argument (``codegen.lower(graph, plan=...)``).
 """
+import bisect
+
 import numpy as np
 
 from engine.backend import NUMPY
@@ -115,17 +121,34 @@ def _unplanned_peak(order, last_use, outputs, roots):
     return peak
 
 
-def _pick_slot(free, slot_bytes, need):
-    """A free buffer for ``need`` bytes: the smallest that fits, else the largest
-    (grown), else a new one. Any dtype can live in any buffer: values are views."""
-    if free:
-        fits = [s for s in free if slot_bytes[s] >= need]
-        slot = min(fits, key=lambda s: slot_bytes[s]) if fits else \
-            max(free, key=lambda s: slot_bytes[s])
-        free.remove(slot)
-        return slot
-    slot_bytes.append(0)
-    return len(slot_bytes) - 1
+def _assign_slots(lifetimes):
+    """Byte buffers for the ``lifetimes`` (``[bytes, first, last]`` schedule positions
+    each): the slot per lifetime and the size per slot. The largest lifetimes are placed
+    first, each in the smallest buffer free for its whole span, else a new one (the
+    "greedy by size" planner of TFLite). Placed along the schedule instead, a small value
+    kept long (a checkpointed block's narrow input) took a large buffer that happened to be
+    free and pinned it, and the large values after it needed new ones."""
+    slot_of = [None] * len(lifetimes)
+    slot_bytes, spans = [], []      # per slot: its size, its (first, last) spans sorted
+    for k in sorted(range(len(lifetimes)), key=lambda k: (-lifetimes[k][0], lifetimes[k][1])):
+        need, first, last = lifetimes[k]
+        # Slots are made largest first, so the last one free is the smallest that fits.
+        slot = next((s for s in reversed(range(len(slot_bytes)))
+                     if not _overlaps(spans[s], first, last)), None)
+        if slot is None:
+            slot = len(slot_bytes)
+            slot_bytes.append(need)
+            spans.append([])
+        bisect.insort(spans[slot], (first, last))
+        slot_of[k] = slot
+    return slot_of, slot_bytes
+
+
+def _overlaps(spans, first, last):
+    """Whether ``[first, last]`` meets one of the disjoint sorted ``spans``: only the last
+    span starting at or before ``last`` can."""
+    k = bisect.bisect_right(spans, (last, float("inf"))) - 1
+    return k >= 0 and spans[k][1] >= first
 
 
 class _Liveness:
@@ -161,61 +184,70 @@ class _Liveness:
 
 
 class _Buffers:
-    """Byte buffers handed out along the schedule: a value takes a free one (or one
-    that dies where it is made, in place) and gives it back when it dies."""
+    """Lifetimes handed out along the schedule: a value starts a lifetime of its own, or
+    continues the one of an input that dies where it is made (in place), and ends it when
+    it dies. :func:`_assign_slots` then gives the lifetimes byte buffers."""
 
     def __init__(self, live):
         self.live = live
-        self.slot_bytes = []    # size of each byte buffer (the largest value it ever holds)
-        self.free = []          # slots holding no live value
-        self.views = []         # per planned value: (slot, shape, dtype)
-        self.slot_of = {}
+        self.lifetimes = []     # [bytes, first, last]: the largest value, schedule span
+        self.views = []         # per planned value: (lifetime, shape, dtype)
+        self.lifetime_of = {}
         self.released = set()
         self.inplace = 0
         self.planned_bytes = 0
 
     def reuse_dying(self, i, reader, key, candidates):
-        """In place: the slot of a planned input among ``candidates`` that dies at
+        """In place: the lifetime of a planned input among ``candidates`` that dies at
         ``reader`` (the node at position ``i``) and has the shape and dtype ``key``, or
         None. No other input of ``reader`` may be a view of it."""
         roots, last_use = self.live.roots, self.live.last_use
         for inp in candidates:
-            if inp in self.slot_of and inp not in self.released and last_use.get(inp) == i \
-                    and (tuple(inp.shape), inp.dtype) == key and \
+            if inp in self.lifetime_of and inp not in self.released and \
+                    last_use.get(inp) == i and (tuple(inp.shape), inp.dtype) == key and \
                     all(o is inp or inp not in roots[o] for o in reader.inputs):
                 self.released.add(inp)
                 self.inplace += 1
-                return self.slot_of[inp]
+                return self.lifetime_of[inp]
         return None
 
-    def new_view(self, node, slot):
-        """``node``'s value lives in ``slot`` from now on; returns its view index."""
+    def new_view(self, i, node, lifetime):
+        """``node``'s value, made at position ``i``, lives in ``lifetime`` from now on;
+        returns its view index."""
         need = nbytes(node.shape, node.dtype)
-        self.slot_bytes[slot] = max(self.slot_bytes[slot], need)
-        self.slot_of[node] = slot
-        self.views.append((slot, tuple(node.shape), node.dtype))
+        span = self.lifetimes[lifetime]
+        span[0] = max(span[0], need)
+        self.lifetime_of[node] = lifetime
+        self.views.append((lifetime, tuple(node.shape), node.dtype))
         self.planned_bytes += need
         if node not in self.live.last_use:     # nobody reads it: free at once
             self.released.add(node)
-            self.free.append(slot)
+            span[2] = i
         return len(self.views) - 1
 
     def place(self, i, node, candidates=(), reader=None):
         """A view for ``node``'s value, made by ``reader`` (default: ``node``) at position
         ``i``: over a dying input of it among ``candidates`` when one fits, else in a
-        free or new buffer."""
+        lifetime of its own."""
         key = (tuple(node.shape), node.dtype)
-        slot = self.reuse_dying(i, reader or node, key, candidates)
-        if slot is None:
-            slot = _pick_slot(self.free, self.slot_bytes, nbytes(*key))
-        return self.new_view(node, slot)
+        lifetime = self.reuse_dying(i, reader or node, key, candidates)
+        if lifetime is None:
+            lifetime = len(self.lifetimes)
+            # Until it is seen to die, a value is live to the end of the schedule.
+            self.lifetimes.append([0, i, float("inf")])
+        return self.new_view(i, node, lifetime)
 
     def release_dying(self, i):
-        """Give back the buffers of the values that die at position ``i``."""
+        """End the lifetimes of the values that die at position ``i`` (after it runs)."""
         for r in self.live.dying.get(i, ()):
-            if r in self.slot_of and r not in self.released:
+            if r in self.lifetime_of and r not in self.released:
                 self.released.add(r)
-                self.free.append(self.slot_of[r])
+                self.lifetimes[self.lifetime_of[r]][2] = i
+
+    def slots(self):
+        """The byte buffers: their sizes, and ``(slot, shape, dtype)`` per planned value."""
+        slot_of, slot_bytes = _assign_slots(self.lifetimes)
+        return slot_bytes, [(slot_of[k], shape, dtype) for k, shape, dtype in self.views]
 
 
 def _kernel_out_buffers(graph, i, node, buffers):
@@ -262,7 +294,8 @@ def plan_memory(graph, unplanned=frozenset()):
             buffer_of[node] = buffers.place(i, node, node.inputs if node.op.elementwise else ())
         buffers.release_dying(i)
     peak = _unplanned_peak(order, live.last_use, set(graph.outputs), live.roots)
-    return MemoryPlan(buffers.slot_bytes, buffers.views, buffer_of, out_buffers_of, peak,
+    slot_bytes, views = buffers.slots()
+    return MemoryPlan(slot_bytes, views, buffer_of, out_buffers_of, peak,
                       buffers.planned_bytes, buffers.inplace)
 
 
