@@ -23,7 +23,7 @@ from engine.ops.join import stack_nested
 from engine.tensor import Tensor, wrap_on
 from engine.variable import Variable
 
-from .numerics import check_outputs
+from .numerics import check_outputs, checked_later
 
 _CHECK_NUMERICS = config._check_numerics
 
@@ -125,5 +125,7 @@ def apply_foreign(mode, op, args, params, located):
     else:
         out = _result(backend, result, aval[1])
     if _CHECK_NUMERICS.get():
+        if backend.lazy:
+            return checked_later(op, out, tensors)
         check_outputs(op, out, tensors)
     return out

@@ -7,7 +7,9 @@ from .config import config
 @contextlib.contextmanager
 def check_numerics(enabled=True):
     """Within the block, raise :class:`NumericsError` at the first op (forward or
-    backward) that produces NaN or Inf.
+    backward) that produces NaN or Inf. On Dask data the ops made in the block
+    check each chunk when it is computed and raise :class:`ChunkError` naming the
+    op, the chunk and the line (inside ``en.function`` too).
 
     Example:
         >>> import engine as en

@@ -101,3 +101,24 @@ def test_mixing_dask_with_another_non_numpy_back_end_names_both():
 def test_compute_refuses_what_is_not_a_tensor():
     with pytest.raises(en.EngineError, match="en.compute: argument 0 is list"):
         en.compute([1.0])
+
+
+def test_check_numerics_names_the_chunk_the_op_and_the_line_of_an_eager_op():
+    x = np.random.default_rng(1).random((97, 4))
+    x[60, 2] = -1.0
+    with np.errstate(invalid="ignore"):
+        bad_rows = np.nonzero(~np.isfinite(np.log(x)).all(axis=1))[0]
+    (chunk,) = set(bad_rows // 25)                       # numpy's answer: one chunk
+    t = en.tensor(da.from_array(x, chunks=(25, 4)))
+    with en.debug.check_numerics():
+        y = en.log(t) * 2.0                              # lazy: nothing is computed yet
+        fine = float(en.sum(en.exp(t)))
+        with pytest.raises(en.ChunkError, match=rf"(?s)op 'log' produced NaN in chunk {chunk} "
+                                                r"\(25 rows\).*test_backend_dask.py:\d+ in "
+                                                r"test_check_numerics"):
+            float(en.sum(y))
+    np.testing.assert_allclose(fine, np.exp(x).sum(), rtol=1e-12)
+    with pytest.raises(en.ChunkError, match="op 'log'"):   # the check was made with the op
+        y.numpy()
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(float(en.sum(en.log(t))))       # without the check: numpy's NaN

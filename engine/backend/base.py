@@ -93,6 +93,13 @@ class Backend:
         raise UnimplementedError(f"the {self.name} back end does not split arrays into "
                                  "chunks of rows")
 
+    def checked_finite(self, array, message):
+        """For a ``lazy`` back end (``en.debug.check_numerics()``): ``array`` with each
+        chunk checked for NaN and Inf when it is computed, which raises
+        :class:`~engine.errors.ChunkError` with ``message`` formatted with ``kind``
+        ("NaN" or "Inf"), ``chunk`` (its index) and ``rows`` (its row count)."""
+        raise UnimplementedError(f"the {self.name} back end has no deferred numerics check")
+
     # -- helpers for kernels written against the namespace ----------------------
     def promote(self, *arrays):
         """The arrays cast to their common dtype, by numpy's promotion table (the

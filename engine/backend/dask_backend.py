@@ -25,6 +25,7 @@ import uuid
 import numpy as np
 
 from .. import dtypes
+from ..errors import ChunkError
 from ..lifting import as_array
 from .base import Backend
 
@@ -166,6 +167,11 @@ class DaskBackend(Backend):
         """numpy values of several Dask arrays, computed together (shared work)."""
         return [np.asarray(v) for v in dask.compute(*arrays)]
 
+    def checked_finite(self, array, message):
+        # One check per chunk, in the chunk's own task chain: what reads the array
+        # waits for it, so the first bad chunk raises before its NaN spreads.
+        return array.map_blocks(_check_block, message, dtype=array.dtype, meta=array._meta)
+
     def row_blocks(self, arrays):
         arrays = _aligned_rows(arrays)
         return [[a.blocks[i] for a in arrays] for i in range(arrays[0].numblocks[0])]
@@ -221,6 +227,20 @@ def _aligned_rows(arrays):
         out.append(a.rechunk(wanted) if a.chunks[0] != rows or
                    any(len(c) > 1 for c in a.chunks[1:]) else a)
     return out
+
+
+def _check_block(block, message, block_id=None):
+    """``block``, after raising ChunkError (``message`` formatted) if it holds NaN or Inf."""
+    values = np.asarray(block)
+    if values.dtype.kind in "fc" and not np.isfinite(values).all():
+        kind = "NaN" if np.isnan(values).any() else "Inf"
+        # The index along the rows, the only split axis of engine data; the whole
+        # block position where other axes are split too.
+        ids = tuple(block_id or ())
+        chunk = ids[0] if ids and not any(ids[1:]) else (ids or 0)
+        rows = values.shape[0] if values.ndim else 1
+        raise ChunkError(message.format(kind=kind, chunk=chunk, rows=rows))
+    return block
 
 
 def _shared(values, token):
