@@ -20,6 +20,7 @@ _layout.install_source_finder()   # engine.graph, engine.eager in a source check
 
 from . import dtypes
 from .config import config
+from .default_dtype import get_default_dtype, set_default_dtype
 from .dtypes import (bool_, complex64, complex128, float16, float32, float64, int8, int16, int32,
                      int64, uint8, uint16, uint32, uint64)
 from .errors import (BackendError, ChunkError, DTypeError, EngineError, LoadError,
@@ -116,6 +117,7 @@ _PUBLIC_FACADE = {
     "Tensor", "tensor", "Variable", "dtypes", "bool_", "float32", "float64", "int32", "int64",
     "int8", "int16", "uint8", "uint16", "uint32", "uint64", "float16", "complex64", "complex128",
     "broadcast_shapes", "config", "Op", "REGISTRY", "apply", "backend", "ops", "compute",
+    "set_default_dtype", "get_default_dtype",
     # autodiff and the function transformations
     "GradientTape", "custom_gradient", "grad", "value_and_grad",
     "jvp", "linearize", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "custom_jvp",

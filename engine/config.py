@@ -64,6 +64,10 @@ class _Config:
         # nodes past either limit run with the graph (graph/passes/fold_cost.py).
         self.fold_work_limit = 1 << 26
         self.fold_bytes_limit = 64 << 20
+        # The dtype of floats made without an explicit dtype (en.set_default_dtype; see
+        # engine/default_dtype.py). None: numpy's float64 for data, float32 for random
+        # draws and layer parameters.
+        self.default_float_dtype = None
 
     @property
     def check_numerics(self):

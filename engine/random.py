@@ -21,7 +21,7 @@ import operator
 
 import numpy as np
 
-from . import dtypes
+from . import default_dtype, dtypes
 from .errors import ArgumentTypeError, DTypeError, InvalidArgumentError, describe_inputs
 from .modes import apply
 from .op import Op, declare, register
@@ -106,16 +106,16 @@ def _key_for_seed(seed):
     return np.array([seed, 0], dtype=np.int64)
 
 
-def normal_from_key(key, shape, mean=0.0, stddev=1.0, dtype="float32"):
+def normal_from_key(key, shape, mean=0.0, stddev=1.0, dtype=None):
     """Normal samples from an explicit int64 key ``[seed, counter]`` (pure)."""
     return apply(random_normal_op, key, shape=check_shape("normal", shape),
-                 dtype=dtypes.as_dtype(dtype), mean=float(mean), stddev=float(stddev))
+                 dtype=default_dtype.model_float(dtype), mean=float(mean), stddev=float(stddev))
 
 
-def uniform_from_key(key, shape, minval=0.0, maxval=1.0, dtype="float32"):
+def uniform_from_key(key, shape, minval=0.0, maxval=1.0, dtype=None):
     """Uniform samples in ``[minval, maxval)`` from an explicit int64 key (pure)."""
     return apply(random_uniform_op, key, shape=check_shape("uniform", shape),
-                 dtype=dtypes.as_dtype(dtype), minval=float(minval), maxval=float(maxval))
+                 dtype=default_dtype.model_float(dtype), minval=float(minval), maxval=float(maxval))
 
 
 class Generator:
@@ -139,11 +139,11 @@ class Generator:
         self.state.assign_add(np.array([0, 1], dtype=np.int64))
         return key
 
-    def normal(self, shape, mean=0.0, stddev=1.0, dtype="float32"):
+    def normal(self, shape, mean=0.0, stddev=1.0, dtype=None):
         """Normal samples of ``shape`` with ``mean`` and ``stddev``."""
         return normal_from_key(self._next_key(), shape, mean, stddev, dtype)
 
-    def uniform(self, shape, minval=0.0, maxval=1.0, dtype="float32"):
+    def uniform(self, shape, minval=0.0, maxval=1.0, dtype=None):
         """Uniform samples of ``shape`` in ``[minval, maxval)``."""
         return uniform_from_key(self._next_key(), shape, minval, maxval, dtype)
 
@@ -178,8 +178,9 @@ def set_seed(seed):
     _default.reset(seed)
 
 
-def normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None):
-    """Samples from a normal distribution.
+def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """Samples from a normal distribution, float32 unless ``dtype`` or
+    ``en.set_default_dtype`` says otherwise.
 
     With an integer ``seed`` the result is fixed (key ``[seed, 0]``); without
     one, the default generator draws the next numbers of its stream.
@@ -194,7 +195,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None):
     return normal_from_key(_key_for_seed(seed), shape, mean, stddev, dtype)
 
 
-def uniform(shape, minval=0.0, maxval=1.0, dtype="float32", seed=None):
+def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
     """Samples from the uniform distribution on ``[minval, maxval)``.
 
     Seeds work as in :func:`normal`.

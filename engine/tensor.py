@@ -19,6 +19,7 @@ from html import escape
 import numpy as np
 
 from . import backend as _backends
+from . import default_dtype as _default_dtype
 from . import numpy_dispatch as _numpy_dispatch
 from . import ops as _ops
 from .backend import NUMPY
@@ -444,7 +445,8 @@ def tensor(data, dtype=None, backend=None):
     An array of a back end's library (an ``array_api_strict`` array) makes a
     tensor on that back end; Python data and numpy arrays make one on numpy
     (or on the back end chosen with ``en.backend.use``). ``backend=`` moves the
-    data there explicitly.
+    data there explicitly. Python floats are float64 unless ``en.set_default_dtype``
+    says otherwise; numpy arrays and tensors keep their dtype.
 
     Example:
         >>> import engine as en
@@ -460,6 +462,8 @@ def tensor(data, dtype=None, backend=None):
         if dtype is not None and np.dtype(dtype) != data.dtype:
             data = _ops.cast(data, dtype)
         return data if backend is None else data.to(backend)
+    if dtype is None:     # Python floats: the default dtype when one is set
+        dtype = _default_dtype.python_data_dtype(data)
     owner = None if type(data) is np.ndarray else _backends.of_array(data)
     target = _backends.get(backend) if backend is not None else owner or _backends.default()
     if target is NUMPY:

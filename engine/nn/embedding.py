@@ -6,6 +6,7 @@ Example:
     >>> emb(en.tensor([[1, 2, 3]])).shape
     (1, 3, 4)
 """
+from .. import default_dtype
 from ..errors import InvalidArgumentError
 from ..variable import Variable
 from . import functional as F
@@ -22,9 +23,10 @@ class Embedding(Module):
     ``padding_idx`` (if given) starts at zero and gets no gradient.
     """
 
-    def __init__(self, num_embeddings, embedding_dim, init=None, dtype="float32",
+    def __init__(self, num_embeddings, embedding_dim, init=None, dtype=None,
                  generator=None, name="embedding", padding_idx=None):
         super().__init__()
+        dtype = default_dtype.model_float(dtype)   # float32 unless set
         self.num_embeddings = _positive_int("Embedding", "num_embeddings", num_embeddings)
         self.embedding_dim = _positive_int("Embedding", "embedding_dim", embedding_dim)
         shape = (num_embeddings, embedding_dim)

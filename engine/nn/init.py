@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .. import dtypes
+from .. import default_dtype
 from ..errors import InvalidArgumentError, ShapeError
 from ..random import Generator, default_generator
 
@@ -42,16 +42,16 @@ def _generator(generator):
 
 
 def _uniform(shape, bound, dtype, generator):
-    dt = dtypes.as_dtype(dtype)
+    dt = default_dtype.model_float(dtype)
     return _generator(generator).uniform(tuple(shape), -bound, bound, dtype=dt).numpy()
 
 
 def _normal(shape, std, dtype, generator):
-    dt = dtypes.as_dtype(dtype)
+    dt = default_dtype.model_float(dtype)
     return _generator(generator).normal(tuple(shape), 0.0, std, dtype=dt).numpy()
 
 
-def glorot_uniform(shape, dtype="float32", generator=None, gain=1.0):
+def glorot_uniform(shape, dtype=None, generator=None, gain=1.0):
     """Uniform on ``[-a, a]``, ``a = gain * sqrt(6 / (fan_in + fan_out))`` (Glorot and Bengio).
 
     ``generator`` is an ``en.random.Generator``, an int seed, or None (the
@@ -61,13 +61,13 @@ def glorot_uniform(shape, dtype="float32", generator=None, gain=1.0):
     return _uniform(shape, gain * math.sqrt(6.0 / (fan_in + fan_out)), dtype, generator)
 
 
-def glorot_normal(shape, dtype="float32", generator=None, gain=1.0):
+def glorot_normal(shape, dtype=None, generator=None, gain=1.0):
     """Normal with std ``gain * sqrt(2 / (fan_in + fan_out))`` (PyTorch's ``xavier_normal_``)."""
     fan_in, fan_out = fans(shape)
     return _normal(shape, gain * math.sqrt(2.0 / (fan_in + fan_out)), dtype, generator)
 
 
-def he_uniform(shape, dtype="float32", generator=None):
+def he_uniform(shape, dtype=None, generator=None):
     """Uniform on ``[-a, a]``, ``a = sqrt(6 / fan_in)`` (He et al.; for ReLU layers).
 
     PyTorch's ``kaiming_uniform_(nonlinearity="relu")``, Keras's ``HeUniform``.
@@ -76,19 +76,19 @@ def he_uniform(shape, dtype="float32", generator=None):
     return _uniform(shape, math.sqrt(6.0 / fan_in), dtype, generator)
 
 
-def he_normal(shape, dtype="float32", generator=None):
+def he_normal(shape, dtype=None, generator=None):
     """Normal with std ``sqrt(2 / fan_in)`` (PyTorch's ``kaiming_normal_``, not truncated)."""
     fan_in, _ = fans(shape)
     return _normal(shape, math.sqrt(2.0 / fan_in), dtype, generator)
 
 
-def lecun_uniform(shape, dtype="float32", generator=None):
+def lecun_uniform(shape, dtype=None, generator=None):
     """Uniform on ``[-a, a]``, ``a = sqrt(1 / fan_in)``: PyTorch's default for Linear/Conv."""
     fan_in, _ = fans(shape)
     return _uniform(shape, math.sqrt(1.0 / fan_in), dtype, generator)
 
 
-def orthogonal(shape, dtype="float32", generator=None, gain=1.0):
+def orthogonal(shape, dtype=None, generator=None, gain=1.0):
     """A (semi-)orthogonal matrix (Saxe et al.): the Q of a QR of a normal draw, sign-fixed.
 
     The weight is seen as a ``(prod(shape[:-1]), shape[-1])`` matrix; its
@@ -109,17 +109,17 @@ def orthogonal(shape, dtype="float32", generator=None, gain=1.0):
     q = q * np.sign(np.diag(r))           # make the decomposition unique (Mezzadri, 2007)
     if rows < cols:
         q = q.T
-    return (gain * q).reshape(shape).astype(dtypes.as_dtype(dtype))
+    return (gain * q).reshape(shape).astype(default_dtype.model_float(dtype))
 
 
-def zeros(shape, dtype="float32", generator=None):
+def zeros(shape, dtype=None, generator=None):
     """All zeros (biases)."""
-    return np.zeros(tuple(shape), dtype=dtypes.as_dtype(dtype))
+    return np.zeros(tuple(shape), dtype=default_dtype.model_float(dtype))
 
 
-def ones(shape, dtype="float32", generator=None):
+def ones(shape, dtype=None, generator=None):
     """All ones (normalization scales)."""
-    return np.ones(tuple(shape), dtype=dtypes.as_dtype(dtype))
+    return np.ones(tuple(shape), dtype=default_dtype.model_float(dtype))
 
 
 INITIALIZERS = {"glorot_uniform": glorot_uniform, "xavier_uniform": glorot_uniform,

@@ -12,6 +12,7 @@ Example:
     >>> layer
     Linear(in_features=3, out_features=2, bias=True)  # 8 parameters
 """
+from .. import default_dtype
 from ..errors import InvalidArgumentError, ShapeError
 from ..ops.conv_geometry import pair, padding_param
 from ..random import Generator, default_generator
@@ -45,8 +46,9 @@ class Linear(Module):
     """
 
     def __init__(self, in_features, out_features, bias=True, init="glorot_uniform",
-                 dtype="float32", generator=None, name="linear"):
+                 dtype=None, generator=None, name="linear"):
         super().__init__()
+        dtype = default_dtype.model_float(dtype)   # float32 unless set
         self.in_features = _positive_int("Linear", "in_features", in_features)
         self.out_features = _positive_int("Linear", "out_features", out_features)
         gen = _generator(generator)
@@ -77,9 +79,10 @@ class Conv2D(Module):
     """
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding="valid",
-                 bias=True, init="he_uniform", dtype="float32", generator=None, name="conv2d",
+                 bias=True, init="he_uniform", dtype=None, generator=None, name="conv2d",
                  dilation=1, groups=1):
         super().__init__()
+        dtype = default_dtype.model_float(dtype)   # float32 unless set
         self.in_channels = _positive_int("Conv2D", "in_channels", in_channels)
         self.out_channels = _positive_int("Conv2D", "out_channels", out_channels)
         self.groups = _positive_int("Conv2D", "groups", groups)
@@ -124,8 +127,9 @@ class ConvTranspose2D(Module):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  output_padding=0, dilation=1, groups=1, bias=True, init="he_uniform",
-                 dtype="float32", generator=None, name="conv_transpose2d"):
+                 dtype=None, generator=None, name="conv_transpose2d"):
         super().__init__()
+        dtype = default_dtype.model_float(dtype)   # float32 unless set
         self.in_channels = _positive_int("ConvTranspose2D", "in_channels", in_channels)
         self.out_channels = _positive_int("ConvTranspose2D", "out_channels", out_channels)
         self.groups = _positive_int("ConvTranspose2D", "groups", groups)

@@ -27,6 +27,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import trace_state
+from . import autocast
 from ..errors import (EngineError, LoadError, UnimplementedError, describe_aval, format_location,
                       user_frame)
 from ..tensor import Tensor
@@ -86,7 +87,14 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         trace_state.depend_on(self)     # a trace running forward depends on the settings
+        args, kwargs = autocast.cast_inputs(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def _compute_dtype(self):
+        """The float dtype floating inputs are cast to before ``forward`` (see
+        :mod:`engine.nn.autocast`): its own parameters' dtype; None (no cast) when it
+        holds no float variable itself (containers, activations)."""
+        return autocast.own_float_dtype(self)
 
     # -- walking the tree ---------------------------------------------------------------
     def _public_items(self):

@@ -8,6 +8,7 @@ Example:
     True
     >>> _ = bn.eval()                                    # eval: the running statistics
 """
+from .. import default_dtype
 from ..errors import InvalidArgumentError, ShapeError
 from ..variable import Variable
 from . import functional as F
@@ -30,8 +31,9 @@ class LayerNorm(Module):
     variance, per example (PyTorch's ``LayerNorm``, Ba et al. 2016).
     """
 
-    def __init__(self, normalized_shape, eps=1e-5, affine=True, dtype="float32", name="layer_norm"):
+    def __init__(self, normalized_shape, eps=1e-5, affine=True, dtype=None, name="layer_norm"):
         super().__init__()
+        dtype = default_dtype.model_float(dtype)   # float32 unless set
         self.normalized_shape = _normalized_shape("LayerNorm", normalized_shape)
         self.eps = float(eps)
         if affine:
@@ -66,9 +68,10 @@ class BatchNorm(Module):
     order inside traced training steps.
     """
 
-    def __init__(self, num_features, momentum=0.1, eps=1e-5, affine=True, dtype="float32",
+    def __init__(self, num_features, momentum=0.1, eps=1e-5, affine=True, dtype=None,
                  name="batch_norm"):
         super().__init__()
+        dtype = default_dtype.model_float(dtype)   # float32 unless set
         self.num_features = _positive_int("BatchNorm", "num_features", num_features)
         if not 0.0 <= momentum <= 1.0:
             raise InvalidArgumentError(f"BatchNorm: momentum must be in [0, 1], got {momentum}")

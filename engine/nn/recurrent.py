@@ -14,7 +14,7 @@ Example:
 """
 import numpy as np
 
-from .. import ops
+from .. import default_dtype, ops
 from ..errors import ArgumentTypeError, EngineError, ShapeError
 from ..variable import Variable
 from . import init as initializers
@@ -29,6 +29,7 @@ class _Cell(Module):
 
     def __init__(self, input_size, hidden_size, bias, dtype, generator, name):
         super().__init__()
+        dtype = default_dtype.model_float(dtype)   # float32 unless set
         self.input_size = _positive_int(type(self).__name__, "input_size", input_size)
         self.hidden_size = _positive_int(type(self).__name__, "hidden_size", hidden_size)
         gen = _generator(generator)
@@ -87,7 +88,7 @@ class LSTMCell(_Cell):
 
     gates = 4
 
-    def __init__(self, input_size, hidden_size, bias=True, dtype="float32", generator=None,
+    def __init__(self, input_size, hidden_size, bias=True, dtype=None, generator=None,
                  name="lstm_cell"):
         super().__init__(input_size, hidden_size, bias, dtype, generator, name)
 
@@ -114,7 +115,7 @@ class GRUCell(_Cell):
 
     gates = 3
 
-    def __init__(self, input_size, hidden_size, bias=True, dtype="float32", generator=None,
+    def __init__(self, input_size, hidden_size, bias=True, dtype=None, generator=None,
                  name="gru_cell"):
         super().__init__(input_size, hidden_size, bias, dtype, generator, name)
 
@@ -164,6 +165,9 @@ class RNN(Module):
                          initial_state, xs, reverse=self.reverse)
         outputs = ops.transpose(ys, (1, 0, 2)) if self.batch_first else ys
         return outputs, final
+
+    def _compute_dtype(self):
+        return self.cell._compute_dtype()   # the cell's weights run the loop
 
     def extra_repr(self):
         return f"batch_first={self.batch_first}" + (", reverse=True" if self.reverse else "")

@@ -3,7 +3,7 @@ import operator
 
 import numpy as np
 
-from .. import dtypes
+from .. import default_dtype, dtypes
 from ..errors import (DTypeError, ScalarOverflowError, ShapeError, ShapeTypeError,
                       describe_inputs)
 from ..modes import apply
@@ -70,19 +70,23 @@ full_op = register(Op("full", _full_impl, _full_eval, None, n_inputs=0, generic=
 declare(full_op, onnx=("value_at_export",))
 
 
-def zeros(shape, dtype="float64"):
-    """A tensor of zeros. Example: ``en.zeros((2, 3), dtype="float32")``."""
-    return apply(zeros_op, shape=check_shape("zeros", shape), dtype=dtypes.as_dtype(dtype))
+def zeros(shape, dtype=None):
+    """A tensor of zeros, float64 unless ``dtype`` or ``en.set_default_dtype`` says otherwise.
+    Example: ``en.zeros((2, 3), dtype="float32")``."""
+    return apply(zeros_op, shape=check_shape("zeros", shape),
+                 dtype=default_dtype.data_float(dtype))
 
 
-def ones(shape, dtype="float64"):
-    """A tensor of ones. Example: ``en.ones(3)``."""
-    return apply(ones_op, shape=check_shape("ones", shape), dtype=dtypes.as_dtype(dtype))
+def ones(shape, dtype=None):
+    """A tensor of ones, float64 unless ``dtype`` or ``en.set_default_dtype`` says otherwise.
+    Example: ``en.ones(3)``."""
+    return apply(ones_op, shape=check_shape("ones", shape), dtype=default_dtype.data_float(dtype))
 
 
 def full(shape, value, dtype=None):
     """A tensor filled with ``value``; the dtype follows the value unless given: a
-    Python number's default dtype, a numpy scalar's or 0-d array's own (``np.full``).
+    Python number's default dtype (a float's follows ``en.set_default_dtype``), a numpy
+    scalar's or 0-d array's own (``np.full``).
 
     Example:
         >>> import engine as en, numpy as np
@@ -94,7 +98,8 @@ def full(shape, value, dtype=None):
         value = own.item()   # a plain number: op parameters are hashable
         dt = dtypes.as_dtype(dtype if dtype is not None else own.dtype)
     else:
-        dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.scalar_dtype(value)
+        dt = dtypes.as_dtype(dtype) if dtype is not None else (
+            default_dtype.python_data_dtype(value) or dtypes.scalar_dtype(value))
     return apply(full_op, shape=check_shape("full", shape), value=value, dtype=dt)
 
 
@@ -141,7 +146,8 @@ def arange(start, stop=None, step=1, dtype=None):
     """Evenly spaced values in ``[start, stop)`` with ``step``, like ``np.arange``.
 
     With one argument it counts from 0. The dtype is int64 when every
-    argument is an int, else float64, unless ``dtype`` is given.
+    argument is an int, else float64 (or the ``en.set_default_dtype`` dtype), unless
+    ``dtype`` is given.
 
     Example:
         >>> import engine as en
@@ -157,7 +163,7 @@ def arange(start, stop=None, step=1, dtype=None):
     step = _number("arange", step, "step")
     if dtype is None:
         all_int = all(isinstance(v, int) for v in (start, stop, step))
-        dt = dtypes.int64 if all_int else dtypes.float64
+        dt = dtypes.int64 if all_int else default_dtype.data_float()
     else:
         dt = dtypes.as_dtype(dtype)
     if dt in dtypes.INTS and step != 0:
@@ -199,8 +205,9 @@ eye_op = register(Op("eye", _eye_impl, _eye_eval, None, n_inputs=0, generic=_eye
 declare(eye_op, onnx=("value_at_export",))
 
 
-def eye(n, m=None, dtype="float64", k=0):
-    """An ``n`` x ``m`` matrix with ones on diagonal ``k`` (the main one by default).
+def eye(n, m=None, dtype=None, k=0):
+    """An ``n`` x ``m`` matrix with ones on diagonal ``k`` (the main one by default), float64
+    unless ``dtype`` or ``en.set_default_dtype`` says otherwise.
 
     Example:
         >>> import engine as en
@@ -210,7 +217,7 @@ def eye(n, m=None, dtype="float64", k=0):
     """
     n = operator.index(n)
     m = n if m is None else operator.index(m)
-    return apply(eye_op, n=n, m=m, k=operator.index(k), dtype=dtypes.as_dtype(dtype))
+    return apply(eye_op, n=n, m=m, k=operator.index(k), dtype=default_dtype.data_float(dtype))
 
 
 def _like(name, fill):

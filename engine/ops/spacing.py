@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from .. import dtypes
+from .. import default_dtype, dtypes
 from ..errors import DTypeError, ShapeError
 from ..lifting import TensorLike
 from ..modes import apply
@@ -102,7 +102,8 @@ def _number(name, value, what):
 
 def linspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """``num`` evenly spaced numbers from ``start`` to ``stop`` (included unless
-    ``endpoint=False``), like ``np.linspace``; float64 unless ``dtype`` is given.
+    ``endpoint=False``), like ``np.linspace``; float64 (or the ``en.set_default_dtype``
+    dtype) unless ``dtype`` is given.
 
     ``start`` and ``stop`` may be tensors or arrays, as numpy's: the samples then run
     along a new axis ``axis`` of their broadcast shape, in their floating dtype, and the
@@ -125,7 +126,7 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     start = _number("linspace", start, "start")
     stop = _number("linspace", stop, "stop")
     num = _num(num)
-    dt = dtypes.float64 if dtype is None else dtypes.as_dtype(dtype)
+    dt = default_dtype.data_float(dtype)
     return apply(linspace_op, start=start, stop=stop, num=num, endpoint=bool(endpoint), dtype=dt)
 
 
