@@ -156,7 +156,8 @@ def _per_chunk(plan, node, p, marks):
     if node.shape[p] != plan.rows or node.side_effects or node.op.random or \
             node.avals is not None or any(plan.place.get(j) != "free" for j in node.inputs):
         return False
-    spans = [[q for q, n in enumerate(i.shape) if n == plan.rows] for i in node.inputs]
+    # (a multi-result input has no shape of its own: its unpack nodes have them)
+    spans = [[q for q, n in enumerate(i.shape or ()) if n == plan.rows] for i in node.inputs]
     if not any(spans):
         if "shape" in node.params and node.params["shape"][p] == plan.rows:
             marks[node] = (p, (("shape", p),))
