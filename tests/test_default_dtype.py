@@ -113,3 +113,21 @@ def test_bad_default_dtypes_are_refused_before_anything_changes(default_dtype):
             default_dtype(bad)
         assert __file__ in str(info.value)
     assert en.get_default_dtype() == np.float32
+
+
+def test_a_model_of_ones_own_casts_too_when_compiled():
+    # A user's module holding its own float32 variable, compiled whole (AutoGraph runs
+    # its converted forward, as calling it would).
+    class Scale(en.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = en.Variable(np.float32([1.5, -2.0, 0.5, 4.0]))
+
+        def forward(self, x):
+            return x * self.w
+
+    m = Scale()
+    with pytest.warns(UserWarning, match=r"Scale\(\): input float64\[5,4\] cast to float32"):
+        out = en.function(m)(en.tensor(X64))
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.numpy(), X64.astype(np.float32) * m.w.numpy(), rtol=1e-6)

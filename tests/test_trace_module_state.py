@@ -112,3 +112,41 @@ def test_unrelated_module_changes_keep_the_trace():
     en.nn.Linear(4, 2)                         # building modules sets attributes too
     np.testing.assert_allclose(f(en.tensor(X)).numpy(), np_linear(X, used), rtol=1e-5, atol=1e-5)
     assert f.trace_count == 1
+
+
+def test_a_function_held_as_a_setting_is_guarded_by_identity():
+    class Act(en.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.act = en.relu
+
+        def forward(self, x):
+            return self.act(x)
+
+    m = Act()
+    f = en.function(lambda x: m(x))
+    np.testing.assert_array_equal(f(en.tensor(X)).numpy(), np.maximum(X, 0))
+    m.act = en.tanh
+    np.testing.assert_allclose(f(en.tensor(X)).numpy(), np.tanh(X), rtol=1e-6)
+    assert f.trace_count == 2
+
+
+def test_a_model_compiled_itself_retraces_on_its_settings():
+    # en.function(model): AutoGraph runs the model's converted forward, as a call would.
+    class Scaled(en.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = 2.0
+            self.drop = en.nn.Dropout(0.5)
+
+        def forward(self, x):
+            return self.drop(x) * self.scale
+
+    m = Scaled().eval()
+    f = en.function(m)
+    np.testing.assert_array_equal(f(en.tensor(X)).numpy(), X * 2.0)
+    m.scale = 3.0
+    np.testing.assert_array_equal(f(en.tensor(X)).numpy(), X * 3.0)
+    m.train()
+    assert np.mean(f(en.tensor(X)).numpy() == 0) > 0.3
+    assert f.trace_count == 3

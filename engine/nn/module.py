@@ -22,6 +22,8 @@ Example:
     >>> m(en.tensor([3.0])).numpy()
     array([7.])
 """
+import enum
+import types
 from collections import OrderedDict
 
 import numpy as np
@@ -86,9 +88,22 @@ class Module:
         raise UnimplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
-        trace_state.depend_on(self)     # a trace running forward depends on the settings
+        return self._run(self.forward, args, kwargs)
+
+    def _run(self, forward, args, kwargs):
+        """Call ``forward`` as calling the module does: a trace being made notes that it
+        depends on this module's settings, and inputs are cast to its parameters' dtype.
+        AutoGraph calls a module's converted ``forward`` through here (``_calling``)."""
+        trace_state.depend_on(self)
         args, kwargs = autocast.cast_inputs(self, args, kwargs)
-        return self.forward(*args, **kwargs)
+        return forward(*args, **kwargs)
+
+    def _calling(self, forward):
+        """A callable that runs ``forward`` (a converted copy of ``self.forward``, bound)
+        as calling this module runs ``self.forward``."""
+        def call(*args, **kwargs):
+            return self._run(forward, args, kwargs)
+        return call
 
     def _compute_dtype(self):
         """The float dtype floating inputs are cast to before ``forward`` (see
@@ -255,7 +270,10 @@ def check_state(who, named, entries):
 
 
 _UNGUARDED = object()
-_PLAIN = (bool, int, float, complex, str, bytes, type(None), np.generic, np.dtype)
+# Values compared by value (numbers, strings, dtypes, enums) or by identity (a function
+# held as a setting, such as an activation).
+_PLAIN = (bool, int, float, complex, str, bytes, type(None), np.generic, np.dtype, enum.Enum,
+          types.FunctionType, types.BuiltinFunctionType, np.ufunc)
 
 
 def _frozen(value):

@@ -103,7 +103,8 @@ def convert(fn, warn=True):
     if isinstance(fn, functools.partial):
         return functools.partial(convert(fn.func, warn), *fn.args, **fn.keywords)
     if isinstance(fn, Module) and _convertible(getattr(type(fn), "forward", None)):
-        return types.MethodType(convert(type(fn).forward, warn), fn)    # an en.nn model
+        # an en.nn model: its converted forward, run as calling the model runs forward
+        return fn._calling(types.MethodType(convert(type(fn).forward, warn), fn))
     if not isinstance(fn, (types.FunctionType, type)) and callable(fn) and \
             _convertible(getattr(type(fn), "__call__", None)):
         return types.MethodType(convert(type(fn).__call__, warn), fn)   # a callable object
@@ -186,7 +187,7 @@ def callee(f):
         return operators.len_
     if isinstance(f, Module):   # calling a model runs its forward, the user's code
         forward = getattr(type(f), "forward", None)
-        return types.MethodType(convert(forward), f) if _convertible(forward) else f
+        return f._calling(types.MethodType(convert(forward), f)) if _convertible(forward) else f
     if isinstance(f, functools.partial):
         inner = callee(f.func)
         return f if inner is f.func else functools.partial(inner, *f.args, **f.keywords)
