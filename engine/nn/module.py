@@ -44,9 +44,10 @@ class Module:
     it. It is a Python value, read when a function is traced, so a traced
     function depends on it: an ``en.function`` that called a module (or read
     its ``training``) retraces when the module's ``training`` or any other plain
-    setting (a number, string, bool, None, or a tuple/list/dict of them) has
-    changed since, and its retrace log names the setting. Each mode's trace
-    stays cached, so switching back costs no retrace.
+    setting (a number, string, bool, None, dtype or enum, a function by identity,
+    or a tuple/list/dict of them) has changed since, and its retrace log names
+    the setting. Each mode's trace stays cached, so switching back costs no
+    retrace. Arrays held as attributes are not guarded: hold a Variable instead.
     """
 
     def __init__(self):
