@@ -4,8 +4,10 @@
 call :func:`array_ufunc` and :func:`array_function` here. The engine function is
 found by name in the public namespace at call time -- ``np.X`` -> ``en.X``,
 ``np.linalg.X`` -> ``en.linalg.X``, ``np.fft.X`` -> ``en.fft.X`` -- so every op
-the engine gains is reachable from numpy at once; the tables below hold only the
-differences (numpy's ufunc names, functions that take other arguments). The
+the engine gains is reachable from numpy at once. Where numpy's name differs
+(``np.subtract`` is ``en.sub``), the engine function declares it beside its
+definition (``engine.names.also_named``) and the lookup is generated from those
+declarations; the tables below hold only functions that take other arguments. The
 result is whatever the engine function returns: tensors, in eager mode and while
 tracing, recorded on tapes like any op call.
 
@@ -31,25 +33,11 @@ import numpy as np
 
 from .errors import UnsupportedError, format_location, user_frame
 from .lifting import TensorLike
+from . import names
 from .op import REGISTRY
 
 # numpy's module of a function -> the engine's namespace holding the same names.
 _NAMESPACES = {"numpy": None, "numpy.linalg": "linalg", "numpy.fft": "fft"}
-
-# Other spellings of a numpy name in the engine, tried after numpy's own name: the
-# engine's short arithmetic names and the Array API standard's.
-ALIASES = {
-    "absolute": ("abs",), "subtract": ("sub",), "multiply": ("mul",),
-    "divide": ("div",), "true_divide": ("div",), "negative": ("neg",),
-    "power": ("pow",), "float_power": ("pow",), "remainder": ("mod",),
-    "mod": ("remainder",), "conjugate": ("conj",), "concatenate": ("concat",),
-    "amax": ("max",), "amin": ("min",), "around": ("round",), "astype": ("cast",),
-    "arccos": ("acos",), "arcsin": ("asin",), "arctan": ("atan",), "arctan2": ("atan2",),
-    "arccosh": ("acosh",), "arcsinh": ("asinh",), "arctanh": ("atanh",),
-    "invert": ("bitwise_invert", "bitwise_not"),
-    "left_shift": ("bitwise_left_shift",), "right_shift": ("bitwise_right_shift",),
-    "permute_dims": ("transpose",),
-}
 
 # Keyword names that numpy and the engine spell differently, per numpy function.
 KEYWORD_NAMES = {"clip": {"a_min": "min", "a_max": "max"}}
@@ -58,8 +46,10 @@ KEYWORD_NAMES = {"clip": {"a_min": "min", "a_max": "max"}}
 # ``kind=`` numpy offers may give.
 IGNORED_KEYWORDS = {"sort": {"kind"}, "argsort": {"kind"}}
 
-# Public engine names that are not the numpy function of the same name.
-NOT_NUMPY = {"save", "load", "print", "split"}
+# Graph-mode functions that are not numpy's of the same name. They are named here, not
+# declared beside their definitions, because reading them would import graph mode; the
+# others declare it (``also_named(split, not_numpy=True)``).
+GRAPH_NOT_NUMPY = {"save", "load", "print"}
 
 # ufunc methods: ``np.add.reduce`` is ``en.sum`` and so on.
 REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
@@ -123,15 +113,23 @@ def _find(module, name):
         namespace = getattr(namespace, _NAMESPACES[module], None)
         if namespace is None:
             return None
+    fn = _own_name(module, namespace, name)
+    if fn is None:    # numpy's name differs from the engine's: declared beside the function
+        prefix = "" if _NAMESPACES[module] is None else _NAMESPACES[module] + "."
+        fn = names.numpy_aliases().get(prefix + name)
+    return fn
+
+
+def _own_name(module, namespace, name):
+    """The public engine function called ``name`` in ``namespace`` when it is numpy's."""
+    if module == "numpy" and name in GRAPH_NOT_NUMPY:
+        return None
     public = getattr(namespace, "__all__", None)
-    for candidate in (name, *ALIASES.get(name, ())):
-        if module == "numpy" and candidate in NOT_NUMPY:
-            continue
-        if public is not None and candidate not in public:
-            continue
-        fn = getattr(namespace, candidate, None)
-        if callable(fn) and not isinstance(fn, type):
-            return fn
+    if public is not None and name not in public:
+        return None
+    fn = getattr(namespace, name, None)
+    if callable(fn) and not isinstance(fn, type) and names.is_numpy(fn):
+        return fn
     return None
 
 

@@ -17,7 +17,7 @@ from engine.lifting import caller_can_write
 
 from engine.errors import InvalidArgumentError
 from engine.devices import check_device
-from ._lookup import engine_function, export
+from ._lookup import standard_function
 
 
 def _dtype(dtype, default):
@@ -152,7 +152,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     return _en.tensor(arr)
 
 
-_linspace = engine_function("linspace")
+_linspace = standard_function("linspace")
 if _linspace is not None:
     def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
         """``num`` evenly spaced values from ``start`` to ``stop``."""
@@ -161,19 +161,19 @@ if _linspace is not None:
             dtype = _dt.complex128 if complex in (type(start), type(stop)) else _dt.float64
         return _linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
 
-_meshgrid = engine_function("meshgrid")
+_meshgrid = standard_function("meshgrid")
 if _meshgrid is not None:
     def meshgrid(*arrays, indexing="xy"):
         """Coordinate matrices from coordinate vectors."""
         return list(_meshgrid(*arrays, indexing=indexing))
 
-_tril = engine_function("tril")
+_tril = standard_function("tril")
 if _tril is not None:
     def tril(x, /, *, k=0):
         """The lower triangle of the last two axes (below diagonal ``k``)."""
         return _tril(x, k=k)
 
-_triu = engine_function("triu")
+_triu = standard_function("triu")
 if _triu is not None:
     def triu(x, /, *, k=0):
         """The upper triangle of the last two axes (above diagonal ``k``)."""
@@ -182,4 +182,3 @@ if _triu is not None:
 __all__ = [n for n in ("asarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
                        "empty_like", "full_like", "arange", "eye", "from_dlpack", "linspace",
                        "meshgrid", "tril", "triu") if n in globals()]
-del export

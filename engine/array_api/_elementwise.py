@@ -1,8 +1,7 @@
 """The standard's elementwise functions, with its positional-only signatures.
 
 Each is the engine function of the same meaning (``xp.acos`` is ``en.arccos``,
-``xp.subtract`` is ``en.sub``): the table below names them, numpy's name
-first. Binary functions take Python scalars on either side, weakly typed as in
+``xp.subtract`` is ``en.sub``), found by name (see ``_lookup.py``). Binary functions take Python scalars on either side, weakly typed as in
 the engine. A function whose engine op does not exist is not defined here.
 
 Example:
@@ -12,40 +11,22 @@ Example:
 """
 import engine as _en
 
-from ._lookup import engine_function
+from ._lookup import standard_function
 
-# standard name: engine names to look for, in order.
-UNARY = {
-    "abs": ("abs",), "acos": ("arccos", "acos"), "acosh": ("arccosh", "acosh"),
-    "asin": ("arcsin", "asin"), "asinh": ("arcsinh", "asinh"), "atan": ("arctan", "atan"),
-    "atanh": ("arctanh", "atanh"),
-    "bitwise_invert": ("bitwise_invert", "invert", "bitwise_not"),
-    "ceil": ("ceil",), "conj": ("conj", "conjugate"), "cos": ("cos",), "cosh": ("cosh",),
-    "exp": ("exp",), "expm1": ("expm1",), "floor": ("floor",), "imag": ("imag",),
-    "isfinite": ("isfinite",), "isinf": ("isinf",), "isnan": ("isnan",), "log": ("log",),
-    "log1p": ("log1p",), "log2": ("log2",), "log10": ("log10",),
-    "logical_not": ("logical_not",), "negative": ("negative", "neg"),
-    "positive": ("positive", "identity"), "real": ("real",), "reciprocal": ("reciprocal",),
-    "round": ("round", "rint"), "sign": ("sign",), "signbit": ("signbit",), "sin": ("sin",),
-    "sinh": ("sinh",), "square": ("square",), "sqrt": ("sqrt",), "tan": ("tan",),
-    "tanh": ("tanh",), "trunc": ("trunc",),
-}
-BINARY = {
-    "add": ("add",), "atan2": ("arctan2", "atan2"), "bitwise_and": ("bitwise_and",),
-    "bitwise_left_shift": ("bitwise_left_shift", "left_shift"),
-    "bitwise_or": ("bitwise_or",),
-    "bitwise_right_shift": ("bitwise_right_shift", "right_shift"),
-    "bitwise_xor": ("bitwise_xor",), "copysign": ("copysign",),
-    "divide": ("divide", "div", "true_divide"), "equal": ("equal",),
-    "floor_divide": ("floor_divide",), "greater": ("greater",),
-    "greater_equal": ("greater_equal",), "hypot": ("hypot",), "less": ("less",),
-    "less_equal": ("less_equal",), "logaddexp": ("logaddexp",),
-    "logical_and": ("logical_and",), "logical_or": ("logical_or",),
-    "logical_xor": ("logical_xor",), "maximum": ("maximum",), "minimum": ("minimum",),
-    "multiply": ("multiply", "mul"), "nextafter": ("nextafter",),
-    "not_equal": ("not_equal",), "pow": ("pow", "power"), "remainder": ("remainder", "mod"),
-    "subtract": ("subtract", "sub"),
-}
+# The standard's elementwise functions by arity; each is the engine function
+# ``standard_function`` finds for its name.
+UNARY = [
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitwise_invert", "ceil", "conj",
+    "cos", "cosh", "exp", "expm1", "floor", "imag", "isfinite", "isinf", "isnan", "log", "log1p",
+    "log2", "log10", "logical_not", "negative", "positive", "real", "reciprocal", "round",
+    "sign", "signbit", "sin", "sinh", "square", "sqrt", "tan", "tanh", "trunc",
+]
+BINARY = [
+    "add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift",
+    "bitwise_xor", "copysign", "divide", "equal", "floor_divide", "greater", "greater_equal",
+    "hypot", "less", "less_equal", "logaddexp", "logical_and", "logical_or", "logical_xor",
+    "maximum", "minimum", "multiply", "nextafter", "not_equal", "pow", "remainder", "subtract",
+]
 
 
 def _unary(name, fn):
@@ -66,13 +47,13 @@ def _binary(name, fn):
 
 __all__ = []
 for _table, _make in ((UNARY, _unary), (BINARY, _binary)):
-    for _name, _candidates in _table.items():
-        _fn = engine_function(*_candidates)
+    for _name in _table:
+        _fn = standard_function(_name)
         if _fn is not None:
             globals()[_name] = _make(_name, _fn)
             __all__.append(_name)
 
-_clip = engine_function("clip")
+_clip = standard_function("clip")
 if _clip is not None:
     def clip(x, /, min=None, max=None):   # noqa: A002  (the standard's names)
         """``x`` limited to ``[min, max]`` (either bound may be None)."""

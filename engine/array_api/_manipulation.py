@@ -13,7 +13,7 @@ Example:
 import engine as _en
 from engine.shapes import broadcast_shapes as _broadcast_shapes
 
-from ._lookup import engine_function
+from ._lookup import standard_function
 
 __all__ = ["broadcast_arrays", "broadcast_to", "concat", "expand_dims", "permute_dims",
            "reshape", "squeeze", "stack", "unstack", "matmul", "matrix_transpose"]
@@ -43,9 +43,12 @@ def expand_dims(x, /, axis=0):
     return _en.expand_dims(x, axis)
 
 
+_permute_dims = standard_function("permute_dims")
+
+
 def permute_dims(x, /, axes):
     """``x`` with its axes reordered."""
-    return _en.transpose(x, tuple(axes))
+    return _permute_dims(x, tuple(axes))
 
 
 def reshape(x, /, shape, *, copy=None):
@@ -88,7 +91,7 @@ def matrix_transpose(x, /):
 
 def _optional(name, make):
     """Define ``name`` from the engine function it adapts, when the engine has it."""
-    fn = engine_function(name)
+    fn = standard_function(name)
     if fn is not None:
         globals()[name] = make(fn)
         __all__.append(name)

@@ -14,7 +14,7 @@ from collections import namedtuple
 import engine as _en
 from engine import dtypes as _dt
 
-from ._lookup import engine_function
+from ._lookup import standard_function
 
 __all__ = ["max", "min", "mean", "sum", "prod", "argmax", "argmin"]
 
@@ -58,8 +58,8 @@ def argmin(x, /, *, axis=None, keepdims=False):
     return _en.argmin(x, axis=axis, keepdims=keepdims)
 
 
-def _optional(name, make, *engine_names):
-    fn = engine_function(*(engine_names or (name,)))
+def _optional(name, make):
+    fn = standard_function(name)
     if fn is not None:
         globals()[name] = make(fn)
         __all__.append(name)
@@ -207,14 +207,13 @@ def _unique_values(fn):
     return unique_values
 
 
-for _name, _make, *_engine in (
+for _name, _make in (
         ("std", _std), ("var", _var),
-        ("cumulative_sum", _cumulative("cumulative_sum"), "cumulative_sum", "cumsum"),
-        ("cumulative_prod", _cumulative("cumulative_prod"), "cumulative_prod", "cumprod"),
+        ("cumulative_sum", _cumulative("cumulative_sum")),
+        ("cumulative_prod", _cumulative("cumulative_prod")),
         ("all", _all), ("any", _any), ("diff", _diff), ("count_nonzero", _count_nonzero),
         ("nonzero", _nonzero), ("searchsorted", _searchsorted), ("sort", _sort),
-        ("argsort", _argsort), ("unique_all", _unique_all, "unique"),
-        ("unique_counts", _unique_counts, "unique"),
-        ("unique_inverse", _unique_inverse, "unique"),
-        ("unique_values", _unique_values, "unique")):
-    _optional(_name, _make, *_engine)
+        ("argsort", _argsort), ("unique_all", _unique_all),
+        ("unique_counts", _unique_counts), ("unique_inverse", _unique_inverse),
+        ("unique_values", _unique_values)):
+    _optional(_name, _make)

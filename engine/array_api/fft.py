@@ -12,12 +12,11 @@ import engine as _en
 
 from engine.devices import check_device
 
+from ._lookup import standard_function
+
 __all__ = []
 
 
-def _engine(name):
-    fn = getattr(getattr(_en, "fft", None), name, None)
-    return fn if callable(fn) else None
 
 
 def _one_axis(name):
@@ -67,7 +66,7 @@ for _name, _make in (("fft", _one_axis), ("ifft", _one_axis), ("rfft", _one_axis
                      ("fftn", _n_axes), ("ifftn", _n_axes), ("rfftn", _n_axes),
                      ("irfftn", _n_axes), ("fftfreq", _freq), ("rfftfreq", _freq),
                      ("fftshift", _shift), ("ifftshift", _shift)):
-    _fn = _engine(_name)
+    _fn = standard_function("fft." + _name)
     if _fn is not None:
         globals()[_name] = _make(_name)(_fn)
         __all__.append(_name)

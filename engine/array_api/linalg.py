@@ -12,6 +12,7 @@ Example:
 import engine as _en
 
 from . import _manipulation
+from ._lookup import standard_function
 
 __all__ = ["matmul", "matrix_transpose"]
 
@@ -19,17 +20,8 @@ matmul = _manipulation.matmul
 matrix_transpose = _manipulation.matrix_transpose
 
 
-def _engine(name):
-    fn = getattr(getattr(_en, "linalg", None), name, None)
-    return fn if callable(fn) else None
-
-
-def _define(name, make, engine_name=None):
-    fn = _engine(engine_name or name)
-    if name in ("trace", "diagonal"):   # the main namespace's, which takes axis1/axis2
-        fn = getattr(_en, name, None)
-    if fn is None and name in ("tensordot", "vecdot", "outer"):
-        fn = getattr(_en, engine_name or name, None)   # the main namespace's
+def _define(name, make):
+    fn = standard_function("linalg." + name)
     if fn is not None:
         globals()[name] = make(fn)
         __all__.append(name)
@@ -149,14 +141,14 @@ def _vector_norm(fn):
     return vector_norm
 
 
-for _name, _make, *_engine_name in (
+for _name, _make in (
         ("cholesky", _cholesky), ("cross", _cross),
         ("det", _one("det", "The determinant of each matrix.")),
         ("diagonal", _diagonal),
         ("eigh", _one("eigh", "Eigenvalues and eigenvectors of each symmetric matrix.")),
         ("eigvalsh", _one("eigvalsh", "Eigenvalues of each symmetric matrix.")),
         ("inv", _one("inv", "The inverse of each matrix.")),
-        ("matrix_norm", _matrix_norm, "norm"), ("matrix_power", _matrix_power),
+        ("matrix_norm", _matrix_norm), ("matrix_power", _matrix_power),
         ("matrix_rank", _with_rtol("matrix_rank", "The rank of each matrix.")),
         ("outer", _two("outer", "The outer product of two vectors.")),
         ("pinv", _with_rtol("pinv", "The pseudo-inverse of each matrix.")),
@@ -165,5 +157,5 @@ for _name, _make, *_engine_name in (
         ("solve", _two("solve", "The solution ``x`` of ``x1 @ x = x2``.")),
         ("svd", _svd), ("svdvals", _one("svdvals", "The singular values of each matrix.")),
         ("tensordot", _tensordot), ("trace", _trace), ("vecdot", _vecdot),
-        ("vector_norm", _vector_norm, "norm")):
-    _define(_name, _make, *_engine_name)
+        ("vector_norm", _vector_norm)):
+    _define(_name, _make)

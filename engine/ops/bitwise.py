@@ -11,6 +11,7 @@ Example:
 import numpy as np
 
 from .. import dtypes
+from ..names import also_named as _also_named
 from ..op import declare
 from ._define import binary, call, unary
 from .compare import _logical
@@ -73,10 +74,9 @@ right_shift = call(right_shift_op)
 logical_xor = call(logical_xor_op)
 
 # numpy 2 and the Array API standard spell some of them differently.
+_also_named(invert, numpy=("bitwise_not", "bitwise_invert"), array_api="bitwise_invert")
+_also_named(left_shift, numpy="bitwise_left_shift", array_api="bitwise_left_shift")
+_also_named(right_shift, numpy="bitwise_right_shift", array_api="bitwise_right_shift")
 bitwise_not = bitwise_invert = invert
 bitwise_left_shift = left_shift
 bitwise_right_shift = right_shift
-
-#: The standard's name -> the engine function, where the two names differ.
-STANDARD_NAMES = {"bitwise_invert": invert, "bitwise_left_shift": left_shift,
-                  "bitwise_right_shift": right_shift}

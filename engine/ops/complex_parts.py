@@ -18,6 +18,7 @@ Example:
 import numpy as np
 
 from .. import dtypes
+from ..names import also_named as _also_named
 from ..modes import apply
 from ..op import REGISTRY, declare
 from ._define import call, unary
@@ -130,6 +131,7 @@ Example:
     [(1-2j)]
 """
 conjugate = conj
+_also_named(conj, numpy="conjugate")
 
 
 # ---- the other ops whose VJPs hold for complex values -------------------------------------------

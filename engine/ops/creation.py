@@ -4,6 +4,7 @@ import operator
 import numpy as np
 
 from .. import default_dtype, dtypes
+from ..names import also_named as _also_named
 from ..errors import (DTypeError, ScalarOverflowError, ShapeError, ShapeTypeError,
                       describe_inputs)
 from ..modes import apply
@@ -319,6 +320,9 @@ def cast(x, dtype):
         raise DTypeError(f"cast: cannot cast {describe_inputs([aval])} to {dtype!r}: "
                          f"{err}{at_user_line()}") from None
     return apply(cast_op, x, dtype=dt)
+
+
+_also_named(cast, numpy="astype", array_api="astype")
 
 
 # ---- forward mode (see engine.op.RULE_KINDS; elementwise ops batch by their flag) -----------

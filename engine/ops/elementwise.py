@@ -9,6 +9,7 @@ from ..errors import DomainError, describe_args, describe_inputs
 from ..modes import apply
 from ..op import declare
 from ..op import lookup as _lookup
+from ..names import also_named as _also_named
 from ._args import at_user_line
 from ._define import binary, call, unary, unbroadcast
 from ._define import binary_rule as _binary_rule
@@ -473,12 +474,18 @@ declare(div_op, jvp=_div_jvp)
 declare(pow_op, jvp=_pow_jvp)
 
 
-# numpy's names for the arithmetic above (the engine's short names came first).
+# numpy's and the standard's names for the arithmetic above (the engine's short names
+# came first); the public names below are the ones numpy and the standard share.
+_also_named(sub, numpy="subtract", array_api="subtract")
+_also_named(mul, numpy="multiply", array_api="multiply")
+_also_named(div, numpy=("divide", "true_divide"), array_api="divide")
+_also_named(neg, numpy="negative", array_api="negative")
+_also_named(abs, numpy="absolute")
+# float_power computes in float64 where pow keeps integers: numpy calls reach pow for
+# its values (as they did before), but it is not an engine name of its own.
+_also_named(pow, numpy=("power", "float_power"))
 subtract = sub
 multiply = mul
 divide = true_divide = div
 negative = neg
 absolute = abs
-
-#: The Array API standard's name -> the engine function, where the two names differ.
-STANDARD_NAMES = {"subtract": sub, "multiply": mul, "divide": div, "negative": neg}

@@ -8,6 +8,7 @@ one index per input.
 import numpy as np
 
 from .. import dtypes
+from ..names import also_named as _also_named
 from ..errors import LoadError, ShapeError, TracingError, describe_inputs
 from ..lifting import NESTED_TYPES, holds_tensors
 from ..modes import apply
@@ -107,6 +108,9 @@ def concat(tensors, axis=0):
     """
     tensors = _as_list("concat", tensors)
     return apply(concat_op, *tensors, axis=int(axis))
+
+
+_also_named(concat, numpy="concatenate")
 
 
 # ---- stack -----------------------------------------------------------------
@@ -282,6 +286,10 @@ def split(x, num_or_sizes, axis=0):
     else:
         spec = int(num_or_sizes)
     return apply(split_op, x, num_or_sizes=spec, axis=int(axis))
+
+
+# numpy's split takes split points where this takes sizes (numpy dispatch converts them).
+_also_named(split, not_numpy=True)
 
 
 __all__ = ["concat", "concat_op", "stack", "stack_op", "split", "split_op"]

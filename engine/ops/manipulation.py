@@ -22,6 +22,7 @@ import operator
 import numpy as np
 
 from .. import dtypes
+from ..names import also_named as _also_named
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
@@ -240,6 +241,11 @@ def diagonal(x, offset=0, axis1=0, axis2=1):
     return indexing.getitem(x, (Ellipsis, steps + row0, steps + col0))
 
 
+# The standard's linalg.diagonal and linalg.trace are over the last two axes: these,
+# with axis1=-2, axis2=-1 (engine.linalg's own take offset only).
+_also_named(diagonal, array_api="linalg.diagonal")
+
+
 def trace(x, offset=0, axis1=0, axis2=1, dtype=None):
     """The sum along diagonal ``offset`` (``np.trace``).
 
@@ -252,6 +258,9 @@ def trace(x, offset=0, axis1=0, axis2=1, dtype=None):
     if dtype is not None:
         d = creation.cast(d, dtype)
     return reduce.sum(d, axis=-1)
+
+
+_also_named(trace, array_api="linalg.trace")
 
 
 def diag(v, k=0):

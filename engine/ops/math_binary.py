@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import DTypeError, describe_inputs
+from ..names import also_named as _also_named
 from ..op import Op, declare, register
 from ..shapes import broadcast_shapes
 from ._define import binary, call, unbroadcast
@@ -203,11 +204,10 @@ nextafter = call(nextafter_op)
 floor_divide = call(floor_divide_op)
 mod = call(mod_op)
 fmod = call(fmod_op)
+_also_named(mod, numpy="remainder", array_api="remainder")
+_also_named(arctan2, numpy="atan2", array_api="atan2")
 remainder = mod
 atan2 = arctan2
-
-#: The Array API standard's name -> the engine function, where the two names differ.
-STANDARD_NAMES = {"atan2": arctan2, "remainder": mod}
 
 
 def divmod(x, y):

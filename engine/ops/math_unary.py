@@ -2,7 +2,7 @@
 base-10 logarithms, rounding, ``erf``, and the float predicates (``isnan`` ...).
 
 Public names are numpy's (``en.arccos``); the Array API standard's spellings
-(``en.acos``) name the same functions (see :data:`STANDARD_NAMES`).
+(``en.acos``) name the same functions (declared with ``also_named``).
 Rounding (floor, ceil, round, trunc) has a zero gradient, as in JAX and
 PyTorch; the predicates return bools and have none.
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ShapeTypeError
+from ..names import also_named as _also_named
 from ..op import declare
 from ._args import at_user_line
 from ._define import call, unary
@@ -270,10 +271,10 @@ def _check_decimals(decimals):
                              f"{type(decimals).__name__} {decimals!r}{at_user_line()}") from None
 
 
-# The Array API standard's spellings of numpy's names.
+# The Array API standard's spellings of numpy's names (numpy 2 has them too).
+for _fn, _short in ((arccos, "acos"), (arcsin, "asin"), (arctan, "atan"),
+                    (arccosh, "acosh"), (arcsinh, "asinh"), (arctanh, "atanh")):
+    _also_named(_fn, numpy=_short, array_api=_short)
+_also_named(round, numpy="around")
 acos, asin, atan = arccos, arcsin, arctan
 acosh, asinh, atanh = arccosh, arcsinh, arctanh
-
-#: The standard's name -> the engine function, where the two names differ.
-STANDARD_NAMES = {"acos": arccos, "asin": arcsin, "atan": arctan, "acosh": arccosh,
-                  "asinh": arcsinh, "atanh": arctanh}

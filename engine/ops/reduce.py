@@ -4,6 +4,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes
+from ..names import also_named as _also_named
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
@@ -299,9 +300,11 @@ declare(mean_op, onnx=("reduce", "ReduceMean"),
         chunks=chunk_rules.reduction("sum", partial="sum", divide=True))
 max_op, max = _reduction("max", np.max, _extreme_vjp, _same, nonempty=True,
                          generic=_generic_reduction("max", _int_for_bool, _same))
+_also_named(max, numpy="amax")
 declare(max_op, onnx=("reduce", "ReduceMax"), chunks=chunk_rules.reduction("max"))
 min_op, min = _reduction("min", np.min, _extreme_vjp, _same, nonempty=True,
                          generic=_generic_reduction("min", _int_for_bool, _same))
+_also_named(min, numpy="amin")
 declare(min_op, onnx=("reduce", "ReduceMin"), chunks=chunk_rules.reduction("min"))
 prod_op, prod = _reduction("prod", np.prod, _prod_vjp, _sum_dtype, allowed=dtypes.NUMERIC,
                            what="numeric",

@@ -4,6 +4,7 @@ import operator
 import numpy as np
 
 from .. import dtypes
+from ..names import also_named as _also_named
 from ..errors import AxisError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
@@ -110,6 +111,9 @@ def transpose(x, axes=None):
     if axes is not None:
         axes = int_tuple("transpose", axes, "axes")
     return apply(transpose_op, x, axes=axes)
+
+
+_also_named(transpose, numpy="permute_dims", array_api="permute_dims")
 
 
 # ---- broadcast_to ---------------------------------------------------------

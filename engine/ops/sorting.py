@@ -18,6 +18,7 @@ Example:
 import numpy as np
 
 from .. import dtypes
+from ..names import also_named as _also_named
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply, current_mode
 from ..op import Op, declare, register
@@ -370,6 +371,9 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     extra = [t for flag, t in [(return_index, index), (return_inverse, inverse),
                                (return_counts, counts)] if flag]
     return tuple([values] + extra) if extra else values
+
+
+_also_named(unique, array_api=("unique_all", "unique_counts", "unique_inverse", "unique_values"))
 
 
 def unique_all(x, size=None, fill_value=None):
