@@ -17,7 +17,7 @@ each under a ``#`` comment that says why. The run fails (exit status 1) on any
 other failure; it prints the tests that are listed but passed, so the list can
 shrink. It fails with status 2, saying why, when the suite can be neither found
 nor cloned or pytest could not run it: CI never passes without having run it.
-The last line is the count the README quotes.
+The last line is the count docs/guide/eager.md quotes.
 """
 import argparse
 import collections

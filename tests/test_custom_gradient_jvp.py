@@ -12,7 +12,7 @@ import engine as en
 
 @en.custom_gradient
 def log1pexp(x):
-    """The README's example: stable only through its rule."""
+    """The gradients guide's example (docs/guide/autodiff.md): stable only through its rule."""
     e = en.exp(x)
 
     def grad_fn(dy):

@@ -53,7 +53,7 @@ def test_every_op_is_classified_for_onnx():
     assert not unclassified, (
         f"ops without an onnx rule: {unclassified}; declare(op, onnx=(pattern, ...)) with a "
         f"pattern of graph.onnx_export.PATTERNS, or onnx=None when ONNX has no equivalent "
-        "(then list it in the README's ONNX section)")
+        "(then list it in docs/guide/export.md, the ONNX section)")
 
 
 def test_onnx_rules_name_real_patterns_and_every_pattern_is_used():
