@@ -1,4 +1,5 @@
-"""Keep README.md true: run its examples and its commands' entry points."""
+"""Keep README.md true: its two commands first, its example run, its links and its
+headline figures found in the measurements log (the user guide's examples: test_docs.py)."""
 import doctest
 import os
 import re
@@ -41,41 +42,49 @@ def test_the_test_extra_exists():
 
 
 def test_pycon_examples():
-    """Every ``pycon`` block, run in order in one namespace, as a doctest."""
+    """The README's example, run as a doctest."""
     blocks = [body for lang, body in fenced_blocks(readme()) if lang == "pycon"]
-    assert len(blocks) >= 6
-    source = "\n".join(blocks)
-    parser = doctest.DocTestParser()
-    test = parser.get_doctest(source, {}, "README.md", README, 0)
+    assert len(blocks) >= 1
+    test = doctest.DocTestParser().get_doctest("\n".join(blocks), {}, "README.md", README, 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     report = []
-    with warnings.catch_warnings():  # the README changes warning filters; keep that local
-        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow in exp(100)
-        runner.run(test, out=report.append)
+    runner.run(test, out=report.append)
     assert runner.failures == 0, "".join(report)
-    assert runner.tries >= 30
+    assert runner.tries >= 8
 
 
-def test_error_example_script(tmp_path):
-    """The ``model.py`` script and the error it prints, as shown."""
-    blocks = fenced_blocks(readme())
-    index = next(i for i, (lang, body) in enumerate(blocks)
-                 if lang == "python" and body.startswith("# model.py"))
-    script = blocks[index][1]
-    lang, console = blocks[index + 1]
-    assert lang == "console"
-    lines = console.strip().splitlines()
-    assert lines[0] == "$ python model.py"
-    expected = [line.replace("/path/to/", str(tmp_path) + os.sep)
-                for line in lines[1:] if line != "..."]
+def test_the_readme_is_a_front_door():
+    """At most 200 lines, and every section a newcomer looks for."""
+    text = readme()
+    assert len(text.splitlines()) <= 200
+    for heading in ("## Why pick it over TensorFlow, PyTorch or JAX", "## Install", "## Example",
+                    "## Documentation", "## Limits"):
+        assert heading in text, heading
 
-    (tmp_path / "model.py").write_text(script, encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "model.py"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1
-    tail = proc.stderr.rstrip().splitlines()[-len(expected):]
-    assert tail == expected, proc.stderr
+
+def test_the_readme_links_resolve():
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme())
+    assert len(links) >= 15
+    missing = [link for link in links if not os.path.exists(os.path.join(REPO, link))]
+    assert not missing, missing
+
+
+def test_the_headline_figures_come_from_the_measurements_log():
+    """Each figure of the headline table is one the measurements log (or, for Dask, its
+    guide page, which keeps its own dated table) states."""
+    text = readme()
+    table = text.split("| workload (machine, date) |", 1)[1].split("\n\n", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) >= 4
+    log = ""
+    for page in ("measurements.md", os.path.join("guide", "dask.md")):
+        with open(os.path.join(REPO, "docs", page), encoding="utf-8") as f:
+            log += f.read()
+    for row in rows:
+        figures = re.findall(r"(\d+(?:\.\d+)?) (?:ms|µs)", row)
+        assert figures, row
+        for figure in figures:
+            assert re.search(rf"(?<![\d.]){re.escape(figure)}(?![\d])", log), (figure, row)
 
 
 def test_overhead_benchmark_runs(capsys):
