@@ -5,6 +5,8 @@ import os
 import shutil
 import sys
 
+from mkdocs.plugins import event_priority
+
 MARKER = "<!-- bench-results -->"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -92,6 +94,9 @@ def _examples_sections():
         pass
 
 
+# Before the plugins' own on_config: mkdocstrings reads its search paths there, and a
+# path that does not exist yet (a fresh checkout) would be left out.
+@event_priority(100)
 def on_config(config):
     stage_api_source()
     _examples_sections()
