@@ -50,13 +50,16 @@ def run_pycon(text, name):
     test = doctest.DocTestParser().get_doctest(source, {}, name, name, 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     report = []
+    # Pages set en.config switches and restore them; a failed example must not leave one
+    # changed for the tests that run after it in this process.
+    settings = {k: v for k, v in vars(en.config).items() if not k.startswith("_")}
     with warnings.catch_warnings():   # pages change warning filters; keep that local
         warnings.simplefilter("ignore", RuntimeWarning)   # numpy's overflow in exp(100)
         try:
             runner.run(test, out=report.append)
         finally:
-            en.set_default_dtype(None)   # a failed example must not leave float32 behind
-            en.config.compiled_lowering = "auto"
+            en.set_default_dtype(None)
+            vars(en.config).update(settings)
     return runner.failures, runner.tries, "".join(report)
 
 
