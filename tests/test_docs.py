@@ -184,3 +184,19 @@ def test_the_changelog_is_the_generators_output_for_its_commits():
                                      ("2026-12-01", "def5678", "tests: argwhere of a 0-d")])
     assert rendered.index("### Tests") < rendered.index("### Dask")
     assert "- dask: one chunk read (`abc1234`)" in rendered
+
+
+def test_the_files_the_pages_name_exist():
+    """A source path in backquotes (``graph/passes/dce.py``) names a file of the repository;
+    a module that moves takes the pages that name it along."""
+    pattern = r"`((?:engine|graph|eager|bench|tests|examples)/[\w/.-]+)`"
+    named = {(page, path) for page in PAGES if page != "changelog.md"   # history: old paths
+             for path in re.findall(pattern, read(page))}
+    named |= {("README.md", path) for path in re.findall(pattern, open(
+        os.path.join(REPO, "README.md"), encoding="utf-8").read())}
+    assert len(named) >= 30
+    # engine/graph/... and engine/eager/... are the installed names of graph/ and eager/.
+    missing = sorted((page, path) for page, path in named
+                     if not os.path.exists(os.path.join(REPO, re.sub(r"^engine/(graph|eager)/",
+                                                                     r"\1/", path))))
+    assert not missing, missing
