@@ -56,7 +56,7 @@ if __name__ == "__main__":
 import engine as en  # noqa: E402
 from bench import common, workloads  # noqa: E402
 from bench.malloc import release_memory, steady_malloc  # noqa: E402
-from engine.graph.parallel import kernel_threads  # noqa: E402
+from engine.graph.lowering.parallel import kernel_threads  # noqa: E402
 
 
 class _SharedOptions:

@@ -96,7 +96,7 @@ ROUNDS = 4
 
 def _wait_for_engine_compiles():
     if "engine" in sys.modules:   # nothing to wait for in a process without the engine
-        from engine.graph.compiled.hot_swap import wait_for_compiles
+        from engine.graph.lowering.hot_swap import wait_for_compiles
         wait_for_compiles()
 
 

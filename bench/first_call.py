@@ -76,7 +76,8 @@ def _child(batch, lowering=None):
     import numpy as np
 
     from bench.workloads.autoencoder import Problem, engine_loss
-    from engine.graph import concrete, executor
+    from engine.graph.jit import concrete
+    from engine.graph.lowering import executor
 
     totals = {}
     _Timed(totals, "trace_s", concrete.ConcreteFunction, "_trace")

@@ -194,7 +194,7 @@ def _function_30(inputs):
         "engine_traced": loop(lambda: traced(*tensors)),
         "engine_traced_noopt": loop(lambda: plain(*tensors)),
     }
-    from engine.graph.passes import fusion_numba
+    from engine.graph.lowering.numba import fusion_numba
     if fusion_numba.available():   # the optional JIT lowering of fused kernels
         previous = en.config.fusion_backend
         en.config.fusion_backend = "numba"

@@ -32,7 +32,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import numpy as np
 
 import engine as en
-from engine.graph import concrete
+from engine.graph.jit import concrete
 
 def _stack(x, w, layers):
     for _ in range(layers):

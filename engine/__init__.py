@@ -67,13 +67,15 @@ modes.set_default_mode(_EAGER)
 # first time the name is read; the value is then bound here, so later reads are plain
 # module attributes (``en.function`` costs nothing after the first).
 _GRAPH_NAMES = {
-    "Function": "function", "function": "function", "run_functions_eagerly": "function",
-    "TensorSpec": "signature", "is_tracing": "tracer",
-    "cond": "control_flow", "scan": "control_flow", "while_loop": "control_flow",
-    "print": "effects", "py_function": "effects",
-    "save": "export", "load": "load", "export_onnx": "onnx_export",
+    "Function": "jit.function", "function": "jit.function",
+    "run_functions_eagerly": "jit.function",
+    "TensorSpec": "ir.signature", "is_tracing": "jit.tracer",
+    "cond": "control.control_flow", "scan": "control.control_flow",
+    "while_loop": "control.control_flow",
+    "print": "control.effects", "py_function": "control.effects",
+    "save": "export.native", "load": "export.load", "export_onnx": "export.onnx_export",
 }
-_GRAPH_MODULES = {"autograph": "autograph"}
+_GRAPH_MODULES = {"autograph": "jit.autograph"}
 
 
 def __getattr__(name):

@@ -15,7 +15,7 @@ class _Config:
         self._check_numerics = contextvars.ContextVar("check_numerics", default=False)
         self._run_eagerly = contextvars.ContextVar("run_functions_eagerly", default=None)
         self.run_functions_eagerly_global = False
-        # Default optimization passes for en.function (filled in by graph.passes).
+        # Default optimization passes for en.function (filled in by graph.lowering.pipeline).
         self.default_passes = None
         # How fused elementwise kernels are lowered: "numpy" (the default, always
         # available) or "numba" (optional JIT: one pass, one call; needs numba).
@@ -25,7 +25,7 @@ class _Config:
         # calls, compile time included: whole graphs and scans with numba where it is
         # installed, fused kernels in C where a C compiler is found, else numba; a
         # fused kernel that pays only over a longer run moves to C in the background
-        # once hot; see graph/passes/compile_numba.py), "numba" (numba wherever it
+        # once hot; see graph/lowering/compile_numba.py), "numba" (numba wherever it
         # can), "c" (fused kernels in C wherever they can be written, nothing with
         # numba) or "numpy" (never: the numpy lowering, which always works).
         self.compiled_lowering = "auto"
@@ -36,7 +36,7 @@ class _Config:
         # cores, with numpy's OpenBLAS held at one thread while the engine's pool runs
         # its products), else 1: two measured faster on the idle 2-core machine at batch
         # 10000 and 60000, one at batch 1000 (README, "Kernel threads";
-        # graph/parallel.py's threads_for). A number: that many in every graph.
+        # graph/lowering/parallel.py's threads_for). A number: that many in every graph.
         self.fusion_threads = None
         # Traces each en.function keeps, least recently used dropped first (None:
         # all). Each holds its graphs, generated code and planned buffers; 32 covers
@@ -50,7 +50,7 @@ class _Config:
         self.eager_cache_shapes = 8
         # A traced function writes each large output (128 KiB and up) into the array its
         # previous call returned, once nothing refers to that array any more; it keeps
-        # that array until its next call (graph/output_recycling.py). Read when a graph
+        # that array until its next call (graph/lowering/output_recycling.py). Read when a graph
         # is lowered.
         self.recycle_graph_outputs = True
         # Kernels borrow one per-thread scratch buffer (im2col patches) up to

@@ -5,7 +5,7 @@ Every op call in every mode goes through ``apply(op, *inputs, **params)``
 :func:`op_function` and do the same), which hands the call to the current
 mode and records it on the active gradient tapes. A mode is an object
 following :class:`Mode`: eager execution (``eager.EagerMode``) and graph
-tracing (``graph.tracer.TraceMode``) are the two. The core never imports
+tracing (``graph.jit.tracer.TraceMode``) are the two. The core never imports
 them: the public facade (``engine/__init__.py``) registers the eager mode as
 the default with :func:`set_default_mode`, and a tracer pushes its mode with
 :func:`use_mode`. The current mode lives in a context variable, so each thread

@@ -94,23 +94,23 @@ class Op:
 
 # What each kind of rule is; the consumer that reads it is named first.
 RULE_KINDS = {
-    "onnx": "ONNX export (graph/onnx_export.py): ``(pattern, *args)``, a pattern of "
+    "onnx": "ONNX export (graph/export/onnx_export.py): ``(pattern, *args)``, a pattern of "
             "``onnx_export.PATTERNS`` and its arguments, e.g. ``(\"node\", \"Exp\")``; "
             "None: the op has no ONNX equivalent (the exporter names it in its error)",
-    "scalar_form": "numba fusion (graph/passes/fusion_numba.py, graph/compiled): the op on "
+    "scalar_form": "numba fusion (graph/lowering/numba/): the op on "
                    "scalars, a format string over its inputs ``{0}, {1}, ...`` (converted to "
                    "the op's loop dtype first), where ONE, ZERO and HALF stand for 1, 0 and 0.5 "
                    "of that dtype, ``np`` is numpy, ``math`` the math module, and numba_math's "
                    "helpers (``floor_divide_``, ...) are in scope; or ``f(input_avals, "
                    "out_dtype) -> str or None`` choosing one by the types (None: not compiled)",
-    "numba_form": "compiled lowering (graph/compiled/numba_source.py): a pattern of "
+    "numba_form": "compiled lowering (graph/lowering/numba/numba_source.py): a pattern of "
                   "``numba_source.PATTERNS`` that writes the op in a numba function (non-"
                   "elementwise ops; elementwise ones use their scalar_form)",
-    "python_form": "numpy lowering (graph/codegen.py): ``f(input_avals, params) -> str or "
+    "python_form": "numpy lowering (graph/lowering/codegen.py): ``f(input_avals, params) -> str or "
                    "None``, the node as a Python expression over its inputs ``{0}, {1}, ...``, "
                    "written in place of the kernel call where the call is most of the cost (a "
                    "basic index of a static shape: 0.15 us against 0.9); None: the kernel call",
-    "static_kernel": "numpy lowering (graph/codegen.py): ``f(input_avals, out_aval, params, "
+    "static_kernel": "numpy lowering (graph/lowering/codegen.py): ``f(input_avals, out_aval, params, "
                      "into_buffer) -> callable or None``, a kernel chosen once from the node's "
                      "static shapes and dtypes, called in place of ``impl`` (with "
                      "``into_buffer``: of ``out_impl``, writing into a planned C-contiguous "
@@ -134,7 +134,7 @@ RULE_KINDS = {
     "chunks": "chunked data (graph/chunked): ``f(axes, in_avals, out_aval, params)`` -> "
               "``engine.chunk_rules.rows(...)``/``reduce(...)``, or None when the op needs every "
               "row of the data at once; see engine/chunk_rules.py (elementwise ops need none)",
-    "load_check": "graph loading (graph/load.py): ``f(in_avals, params, declared, where)``, "
+    "load_check": "graph loading (graph/export/load.py): ``f(in_avals, params, declared, where)``, "
                   "checks a loaded node's structure before ``abstract_eval`` runs and raises "
                   "LoadError naming ``where``",
     "absent_cotangents": "reverse mode (engine/autodiff/tape.py): True for an op of several "

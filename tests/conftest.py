@@ -11,7 +11,7 @@ the user's cache.
 import os
 import tempfile
 
-import engine.graph.passes
+import engine.graph.lowering.pipeline
 
-engine.graph.passes.LINT_AFTER_EACH_PASS[0] = True
+engine.graph.lowering.pipeline.LINT_AFTER_EACH_PASS[0] = True
 os.environ["ENGINE_CACHE_DIR"] = tempfile.mkdtemp(prefix="engine-test-cache-")

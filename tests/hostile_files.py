@@ -12,7 +12,7 @@ import zipfile
 
 import numpy as np
 
-from engine.graph.export import npz_bytes, paths_for
+from engine.graph.export.native import npz_bytes, paths_for
 
 
 def node(op, name, inputs, result_shape, dtype="float32", params=None):

@@ -1,4 +1,4 @@
-"""Fused elementwise kernels compiled as C (graph/compiled/c_fused.py) agree with eager mode
+"""Fused elementwise kernels compiled as C (graph/lowering/c/c_fused.py) agree with eager mode
 over every op with a scalar form, keep numpy's semantics at the edges, write in place,
 split over kernel threads, keep their libraries on disk, and follow the lowering policy."""
 import importlib
@@ -17,9 +17,9 @@ from op_db import F32, F64, OP_DB, seeded_rng
 from fused_lowering import (autoencoder_gradient_backends, check_partial_overlap_is_read_from_a_copy,
                             fused_backends, region_of, run_lowered, sigmoid_times_three_case)
 
-c_compiler = importlib.import_module("engine.graph.compiled.c_compiler")
-c_fused = importlib.import_module("engine.graph.compiled.c_fused")
-compile_numba = importlib.import_module("engine.graph.passes.compile_numba")
+c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
+c_fused = importlib.import_module("engine.graph.lowering.c.c_fused")
+compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
 
 pytestmark = pytest.mark.skipif(not c_compiler.available(),
                                 reason="the C lowering needs a C compiler (gcc or cc)")
@@ -204,7 +204,7 @@ def test_without_a_compiler_the_numpy_lowering_runs(config, monkeypatch):
 
 
 def test_a_source_the_compiler_refuses_warns_and_runs_numpy(config, monkeypatch):
-    c_source = importlib.import_module("engine.graph.compiled.c_source")
+    c_source = importlib.import_module("engine.graph.lowering.c.c_source")
     monkeypatch.setattr(c_source, "kernel_source", lambda *a, **k: "int fused( {\n")
     x = np.random.default_rng(7).standard_normal((600, 600)).astype(np.float32)
     with pytest.warns(RuntimeWarning, match="was not compiled"):
@@ -216,7 +216,7 @@ def test_a_source_the_compiler_refuses_warns_and_runs_numpy(config, monkeypatch)
 def test_a_second_process_loads_the_library_from_disk(tmp_path):
     script = textwrap.dedent("""
         import importlib, numpy as np, engine as en
-        c_fused = importlib.import_module("engine.graph.compiled.c_fused")
+        c_fused = importlib.import_module("engine.graph.lowering.c.c_fused")
         en.config.compiled_lowering = "c"
         f = en.function(lambda x: en.sigmoid(x) * 3.0)
         x = en.tensor(np.linspace(-5, 5, 400 * 400, dtype=np.float32).reshape(400, 400))
@@ -235,7 +235,7 @@ def test_a_second_process_loads_the_library_from_disk(tmp_path):
 
 
 def test_a_hot_kernel_moves_to_c_in_the_background(config, monkeypatch, tmp_path):
-    hot_swap = importlib.import_module("engine.graph.compiled.hot_swap")
+    hot_swap = importlib.import_module("engine.graph.lowering.hot_swap")
     monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path))       # nothing on disk yet
     monkeypatch.setattr(compile_numba, "numba_available", lambda: False)
     rng = np.random.default_rng(8)
@@ -269,7 +269,7 @@ def test_a_hot_kernel_moves_to_c_in_the_background(config, monkeypatch, tmp_path
 
 
 def test_a_hot_kernel_whose_compile_fails_stays_numpy_with_a_warning():
-    hot_swap = importlib.import_module("engine.graph.compiled.hot_swap")
+    hot_swap = importlib.import_module("engine.graph.lowering.hot_swap")
 
     def build():
         raise c_compiler.CompileError("refused")

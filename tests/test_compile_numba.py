@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.compiled.numba_source import Unsupported
+from engine.graph.lowering.numba.numba_source import Unsupported
 from engine.op import REGISTRY
 from op_db import F32, F64, OP_DB, seeded_rng
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
-compile_numba = importlib.import_module("engine.graph.passes.compile_numba")
+compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # The numeric suite's tolerances (tests/test_ops_numeric.py).
 TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}
@@ -218,7 +218,7 @@ def test_auto_declines_a_cold_compile_that_cannot_pay_and_numpy_never_compiles(l
     lowering("numba")
     big = en.tensor(np.ones(2 * compile_numba.LARGE_REGION_ELEMENTS, np.float32))
     # Values this large are not written whole (each would be a fresh array): the fused
-    # kernel is compiled instead (graph/compiled/numba_fused.py).
+    # kernel is compiled instead (graph/lowering/numba/numba_fused.py).
     graph = en.function(_thirty_ops).graph_for(big, big, big)
     assert not _compiled_nodes(graph)
     assert [n.meta["backend"] for n in graph.nodes if n.op.name.startswith("fused")] == ["numba"]
@@ -294,7 +294,7 @@ def test_an_unwritable_cache_folder_compiles_in_memory(tmp_path):
 
 
 def test_fast_float32_exp_and_tanh_are_within_a_few_ulp():
-    from engine.graph.compiled import numba_math
+    from engine.graph.lowering.numba import numba_math
 
     @numba.njit(error_model="numpy")
     def run(a, e, t):
@@ -343,12 +343,12 @@ def test_a_compiled_function_takes_a_transposed_view(lowering):
 
 
 def test_fused_multiply_adds_keep_numpys_special_values(lowering, monkeypatch):
-    # numba compiles with fastmath={"contract"} only (graph/compiled/numba_cache.py): a
+    # numba compiles with fastmath={"contract"} only (graph/lowering/numba/numba_cache.py): a
     # multiply and an add may become one FMA, rounded once. Special inputs and signed
     # zeros stay numpy's; the product is not rounded before the add, so the only cases
     # that differ are a product that overflows meeting the opposite infinity (numpy:
     # inf - inf = nan; the FMA: that infinity) and a subnormal product.
-    from engine.graph.compiled import numba_cache
+    from engine.graph.lowering.numba import numba_cache
     key = numba_cache.key_of("def f():\n    return 0\n")
     monkeypatch.setattr(numba_cache, "FASTMATH", frozenset())
     assert numba_cache.key_of("def f():\n    return 0\n") != key, "the flags must key the cache"

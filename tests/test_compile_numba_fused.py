@@ -1,4 +1,4 @@
-"""Fused elementwise kernels compiled by numba (graph/compiled/numba_fused.py), large and
+"""Fused elementwise kernels compiled by numba (graph/lowering/numba/numba_fused.py), large and
 small, agree with numpy, write in place where memory planning says so, split over kernel
 threads, share one function among alike kernels, and follow the lowering policy."""
 import importlib
@@ -14,8 +14,8 @@ from test_graph_mode import flat
 numba = pytest.importorskip("numba",
                             reason="the compiled lowering needs numba (pip install '.[jit]')")
 
-compile_numba = importlib.import_module("engine.graph.passes.compile_numba")
-numba_fused = importlib.import_module("engine.graph.compiled.numba_fused")
+compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
+numba_fused = importlib.import_module("engine.graph.lowering.numba.numba_fused")
 
 
 @pytest.fixture
@@ -160,7 +160,7 @@ def _unrolled_tanh_rnn(w, u, b, xs, targets):
 
 def test_the_steps_of_an_unrolled_loop_share_one_compiled_kernel(config):
     from bench.workloads.rnn import numpy_tanh_loss_and_grad
-    from engine.graph.passes import DEFAULT_PIPELINE
+    from engine.graph.lowering.pipeline import DEFAULT_PIPELINE
     rng = np.random.default_rng(7)
     steps, batch, hidden = 12, 16, 32
     w, u = (rng.uniform(-0.3, 0.3, (hidden, hidden)).astype(np.float32) for _ in range(2))

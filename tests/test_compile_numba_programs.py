@@ -3,9 +3,9 @@
 The generated programs of ``test_graph_mode`` (elementwise ops, broadcasting, scalars,
 reductions, matrix products, transposes) are traced with
 ``en.config.compiled_lowering = "numba"``, so small graphs become one numba function
-each (``graph/passes/compile_numba.py``); bigger ones, with the bound between small and
+each (``graph/lowering/compile_numba.py``); bigger ones, with the bound between small and
 large values lowered, keep their products and get their fused regions as numba loop nests
-(``graph/compiled/numba_fused.py``). Both must agree with eager mode to the numeric
+(``graph/lowering/numba/numba_fused.py``). Both must agree with eager mode to the numeric
 suite's float64 tolerances, and enough programs must really be compiled that the
 comparison means something (a guard against the strategy drifting to programs nothing
 compiles).
@@ -22,7 +22,7 @@ from test_passes_programs import BIG_SHAPES, _big_reshapes
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
-compile_numba = importlib.import_module("engine.graph.passes.compile_numba")
+compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
 
 # The numeric suite's float64 tolerances (tests/test_ops_numeric.py); the compiled code
 # sums in another order than numpy's pairwise sums.

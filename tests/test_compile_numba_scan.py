@@ -1,4 +1,4 @@
-"""The compiled scan's loop (graph/compiled/numba_scan.py): per-step buffers, carries
+"""The compiled scan's loop (graph/lowering/numba/numba_scan.py): per-step buffers, carries
 updated in place, results nobody reads left out, a VJP's recomputation read from the
 forward loop, products batched over the steps; checked against float64 numpy BPTT
 (the bench's hand-written references) and numpy loops."""
@@ -12,8 +12,8 @@ from bench.workloads import rnn
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
-compile_numba = importlib.import_module("engine.graph.passes.compile_numba")
-numba_blas = importlib.import_module("engine.graph.compiled.numba_blas")
+compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
+numba_blas = importlib.import_module("engine.graph.lowering.numba.numba_blas")
 SMALL = {"steps": 6, "batch": 3, "hidden": 5, "features": 4, "repeats": 1}
 CELLS = {"gru": rnn.gru_cell, "lstm": rnn.lstm_cell, "tanh": rnn.tanh_cell}
 

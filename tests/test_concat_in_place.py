@@ -1,4 +1,4 @@
-"""Concatenations whose parts are written in place (graph/concat_in_place.py): the same
+"""Concatenations whose parts are written in place (graph/lowering/concat_in_place.py): the same
 values as numpy's concatenate, a fresh result every call, and a copy only where a
 part does not qualify."""
 import numpy as np

@@ -155,6 +155,6 @@ def test_differentiating_a_non_float_input_raises(dtype):
 
 
 def test_onnx_knows_the_new_dtypes():
-    from engine.graph import onnx_export
+    from engine.graph.export import onnx_export
     for d in ALL:
         assert d.name in onnx_export._ONNX_TYPES

@@ -29,8 +29,8 @@ ALLOWED = {
 # Internal signals, caught inside the engine, never seen by users.
 SIGNALS = {
     "OnOtherBackend": "caught by eager/mode.py: the op runs on the tensors' back end instead",
-    "_Retry": "caught in graph/autograph/tensor_control.py: the loop is traced again",
-    "Unconvertible": "caught by graph/autograph/__init__.py: the function is traced unconverted",
+    "_Retry": "caught in graph/jit/autograph/tensor_control.py: the loop is traced again",
+    "Unconvertible": "caught by graph/jit/autograph/__init__.py: the function is traced unconverted",
 }
 
 

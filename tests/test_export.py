@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.export import paths_for, saved_files
+from engine.graph.export.native import paths_for, saved_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

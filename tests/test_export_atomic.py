@@ -14,9 +14,9 @@ import pytest
 
 import engine as en
 import engine.files as files
-import engine.graph.atomic_save as atomic
-import engine.graph.load as load_module
-from engine.graph.export import ExportError, paths_for, saved_files
+import engine.graph.export.atomic_save as atomic
+import engine.graph.export.load as load_module
+from engine.graph.export.native import ExportError, paths_for, saved_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 X = np.linspace(-1.0, 1.0, 6, dtype="float32").reshape(2, 3)

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.export import paths_for, saved_files
+from engine.graph.export.native import paths_for, saved_files
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile_files as hf  # noqa: E402

@@ -1,13 +1,13 @@
 """Multi-output fusion: elementwise regions that feed one another run as one kernel with
-several results (``graph/passes/fusion_groups.py``), checked against numpy references."""
+several results (``graph/lowering/fusion_groups.py``), checked against numpy references."""
 import networkx as nx
 import numpy as np
 
 import engine as en
 from engine.op import Op
-from engine.graph.graph_ops import placeholder_op, unpack_op
-from engine.graph.ir import Graph
-from engine.graph.passes.memory_planning import plan_memory
+from engine.graph.ir.graph_ops import placeholder_op, unpack_op
+from engine.graph.ir.graph import Graph
+from engine.graph.lowering.memory_planning import plan_memory
 from pass_helpers import assert_matches, fused_nodes
 
 
@@ -178,7 +178,7 @@ def test_a_result_overwrites_a_dying_input_only_when_the_input_is_no_longer_read
 
 
 def _contracted(users, nodes_of):
-    from engine.graph.passes.fusion_groups import _Contracted
+    from engine.graph.lowering.fusion_groups import _Contracted
     preds = {n: [] for n in users}
     for n, us in users.items():
         for u in us:

@@ -1,4 +1,4 @@
-"""Fused kernels walked by several threads (``en.config.fusion_threads``, ``graph/parallel.py``):
+"""Fused kernels walked by several threads (``en.config.fusion_threads``, ``graph/lowering/parallel.py``):
 the same results as numpy, and the same bits whatever the thread count."""
 import signal
 import threading
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph import parallel
-from engine.graph.parallel import row_bounds, run_split
+from engine.graph.lowering import parallel
+from engine.graph.lowering.parallel import row_bounds, run_split
 
 
 @pytest.fixture
@@ -161,7 +161,7 @@ _CTRL_C_SCRIPT = r"""
 import signal, sys, threading, time
 import numpy as np
 import engine as en
-from engine.graph import parallel
+from engine.graph.lowering import parallel
 
 en.config.fusion_threads = 2
 x = np.random.default_rng(0).standard_normal(1 << 23).astype(np.float32)

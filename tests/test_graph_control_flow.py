@@ -482,7 +482,7 @@ def test_generator_stream_continues_across_modes():
 
 
 # ---- effects inside differentiated loop and branch bodies ------------------------------------
-# The VJPs of cond and scan re-run the traced body (graph/control_flow.py, _vjp_of on
+# The VJPs of cond and scan re-run the traced body (graph/control/control_flow.py, _vjp_of on
 # interpret(body.graph)): effects in the body run again and variable reads (a random
 # generator's state) see the values after the forward pass. Known bug; these tests
 # state the intended behaviour.

@@ -162,7 +162,7 @@ def test_variables_read_inside_traced_function_get_gradients_from_eager_tape():
 
 
 # The backward function of a call recorded on an eager tape re-traces the Python
-# body (graph/concrete.py, ConcreteFunction.backward_function): it runs the
+# body (graph/jit/concrete.py, ConcreteFunction.backward_function): it runs the
 # forward's side effects a second time and re-reads variables after the forward
 # changed them. Known bug; these tests state the intended behaviour.
 def test_backward_of_traced_call_does_not_rerun_side_effects(capsys):

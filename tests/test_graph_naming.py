@@ -6,8 +6,8 @@ import networkx as nx
 import numpy as np
 
 import engine as en
-from engine.graph.graph_ops import placeholder_op
-from engine.graph.ir import Graph
+from engine.graph.ir.graph_ops import placeholder_op
+from engine.graph.ir.graph import Graph
 
 
 class _CountingSet(set):

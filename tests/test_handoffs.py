@@ -4,10 +4,10 @@ plan object rather than marks on the graph."""
 import numpy as np
 
 import engine as en
-from engine.graph.codegen import lower
-from engine.graph.ir import Graph
-from engine.graph.passes import optimize
-from engine.graph.passes.memory_planning import MemoryPlan, plan_memory
+from engine.graph.lowering.codegen import lower
+from engine.graph.ir.graph import Graph
+from engine.graph.lowering.pipeline import optimize
+from engine.graph.lowering.memory_planning import MemoryPlan, plan_memory
 
 
 def _cond_nodes(graph):

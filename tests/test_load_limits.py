@@ -21,9 +21,9 @@ import pytest
 
 import engine as en
 from memory_probe import peak_bytes
-import engine.graph.load
-from engine.graph.export import paths_for
-from engine.graph.ir import Graph
+import engine.graph.export.load
+from engine.graph.export.native import paths_for
+from engine.graph.ir.graph import Graph
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile_files as hf  # noqa: E402
@@ -148,12 +148,12 @@ def test_directories_and_devices_are_refused(tmp_path):
 # ---- nodes: refused early, names without search (item 12) ----------------------------------
 def _count_built(monkeypatch):
     built = []
-    real = engine.graph.load._Reader._node
+    real = engine.graph.export.load._Reader._node
 
     def counting(self, *args):
         built.append(1)
         return real(self, *args)
-    monkeypatch.setattr(engine.graph.load._Reader, "_node", counting)
+    monkeypatch.setattr(engine.graph.export.load._Reader, "_node", counting)
     return built
 
 
@@ -179,11 +179,11 @@ def test_too_many_nodes_are_refused_before_any_is_built(tmp_path, monkeypatch):
     with open(paths_for(path)[0]) as fh:
         n = _nodes_in(json.load(fh))
     built = _count_built(monkeypatch)
-    monkeypatch.setattr(engine.graph.load, "MAX_NODES", n)
+    monkeypatch.setattr(engine.graph.export.load, "MAX_NODES", n)
     en.load(path)                                   # exactly at the limit: loads
     assert built
     built.clear()
-    monkeypatch.setattr(engine.graph.load, "MAX_NODES", n - 1)   # one over, counting the bodies
+    monkeypatch.setattr(engine.graph.export.load, "MAX_NODES", n - 1)   # one over, counting the bodies
     with pytest.raises(en.LoadError, match=f"more than {n - 1} nodes.*refused before building"):
         en.load(path)
     assert not built

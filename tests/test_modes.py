@@ -10,7 +10,7 @@ import pytest
 import engine as en
 from engine.modes import Mode, current_mode, default_mode, set_default_mode, use_mode
 from engine.eager import EagerMode
-from engine.graph.tracer import TraceMode
+from engine.graph.jit.tracer import TraceMode
 
 
 class CountingMode(Mode):

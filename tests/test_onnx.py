@@ -226,7 +226,7 @@ def test_conv2d_and_max_pool2d_match_direct_loops(stride, padding, tmp_path):
 
 
 def test_ops_that_do_not_export_are_listed_in_the_readme():
-    from engine.graph.onnx_export import not_exported
+    from engine.graph.export.onnx_export import not_exported
     page = os.path.join(os.path.dirname(__file__), "..", "docs", "guide", "export.md")
     with open(page, encoding="utf-8") as f:
         text = f.read()

@@ -1,4 +1,4 @@
-"""Graph outputs written into the previous call's released arrays (graph/output_recycling.py):
+"""Graph outputs written into the previous call's released arrays (graph/lowering/output_recycling.py):
 the same bits as numpy, and never an array that a caller (tensor, view, numpy array) still holds."""
 import doctest
 import threading
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph import output_recycling
+from engine.graph.lowering import output_recycling
 
 SHAPE = (128, 300)       # 300 KiB of float64: above output_recycling.MIN_BYTES
 

@@ -119,7 +119,7 @@ def test_the_wheel_installs_one_import_name_that_works(tmp_path):
         metadata = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
     assert {n.split("/")[0] for n in names} == {"engine", info}
-    assert "engine/graph/passes/__init__.py" in names and "engine/eager/mode.py" in names
+    assert "engine/graph/lowering/pipeline.py" in names and "engine/eager/mode.py" in names
     assert not [n for n in names if "bench" in n.split("/")[0:2]]
     assert re.search(rf"^Version: {re.escape(en.__version__)}$", metadata, re.M)
     assert re.search(r"^License-Expression: \S+", metadata, re.M)
@@ -143,7 +143,7 @@ def test_import_engine_loads_no_graph_mode_until_a_name_needs_it():
             "assert 'networkx' not in sys.modules\n"
             "spec = en.TensorSpec((None, 3))\n"
             "assert 'networkx' in sys.modules\n"
-            "import engine.graph.signature as s\n"
+            "import engine.graph.ir.signature as s\n"
             "assert en.TensorSpec is s.TensorSpec and en.__dict__['TensorSpec'] is s.TensorSpec\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
@@ -155,9 +155,9 @@ def test_the_lazy_names_are_the_graph_modules_own_objects():
     for name in ("function", "Function", "run_functions_eagerly", "TensorSpec", "is_tracing",
                  "cond", "scan", "while_loop", "print", "py_function"):
         assert getattr(en, name) is getattr(g, name), name
-    assert en.autograph is sys.modules["engine.graph.autograph"]
-    assert en.save is sys.modules["engine.graph.export"].save
-    assert en.load is sys.modules["engine.graph.load"].load
+    assert en.autograph is sys.modules["engine.graph.jit.autograph"]
+    assert en.save is sys.modules["engine.graph.export.native"].save
+    assert en.load is sys.modules["engine.graph.export.load"].load
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         en.no_such_name   # noqa: B018
 

@@ -1,16 +1,16 @@
-"""Large matrix products split by rows over the kernel threads (graph/passes/parallel_matmul.py),
-with numpy's OpenBLAS held at one thread meanwhile (graph/blas_threads.py)."""
+"""Large matrix products split by rows over the kernel threads (graph/lowering/parallel_matmul.py),
+with numpy's OpenBLAS held at one thread meanwhile (graph/lowering/blas_threads.py)."""
 import importlib
 
 import numpy as np
 import pytest
 
 import engine as en
-from engine.graph import blas_threads
-from engine.graph.parallel import kernel_threads
+from engine.graph.lowering import blas_threads
+from engine.graph.lowering.parallel import kernel_threads
 
-# The module (its name in engine.graph.passes is the pass function).
-pm = importlib.import_module("engine.graph.passes.parallel_matmul")
+# The module (the pipeline binds the pass function under the same name).
+pm = importlib.import_module("engine.graph.lowering.parallel_matmul")
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ _HOLDS_NUMPYS_BLAS = """
 import scipy.linalg.cython_blas  # SciPy's own OpenBLAS, loaded before the engine looks
 import numpy as np
 from threadpoolctl import threadpool_info
-from engine.graph import blas_threads
+from engine.graph.lowering import blas_threads
 
 def numpy_threads():
     return [i["num_threads"] for i in threadpool_info()
@@ -159,7 +159,7 @@ def test_kernel_threads_default_follows_the_machine(threads):
 
 def test_auto_threads_split_a_graph_with_a_large_product_and_hold_its_small_ones(
         threads, monkeypatch):
-    parallel = importlib.import_module("engine.graph.parallel")
+    parallel = importlib.import_module("engine.graph.lowering.parallel")
     threads(None)
     # A test-sized product counts as large (the real bound is 2^29 multiply-adds), and
     # so does a test-sized elementwise op (the real bound is 2^18 elements).
@@ -205,7 +205,7 @@ def test_auto_threads_split_a_graph_with_a_large_product_and_hold_its_small_ones
 def test_auto_threads_leave_a_graph_of_products_alone_to_openblas(threads, monkeypatch):
     # Splitting gains nothing where the pool has no elementwise work, and OpenBLAS's
     # workers, still spinning from an eager product, would take the second core from it.
-    parallel = importlib.import_module("engine.graph.parallel")
+    parallel = importlib.import_module("engine.graph.lowering.parallel")
     threads(None)
     monkeypatch.setattr(parallel, "AUTO_MIN_WORK", pm.MIN_WORK)
     monkeypatch.setattr(parallel, "AUTO_MIN_ELEMENTS", 1 << 10)

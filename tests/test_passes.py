@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.passes import CLEANUP, PASSES, optimize
+from engine.graph.lowering.pipeline import CLEANUP, PASSES, optimize
 from engine.graph.passes.constant_folding import constant_folding
 from engine.graph.passes.cse import cse
 from engine.graph.passes.dce import dce
-from engine.graph.passes.fusion import BLOCK_ELEMENTS, SMALL_ELEMENTS
+from engine.graph.lowering.fusion import BLOCK_ELEMENTS, SMALL_ELEMENTS
 from engine.graph.passes.simplify import simplify
 from pass_helpers import *  # noqa: F401,F403
 

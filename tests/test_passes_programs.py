@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine as en
-from engine.graph.passes import CLEANUP, PASSES, optimize
+from engine.graph.lowering.pipeline import CLEANUP, PASSES, optimize
 from op_db import ALL_ENTRIES, F32, F64, seeded_rng, to_engine
 from test_graph_mode import program_case, programs, run_program
 from test_passes import assert_matches, flat, fused_nodes, isomorphic
@@ -165,7 +165,7 @@ def test_big_random_programs_optimized_equal_unoptimized(monkeypatch):
     and reused buffers (guards against a silent narrowing). The block size is read when a
     kernel is generated: lowered here (and the one-pass size with it), so that arrays of
     this size span several blocks."""
-    fusion_module = sys.modules["engine.graph.passes.fusion"]
+    fusion_module = sys.modules["engine.graph.lowering.fusion"]
     monkeypatch.setattr(fusion_module, "BLOCK_ELEMENTS", SMALL_BLOCK)
     monkeypatch.setattr(fusion_module, "SMALL_ELEMENTS", SMALL_BLOCK)
     seen = {"fused_big": 0, "reused": 0}

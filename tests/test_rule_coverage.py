@@ -15,8 +15,8 @@ import pytest
 
 import engine as en
 from engine.op import REGISTRY, RULE_KINDS, Op
-from engine.graph.graph_ops import STRUCTURAL
-from engine.graph.onnx_export import PATTERNS, not_exported
+from engine.graph.ir.graph_ops import STRUCTURAL
+from engine.graph.export.onnx_export import PATTERNS, not_exported
 from op_db import OPS_BY_NAME, seeded_rng
 
 ALL_OPS = {**REGISTRY, **STRUCTURAL}
@@ -52,7 +52,7 @@ def test_every_op_is_classified_for_onnx():
     unclassified = sorted(n for n, op in ALL_OPS.items() if "onnx" not in op.rules)
     assert not unclassified, (
         f"ops without an onnx rule: {unclassified}; declare(op, onnx=(pattern, ...)) with a "
-        f"pattern of graph.onnx_export.PATTERNS, or onnx=None when ONNX has no equivalent "
+        f"pattern of graph.export.onnx_export.PATTERNS, or onnx=None when ONNX has no equivalent "
         "(then list it in docs/guide/export.md, the ONNX section)")
 
 
@@ -136,7 +136,8 @@ def test_side_effect_rules_and_load_checks_are_callables():
 
 
 def test_load_checks_bound_lengths_as_the_file_format_does():
-    from engine.graph import control_flow_checks, export
+    from engine.graph.control import control_flow_checks
+    from engine.graph.export import native as export
     assert control_flow_checks.MAX_LENGTH == export.MAX_DIM
 
 
@@ -144,11 +145,11 @@ def test_op_objects_in_op_modules_are_registered():
     """Every Op object an op module defines is a registered one, so a rule can
     never be declared on an op that consumers do not see."""
     import engine.random
-    import engine.graph.control_flow
-    import engine.graph.effects
-    import engine.graph.graph_ops
+    import engine.graph.control.control_flow
+    import engine.graph.control.effects
+    import engine.graph.ir.graph_ops
     registered = {id(op) for op in ALL_OPS.values()}
-    modules = [en.ops, engine.random, engine.graph.control_flow, engine.graph.effects, engine.graph.graph_ops]
+    modules = [en.ops, engine.random, engine.graph.control.control_flow, engine.graph.control.effects, engine.graph.ir.graph_ops]
     stray = [f"{m.__name__}.{k}" for m in modules for k, v in vars(m).items()
              if isinstance(v, Op) and id(v) not in registered]
     assert not stray, f"Op objects that are not registered: {stray}"

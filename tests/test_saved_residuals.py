@@ -1,6 +1,6 @@
 """A compiled function called under an eager tape saves what its backward reads.
 
-After three backward passes the backward graph is split (``graph/residuals.py``):
+After three backward passes the backward graph is split (``graph/jit/residuals.py``):
 later calls return the values it reads, and the backward no longer repeats the
 forward's products. Gradients are checked against the same Python function run
 eagerly under a tape (an independent path: no graph, no split) and against
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.graph_ops import placeholder_op
+from engine.graph.ir.graph_ops import placeholder_op
 
 RNG = np.random.default_rng(0)
 
@@ -227,7 +227,7 @@ def test_a_function_with_an_input_signature_serves_every_shape_under_a_tape():
 
 
 def test_a_split_that_fails_leaves_the_recomputing_backward(monkeypatch):
-    import engine.graph.concrete as concrete_module
+    import engine.graph.jit.concrete as concrete_module
 
     def broken(*args):
         raise RuntimeError("cannot split")

@@ -140,7 +140,7 @@ def test_deleting_a_function_frees_its_graphs_without_the_cycle_collector():
 def test_the_cycle_collector_is_paused_while_a_trace_compiles_and_restored_after():
     # Full collections during a big compile walk every live object each time:
     # compiling 20,000 ops cost 1.5x per op what 2,000 did. Checked structurally.
-    from engine.graph import concrete
+    from engine.graph.jit import concrete
     seen = []
     passes = concrete._optimize
 

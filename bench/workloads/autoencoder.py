@@ -15,10 +15,10 @@ and each timed call computes the loss and its gradient with respect to
 ``graph``           traced with every optimization pass
 ``graph_compiled``  ``graph`` with ``en.config.compiled_lowering = "numba"``: its large
                     fused kernels compiled into numba loop nests
-                    (``graph/compiled/numba_fused.py``), when numba is installed
+                    (``graph/lowering/numba/numba_fused.py``), when numba is installed
 ``graph_c``         ``graph`` with ``en.config.compiled_lowering = "c"``: its fused
                     kernels compiled as C from the first call
-                    (``graph/compiled/c_fused.py``), when a C compiler is found
+                    (``graph/lowering/c/c_fused.py``), when a C compiler is found
 ``numpy``           the forward and backward written by hand, allocating freely
 ``numpy_prealloc``  by hand again, into buffers allocated once (``out=``), as a
                     careful programmer would write it
@@ -353,7 +353,7 @@ def make_mode(mode, problem):
 
 def _compiled_mode(en, vg, args):
     """``graph_compiled``: traced (and compiled) now, with the numba lowering on."""
-    from engine.graph.passes.compile_numba import numba_available
+    from engine.graph.lowering.compile_numba import numba_available
     if not numba_available():
         return "numba is not installed (pip install '.[jit]')"
     return _lowered_mode(en, vg, args, "numba", "no fused kernel could be written")
@@ -361,7 +361,7 @@ def _compiled_mode(en, vg, args):
 
 def _c_mode(en, vg, args):
     """``graph_c``: traced (and its kernels compiled as C) now, with the C lowering on."""
-    from engine.graph.compiled.c_fused import available
+    from engine.graph.lowering.c.c_fused import available
     if not available():
         return "no C compiler found (gcc or cc)"
     return _lowered_mode(en, vg, args, "c", "no fused kernel could be written in C")

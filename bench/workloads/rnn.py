@@ -25,7 +25,7 @@ timed call computes the loss and its gradient with respect to every weight
                          whose gradient is a compiled backward graph
 ``graph_cell_compiled``  ``graph_cell`` with ``en.config.compiled_lowering = "numba"``
                          while the first two steps trace: the cell's forward and
-                         backward graphs (and their split, see ``graph/residuals.py``)
+                         backward graphs (and their split, see ``graph/jit/residuals.py``)
                          each run as one native function (``--full``)
 ``graph``                one ``en.function`` computing the loss and gradients
                          of the whole sequence, looping with ``en.scan``
@@ -67,7 +67,7 @@ DESCRIPTION = "custom GRU, LSTM and tanh cells, 50 steps, batch 32, hidden 64: l
 MODES = ["eager", "graph_cell", "graph_cell_compiled", "graph", "graph_unrolled",
          "graph_compiled", "graph_unrolled_compiled", "torch", "torch_cell_compiled", "jax"]
 # --full (or --modes): every framework, and the compiled modes (their first run in a
-# process with a cold cache compiles for 10-60 s; see graph/passes/compile_numba.py).
+# process with a cold cache compiles for 10-60 s; see graph/lowering/compile_numba.py).
 FULL_ONLY_MODES = ("torch_cell_compiled", "jax", "graph_compiled", "graph_unrolled_compiled",
                    "graph_cell_compiled")
 
@@ -276,7 +276,7 @@ def _engine_mode(mode, problem):
 
     cell_fn = {"gru": gru_cell, "lstm": lstm_cell, "tanh": tanh_cell}[problem.cell]
     if mode in COMPILED_MODES:
-        from engine.graph.passes.compile_numba import numba_available
+        from engine.graph.lowering.compile_numba import numba_available
         if not numba_available():
             return "numba is not installed (pip install '.[jit]')"
     params, xs, targets = problem.arrays()

@@ -70,7 +70,7 @@ class TracedCall:
     """A custom-gradient call traced with no tape to record its rule (a function traced
     for ``en.function``, a ``cond`` branch or ``scan`` body). It sits in the meta of
     its output nodes: a backward pass that replays the graph under a tape
-    (``graph/interpret.py``) calls the function again there, so the rule is recorded
+    (``graph/control/interpret.py``) calls the function again there, so the rule is recorded
     and the gradient is the hand-written one, not the forward ops' own."""
 
     __slots__ = ("function", "inputs", "outputs")

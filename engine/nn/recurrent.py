@@ -178,7 +178,7 @@ def _swap(out_and_state):
     return state, output
 
 
-# en.scan is graph mode's loop (graph/control_flow.py). The core imports no mode, so the
+# en.scan is graph mode's loop (graph/control/control_flow.py). The core imports no mode, so the
 # facade hands the function over when it wires the modes in (engine/__init__.py).
 _SCAN = [None]
 

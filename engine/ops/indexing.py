@@ -394,7 +394,7 @@ declare(scatter_add_op, batch=_scatter_add_batch)
 __all__ = ["getitem", "getitem_op", "scatter_add", "scatter_add_op"]
 
 # The compiled lowering writes an integer index or a slice of the leading axis as a view
-# (graph/compiled/numba_source.py).
+# (graph/lowering/numba/numba_source.py).
 declare(getitem_op, numba_form="leading_index")
 
 

@@ -331,6 +331,6 @@ declare(concat_op, batch=_concat_batch)
 declare(stack_op, batch=_stack_batch)
 declare(split_op, batch=_split_batch)
 
-# The compiled lowering copies the parts into one array (graph/compiled/numba_source.py).
+# The compiled lowering copies the parts into one array (graph/lowering/numba/numba_source.py).
 declare(stack_op, numba_form="stack_rows")
 declare(concat_op, numba_form="concat_rows")

@@ -217,5 +217,5 @@ def _matmul_batch(size, args, dims):
 
 declare(matmul_op, batch=_matmul_batch)
 
-# The compiled lowering writes these as loops or np.dot (graph/compiled/numba_source.py).
+# The compiled lowering writes these as loops or np.dot (graph/lowering/numba/numba_source.py).
 declare(matmul_op, numba_form="dot")

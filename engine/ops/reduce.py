@@ -363,6 +363,6 @@ declare(argmin_op, onnx=("arg_reduce", "ArgMin"), chunks=chunk_rules.reduction(N
 declare(sum_op, jvp=_rules.jvp_linear(sum_op))
 declare(mean_op, jvp=_rules.jvp_linear(mean_op))
 
-# The compiled lowering writes these as loops summing in float64 (graph/compiled/numba_source.py).
+# The compiled lowering writes these as loops summing in float64 (graph/lowering/numba/numba_source.py).
 declare(sum_op, numba_form="reduce_sum")
 declare(mean_op, numba_form="reduce_mean")

@@ -406,6 +406,6 @@ declare(squeeze_op, batch=_squeeze_batch)
 declare(broadcast_like_op, batch=_broadcast_like_batch)
 declare(count_op, batch=_count_batch)
 
-# The compiled lowering writes these as views (graph/compiled/numba_source.py).
+# The compiled lowering writes these as views (graph/lowering/numba/numba_source.py).
 declare(transpose_op, numba_form="view_transpose")
 declare(reshape_op, numba_form="reshape_view")

@@ -31,7 +31,7 @@ import numpy as np
 from engine import chunk_rules
 from engine.errors import TracingError, describe_inputs, format_location
 
-from ..graph_ops import constant_op, placeholder_op, unpack_op
+from ..ir.graph_ops import constant_op, placeholder_op, unpack_op
 
 
 class Plan:

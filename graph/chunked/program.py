@@ -7,7 +7,7 @@ the engine's own compiled, fused code, not one task per op.
 
 Example:
     >>> import numpy as np
-    >>> from engine.graph.function import plain_function
+    >>> from engine.graph.jit.function import plain_function
     >>> p = ChunkProgram("f", 1, [("exp", [0], {}, ())], [1], [], "", plain_function)
     >>> float(p.run([np.zeros((2, 1))], [])[0][0][0])
     1.0

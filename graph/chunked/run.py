@@ -32,9 +32,8 @@ from engine.modes import current_mode
 from engine.pytree import LEAF, unflatten
 from engine.tensor import wrap, wrap_on
 
-from ..concrete import ConcreteFunction
-from ..interpret import evaluate
-from ..passes.common import is_view
+from ..control.interpret import evaluate
+from ..ir.queries import is_view
 from .partition import needed, partition
 from .program import ChunkProgram
 
@@ -44,13 +43,14 @@ class ChunkedFunction:
 
     guarded_entry = None      # the en.function's fast path never calls this trace
 
-    def __init__(self, fn, name, key, leaves, treedef, tensors, compile_function):
+    def __init__(self, graph, name, tensors, compile_function):
+        # ``graph``: the function traced on numpy placeholders, unoptimized (the caller,
+        # en.function, traces it: this stage runs a graph and never traces one).
         self.name = name
         self._compile = compile_function
         self._row_positions = [i for i, t in enumerate(tensors) if t.backend.chunked]
         self.backend = tensors[self._row_positions[0]].backend
-        concrete = ConcreteFunction(fn, name, key, leaves, treedef, passes=[], backend=NUMPY)
-        graph = self.graph = concrete.unoptimized_graph
+        self.graph = graph
         plan = self.plan = partition(graph, [graph.inputs[i] for i in self._row_positions])
         self._build(plan)
 

@@ -38,7 +38,7 @@ import math
 from engine import ops
 
 from .batched_bias import fold_bias
-from .common import remove_node
+from ..ir.queries import remove_node
 
 SMALL_PRODUCT = 1 << 20   # multiply-adds of one product; above, a BLAS call's fixed cost is small
 SMALL_BLOCK = 1 << 15     # elements of a block that may be copied into a concatenation

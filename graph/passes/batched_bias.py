@@ -18,7 +18,7 @@ Example::
 """
 from engine import ops
 
-from .common import remove_node
+from ..ir.queries import remove_node
 
 
 def fold_bias(graph, product, parts, add_node):

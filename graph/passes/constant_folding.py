@@ -11,8 +11,8 @@ import numpy as np
 
 from engine import workspace
 from engine.config import config
-from ..graph_ops import constant_op, read_variable_op, placeholder_op
-from .common import is_constant, nbytes, replace_node, static_shape
+from ..ir.graph_ops import constant_op, read_variable_op, placeholder_op
+from ..ir.queries import is_constant, nbytes, replace_node, static_shape
 from .fold_cost import FoldBudget
 
 

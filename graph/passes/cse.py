@@ -1,8 +1,8 @@
 """Common subexpression elimination by a structural key (op, params, inputs)."""
 from engine.op import freeze_params
 
-from .common import is_constant, replace_node
-from ..graph_ops import placeholder_op
+from ..ir.queries import is_constant, replace_node
+from ..ir.graph_ops import placeholder_op
 
 _CONST_BYTES = 4096   # small constants are merged by value
 

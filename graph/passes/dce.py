@@ -4,7 +4,7 @@ Outputs, graph inputs and side effects (assign, print, py_function, loops
 that assign) are roots; everything they need through data inputs stays.
 Side effects keep their order through control edges.
 """
-from .common import remove_node
+from ..ir.queries import remove_node
 
 
 def dce(graph):

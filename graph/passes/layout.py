@@ -23,7 +23,7 @@ products came out bit for bit the same; BLAS may order a sum differently by layo
 """
 from engine import ops
 
-from .common import replace_node
+from ..ir.queries import replace_node
 
 
 def _is_swap(node):

@@ -2,7 +2,7 @@
 
 A scan stacks each step's results into a ``(length, ...)`` array. Its gradient with
 respect to a value the body captures (a weight) is such a stack, one gradient per step,
-summed right after the loop (the scan VJP in ``graph/control_flow.py``). In the numpy
+summed right after the loop (the scan VJP in ``graph/control/control_flow.py``). In the numpy
 lowering the GRU's backward scan stacked its nine weights' gradients, 4.9 MB a call
 that left the cache and came back for the sums. This pass marks such results
 ``summed``: the scan adds each step's value into one array, and the sum node goes.
@@ -33,8 +33,8 @@ from engine import ops
 from engine.ops.reduce import BLOCKED_FROM_ROWS
 from engine.shapes import normalize_axes
 
-from ..graph_ops import unpack_op
-from .common import remove_node
+from ..ir.graph_ops import unpack_op
+from ..ir.queries import remove_node
 
 # From this many steps a 0-d result stays stacked: numpy sums a 1-d stack pairwise, where
 # LeadingSum would add blocks of steps.

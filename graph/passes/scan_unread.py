@@ -26,7 +26,7 @@ Example:
     >>> [n.params["unread"] for n in g.nodes if n.op.name == "scan"]
     [(0,)]
 """
-from ..graph_ops import unpack_op
+from ..ir.graph_ops import unpack_op
 
 
 def _unread_stacks(graph, node):

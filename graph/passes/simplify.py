@@ -33,8 +33,8 @@ import numpy as np
 from engine import ops
 from engine.shapes import broadcast_shapes
 
-from ..graph_ops import constant_op
-from .common import all_equal_to, constant_value, is_constant, remove_node, replace_node
+from ..ir.graph_ops import constant_op
+from ..ir.queries import all_equal_to, constant_value, is_constant, remove_node, replace_node
 
 
 def _same_type(node, x):

@@ -1,0 +1,298 @@
+"""The graph IR: :class:`Node` and :class:`Graph` (a small API over a networkx DiGraph).
+
+Nodes hold their inputs in order (the source of truth for arguments); the
+networkx graph mirrors the data edges plus control edges (side-effect order)
+so passes can ask for users, reachability and a topological order.
+Passes go through this API, never through networkx directly.
+
+Example:
+    >>> import engine as en
+    >>> f = en.function(lambda x: en.exp(x) + 1.0)
+    >>> g = f.graph_for(en.tensor([1.0, 2.0]))
+    >>> [n.op.name for n in g.topo_order()]
+    ['placeholder', 'exp', 'constant', 'add']
+"""
+import heapq
+import importlib
+import itertools
+import weakref
+
+import networkx as nx
+import numpy as np
+
+from engine.errors import EngineError, describe_inputs
+
+from .printing import graph_to_dot, graph_to_text
+
+
+class Node:
+    """One value-producing operation in a graph.
+
+    Fields: ``op`` (an :class:`engine.op.Op`), ``inputs`` (nodes, in argument
+    order), ``params`` (dict), ``shape``/``dtype`` (for multi-result ops,
+    ``avals`` holds one ``(shape, dtype)`` per result and shape/dtype are None),
+    ``name``, ``source`` (the user line that created it), ``meta`` (a dict where
+    passes keep notes for the report) and ``side_effects`` (whether the node changes
+    state or talks to the outside world, from its op and params: computed once here,
+    read by every pass).
+    """
+
+    __slots__ = ("id", "op", "inputs", "params", "shape", "dtype", "avals", "name", "source",
+                 "meta", "control_deps", "_graph", "side_effects", "__weakref__")
+
+    def __init__(self, id, op, inputs, params, aval, name, source, graph):
+        self.id = id
+        self.op = op
+        self.inputs = list(inputs)
+        self.params = dict(params)
+        self.side_effects = op.node_side_effects(self.params)
+        if op.multiple_results:
+            self.avals = tuple(aval)
+            self.shape = self.dtype = None
+        else:
+            self.avals = None
+            self.shape, self.dtype = aval
+        self.name = name
+        self.source = source
+        self.meta = {}
+        self.control_deps = []
+        # Weak: a graph and its nodes would otherwise form a reference cycle, and a
+        # dropped graph (an evicted trace, a deleted en.function) would wait for the
+        # cycle collector to free its arrays.
+        self._graph = weakref.ref(graph)
+
+    @property
+    def graph(self):
+        """The graph the node was added to (None once that graph is freed)."""
+        return self._graph()
+
+    @property
+    def aval(self):
+        return self.avals if self.avals is not None else (self.shape, self.dtype)
+
+    def __repr__(self):
+        return f"%{self.name}"
+
+    def __hash__(self):
+        return self.id
+
+    def __eq__(self, other):
+        return self is other
+
+
+class Graph:
+    """A dataflow graph of :class:`Node`s with ordered inputs and outputs."""
+
+    def __init__(self, name="graph"):
+        self.name = name
+        self._g = nx.DiGraph()
+        self._ids = itertools.count()
+        self.inputs = []        # placeholder nodes, in call order
+        self.outputs = []       # nodes, flattened
+        self.output_tree = None  # pytree TreeDef of the outputs
+        self.variables = []     # captured variables, in first-use order
+        self.names = set()
+        self._next_suffix = {}  # base name -> the suffix to try first (see _unique_name)
+        self.notes = []         # what passes did, read by the optimization report
+        self.memory_plan = None  # set by the memory_planning pass; lowering takes it
+
+    # -- building ---------------------------------------------------------
+    def add(self, op, inputs, params, aval, name=None, source=None):
+        """Create a node and add it with its data edges. Returns the node."""
+        nid = next(self._ids)
+        name = self._unique_name(name or op.name)
+        node = Node(nid, op, inputs, params, aval, name, source, self)
+        self._g.add_node(node)
+        for inp in node.inputs:
+            self._check_member(inp)
+            self._g.add_edge(inp, node)
+        return node
+
+    def add_control_dep(self, node, before):
+        """Make ``node`` run after ``before`` (side-effect ordering)."""
+        if before is node or before in node.control_deps:
+            return
+        node.control_deps.append(before)
+        self._g.add_edge(before, node)
+
+    def _unique_name(self, base):
+        """``base`` made an identifier, or ``base_i`` for the first free ``i`` from the
+        last one handed out for ``base``: O(1) per name however often a base repeats
+        (trying ``base_1``, ``base_2``, ... from 1 made a trace quadratic)."""
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
+        if not base or base[0].isdigit():
+            base = "v_" + base
+        name = base
+        if name in self.names:
+            i = self._next_suffix.get(base, 1)
+            name = f"{base}_{i}"
+            while name in self.names:     # taken by a name given explicitly
+                i += 1
+                name = f"{base}_{i}"
+            self._next_suffix[base] = i + 1
+        self.names.add(name)
+        return name
+
+    def _check_member(self, node):
+        if node.graph is not self or node not in self._g:
+            raise EngineError(f"node {node.name} does not belong to graph {self.name}")
+
+    # -- queries ------------------------------------------------------------
+    @property
+    def nodes(self):
+        return list(self._g.nodes)
+
+    def __len__(self):
+        return self._g.number_of_nodes()
+
+    def __contains__(self, node):
+        return node in self._g
+
+    def users(self, node):
+        """Nodes that take ``node`` as a data input or run after it (control)."""
+        return list(self._g.successors(node))
+
+    def data_users(self, node):
+        return [u for u in self._g.successors(node) if any(i is node for i in u.inputs)]
+
+    def topo_order(self):
+        """Nodes in a topological order that keeps creation order where it can."""
+        # Kahn's algorithm with the ready nodes in a heap by id: the order networkx's
+        # lexicographical_topological_sort gives, without its per-node view objects.
+        pred, succ = self._g.pred, self._g.succ
+        waiting = {n: len(p) for n, p in pred.items()}
+        ready = [(n.id, n) for n, k in waiting.items() if k == 0]   # ids are unique
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            node = heapq.heappop(ready)[1]
+            order.append(node)
+            for user in succ[node]:
+                waiting[user] -= 1
+                if not waiting[user]:
+                    heapq.heappush(ready, (user.id, user))
+        if len(order) != len(waiting):
+            raise EngineError(f"graph {self.name} has a cycle")
+        return order
+
+    # -- editing ------------------------------------------------------------
+    def replace_all_uses_with(self, old, new):
+        """Point every use of ``old`` (data inputs, control deps, outputs) at ``new``."""
+        self._check_member(new)
+        for user in list(self._g.successors(old)):
+            user.inputs = [new if i is old else i for i in user.inputs]
+            if old in user.control_deps:
+                user.control_deps = [new if d is old else d for d in user.control_deps]
+            self._g.remove_edge(old, user)
+            if user is not new:
+                self._g.add_edge(new, user)
+        self.outputs = [new if o is old else o for o in self.outputs]
+
+    def set_inputs(self, node, inputs):
+        """Replace a node's data inputs, keeping the edges in step."""
+        for inp in set(node.inputs):
+            if inp not in node.control_deps:
+                self._g.remove_edge(inp, node)
+        node.inputs = list(inputs)
+        for inp in node.inputs:
+            self._check_member(inp)
+            self._g.add_edge(inp, node)
+
+    def drop_control_users(self, node):
+        """Remove ``node`` from its users' control deps, keeping the order it carried:
+        each such user now runs after ``node``'s own control deps."""
+        for user in list(self._g.successors(node)):
+            if node in user.control_deps and not any(i is node for i in user.inputs):
+                user.control_deps = [d for d in user.control_deps if d is not node]
+                self._g.remove_edge(node, user)
+                for dep in node.control_deps:
+                    self.add_control_dep(user, dep)
+
+    def erase(self, node):
+        """Remove a node that nothing uses any more."""
+        if any(True for _ in self._g.successors(node)) or node in self.outputs:
+            raise EngineError(f"cannot erase {node.name}: it still has users")
+        if node in self.inputs:
+            raise EngineError(f"cannot erase the graph input {node.name}")
+        self._g.remove_node(node)
+        self.names.discard(node.name)
+
+    def copy(self, name=None, mapping=None):
+        """A structurally identical graph with new nodes (params and meta copied shallowly).
+
+        ``mapping``, if given, is filled with ``{old node: new node}``."""
+        new = Graph(name or self.name)
+        mapping = {} if mapping is None else mapping
+        for node in self.topo_order():
+            aval = node.avals if node.avals is not None else (node.shape, node.dtype)
+            n = new.add(node.op, [mapping[i] for i in node.inputs], node.params, aval,
+                        name=node.name, source=node.source)
+            n.meta = dict(node.meta)
+            for dep in node.control_deps:
+                new.add_control_dep(n, mapping[dep])
+            mapping[node] = n
+        new.inputs = [mapping[n] for n in self.inputs]
+        new.outputs = [mapping[n] for n in self.outputs]
+        new.output_tree = self.output_tree
+        new.variables = list(self.variables)
+        return new
+
+    def node_count(self):
+        """Number of nodes, not counting inputs."""
+        return len(self) - len(self.inputs)
+
+    # -- checking -----------------------------------------------------------
+    def lint(self):
+        """Check structure: a DAG, edges match inputs, arity, and each node's
+        shape/dtype equals what its op's ``abstract_eval`` says. Raises EngineError."""
+        if not nx.is_directed_acyclic_graph(self._g):
+            raise EngineError(f"graph {self.name} has a cycle")
+        for node in self._g.nodes:
+            for inp in node.inputs + node.control_deps:
+                if inp not in self._g or not self._g.has_edge(inp, node):
+                    raise EngineError(f"lint: {node.name} uses {inp.name}, which is not wired in")
+            n = node.op.n_inputs
+            if n is not None and len(node.inputs) != n:
+                raise EngineError(f"lint: {node.name} ({node.op.name}) has {len(node.inputs)} "
+                                  f"inputs, expected {n}")
+            if node.op.abstract_eval is not None and not node.meta.get("no_recheck"):
+                avals = [i.aval for i in node.inputs]
+                expect = node.op.abstract_eval(*avals, **node.params)
+                if _norm(expect) != _norm(node.aval):
+                    raise EngineError(
+                        f"lint: {node.name} ({node.op.name}) records {node.aval} but its op "
+                        f"gives {expect} for inputs {describe_inputs(avals) if avals else '()'}")
+        for out in self.outputs:
+            if out not in self._g:
+                raise EngineError(f"lint: output {out.name} is not in the graph")
+        return True
+
+    def __str__(self):
+        return graph_to_text(self)
+
+    def to_dot(self):
+        return graph_to_dot(self)
+
+    def _repr_svg_(self):
+        """The graph drawn by Graphviz's ``dot`` (None when it is not installed)."""
+        return _display().graph_svg(self)
+
+    def _repr_html_(self):
+        """The drawing when ``dot`` is installed, else a table of the nodes."""
+        return _display().graph_html(self)
+
+
+def _norm(aval):
+    """Canonical form of an aval or a tuple of avals, for comparison."""
+    if len(aval) == 2 and isinstance(aval[1], np.dtype):
+        return (tuple(aval[0]), aval[1])
+    return tuple(_norm(a) for a in aval)
+
+
+def _display():
+    """The notebook display (graphviz SVG, HTML tables), imported the first time a notebook
+    shows a graph: building, printing and running graphs never load it."""
+    return importlib.import_module(DISPLAY_MODULE)
+
+
+DISPLAY_MODULE = "engine.graph.ir.notebook"

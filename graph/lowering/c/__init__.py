@@ -1,0 +1,6 @@
+"""The C lowering of large fused regions (optional: needs a C compiler).
+
+``c_source`` writes a region as one C loop nest, ``c_compiler`` builds and caches the
+shared library, and ``c_fused`` wraps it as a fused kernel; the policy in
+``graph/lowering/compile_numba.py`` decides where it pays.
+"""

@@ -1,0 +1,159 @@
+"""Compiling generated C with the system's C compiler, the shared library kept on disk.
+
+The C lowering of fused kernels (``graph/lowering/c/c_fused.py``) needs only a C
+compiler: ``$CC`` if set, else the one Python was built with, else ``cc`` or
+``gcc`` on the ``PATH``; where none runs, :func:`available` is False and the
+numpy lowering stays. A source is compiled with ``FLAGS`` (optimized for this
+machine's CPU, ``errno`` not set by the maths so loops over it vectorize,
+multiply-adds fused as the numba lowering fuses them; no other fast-math flag:
+NaN, infinities and signed zeros keep numpy's semantics) into
+``<cache>/k<key>.so``, where ``key`` hashes the source, the flags, the
+compiler's version and the CPU's model and feature flags (a library built for
+one CPU is never loaded on another that shares the folder). A second process
+loads the library with ``ctypes`` in about a millisecond instead of compiling
+(about 0.1 s a kernel). The library is written under a temporary name and
+renamed, so concurrent processes never load half a file. Where the folder
+cannot be written, the library is built in a temporary folder for this process.
+
+Example:
+    >>> source = "int answer(void) { return 42; }\\n"
+    >>> load(source).answer() if available() else 42
+    42
+"""
+import ctypes
+import functools
+import hashlib
+import os
+import pathlib
+import platform
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+
+from engine.errors import EngineError
+
+from ..cache_folder import cache_folder
+
+FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=fast", "-fPIC", "-shared")
+# Seconds a compile may take before it is given up (the numpy lowering then stays).
+TIMEOUT_SECONDS = 60
+# The libraries this process loaded, by key: a kernel met again reads no disk.
+_LOADED = {}
+
+
+class CompileError(EngineError, RuntimeError):
+    """The C compiler refused a generated source (a bug in the C lowering), or there is
+    no C compiler."""
+
+
+@functools.lru_cache(maxsize=1)
+def compiler():
+    """``(command, version)`` of the C compiler found, or None."""
+    candidates = []
+    if os.environ.get("CC"):
+        candidates.append(os.environ["CC"].split())
+    configured = sysconfig.get_config_var("CC")
+    if configured:
+        candidates.append(configured.split()[:1])
+    candidates += [["cc"], ["gcc"]]
+    for command in candidates:
+        if not command or shutil.which(command[0]) is None:
+            continue
+        try:
+            done = subprocess.run(command + ["--version"], capture_output=True, text=True,
+                                  timeout=TIMEOUT_SECONDS)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if done.returncode == 0:
+            return tuple(command), done.stdout.splitlines()[0] if done.stdout else ""
+    return None
+
+
+def available():
+    """Whether a C compiler runs here."""
+    return compiler() is not None
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu():
+    """The CPU's model and feature flags (``-march=native`` builds for exactly these)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return platform.processor() or platform.machine()
+    keep = [line for line in lines if line.split(":")[0].strip() in ("model name", "flags")]
+    return "\n".join(sorted(set(keep))) + platform.machine()
+
+
+def key_of(source):
+    """The hash naming a source's library: the source, the flags, the compiler, the CPU."""
+    found = compiler()
+    h = hashlib.sha256()
+    for part in (source, " ".join(FLAGS), repr(found), _cpu()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def is_cached(source):
+    """True when this source's library is on disk or loaded in this process."""
+    if not available():
+        return False
+    key = key_of(source)
+    if key in _LOADED:
+        return True
+    try:
+        return (cache_folder("c") / f"k{key}.so").exists()
+    except OSError:
+        return False
+
+
+def load(source):
+    """The ``ctypes.CDLL`` of ``source`` compiled (or loaded from disk). Raises
+    :class:`CompileError` where the compiler refuses it or there is none.
+    """
+    found = compiler()
+    if found is None:
+        raise CompileError("no C compiler found (set CC, or install gcc)")
+    key = key_of(source)
+    lib = _LOADED.get(key)
+    if lib is not None:
+        return lib
+    folder = cache_folder("c")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"k{key}.so"
+        if not path.exists():
+            _compile(found[0], source, folder, path)
+    except OSError:      # an unwritable cache: build for this process only
+        folder = pathlib.Path(tempfile.mkdtemp(prefix="engine-c-"))
+        path = folder / f"k{key}.so"
+        _compile(found[0], source, folder, path)
+    lib = _LOADED[key] = ctypes.CDLL(str(path))
+    return lib
+
+
+def _compile(command, source, folder, path):
+    """Compiles ``source`` to ``path``: written under temporary names in ``folder`` and
+    renamed, so another process sees the whole library or none."""
+    fd, c_path = tempfile.mkstemp(suffix=".c", prefix=".k", dir=folder)
+    so_path = c_path[:-2] + ".so.tmp"
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        try:
+            done = subprocess.run(list(command) + list(FLAGS) + [c_path, "-o", so_path, "-lm"],
+                                  capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise CompileError(f"the C compiler took over {TIMEOUT_SECONDS} s") from None
+        if done.returncode != 0:
+            raise CompileError(f"the C compiler refused a generated kernel:\n{done.stderr}")
+        os.replace(so_path, path)
+    finally:
+        for leftover in (c_path, so_path):
+            try:
+                os.remove(leftover)
+            except FileNotFoundError:
+                pass

@@ -1,0 +1,138 @@
+"""Compiling generated numba source, with the machine code kept on disk.
+
+A region's source is written to ``<cache>/<key>.py``, where ``key`` hashes the
+source (which holds every shape and dtype as literals), the maths it imports
+(``numba_math.py``), the numba, numpy and Python versions and the fast-math flags
+(``FASTMATH``: multiply-adds fused, nothing else). The module is
+imported from that file and its function compiled with ``cache=True``, so
+numba stores the machine code beside it (``__pycache__``) and a second process
+loads it instead of compiling (tens of milliseconds instead of seconds).
+``<key>.ok`` is written after a compile succeeds: the lowering policy reads it
+to know that a region is cheap to load.
+
+The folder is ``$ENGINE_CACHE_DIR/numba`` if that is set, else
+``$XDG_CACHE_HOME/engine/numba``, else ``~/.cache/engine/numba``. Where it
+cannot be written, the function is compiled in memory (every process compiles
+again); nothing fails.
+
+Example:
+    >>> cache_dir().name
+    'numba'
+"""
+import functools
+import hashlib
+import importlib.metadata
+import importlib.util
+import pathlib
+import platform
+import sys
+
+import numpy as np
+
+from engine.files import write_atomically as write_file
+from ..cache_folder import cache_folder
+from .numba_emitter import HELPERS_IMPORT
+
+_MATH = pathlib.Path(__file__).with_name("numba_math.py")
+# LLVM may fuse a multiply and an add into one FMA (one rounding instead of two, so each
+# such pair is as exact or more): the exp32/tanh32 polynomials and the gates of an RNN
+# cell are chains of them. Measured on the 2-core Xeon: the compiled GRU loss and
+# gradient 2.35-2.55 ms against 2.76-2.79 without, LSTM 3.22-3.54 against 3.69-3.73, the
+# autoencoder's loss tail at batch 1000 0.79-0.85 ms against 1.00. No other fast-math
+# flag is set: NaN and infinities in the inputs, and signed zeros, keep numpy's
+# semantics. The product is not rounded before the add, so a product that overflows
+# meeting the opposite infinity gives that infinity (numpy: inf - inf = nan), and a
+# subnormal product is rounded once (tests/test_compile_numba.py).
+FASTMATH = frozenset({"contract"})
+# The dispatchers this process holds, by (key, function name): a region met again (an
+# unrolled loop's steps, a graph traced again) neither compiles nor reads the disk.
+_LOADED = {}
+_HEADER = "import math\n\nimport numpy as np\nimport numba\n" + HELPERS_IMPORT + "\n"
+
+
+def cache_dir():
+    """The folder compiled regions are kept in (see the module docstring)."""
+    return cache_folder("numba")
+
+
+def key_of(source):
+    """The hash naming a region's files: its source, the maths and the versions (read
+    from the installed metadata: asking whether a region is cached imports no numba)."""
+    h = hashlib.sha256()
+    for part in (source,) + _environment() + (",".join(sorted(FASTMATH)),):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=1)
+def _environment():
+    """What else keys every region, read once a process (the installed metadata takes
+    about a millisecond a read, and an unrolled graph asks for hundreds of keys)."""
+    return (_MATH.read_text(), importlib.metadata.version("numba"), np.__version__,
+            platform.python_version(), platform.machine())
+
+
+def is_cached(source):
+    """True when this region's machine code is on disk (a compile succeeded before)."""
+    try:
+        return (cache_dir() / f"r{key_of(source)}.ok").exists()
+    except OSError:
+        return False
+
+
+def _module_from_file(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module   # numba's cache finds the function's module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def _in_memory(source, fn_name):
+    import numba   # optional, imported when a region is compiled
+    namespace = {}
+    exec(compile(_HEADER + source, f"<numba region {fn_name}>", "exec"), namespace)
+    return numba.njit(namespace[fn_name], nogil=True, error_model="numpy",
+                      fastmath=set(FASTMATH))
+
+
+def load(source, fn_name, signature):
+    """A numba dispatcher for ``fn_name`` in ``source``, compiled for ``signature``
+    (numba types of the arguments; other layouts compile on first use). Returns
+    ``(dispatcher, from_cache)``: ``from_cache`` is True when nothing was compiled (the
+    machine code was on disk, or this process holds the dispatcher already)."""
+    import numba   # optional, imported when a region is compiled
+    key = key_of(source)
+    loaded = _LOADED.get((key, fn_name))
+    if loaded is not None:   # this process compiled or loaded it already
+        if tuple(signature) not in loaded.overloads:   # numba's compile() checks in 1 ms
+            loaded.compile(signature)
+        return loaded, True
+    folder = cache_dir()
+    module_name = f"_engine_region_{key}"
+    fn = None
+    on_disk = False
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"r{key}.py"
+        text = _HEADER + source
+        if not path.exists() or path.read_text() != text:
+            write_file(str(path), text.encode())
+        module = sys.modules.get(module_name) or _module_from_file(path, module_name)
+        fn = numba.njit(getattr(module, fn_name), cache=True, nogil=True, error_model="numpy",
+                        fastmath=set(FASTMATH))
+        on_disk = True
+    except (OSError, ImportError):   # an unwritable cache: compile in memory
+        fn = None
+    if fn is None:
+        fn = _in_memory(source, fn_name)
+    fn.compile(signature)
+    from_cache = bool(getattr(fn, "stats", None) and fn.stats.cache_hits)
+    _LOADED[(key, fn_name)] = fn
+    if on_disk:
+        try:
+            (folder / f"r{key}.ok").touch()
+        except OSError:
+            pass
+    return fn, from_cache

@@ -1,0 +1,237 @@
+"""Fused elementwise kernels compiled by numba: one pass over memory per kernel.
+
+The numpy lowering runs a fused region (``graph/lowering/fusion.py``) block by
+block, one numpy call per op per block: each op reads and writes a block-sized
+buffer, and numpy's float32 ``exp`` is its slowest step (3 ns an element on the
+benchmark machine, where ``exp32`` of ``numba_math`` takes about 1). Here the
+region becomes one numba loop nest over its static shape: every member is a
+scalar in a register, each value result is written once, and each full sum or
+mean adds into one float64 accumulator per position of the last axis (added
+into a float32 row of accumulators first and moved into float64 every
+``FLUSH_ROWS`` rows, so the inner loop stays vectorized). The rows are split
+among the kernel threads as the numpy kernels' blocks are
+(``graph/lowering/parallel.py``); the parts' accumulators are added in part order.
+
+A small region (one block, one value) is one call on the calling thread, its
+aliasing of inputs by the result tested in a few hundred nanoseconds
+(``_one_value``): there the saving is numpy's per-call cost, about 1.5 us an op.
+Every kernel's function is named ``SOURCE_NAME``, so the fused steps of an
+unrolled loop, alike in ops, shapes and dtypes, share one source and compile once.
+
+Results agree with the numpy lowering to rounding, not bit for bit: ``exp32``
+and ``tanh32`` are within a few ulp, and sums add in another order.
+
+Example:
+    >>> import engine as en
+    >>> f = en.function(lambda x, y: en.sigmoid(x) * y, passes=["cleanup"])
+    >>> g = f.graph_for(en.ones((2, 3), dtype="float32"), en.ones(3, dtype="float32"))
+    >>> x, y, sig, mul = g.topo_order()
+    >>> print(kernel_source(SOURCE_NAME, [sig, mul], [x, y], [(mul, None)]))
+    def fused(x0, x1, out0, lo, hi):
+        for i0 in range(lo, hi):
+            for i1 in range(3):
+                t0 = np.float32(np.float32(1) / (np.float32(1) + exp32(-(x0[i0, i1]))))
+                t1 = np.float32((t0) * (x1[i1]))
+                out0[i0, i1] = t1
+        return 0
+    <BLANKLINE>
+"""
+import functools
+
+import numpy as np
+
+from . import numba_cache
+from .numba_emitter import Unsupported, check_writable, scalar_expression
+from ..row_kernel import RowKernel
+
+# The function's name in every kernel's source: regions of the same ops, shapes and dtypes
+# (the steps of an unrolled loop) have the same source, compiled once.
+SOURCE_NAME = "fused"
+# float32 partial sums hold at most this many rows before they move into float64.
+FLUSH_ROWS = 32
+
+
+def _index(shape, region_shape, loops):
+    """The index of an input of ``shape`` broadcast to ``region_shape`` at ``loops``."""
+    lead = len(region_shape) - len(shape)
+    return ", ".join("0" if d == 1 and region_shape[lead + k] != 1 else loops[lead + k]
+                     for k, d in enumerate(shape))
+
+
+def kernel_source(name, members, inputs, outputs, aliases=()):
+    """numba source of ``name(x0, ..., out0, ..., acc0, ..., lo, hi)``: the region's
+    rows ``lo:hi`` (of its first axis), writing each value result into its ``out``
+    and adding each reduction into its float64 ``acc`` (one entry per position of
+    the last axis). ``outputs`` lists ``(member, reduction)``, None for a value.
+    ``aliases`` holds ``(k, j)`` where input ``k`` is the array of value result ``j``
+    (memory planning wrote it in place): the loop then reads ``out{j}`` for it, since
+    LLVM vectorizes a loop over one array read and written at the same index but not
+    one over two arrays it cannot prove apart. Raises :class:`Unsupported` for what
+    it cannot write."""
+    shape = tuple(members[-1].shape)
+    if len(shape) < 1 or any(d is None for d in shape):
+        raise Unsupported("a fused region needs a static shape of at least one axis")
+    for node in list(members) + list(inputs):
+        check_writable(node)
+    for m in members:
+        if m.op.rules.get("scalar_form") is None:
+            raise Unsupported(f"op {m.op.name} has no scalar form")
+    nd = len(shape)
+    loops = [f"i{k}" for k in range(nd)]
+    values = [m for m, r in outputs if r is None]
+    sums = [(m, r) for m, r in outputs if r is not None]
+    args = [f"x{k}" for k in range(len(inputs))] + [f"out{j}" for j in range(len(values))] + \
+        [f"acc{j}" for j in range(len(sums))]
+    lines = [f"def {name}({', '.join(args + ['lo', 'hi'])}):"]
+    for j, (m, _) in enumerate(sums):
+        lines.append(f"    part{j} = np.zeros({shape[-1]}, {_np(_partial_dtype(m))})")
+    body = []
+    names = {}
+    aliased = dict(aliases)
+    for k, node in enumerate(inputs):
+        if k in aliased:
+            names[node] = f"out{aliased[k]}[{', '.join(loops)}]"
+        elif node.shape:
+            names[node] = f"x{k}[{_index(node.shape, shape, loops)}]"
+        else:
+            lines.append(f"    s{k} = x{k}[()]")
+            names[node] = f"s{k}"
+    for k, m in enumerate(members):
+        body.append(f"t{k} = {scalar_expression(m, [f'({names[i]})' for i in m.inputs])}")
+        names[m] = f"t{k}"
+    for j, m in enumerate(values):
+        body.append(f"out{j}[{', '.join(loops)}] = {names[m]}")
+    for j, (m, _) in enumerate(sums):
+        body.append(f"part{j}[{loops[-1]}] += {names[m]}")
+    lines.append("    for i0 in range(lo, hi):")
+    depth = 2
+    for k in range(1, nd):
+        lines.append("    " * depth + f"for i{k} in range({shape[k]}):")
+        depth += 1
+    lines += ["    " * depth + line for line in body]
+    if sums:
+        flush = [f"acc{j}[i] += part{j}[i]" for j in range(len(sums))] + \
+            [f"part{j}[i] = 0" for j in range(len(sums))]
+        lines.append(f"        if (i0 - lo) % {FLUSH_ROWS} == {FLUSH_ROWS - 1}:")
+        lines.append(f"            for i in range({shape[-1]}):")
+        lines += ["                " + f for f in flush]
+        lines.append(f"    for i in range({shape[-1]}):")
+        lines += [f"        acc{j}[i] += part{j}[i]" for j in range(len(sums))]
+    lines.append("    return 0")
+    return "\n".join(lines) + "\n"
+
+
+def _partial_dtype(member):
+    return np.float32 if np.dtype(member.dtype) == np.float32 else np.float64
+
+
+def _np(dtype):
+    return f"np.{np.dtype(dtype).name}"
+
+
+class CompiledFusedKernel(RowKernel):
+    """A fused region's ``out_impl`` running its numba loop nest, rows split among the
+    kernel threads (``threads``: the graph's "auto" choice; ``graph/lowering/row_kernel.py``).
+    ``outputs`` lists ``(member, kind)``: kind None for the member's value, ``"sum"`` or
+    ``"mean"`` for that reduction over every element, ``"rows"`` for its sums over the
+    first axis (a 2-D member). ``source``: the region's :func:`kernel_source`, if
+    already made."""
+
+    backend = "numba"   # what the fused node's meta["backend"] says
+
+    def __init__(self, name, members, inputs, outputs, threads=None, source=None):
+        self.source = source or kernel_source(SOURCE_NAME, members, inputs, outputs)
+        shape = tuple(members[-1].shape)
+        signature = [_array_type(len(i.shape), i.dtype) for i in inputs] + \
+            [_array_type(len(shape), m.dtype) for m, r in outputs if r is None] + \
+            [_array_type(1, np.float64) for _, r in outputs if r is not None]
+        import numba   # optional (the caller checked it is installed)
+        self.signature = tuple(signature + [numba.types.intp, numba.types.intp])
+        fn, self.from_cache = numba_cache.load(self.source, SOURCE_NAME, self.signature)
+        super().__init__(name, members, inputs, outputs, threads, fn)
+        if self.shape[0] <= self.rows and len(outputs) == 1 and outputs[0][1] is None:
+            # One block and one value: the per-call work is a few microseconds, so the
+            # call takes the short path (``_one_value``), on this thread.
+            self._loose = [k for k, i in enumerate(inputs) if not i.shape]
+            self._arrays = [k for k, i in enumerate(inputs) if i.shape]
+            self.out_impl = self._one_value
+        self._numba_same_start = _same_start(len(self.shape), members[-1].dtype)
+
+    def _same_start(self, a, b):
+        return self._numba_same_start(a, b)
+
+    def _one_value(self, *args):
+        n = self.n_inputs
+        arrays = list(args[:n])
+        for k in self._loose:   # 0-d: may come as a numpy scalar from another kernel
+            arrays[k] = np.asarray(arrays[k], self.input_dtypes[k])
+        out = args[n]
+        if out is None:
+            out = np.empty(self.shape, self.outputs[0][0])
+            fn = self.fn
+        else:
+            fn = self._variant(arrays, [out], self._arrays)
+        fn(*arrays, out, 0, self.shape[0])
+        return out
+
+    def _compile_variant(self, aliases):
+        source = kernel_source(SOURCE_NAME, *self._region, aliases=aliases)
+        return numba_cache.load(source, SOURCE_NAME, self.signature)[0]
+
+
+# Whether two arrays begin at one address: numba reads both pointers in about 0.3 us
+# (``ndarray.ctypes.data`` costs over 1 us each). Compiled through the cache like a
+# region, so a second process loads it.
+_SAME_START = "def same_start(x, y):\n    return x.ctypes.data == y.ctypes.data\n"
+
+
+@functools.lru_cache(maxsize=None)
+def _same_start(rank, dtype):
+    """The ``same_start`` dispatcher for two C arrays of ``rank`` and ``dtype`` (one for
+    every kernel of them: an unrolled graph builds hundreds)."""
+    value = _array_type(rank, dtype)
+    return numba_cache.load(_SAME_START, "same_start", (value, value))[0]
+
+
+def _array_type(rank, dtype):
+    import numba   # optional (the caller checked it is installed)
+    return numba.types.Array(numba.from_dtype(np.dtype(dtype)), rank, "C")
+
+
+# ---- when a fused region is compiled -----------------------------------------------------
+# Measured on the benchmark machine: a numpy-lowered fused region spends about 0.8 ns per
+# element per op on large float32 arrays (the autoencoder's 7-op loss tail over (1000, 784):
+# 4.6 ms), its compiled loop nest less than half of that (1.9 ms); importing numba costs
+# about 1 s.
+SAVED_SECONDS_PER_ELEMENT_OP = 3e-10
+IMPORT_SECONDS = 1.0
+# On small regions the calls count: numpy's take about 1.5 us each (compile_numba's
+# SAVED_SECONDS_PER_OP, for whole regions, is this figure), a compiled kernel's own about
+# 2 (its numba dispatch and the aliasing tests of ``_one_value``; measured on the 2-core
+# AMD machine: 5.1 us against 3.7 for the bare loop of tanh(a + b) over (32, 64), numpy's
+# two calls 6.7).
+SAVED_SECONDS_PER_NUMPY_CALL = 1.5e-6
+CALL_SECONDS = 2e-6
+
+
+def pays(mode, source, size, n_ops, calls, compile_seconds):
+    """Whether a region of ``size`` elements and ``n_ops`` ops is worth compiling: always
+    under ``"numba"``; under ``"auto"`` when it saves time a call and what it saves over
+    ``calls`` calls exceeds importing numba (unless imported already) and compiling
+    (unless on disk).
+
+    Example:
+        >>> pays("auto", "def fused(): pass", 64, 1, 100, 1.0)   # one small op: nothing saved
+        False
+    """
+    if mode == "numba":
+        return True
+    import sys
+    saved = size * n_ops * SAVED_SECONDS_PER_ELEMENT_OP + \
+        n_ops * SAVED_SECONDS_PER_NUMPY_CALL - CALL_SECONDS
+    if saved <= 0:
+        return False
+    cost = 0.0 if "numba" in sys.modules else IMPORT_SECONDS
+    if not numba_cache.is_cached(source):
+        cost += compile_seconds
+    return saved * calls > cost

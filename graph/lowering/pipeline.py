@@ -1,0 +1,93 @@
+"""The optimization passes and the pipeline that runs them.
+
+Each pass is a plain function ``(graph) -> changed`` in its own module. The
+default pipeline, in order:
+
+1. ``simplify``, ``layout``, ``constant_folding``, ``cse``, ``batch_products``, ``dce`` --
+   repeated until none changes the graph (each can expose work for the others);
+2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one numba-compiled
+   function where numba is installed and it pays (``en.config.compiled_lowering``);
+3. ``scan_sums`` -- a scan's per-step results that only their sum over the steps reads
+   are added up in the loop instead of stacked (the numpy lowering's scans);
+   ``scan_unread`` -- the stacks of a scan's carries and random draws that nothing reads
+   are left out;
+4. ``fusion`` -- elementwise regions (and regions feeding one another) into single
+   kernels, then ``dce``;
+5. ``parallel_matmul`` -- with kernel threads (``en.config.fusion_threads`` above 1), large
+   matrix products split by rows over the engine's pool; nothing otherwise;
+6. ``memory_planning`` -- buffers for the compiled schedule (a plan kept for lowering;
+   the graph does not change).
+
+``en.function(optimize=False)`` runs none; ``en.function(passes=[...])`` runs
+the given ones (names or functions) in the given order; ``en.config.default_passes``
+overrides the default list.
+"""
+import time
+
+from engine.config import config
+
+from ..passes.batch_products import batch_products
+from ..passes.constant_folding import constant_folding
+from .compile_numba import compile_numba
+from ..passes.cse import cse
+from ..passes.dce import dce
+from .fusion import fusion
+from ..passes.layout import layout
+from .memory_planning import memory_planning
+from .parallel_matmul import parallel_matmul
+from ..passes.report import OptimizationReport, PassRecord
+from ..passes.scan_sums import scan_sums
+from ..passes.scan_unread import scan_unread
+from ..passes.simplify import simplify
+from engine.errors import InvalidArgumentError
+
+PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch_products, dce,
+                                  compile_numba, scan_sums, scan_unread, fusion, parallel_matmul,
+                                  memory_planning)}
+CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "dce")
+DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_sums", "scan_unread", "fusion", "dce",
+                    "parallel_matmul", "memory_planning")
+MAX_ROUNDS = 10
+
+# Tests set this to run graph.lint() after every pass.
+LINT_AFTER_EACH_PASS = [False]
+
+
+def _resolve(p):
+    if callable(p):
+        return p.__name__, p
+    if p not in PASSES:
+        raise InvalidArgumentError(f"unknown pass {p!r}; known: {', '.join(PASSES)}")
+    return p, PASSES[p]
+
+
+def _run_one(graph, name, fn, report):
+    before = graph.node_count()
+    start = time.perf_counter()
+    graph.notes = []
+    changed = fn(graph)
+    seconds = time.perf_counter() - start
+    if LINT_AFTER_EACH_PASS[0]:
+        graph.lint()
+    report.add(PassRecord(name, before, graph.node_count(), "; ".join(graph.notes), seconds))
+    return changed
+
+
+def optimize(graph, passes=None):
+    """Optimize a copy of ``graph``; return ``(optimized graph, OptimizationReport)``."""
+    graph = graph.copy()
+    report = OptimizationReport()
+    if passes is None:
+        passes = config.default_passes or DEFAULT_PIPELINE
+    for p in passes:
+        if p == "cleanup":
+            for _ in range(MAX_ROUNDS):
+                changed = False
+                for name in CLEANUP:
+                    changed |= bool(_run_one(graph, name, PASSES[name], report))
+                if not changed:
+                    break
+        else:
+            name, fn = _resolve(p)
+            _run_one(graph, name, fn, report)
+    return graph, report
