@@ -1,4 +1,19 @@
-"""Graph mode: the tracer, the IR, lowering to Python source, and the executor."""
+"""Graph mode, one subpackage per stage; a stage imports only the stages before it
+(``tests/test_layering.py`` checks it):
+
+1. ``ir/`` -- Graph and Node, structural ops, graph queries, signatures, printers;
+2. ``passes/`` -- structural rewrites, one a file;
+3. ``lowering/`` -- the pipeline, the steps that pick or build a lowering (fusion,
+   compiled regions, memory planning), the Python source writer and executor, and each
+   compiled lowering in its own folder (``numba/``, ``c/``);
+4. ``control/`` -- cond, while_loop, scan, subgraphs, the graph interpreter, effects;
+5. ``chunked/`` -- a traced graph run chunk by chunk on Dask arrays;
+6. ``jit/`` -- ``en.function``, the tracer, one compiled trace, AutoGraph;
+7. ``export/`` -- the native format, loading it, ONNX.
+
+Control flow comes after lowering because a body is compiled like any graph; the chunked
+runner comes before the jit because ``en.function`` picks it for Dask arguments.
+"""
 import engine  # noqa: F401  (load the core first: graph builds on it)
 from .ir.graph import Graph, Node  # noqa: F401
 from .ir.signature import TensorSpec  # noqa: F401

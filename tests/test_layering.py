@@ -79,6 +79,14 @@ def _imports(tree):
     return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
+def _late_imports(tree):
+    """``[(module name, line)]`` of each ``import_module("literal")`` call in ``tree``."""
+    return [(n.args[0].value, n.lineno) for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None))
+            == "import_module" and n.args and isinstance(n.args[0], ast.Constant)
+            and isinstance(n.args[0].value, str)]
+
+
 def import_edges(files):
     """``{module: {(imported module, imported name or None, line)}}`` within ``files``."""
     edges = {}
@@ -286,13 +294,13 @@ def test_the_top_level_import_finder_finds_them(tmp_path):
         "from . import graph\ndef f():\n    import graph.passes as p\n", "<test>")
     assert found == [(1, "graph"), (2, "eager.mode"), (6, "graph.passes")]
     doc = tmp_path / "doc.md"
-    doc.write_text("text\n```pycon\n>>> from graph.ir import Graph\n>>> 1\n1\n```\n")
+    doc.write_text("text\n```pycon\n>>> from graph.ir.graph import Graph\n>>> 1\n1\n```\n")
     assert [n for _, code in _code_blocks(str(doc))
-            for _, n in _top_level_mode_imports(code, "doc")] == ["graph.ir"]
+            for _, n in _top_level_mode_imports(code, "doc")] == ["graph.ir.graph"]
 
 
 MODE_CLASSES = ("EagerMode", "TraceMode")
-MODE_MODULES = ("engine.eager.mode", "engine.graph.tracer")
+MODE_MODULES = ("engine.eager.mode", "engine.graph.jit.tracer")
 
 
 def _mode_tests(tree):
@@ -365,3 +373,88 @@ def test_a_name_imported_from_a_facade_depends_on_the_facade(tmp_path):
     })
     edges = import_edges(discover(str(tmp_path), ("core",)))
     assert cycles(edges) == [frozenset({"core", "core.y"})]
+
+
+# ---- graph/ by stage ------------------------------------------------------------------------
+# The stages of graph mode, in the order the imports flow: a stage imports only itself and
+# the stages before it. The order is what the code needs: the structural passes come before
+# the lowering stage, whose pipeline runs them and then the steps that pick a lowering;
+# control flow compiles its bodies through the lowering stage; the chunked (Dask) stage runs a
+# graph traced for it, chunk by chunk; the jit (en.function, the tracer, AutoGraph) builds on
+# all of those; export saves and loads what the jit made.
+GRAPH_PACKAGE = "engine.graph"
+GRAPH_STAGES = ("ir", "passes", "lowering", "control", "chunked", "jit", "export")
+
+
+def late_edges(files):
+    """``{module: {(target, None, line)}}`` for ``importlib.import_module("literal")`` calls:
+    modules loaded on first use (the notebook display) still follow the stage order."""
+    found = {}
+    for module, path in files.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename=path)
+        for target, line in _late_imports(tree):
+            while target and target not in files:
+                target = target.rpartition(".")[0]
+            if target and target != module:
+                found.setdefault(module, set()).add((target, None, line))
+    return found
+
+
+def stage_of(module, package=GRAPH_PACKAGE, stages=GRAPH_STAGES):
+    """The index of the stage ``module`` belongs to; None for the package itself or a
+    module outside it, and ``-1`` for a module of the package in no stage."""
+    if not module.startswith(package + "."):
+        return None
+    first = module[len(package) + 1:].split(".")[0]
+    return stages.index(first) if first in stages else -1
+
+
+def stage_violations(edges, package=GRAPH_PACKAGE, stages=GRAPH_STAGES):
+    """``["a (line n) imports b"]`` for each import of a later stage."""
+    bad = []
+    for module, deps in sorted(edges.items()):
+        here = stage_of(module, package, stages)
+        if here is None or here < 0:
+            continue
+        for target, _, line in sorted(deps, key=lambda e: (e[0], e[2])):
+            there = stage_of(target, package, stages)
+            if there is not None and there > here:
+                bad.append(f"{module} (line {line}) imports {target} "
+                           f"(stage {stages[there]!r} comes after {stages[here]!r})")
+    return bad
+
+
+def test_every_graph_module_lives_in_a_stage():
+    files = discover(ROOT, PACKAGES)
+    loose = [m for m in files if stage_of(m) == -1]
+    assert not loose, (f"modules of graph/ outside the stage folders {GRAPH_STAGES}; move "
+                       "each into the stage it belongs to:\n  " + "\n  ".join(sorted(loose)))
+
+
+def test_a_graph_stage_imports_only_the_stages_before_it(edges):
+    files = discover(ROOT, PACKAGES)
+    everything = {m: set(d) | late_edges(files).get(m, set()) for m, d in edges.items()}
+    bad = stage_violations(everything)
+    assert not bad, (f"graph/ stages must import only earlier stages (order: "
+                     f"{' -> '.join(GRAPH_STAGES)}):\n  " + "\n  ".join(bad))
+
+
+def test_the_stage_check_finds_a_later_stage_imported(tmp_path):
+    _write(tmp_path, {
+        "pkg/__init__.py": "from .late import b\n",          # the package may wire any stage
+        "pkg/early/__init__.py": "",
+        "pkg/early/a.py": "from ..late import b\n",
+        "pkg/early/c.py": "import importlib\ndef d():\n"
+                          "    return importlib.import_module('pkg.late.b')\n",
+        "pkg/early/ok.py": "from . import a\n",
+        "pkg/late/__init__.py": "",
+        "pkg/late/b.py": "from ..early import a\n",          # an earlier stage: allowed
+    })
+    files = discover(str(tmp_path), ("pkg",))
+    edges = import_edges(files)
+    for module, deps in late_edges(files).items():
+        edges[module] |= deps
+    assert stage_violations(edges, "pkg", ("early", "late")) == [
+        "pkg.early.a (line 1) imports pkg.late.b (stage 'late' comes after 'early')",
+        "pkg.early.c (line 3) imports pkg.late.b (stage 'late' comes after 'early')"]
