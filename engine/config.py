@@ -7,6 +7,8 @@ Example:
 """
 import contextvars
 
+from .cost_model import cost as _cost
+
 
 class _Config:
     """Settings read by the modes. Flags that differ per thread are contextvars."""
@@ -68,6 +70,10 @@ class _Config:
         # engine/default_dtype.py). None: numpy's float64 for data, float32 for random
         # draws and layer parameters.
         self.default_float_dtype = None
+        # The measured thresholds that choose kernels, lowerings and passes, each
+        # overridable: en.config.cost.fused_block_elements = 1 << 14 (see
+        # engine/cost_model.py and docs/guide/cost-model.md).
+        self.cost = _cost
 
     @property
     def check_numerics(self):

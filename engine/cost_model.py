@@ -1,0 +1,280 @@
+"""The cost model: every measured threshold that picks a kernel, a lowering or a pass.
+
+Each threshold is declared once, in ``THRESHOLDS``, with what it counts, the
+machine and date it was measured on and the commit whose message (and the
+measurements log, ``docs/measurements.md``) holds the figures. The code that
+decides reads the current value from ``cost``, which the public API shows as
+``en.config.cost``, so a user on another machine can re-tune a threshold
+without editing the engine. Kernels read their threshold at each call; passes
+and lowerings when a graph is lowered, so a function traced before a change
+keeps its lowering (as with ``en.config.compiled_lowering``).
+
+Example:
+    >>> import engine as en
+    >>> en.config.cost.fused_block_elements
+    65536
+    >>> with en.config.cost.override(fused_block_elements=1 << 12):
+    ...     en.config.cost.fused_block_elements
+    4096
+    >>> en.config.cost.fused_block_elements
+    65536
+"""
+import contextlib
+import dataclasses
+import numbers
+
+# The machines the figures were measured on (docs/measurements.md names each section's).
+EPYC = "2-core AMD EPYC VM (AVX2)"
+EPYC_512 = "2-core AMD EPYC VM (Zen 5, AVX-512)"
+XEON = "2-core Intel Xeon VM (AVX-512)"
+NOT_MEASURED = "not measured"
+
+
+@dataclasses.dataclass(frozen=True)
+class Threshold:
+    """One measured threshold: its name in ``en.config.cost``, its default, what it
+    counts (``unit``), where it was measured (``machine``, ``date``, ``commit``),
+    what it decides (``meaning``) and the file that reads it (``used_in``)."""
+    name: str
+    default: float
+    unit: str
+    machine: str
+    date: str
+    commit: str
+    meaning: str
+    used_in: str
+
+
+THRESHOLDS = (
+    # ---- eager kernels (engine/ops, engine/optim) --------------------------------------
+    Threshold("einsum_blas_min_work", 8192, "multiply-adds", EPYC, "2026-12-01", "bd0a089",
+              "an einsum contraction with at least this much work runs as one BLAS product; "
+              "below, np.einsum in one call (24 against 16 us on 3x3)",
+              "engine/ops/einsum.py"),
+    Threshold("reciprocal_divide_min_elements", 1024, "elements", EPYC, "2026-11-29",
+              "9d8f1ad",
+              "reciprocal (and sigmoid) of at least this many elements runs divide(1, x), "
+              "twice as fast as numpy's unvectorized reciprocal loop; below, the plain ufunc",
+              "engine/ops/elementwise.py"),
+    Threshold("dot_out_max_work", 1 << 19, "multiply-adds", EPYC_512, "2026-12-02", "a22c4d0",
+              "matmul's out= kernel calls np.dot below this work; above, np.matmul is "
+              "faster ((1000, 196) @ (196, 784)^T: 0.95 against 1.09 ms)",
+              "engine/ops/linalg.py"),
+    Threshold("segment_sum_block_elements", 1 << 22, "elements", NOT_MEASURED, "2026-12-01",
+              "9880c50",
+              "segment_sum's generic (Array API) kernel compares targets with positions in "
+              "blocks of about this many elements, bounding its temporary",
+              "engine/ops/index_generic.py"),
+    Threshold("lbfgs_chunk_bytes", 16 << 20, "bytes", EPYC, "2026-11-29", "b929598",
+              "L-BFGS multiplies its history in chunks of rows of about this many bytes (a "
+              "traced step skips the empty ones)",
+              "engine/optim/lbfgs.py"),
+    Threshold("recycle_min_bytes", 1 << 17, "bytes", EPYC, "2026-11-29", "1b3b67a",
+              "eager ops recycle freed arrays, and traced functions write outputs into their "
+              "previous call's, from this size (from 1 MiB: an eager autoencoder step at "
+              "batch 100 took 3.7 ms with 917 page faults a call; from 128 KiB 1.7-2.2 ms)",
+              "eager/buffer_cache.py, graph/lowering/output_recycling.py"),
+    # ---- fused kernels (graph/lowering) ------------------------------------------------
+    Threshold("fused_whole_array_elements", 1 << 18, "elements", XEON, "2026-12-04", "56deb44",
+              "a fused region of at most this many elements runs one numpy call per op over "
+              "whole arrays; a larger one walks blocks of fused_block_elements",
+              "graph/lowering/fusion.py"),
+    Threshold("fused_block_elements", 1 << 16, "elements", XEON, "2026-12-04", "56deb44",
+              "the block a large fused region walks (its buffers fit L2: the autoencoder's "
+              "loss tail at batch 1000 4.8 -> 3.7 ms)",
+              "graph/lowering/fusion.py"),
+    Threshold("row_kernel_block_elements", 1 << 18, "elements", EPYC, "2026-11-29", "68b6ede",
+              "the block of rows a fused kernel split over threads hands each call (2^18 "
+              "against 2^15: 3.5-5% off the autoencoder step at batch 10000 and 60000)",
+              "graph/lowering/row_kernel.py"),
+    # ---- compiled lowerings: when compiling pays ---------------------------------------
+    Threshold("compile_calls", 100, "calls", EPYC, "2026-12-01", "ddc16f9",
+              "under compiled_lowering 'auto' code is compiled where what it saves over this "
+              "many calls exceeds its compile time",
+              "graph/lowering/compile_numba.py"),
+    Threshold("long_run_calls", 1000, "calls", EPYC_512, "2026-12-04", "6b051de",
+              "a fused kernel that pays in C only over this many calls starts with numpy and "
+              "moves to C in the background once hot",
+              "graph/lowering/compile_numba.py"),
+    Threshold("hot_swap_calls", 20, "calls", EPYC_512, "2026-12-04", "6b051de",
+              "the call of a hot-swappable kernel at which its C build starts",
+              "graph/lowering/hot_swap.py"),
+    Threshold("whole_graph_small_elements", 1 << 16, "elements", EPYC, "2026-12-01", "ddc16f9",
+              "a graph (or scan) whose values hold at most this many elements each is "
+              "compiled whole with numba: numpy's per-call overhead is its cost",
+              "graph/lowering/compile_numba.py"),
+    Threshold("whole_graph_max_elements", 1 << 18, "elements", EPYC_512, "2026-12-02",
+              "e291c14",
+              "a graph with values up to this many elements and no product OpenBLAS would "
+              "thread is compiled whole too ((400, 300) elementwise: 549 against 705 us)",
+              "graph/lowering/compile_numba.py"),
+    Threshold("numba_max_source_lines", 600, "lines", EPYC, "2026-12-01", "bda1d27",
+              "a region over this many lines of numba source is compiled in parts (numba's "
+              "compile time grows faster than its length)",
+              "graph/lowering/compile_numba.py"),
+    Threshold("numba_compile_seconds", 1.0, "seconds", EPYC, "2026-12-01", "ddc16f9",
+              "the fixed part of numba's estimated compile time for a region",
+              "graph/lowering/compile_numba.py"),
+    Threshold("numba_compile_seconds_per_line", 0.1, "seconds", EPYC, "2026-12-01", "ddc16f9",
+              "numba's estimated compile time per line of source",
+              "graph/lowering/compile_numba.py"),
+    Threshold("numba_import_seconds", 1.0, "seconds", EPYC, "2026-12-01", "9bfc43a",
+              "the cost of importing numba, counted when it is not imported yet",
+              "graph/lowering/numba/numba_fused.py"),
+    Threshold("numba_saved_seconds_per_element_op", 3e-10, "seconds", EPYC, "2026-12-01",
+              "9bfc43a",
+              "what a numba loop nest saves per element per op over numpy's calls (the "
+              "autoencoder's 7-op loss tail over (1000, 784): 4.6 against 1.9 ms)",
+              "graph/lowering/numba/numba_fused.py"),
+    Threshold("numpy_call_seconds", 1.5e-6, "seconds", EPYC_512, "2026-12-02", "e9b2465",
+              "the overhead of one numpy call, saved per op by a compiled kernel or graph",
+              "graph/lowering/numba/numba_fused.py, graph/lowering/compile_numba.py"),
+    Threshold("numba_call_seconds", 2e-6, "seconds", EPYC_512, "2026-12-02", "e9b2465",
+              "the overhead of one call of a numba-compiled fused kernel (tanh(a + b) over "
+              "(32, 64): 5.1 us against numpy's two calls 6.7)",
+              "graph/lowering/numba/numba_fused.py"),
+    Threshold("c_saved_seconds_per_element_op", 3e-10, "seconds", EPYC_512, "2026-12-04",
+              "6b051de",
+              "what a C loop nest saves per element per op over numpy's calls",
+              "graph/lowering/c/c_fused.py"),
+    Threshold("c_call_seconds", 1e-5, "seconds", EPYC_512, "2026-12-04", "6b051de",
+              "the overhead of one call of a C fused kernel (ctypes and the row split)",
+              "graph/lowering/c/c_fused.py"),
+    Threshold("c_compile_seconds", 0.3, "seconds", EPYC_512, "2026-12-04", "6b051de",
+              "the estimated time the system's C compiler takes for one kernel",
+              "graph/lowering/c/c_fused.py"),
+    # ---- threads and BLAS --------------------------------------------------------------
+    Threshold("openblas_threaded_work", 65536 * 4, "multiply-adds", NOT_MEASURED,
+              "2026-12-01", "adf85fd",
+              "OpenBLAS runs a product on all its threads above this work (its "
+              "SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD, read from its source)",
+              "graph/lowering/numba/numba_blas.py, graph/lowering/compile_numba.py"),
+    Threshold("parallel_matmul_min_work", 1 << 25, "multiply-adds", EPYC, "2026-12-01",
+              "91623f5",
+              "a graph matrix product of at least this work is split by rows over the "
+              "engine's kernel threads",
+              "graph/lowering/parallel_matmul.py"),
+    Threshold("two_threads_min_product_work", 1 << 29, "multiply-adds", EPYC, "2026-12-01",
+              "80fe26f",
+              "with fusion_threads None, a graph gets two kernel threads where its largest "
+              "product has at least this work (faster at batch 10000 and 60000, not 1000)",
+              "graph/lowering/parallel.py"),
+    Threshold("two_threads_min_elements", 1 << 18, "elements", EPYC_512, "2026-12-02",
+              "411db2e",
+              "... and elementwise work over more than this many elements (a graph of "
+              "products alone keeps OpenBLAS's threads: big_ops matmul 23.0 -> 11.6 ms)",
+              "graph/lowering/parallel.py"),
+    # ---- passes ------------------------------------------------------------------------
+    Threshold("batched_product_max_work", 1 << 20, "multiply-adds", EPYC_512, "2026-12-02",
+              "050b693",
+              "products of at most this work sharing an operand are batched into one; above, "
+              "a BLAS call's fixed cost is small",
+              "graph/passes/batch_products.py"),
+    Threshold("batched_block_max_elements", 1 << 15, "elements", EPYC_512, "2026-12-02",
+              "050b693",
+              "a block of at most this many elements may be copied into a batched product's "
+              "concatenation",
+              "graph/passes/batch_products.py"),
+    Threshold("batched_min_products", 4, "products", EPYC_512, "2026-12-02", "050b693",
+              "products are batched only where at least this many share an operand",
+              "graph/passes/batch_products.py"),
+    Threshold("layout_small_product_work", 1 << 20, "multiply-adds", XEON, "2026-12-04",
+              "2399b2f",
+              "a transposed right operand of products under this work is copied to C order "
+              "(OpenBLAS runs small NT products at about half speed: (256, 64) @ (64, 64) "
+              "10.4 against 15.0 us)",
+              "graph/passes/layout.py"),
+    Threshold("layout_min_readers", 2, "products", XEON, "2026-12-04", "2399b2f",
+              "... where at least this many small products read it",
+              "graph/passes/layout.py"),
+    # ---- the function front end --------------------------------------------------------
+    Threshold("split_backward_after", 3, "calls", NOT_MEASURED, "2026-12-01", "554181a",
+              "a function's backward is split into its own graphs after it has run this many "
+              "times by recomputing (the split compiles three more graphs)",
+              "graph/jit/concrete.py"),
+)
+
+_BY_NAME = {t.name: t for t in THRESHOLDS}
+
+
+class CostModel:
+    """The current value of every threshold, as attributes named as in ``THRESHOLDS``;
+    setting one checks its name and type.
+
+    Example:
+        >>> model = CostModel()
+        >>> model.compile_calls = 10
+        >>> model.compile_calls
+        10
+        >>> model.reset("compile_calls"); model.compile_calls
+        100
+        >>> model.compile_cals = 10
+        Traceback (most recent call last):
+        ...
+        AttributeError: no threshold named 'compile_cals' (did you mean 'compile_calls'?)
+    """
+
+    def __init__(self):
+        for t in THRESHOLDS:
+            object.__setattr__(self, t.name, t.default)
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, _checked(name, value))
+
+    def __delattr__(self, name):
+        raise AttributeError(f"threshold {name!r} cannot be deleted; reset it instead")
+
+    def reset(self, *names):
+        """Give ``names`` (every threshold when none) their measured defaults."""
+        for name in names or _BY_NAME:
+            setattr(self, name, _lookup(name).default)
+
+    @contextlib.contextmanager
+    def override(self, **values):
+        """Set thresholds for a ``with`` block, then restore the values they had."""
+        old = {name: getattr(self, _lookup(name).name) for name in values}
+        try:
+            for name, value in values.items():
+                setattr(self, name, value)
+            yield self
+        finally:
+            for name, value in old.items():
+                setattr(self, name, value)
+
+    def changed(self):
+        """``{name: value}`` of the thresholds that differ from their defaults."""
+        return {t.name: getattr(self, t.name) for t in THRESHOLDS
+                if getattr(self, t.name) != t.default}
+
+    def __repr__(self):
+        changed = self.changed()
+        return f"CostModel({len(THRESHOLDS)} thresholds, changed: {changed or 'none'})"
+
+
+def _lookup(name):
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        import difflib
+        close = difflib.get_close_matches(name, _BY_NAME, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise AttributeError(f"no threshold named {name!r}{hint}") from None
+
+
+def _checked(name, value):
+    """``value`` if it suits threshold ``name``: a non-negative number, an integer where the
+    default is one (an element count is never fractional)."""
+    threshold = _lookup(name)
+    integral = isinstance(threshold.default, int)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or (
+            integral and not isinstance(value, numbers.Integral)):
+        kind = "an integer" if integral else "a number"
+        raise TypeError(f"threshold {name!r} takes {kind} ({threshold.unit}), "
+                        f"not {value!r}")
+    if value < 0:
+        raise ValueError(f"threshold {name!r} cannot be negative, got {value!r}")
+    return int(value) if integral else float(value)
+
+
+# The one instance every decision reads (en.config.cost).
+cost = CostModel()
