@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import engine as en
-import engine.optim.lbfgs as lbfgs_impl
 from bench import common
 from bench.workloads import lbfgs
 
@@ -87,7 +86,7 @@ def test_lbfgs_history_in_several_chunks_matches_one_chunk(monkeypatch, compiled
     a, b = q @ q.T + np.eye(10), rng.normal(size=10)
 
     def losses(budget, history=5):
-        monkeypatch.setattr(lbfgs_impl, "_CHUNK_BYTES", budget)
+        monkeypatch.setattr(en.config.cost, "lbfgs_chunk_bytes", budget)
         w, v = en.Variable(np.zeros((2, 4))), en.Variable(np.zeros(2))
         opt = en.optim.LBFGS(history=history).build([w, v])
 

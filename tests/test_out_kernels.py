@@ -79,7 +79,7 @@ def test_the_matmul_out_kernel_takes_any_output_numpy_matmul_takes():
     for out in (np.empty((5, 3)), np.empty((5, 3), order="F"), np.empty((5, 3), np.complex128)):
         assert out_impl(x, y, out=out) is out
         np.testing.assert_allclose(out, x @ y, rtol=1e-14)
-    # Above _DOT_MAX_WORK multiply-adds every product goes to np.matmul, faster there.
+    # Above en.config.cost.dot_out_max_work multiply-adds every product goes to np.matmul, faster there.
     big_x, big_y = rng.random((128, 64)), rng.random((64, 64)).T
     out = np.empty((128, 64))
     assert out_impl(big_x, big_y, out=out) is out

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from ..cost_model import cost
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..lifting import TensorLike
 from ..modes import apply, current_mode
@@ -89,10 +90,6 @@ def _np_reduce_term(xp, x, word, keep):
     return np.einsum(f"{word}->{kept}", x), kept
 
 
-# Below this many multiply-adds numpy's own loops win (no transposes, one call).
-_BLAS_WORK = 8192
-
-
 def _work(arrays, words):
     sizes = {}
     for a, w in zip(arrays, words):
@@ -103,10 +100,11 @@ def _work(arrays, words):
 def _einsum_impl(*arrays, subscripts):
     words, out = parse_explicit(subscripts)
     if (len(arrays) == 2 and set(words[0]) & set(words[1]) - set(out)
-            and _work(arrays, words) >= _BLAS_WORK):
+            and _work(arrays, words) >= cost.einsum_blas_min_work):
         # A contraction: one BLAS product instead of numpy's summation loops (186 vs
         # 692 us for 64x64 @ 64x64 on a loaded machine); small ones stay with
-        # np.einsum, whose one call beats the transposes and reshapes.
+        # np.einsum, whose one call beats the transposes and reshapes (below
+        # cost.einsum_blas_min_work multiply-adds).
         x, y = arrays
         if x.dtype != y.dtype:
             dt = np.result_type(x, y)

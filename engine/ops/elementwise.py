@@ -5,6 +5,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from ..cost_model import cost
 from ..errors import DomainError, describe_args, describe_inputs
 from ..modes import apply
 from ..op import declare
@@ -82,12 +83,11 @@ square_op = unary("square", "square", lambda g, out, x: (g * (x * 2.0),), allowe
 declare(square_op, onnx=("expr", "Mul(x0, x0)"), scalar_form="{0} * {0}", positional_out=True)
 # numpy's reciprocal loop is not vectorized: on large arrays ``divide(1, x)``,
 # correctly rounded like it, runs twice as fast; on small ones the plain ufunc
-# call costs less.
-_DIVIDE_FROM = 1024
+# call costs less (cost.reciprocal_divide_min_elements).
 
 
 def _reciprocal_out(x, out):
-    if x.size >= _DIVIDE_FROM:
+    if x.size >= cost.reciprocal_divide_min_elements:
         return np.divide(1, x, out=out)
     return np.reciprocal(x, out=out)
 

@@ -14,10 +14,8 @@ Example:
     [[4.0, 6.0]]
 """
 from .. import dtypes
+from ..cost_model import cost
 from ..errors import ShapeError
-
-# Elements of the (targets x positions) comparison block of segment_sum.
-_BLOCK = 1 << 22
 
 
 def _prod(dims):
@@ -133,7 +131,8 @@ def segment_sum(be, positions, values, n):
         return xp.zeros((n,), dtype=values.dtype)
     positions = xp.reshape(positions, (1, m))
     values = xp.reshape(values, (1, m))
-    step = max(1, _BLOCK // m)
+    # The (targets x positions) comparison block holds about this many elements.
+    step = max(1, cost.segment_sum_block_elements // m)
     parts = []
     for start in range(0, n, step):
         targets = xp.reshape(xp.arange(start, min(n, start + step), dtype=xp.int64), (-1, 1))

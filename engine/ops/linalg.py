@@ -2,6 +2,7 @@
 import numpy as np
 
 from .. import dtypes
+from ..cost_model import cost
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..lifting import TensorLike
 from ..modes import current_mode
@@ -88,8 +89,7 @@ def _matmul_impl(x, y):
 
 # Above about this many multiply-adds np.matmul runs faster than np.dot (on numpy 2.4's
 # OpenBLAS: (256, 64) @ (64, 64) 10.4 against 15.0 us, (1000, 196) @ (196, 784)^T 0.95
-# against 1.09 ms); below it np.dot's smaller call overhead wins.
-_DOT_MAX_WORK = 2 ** 19
+# against 1.09 ms); below it np.dot's smaller call overhead wins: cost.dot_out_max_work.
 
 
 def _matmul_out(x, y, out):
@@ -98,7 +98,8 @@ def _matmul_out(x, y, out):
     # RNN); it takes only a C-contiguous ``out`` of the product's own dtype, as planned
     # buffers are. Anything else, and any larger product, goes to np.matmul.
     if x.ndim == 2 and y.ndim == 2 and out.dtype == x.dtype == y.dtype and \
-            out.flags.c_contiguous and x.shape[0] * x.shape[1] * y.shape[1] < _DOT_MAX_WORK:
+            out.flags.c_contiguous and \
+            x.shape[0] * x.shape[1] * y.shape[1] < cost.dot_out_max_work:
         return np.dot(x, y, out=out)
     return np.matmul(x, y, out=out)
 
@@ -112,7 +113,7 @@ def _matmul_static_kernel(in_avals, out_aval, params, into_buffer):
     if not into_buffer:
         return np.dot
     same = np.dtype(out_aval[1]) == np.dtype(x_dtype) == np.dtype(y_dtype)
-    small = x_shape[0] * x_shape[1] * y_shape[1] < _DOT_MAX_WORK
+    small = x_shape[0] * x_shape[1] * y_shape[1] < cost.dot_out_max_work
     return np.dot if same and small else np.matmul
 
 

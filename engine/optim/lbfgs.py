@@ -61,6 +61,7 @@ import numpy as np
 
 from .. import ops
 from ..config import config
+from ..cost_model import cost
 from ..errors import EngineError, InvalidArgumentError
 from ..modes import current_mode
 from ..tensor import Tensor, tensor
@@ -69,7 +70,6 @@ from ..variable import Variable
 from .base import Optimizer, _as_grad_list, _as_var_list, as_dtype
 
 _F8 = np.float64   # the small (m, m) algebra runs in float64 whatever the parameters' dtype
-_CHUNK_BYTES = 16 << 20  # history rows per product (a traced step skips empty chunks)
 
 
 class LBFGS(Optimizer):
@@ -150,7 +150,8 @@ class LBFGS(Optimizer):
         n = sum(self._sizes)
         # Products with the history run over chunks of k rows, so that a traced
         # step can skip the chunks not yet filled while the history warms up.
-        self._k = k = max(1, min(m, _CHUNK_BYTES // max(1, n * np.dtype(dt).itemsize)))
+        row_bytes = max(1, n * np.dtype(dt).itemsize)
+        self._k = k = max(1, min(m, cost.lbfgs_chunk_bytes // row_bytes))
         self._nchunks = -(-m // k)
 
         def var(name, value):
