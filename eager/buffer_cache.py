@@ -8,7 +8,8 @@ and nothing else refers to that array (no view, no other tensor, no user
 reference), the array goes into this cache, and the next op of a size that
 matches (same shape and dtype) writes into it through its ``out_impl``.
 
-Only arrays of at least ``MIN_BYTES`` take part, so small ops pay nothing. That
+Only arrays of at least ``en.config.cost.recycle_min_bytes`` take part, so small ops
+pay nothing. That
 is 128 KiB, glibc's default threshold for mapping memory straight from the OS:
 arrays of a few hundred KiB churn too, and the allocator returns and re-faults
 their pages. An eager autoencoder loss and gradient at batch 100 (arrays of
@@ -39,9 +40,8 @@ import weakref
 import numpy as np
 
 from engine.config import config
+from engine.cost_model import cost
 from engine.tensor import wrap
-
-MIN_BYTES = 1 << 17
 
 _lock = threading.Lock()
 _free = {}          # (shape, dtype) -> [arrays]
@@ -126,7 +126,7 @@ _died = _on_death(_give)
 
 def adopt(tensor, arr):
     """Offer ``arr`` to the cache when ``tensor`` dies (large, owning arrays only)."""
-    if arr.nbytes >= MIN_BYTES and arr.flags.owndata and arr.flags.c_contiguous:
+    if arr.nbytes >= cost.recycle_min_bytes and arr.flags.owndata and arr.flags.c_contiguous:
         ref = weakref.ref(tensor, _died)
         _pending[id(ref)] = (ref, arr)
 

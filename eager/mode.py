@@ -7,6 +7,7 @@ import numpy as np
 
 from engine.backend import current_override
 from engine.config import config
+from engine.cost_model import cost
 from engine.errors import (BackendError, DTypeError, EngineError, TracingError, format_location,
                            user_frame)
 from engine.lifting import (NESTED_TYPES, WEAK_SCALAR_TYPES, as_array, holds_tensors, lift_error,
@@ -191,7 +192,7 @@ class EagerMode(Mode):
             raise located(err) from None
         large = False
         if not op.multiple_results and op.out_impl is not None:
-            large = int(np.prod(aval[0])) * aval[1].itemsize >= buffer_cache.MIN_BYTES
+            large = int(np.prod(aval[0])) * aval[1].itemsize >= cost.recycle_min_bytes
         checked = (aval, large)
         if key is not None and len(_AVAL_CACHE) < _CACHE_LIMIT:
             _AVAL_CACHE[key] = checked

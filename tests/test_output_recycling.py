@@ -10,7 +10,7 @@ import pytest
 import engine as en
 from engine.graph.lowering import output_recycling
 
-SHAPE = (128, 300)       # 300 KiB of float64: above output_recycling.MIN_BYTES
+SHAPE = (128, 300)       # 300 KiB of float64: above en.config.cost.recycle_min_bytes
 
 
 def _inputs(seed):

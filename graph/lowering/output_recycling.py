@@ -41,13 +41,10 @@ import numpy as np
 
 from engine.backend import NUMPY
 from engine.config import config
+from engine.cost_model import cost
 
 from ..ir.graph_ops import constant_op, placeholder_op
 from ..ir.queries import nbytes, static_shape
-
-# Outputs smaller than this are left to the allocator: glibc's default mmap threshold
-# (eager mode's MIN_BYTES, for the same reason).
-MIN_BYTES = 1 << 17
 
 # The names the lowered function uses (codegen keeps node names off them).
 PREV = "_prev"          # the local holding the previous array
@@ -59,7 +56,8 @@ BASE = "_free_refs"     # the count of an array nobody else refers to
 def recyclable_outputs(graph, plan, backend):
     """The graph's outputs that may be written into their previous arrays, in output
     order: single-result nodes of an op with an ``out_impl``, of a static shape of at
-    least ``MIN_BYTES``, that are not inputs, constants or planned buffers."""
+    least ``en.config.cost.recycle_min_bytes``, that are not inputs, constants or planned
+    buffers."""
     if not config.recycle_graph_outputs or backend is not NUMPY or _BASELINE <= 0:
         return []
     planned = set(plan.buffer_of) if plan is not None else set()
@@ -69,7 +67,9 @@ def recyclable_outputs(graph, plan, backend):
                 node.op.multiple_results or node.avals is not None or node in planned or \
                 node.side_effects or not static_shape(node.shape):
             continue
-        if nbytes(node.shape, node.dtype) >= MIN_BYTES:
+        # Smaller outputs are left to the allocator: below glibc's default mmap
+        # threshold it reuses their memory itself.
+        if nbytes(node.shape, node.dtype) >= cost.recycle_min_bytes:
             found.append(node)
     return found
 
