@@ -30,7 +30,8 @@ in page faults without it).
 
 Example:
     >>> import engine as en
-    >>> en.config.eager_cache_bytes = 0    # doctest: +SKIP  (no recycling)
+    >>> en.config.eager_cache_bytes = 0          # no recycling
+    >>> en.config.eager_cache_bytes = 2 << 30    # the default, 2 GiB
 """
 import collections
 import sys

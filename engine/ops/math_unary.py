@@ -245,8 +245,10 @@ def round(x, decimals=0):
 
     Example:
         >>> import engine as en
-        >>> en.round(en.tensor([0.5, 1.5, 2.675]), 2).tolist()
-        [0.5, 1.5, 2.67]
+        >>> en.round(en.tensor([0.5, 1.5, 2.5])).tolist()
+        [0.0, 2.0, 2.0]
+        >>> en.round(en.tensor([0.5, 1.5, 2.675]), 2).tolist()  # 2.675 * 100 is 267.5
+        [0.5, 1.5, 2.68]
     """
     decimals = _check_decimals(decimals)
     if decimals == 0:

@@ -9,8 +9,9 @@ Example:
     >>> import numpy as np
     >>> from engine.graph.jit.function import plain_function
     >>> p = ChunkProgram("f", 1, [("exp", [0], {}, ())], [1], [], "", plain_function)
-    >>> float(p.run([np.zeros((2, 1))], [])[0][0][0])
-    1.0
+    >>> partials, rows = p.run([np.zeros((2, 1))], [])
+    >>> partials[0].tolist(), rows
+    ([[1.0], [1.0]], [])
 """
 import itertools
 import threading

@@ -5,12 +5,21 @@ networkx graph mirrors the data edges plus control edges (side-effect order)
 so passes can ask for users, reachability and a topological order.
 Passes go through this API, never through networkx directly.
 
-Example:
-    >>> import engine as en
-    >>> f = en.function(lambda x: en.exp(x) + 1.0)
-    >>> g = f.graph_for(en.tensor([1.0, 2.0]))
-    >>> [n.op.name for n in g.topo_order()]
-    ['placeholder', 'exp', 'constant', 'add']
+Example (``en.function(f).graph_for(x)`` gives the optimized graph of a function):
+    >>> import numpy as np
+    >>> from engine.op import lookup
+    >>> from engine.graph.ir.graph_ops import placeholder_op
+    >>> g = Graph("f")
+    >>> x = g.add(placeholder_op, [], {}, ((2,), np.dtype("float64")), name="x")
+    >>> y = g.add(lookup("exp"), [x], {}, ((2,), np.dtype("float64")))
+    >>> g.inputs, g.outputs = [x], [y]
+    >>> [n.op.name for n in g.topo_order()], g.users(x)
+    (['placeholder', 'exp'], [%exp])
+    >>> print(g)
+    graph f(%x: float64[2]) {
+      %exp = exp(%x) : float64[2]
+      return (%exp)
+    }
 """
 import heapq
 import importlib
