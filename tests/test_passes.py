@@ -18,7 +18,6 @@ from engine.graph.lowering.pipeline import CLEANUP, PASSES, optimize
 from engine.graph.passes.constant_folding import constant_folding
 from engine.graph.passes.cse import cse
 from engine.graph.passes.dce import dce
-from engine.graph.lowering.fusion import BLOCK_ELEMENTS, SMALL_ELEMENTS
 from engine.graph.passes.simplify import simplify
 from pass_helpers import *  # noqa: F401,F403
 
@@ -509,12 +508,15 @@ def _broadcast_args(n, m, seed=0):
     return [en.tensor(rng.uniform(-2.0, 2.0, size=shape)) for shape in [(n, m), (m,), (n, 1), ()]]
 
 
+WHOLE = en.config.cost.fused_whole_array_elements   # the one-pass size
+BLOCK = en.config.cost.fused_block_elements
+
+
 # 300x700 and the shapes just past the one-pass size run the blocked loop over several
 # blocks (the last with a short remainder); one row longer than a block is a block alone.
 @pytest.mark.parametrize("n, m", [(300, 700), (300, 7), (1, 5000), (3, 1), (1, 1), (0, 5),
-                                  (5, 0), (SMALL_ELEMENTS // 7 + 1, 7),
-                                  (SMALL_ELEMENTS // BLOCK_ELEMENTS + 1, BLOCK_ELEMENTS),
-                                  (1, SMALL_ELEMENTS + 1)])
+                                  (5, 0), (WHOLE // 7 + 1, 7), (WHOLE // BLOCK + 1, BLOCK),
+                                  (1, WHOLE + 1)])
 def test_fusion_matches_unoptimized_with_broadcast_inputs(n, m):
     args = _broadcast_args(n, m)
     f, c = concrete(_fusion_case, *args)

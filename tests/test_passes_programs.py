@@ -11,7 +11,6 @@ Larger random programs (200x300 arrays, with fusion's block size lowered to
 buffers to reuse; other pass lists check each pass on its
 own; and random programs also check that optimizing is idempotent.
 """
-import sys
 
 import numpy as np
 import pytest
@@ -165,9 +164,8 @@ def test_big_random_programs_optimized_equal_unoptimized(monkeypatch):
     and reused buffers (guards against a silent narrowing). The block size is read when a
     kernel is generated: lowered here (and the one-pass size with it), so that arrays of
     this size span several blocks."""
-    fusion_module = sys.modules["engine.graph.lowering.fusion"]
-    monkeypatch.setattr(fusion_module, "BLOCK_ELEMENTS", SMALL_BLOCK)
-    monkeypatch.setattr(fusion_module, "SMALL_ELEMENTS", SMALL_BLOCK)
+    monkeypatch.setattr(en.config.cost, "fused_block_elements", SMALL_BLOCK)
+    monkeypatch.setattr(en.config.cost, "fused_whole_array_elements", SMALL_BLOCK)
     seen = {"fused_big": 0, "reused": 0}
 
     @settings(max_examples=40, **SETTINGS)

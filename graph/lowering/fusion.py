@@ -45,6 +45,7 @@ import numpy as np
 
 from engine import ops
 from engine.config import config
+from engine.cost_model import cost
 from engine.op import Op, declare
 from engine.warning_location import TRACED_LINES
 
@@ -54,17 +55,16 @@ from .numba import fusion_numba
 from .compile_numba import compiled_fused_kernel, hot_fused_kernel
 from .fusion_groups import group_outputs, group_regions
 
-# A region of at most SMALL_ELEMENTS (static shape) runs as one numpy call per op over
-# whole arrays; a larger one walks row blocks of about BLOCK_ELEMENTS elements, so
+# A region of at most cost.fused_whole_array_elements (static shape) runs as one numpy
+# call per op over whole arrays; a larger one walks row blocks of about
+# cost.fused_block_elements elements, so
 # the handful of block-sized buffers each op reads and writes stay in the core's L2
 # cache. Measured on a 2-core Xeon VM with AVX-512 (1.25 MiB of L2 a core): the
 # autoencoder's loss tail over (1000, 784) float32, 13 numpy calls a block, takes
 # 3.7 ms in 2^16-element blocks, 3.9 in 2^17 and 4.8 in 2^18; at batch 60000,
 # 174 against 186 ms. Smaller blocks pay numpy's ~1 us a call more often: on an AMD
 # EPYC, sigmoid(x + b) over (1000, 784) took 878 us in 2^15-element blocks, 821 in
-# 2^18 and 750 as one pass.
-BLOCK_ELEMENTS = 1 << 16
-SMALL_ELEMENTS = 1 << 18
+# 2^18 and 750 as one pass. Both are read when a graph is lowered.
 _ids = itertools.count()
 
 
@@ -222,7 +222,7 @@ def _fresh_source(name, members, inputs, member_index):
 
 def _small_static(shape):
     """Whether arrays of the traced ``shape`` take the one-pass small path."""
-    return None not in shape and math.prod(shape) <= SMALL_ELEMENTS
+    return None not in shape and math.prod(shape) <= cost.fused_whole_array_elements
 
 
 def _kernel_source(name, members, inputs, member_index, outputs):
@@ -268,7 +268,7 @@ def _kernel_source(name, members, inputs, member_index, outputs):
               "    nd = len(shape)",
               "    n = shape[0] if nd else 1",
               "    row = size // n if n else 0",
-              f"    rows = max(1, {BLOCK_ELEMENTS} // row) if row else n",
+              f"    rows = max(1, {cost.fused_block_elements} // row) if row else n",
               "    if nd == 0 or rows >= n:",
               "        rows = max(n, 1)   # n == 0: an empty loop, not range(0, 0, 0)",
               "    else:",

@@ -17,12 +17,10 @@ import math
 
 import numpy as np
 
+from engine.cost_model import cost
 from engine.errors import UnimplementedError
 
 from .parallel import kernel_threads, row_bounds, run_split
-
-# Rows of one part of a split (the numpy kernels' block size, in elements).
-BLOCK_ELEMENTS = 1 << 18
 
 
 class RowKernel:
@@ -42,7 +40,8 @@ class RowKernel:
         self.fn = fn
         self._variants = {(): fn}
         row = self.size // self.shape[0] if self.shape[0] else 1
-        self.rows = max(1, BLOCK_ELEMENTS // max(row, 1))
+        # Rows of one part of a split: about cost.row_kernel_block_elements elements.
+        self.rows = max(1, cost.row_kernel_block_elements // max(row, 1))
 
     def _inputs(self, arrays):
         # A 0-d value may come as a numpy scalar from another kernel.
