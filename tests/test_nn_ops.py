@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import engine as en
-import op_db_conv
+from op_db import conv as op_db_conv
 from pass_helpers import fused_nodes
 
 F = en.nn.functional

@@ -1,7 +1,7 @@
 """Every registered op has an op database entry, and its registry flags hang together.
 
 This is the guard that every op is complete: registering an op without an
-entry in ``tests/op_db.py`` (numpy reference, samples, dtypes, errors,
+entry in ``tests/op_db/`` (numpy reference, samples, dtypes, errors,
 gradient flag) fails here, naming the op.
 """
 import inspect
@@ -35,9 +35,9 @@ def test_entries_name_registered_ops():
 @pytest.mark.parametrize("name", REGISTERED)
 def test_registered_op_has_entry(name):
     if name not in OPS_BY_NAME:
-        pytest.fail(f"op {name!r} is registered but has no entry in tests/op_db.py: add an "
-                    "OpInfo with its numpy reference, sample inputs, dtypes, error inputs and "
-                    "gradient flag", pytrace=False)
+        pytest.fail(f"op {name!r} is registered but has no entry in tests/op_db/: add an "
+                    "OpInfo to its family's module there, with its numpy reference, sample "
+                    "inputs, dtypes, error inputs and gradient flag", pytrace=False)
 
 
 @pytest.mark.parametrize("name", REGISTERED)

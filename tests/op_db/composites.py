@@ -1,22 +1,11 @@
 """Op-database entries for the composites (public functions made of registered ops);
-convolution and pooling are in ``op_db_conv``, the activations and the other
-neural-network composites in ``op_db_nn2``."""
+convolution and pooling are in ``op_db.conv``, the activations and the other
+neural-network composites in ``op_db.nn``."""
 import numpy as np
 
 import engine as en
 
-from op_db_core import *  # noqa: F401,F403
-from op_db_core import _op_dtypes  # noqa: F401
-
-
-# ---- composites: public functions made of registered ops ------------------------------
-COMPOSITES = []
-
-
-def composite(info):
-    info.composite = True
-    COMPOSITES.append(info)
-    return info
+from op_db.core import F64, FLOATS, NUMERIC, ErrorInput, OpInfo, Sample, composite, make
 
 
 def _dot_samples(dtype, rng):

@@ -5,9 +5,8 @@ import numpy as np
 
 import engine as en
 
-from op_db_core import *  # noqa: F401,F403
-from op_db_core import _op_dtypes  # noqa: F401
-from op_db_nn import composite
+from op_db.core import (F64, FLOATS, ErrorInput, OpInfo, Sample, add, composite, make,
+                        make_distinct, op_dtypes)
 
 
 def _pairs(v):
@@ -356,7 +355,7 @@ def _pool_grad_op(name):
     return lambda *args, **kw: en.apply(en.REGISTRY[name], *args, **kw)
 
 
-add(OpInfo("conv2d", en.conv2d, _conv2d_ref, _conv_samples("conv2d"), _op_dtypes("conv2d"),
+add(OpInfo("conv2d", en.conv2d, _conv2d_ref, _conv_samples("conv2d"), op_dtypes("conv2d"),
            error_inputs=lambda: _conv_errors([(1, 5, 5, 2), (3, 3, 2, 4)], (3, 3, 3, 4), {})() + [
                ErrorInput(Sample((np.ones((1, 2, 2, 1)), np.ones((3, 3, 1, 1)))), en.ShapeError),
                ErrorInput(Sample((np.ones((1, 5, 5, 4)), np.ones((3, 3, 2, 3))), dict(groups=2)),
@@ -366,11 +365,11 @@ add(OpInfo("conv2d", en.conv2d, _conv2d_ref, _conv_samples("conv2d"), _op_dtypes
                ErrorInput(Sample((np.ones((1, 5, 5, 1)), np.ones((3, 3, 1, 1))), dict(dilation=3)),
                           en.ShapeError, "window 7")]))
 add(OpInfo("conv2d_backprop_input", en.ops.conv2d_backprop_input, _conv2d_bp_input_ref,
-           _conv_samples("input"), _op_dtypes("conv2d_backprop_input"),
+           _conv_samples("input"), op_dtypes("conv2d_backprop_input"),
            error_inputs=_conv_errors([(1, 3, 3, 4), (3, 3, 2, 4)], (3, 3, 2, 5),
                                      dict(input_hw=(5, 5)))))
 add(OpInfo("conv2d_backprop_filter", en.ops.conv2d_backprop_filter, _conv2d_bp_filter_ref,
-           _conv_samples("filter"), _op_dtypes("conv2d_backprop_filter"),
+           _conv_samples("filter"), op_dtypes("conv2d_backprop_filter"),
            error_inputs=lambda: [
                ErrorInput(Sample((np.ones((1, 5, 5, 2)), np.ones((1, 2, 2, 4))),
                                  dict(kernel_hw=(3, 3))), en.ShapeError),
@@ -408,27 +407,27 @@ def _pool_errors(name):
 
 
 add(OpInfo("max_pool2d", en.max_pool2d, _max_pool_ref, _pool_samples("pool"),
-           _op_dtypes("max_pool2d"), error_inputs=_pool_errors("max_pool2d")))
+           op_dtypes("max_pool2d"), error_inputs=_pool_errors("max_pool2d")))
 add(OpInfo("max_pool2d_indices", _pool_grad_op("max_pool2d_indices"), _pool_indices_ref,
            lambda dtype, rng: (Sample(s.args, _op_kwargs(s.kwargs))
                                for s in _pool_samples("indices")(dtype, rng)),
-           _op_dtypes("max_pool2d_indices"), supports_grad=False, error_inputs=lambda: [
+           op_dtypes("max_pool2d_indices"), supports_grad=False, error_inputs=lambda: [
                ErrorInput(Sample((np.ones((4, 4, 1)),), _op_kwargs(
                    dict(pool_size=2, strides=None, padding="valid"))), en.ShapeError)]))
 add(OpInfo("max_pool2d_grad", _pool_grad_op("max_pool2d_grad"), _pool_grad_ref,
-           _pool_samples("grad"), _op_dtypes("max_pool2d_grad"), error_inputs=lambda: [
+           _pool_samples("grad"), op_dtypes("max_pool2d_grad"), error_inputs=lambda: [
                ErrorInput(Sample((np.ones((1, 4, 4, 1)), np.ones((1, 3, 3, 1))),
                                  _op_kwargs(dict(pool_size=2, strides=2, padding="valid"))),
                           en.ShapeError)]))
 add(OpInfo("max_pool2d_gather", _pool_grad_op("max_pool2d_gather"), _pool_gather_ref,
-           _pool_samples("gather"), _op_dtypes("max_pool2d_gather"), error_inputs=lambda: [
+           _pool_samples("gather"), op_dtypes("max_pool2d_gather"), error_inputs=lambda: [
                ErrorInput(Sample((np.ones((1, 4, 4, 1)), np.ones((1, 2, 2, 1))),
                                  _op_kwargs(dict(pool_size=2, strides=2, padding="valid"))),
                           en.ShapeError)]))
 add(OpInfo("avg_pool2d", en.avg_pool2d, _avg_pool_ref, _avg_samples("pool"),
-           _op_dtypes("avg_pool2d"), error_inputs=_pool_errors("avg_pool2d")))
+           op_dtypes("avg_pool2d"), error_inputs=_pool_errors("avg_pool2d")))
 add(OpInfo("avg_pool2d_grad", _pool_grad_op("avg_pool2d_grad"), _avg_pool_grad_ref,
-           _avg_samples("grad"), _op_dtypes("avg_pool2d_grad"), error_inputs=lambda: [
+           _avg_samples("grad"), op_dtypes("avg_pool2d_grad"), error_inputs=lambda: [
                ErrorInput(Sample((np.ones((1, 3, 3, 1)),), dict(
                    _op_kwargs(dict(pool_size=2, strides=2, padding="valid")), ceil_mode=False,
                    count_include_pad=True, input_hw=(4, 4))), en.ShapeError)]))

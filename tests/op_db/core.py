@@ -197,18 +197,71 @@ OP_DB = []
 
 
 def add(info):
+    """Register the entry of a registered op."""
     OP_DB.append(info)
     return info
 
 
-def _op_dtypes(name):
+# ---- composites: public functions made of registered ops ------------------------------
+COMPOSITES = []
+
+
+def composite(info):
+    """Register the entry of a composite (a public function made of registered ops)."""
+    info.composite = True
+    COMPOSITES.append(info)
+    return info
+
+
+def op_dtypes(name):
+    """The dtypes of ``ALL`` that the registered op ``name`` takes."""
     return tuple(d for d in ALL if d in (en.REGISTRY[name].dtypes or ALL))
 
 
 def unary(name, ref, maker=make, **kw):
-    return add(OpInfo(name, getattr(en, name), ref, unary_samples(maker), _op_dtypes(name), **kw))
+    return add(OpInfo(name, getattr(en, name), ref, unary_samples(maker), op_dtypes(name), **kw))
 
 
 def binary(name, ref, make_x=make, make_y=make, **kw):
     return add(OpInfo(name, getattr(en, name), ref, binary_samples(make_x, make_y),
-                      _op_dtypes(name), error_inputs=binary_errors, **kw))
+                      op_dtypes(name), error_inputs=binary_errors, **kw))
+
+
+# ---- samples of ``op(x, **params)`` from a table of cases ------------------------------
+def with_params(cases, maker=make):
+    """Samples ``op(x, **params)`` for ``(shape_of_x, params)`` cases."""
+    def gen(dtype, rng):
+        for shape, params in cases:
+            yield Sample((maker(rng, shape, dtype),), dict(params))
+    return gen
+
+
+def error_cases(cases):
+    """Error inputs ``op(ones(shape), **params)`` raising ``error`` (its message matching
+    ``match`` where given), from ``(shape, params, error[, match])`` cases."""
+    return lambda: [ErrorInput(Sample((np.ones(shape),), dict(params)), error, *match)
+                    for shape, params, error, *match in cases]
+
+
+# ---- calling an entry -------------------------------------------------------------------
+def to_engine(value):
+    """Turn a sample's numpy arrays (also inside lists and tuples) into tensors."""
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        return en.tensor(np.asarray(value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_engine(v) for v in value)
+    return value
+
+
+def call_engine(info, sample):
+    return info.op(*[to_engine(a) for a in sample.args], **sample.kwargs)
+
+
+def call_ref(info, sample):
+    return info.ref(*sample.args, **sample.kwargs)
+
+
+def seeded_rng(*parts):
+    """A generator seeded from a name (stable across runs and Python hash seeds)."""
+    return np.random.default_rng([sum(ord(c) * (i + 1) for i, c in enumerate(str(p)))
+                                  for p in parts])

@@ -8,9 +8,8 @@ import numpy as np
 
 import engine as en
 
-from op_db_core import *  # noqa: F401,F403
-from op_db_core import _op_dtypes  # noqa: F401
-from op_db_nn import composite
+from op_db.core import ALL, F32, F64, ErrorInput, OpInfo, Sample, add, composite, make, op_dtypes
+
 
 _COMPLEX_OF = {F32: np.dtype("complex64"), F64: np.dtype("complex128")}
 
@@ -35,7 +34,7 @@ def _part_samples(dtype, rng):
 
 
 for _name, _ref in (("real", np.real), ("imag", np.imag), ("conj", np.conjugate)):
-    add(OpInfo(_name, getattr(en, _name), _ref, _part_samples, _op_dtypes(_name),
+    add(OpInfo(_name, getattr(en, _name), _ref, _part_samples, op_dtypes(_name),
                error_inputs=lambda: [ErrorInput(Sample(("a",)), en.DTypeError)]))
 composite(OpInfo("conjugate", en.conjugate, np.conjugate, _part_samples, ALL))
 
@@ -71,14 +70,14 @@ def _errors(name, fn_takes_s=True, real_only=False):
     return errors
 
 
-add(OpInfo("fft", en.fft.fftn, np.fft.fftn, _fftn_samples(), _op_dtypes("fft"),
+add(OpInfo("fft", en.fft.fftn, np.fft.fftn, _fftn_samples(), op_dtypes("fft"),
            error_inputs=_errors("fftn")))
-add(OpInfo("ifft", en.fft.ifftn, np.fft.ifftn, _fftn_samples(), _op_dtypes("ifft"),
+add(OpInfo("ifft", en.fft.ifftn, np.fft.ifftn, _fftn_samples(), op_dtypes("ifft"),
            error_inputs=_errors("ifftn")))
 add(OpInfo("rfft", en.fft.rfftn, np.fft.rfftn, _fftn_samples(real_only=True),
-           _op_dtypes("rfft"), error_inputs=_errors("rfftn", real_only=True)))
+           op_dtypes("rfft"), error_inputs=_errors("rfftn", real_only=True)))
 add(OpInfo("irfft", en.fft.irfftn, np.fft.irfftn, _fftn_samples(inverse_real=True),
-           _op_dtypes("irfft"), error_inputs=lambda: _errors("irfftn")() + [
+           op_dtypes("irfft"), error_inputs=lambda: _errors("irfftn")() + [
                ErrorInput(Sample((np.ones((3, 1)),)), en.ShapeError, "irfft")]))
 
 

@@ -8,9 +8,9 @@ import numpy as np
 
 import engine as en
 
-from op_db_core import *  # noqa: F401,F403
-from op_db_core import _op_dtypes  # noqa: F401
-from op_db_nn import composite
+from op_db.core import (ALL, F32, F64, FLOATS, I32, I64, NUMERIC, ErrorInput, OpInfo, Sample, add,
+                        composite, make, make_distinct, make_nonzero, op_dtypes)
+
 
 LA = en.linalg
 
@@ -119,7 +119,7 @@ def _einsum_errors():
             ErrorInput(Sample(("ij,jk",) + two, dict(optimize="best")), en.ShapeError)]
 
 
-add(OpInfo("einsum", en.einsum, _einsum_ref, _einsum_samples, _op_dtypes("einsum"),
+add(OpInfo("einsum", en.einsum, _einsum_ref, _einsum_samples, op_dtypes("einsum"),
            error_inputs=_einsum_errors))
 
 
@@ -190,16 +190,16 @@ def _transposed(maker):
 add(OpInfo("inv", LA.inv, np.linalg.inv,
            _samples(_square_cases(well_conditioned) + [(_transposed(well_conditioned), [(3, 3)],
                                                         {})]),
-           _op_dtypes("inv"), error_inputs=_not_square))
+           op_dtypes("inv"), error_inputs=_not_square))
 add(OpInfo("det", LA.det, np.linalg.det, _samples(_square_cases(well_conditioned)),
-           _op_dtypes("det"), error_inputs=_not_square))
+           op_dtypes("det"), error_inputs=_not_square))
 add(OpInfo("slogdet", LA.slogdet, np.linalg.slogdet, _samples(
     _square_cases(well_conditioned) + [(lambda r, s, d: -well_conditioned(r, s, d), [(3, 3)], {})]),
-    _op_dtypes("slogdet"), error_inputs=_not_square))
+    op_dtypes("slogdet"), error_inputs=_not_square))
 add(OpInfo("solve", LA.solve, np.linalg.solve, _samples([
     (well_conditioned, [(3, 3), (3, 2)], {}), (well_conditioned, [(2, 3, 3), (3, 1)], {}),
     (well_conditioned, [(3, 3), (3,)], {}), (well_conditioned, [(2, 4, 4), (5, 1, 4, 3)], {}),
-    (well_conditioned, [(2, 2), (2, 2)], {})]), _op_dtypes("solve"),
+    (well_conditioned, [(2, 2), (2, 2)], {})]), op_dtypes("solve"),
     error_inputs=lambda: [ErrorInput(Sample((np.eye(3), np.ones((4, 2)))), en.ShapeError),
                           ErrorInput(Sample((np.ones((2, 3)), np.ones((2, 2)))), en.ShapeError),
                           ErrorInput(Sample((np.eye(3)[None].repeat(2, 0), np.ones((3, 3, 1)))),
@@ -207,7 +207,7 @@ add(OpInfo("solve", LA.solve, np.linalg.solve, _samples([
 add(OpInfo("cholesky", LA.cholesky, lambda x, upper=False: np.linalg.cholesky(x, upper=upper),
            _samples([(spd, [(3, 3)], {}), (spd, [(2, 4, 4)], {}), (spd, [(1, 1)], {}),
                      (spd, [(3, 3)], dict(upper=True))]),
-           _op_dtypes("cholesky"), error_inputs=_not_square))
+           op_dtypes("cholesky"), error_inputs=_not_square))
 _PINV_CASES = [(full_rank, [(4, 3)], {}), (full_rank, [(3, 5)], {}), (full_rank, [(2, 3, 3)], {}),
                (full_rank, [(4, 2)], dict(rcond=1e-10)), (full_rank, [(3, 2)], dict(rtol=None))]
 
@@ -218,7 +218,7 @@ def _pinv_samples(dtype, rng):
     yield Sample((a.astype(dtype),), desc="rank 2 of 3 (no gradient: the rank would change)")
 
 
-add(OpInfo("pinv", LA.pinv, np.linalg.pinv, _pinv_samples, _op_dtypes("pinv"),
+add(OpInfo("pinv", LA.pinv, np.linalg.pinv, _pinv_samples, op_dtypes("pinv"),
            grad_samples=lambda rng: _samples(_PINV_CASES)(F64, rng),
     error_inputs=lambda: [ErrorInput(Sample((np.ones(3),)), en.ShapeError),
                           ErrorInput(Sample((np.ones((2, 2)),), dict(rcond=0.1, rtol=0.1)),
@@ -239,7 +239,7 @@ def _qr_grad_samples(rng):
 
 
 add(OpInfo("qr", LA.qr, lambda x, mode="reduced": np.linalg.qr(x, mode=mode), _qr_samples,
-           _op_dtypes("qr"), grad_samples=_qr_grad_samples,
+           op_dtypes("qr"), grad_samples=_qr_grad_samples,
            error_inputs=lambda: [ErrorInput(Sample((np.ones(3),)), en.ShapeError),
                                  ErrorInput(Sample((np.ones((2, 2)),), dict(mode="raw")),
                                             en.DomainError, "qr")]))
@@ -259,13 +259,13 @@ def _svd_grad_samples(rng):
 
 
 add(OpInfo("svd", LA.svd, lambda x, full_matrices=True: np.linalg.svd(x, full_matrices),
-           _svd_samples, _op_dtypes("svd"), grad_samples=_svd_grad_samples,
+           _svd_samples, op_dtypes("svd"), grad_samples=_svd_grad_samples,
            error_inputs=lambda: [ErrorInput(Sample((np.ones(3),)), en.ShapeError)]))
 add(OpInfo("eigh", LA.eigh, lambda x, UPLO="L": np.linalg.eigh(x, UPLO=UPLO), _samples([
     (symmetric_distinct, [(3, 3)], {}), (symmetric_distinct, [(2, 4, 4)], {}),
     (symmetric_distinct, [(1, 1)], {}),
     (lambda r, s, d: np.tril(symmetric_distinct(r, s, d)), [(3, 3)], {})]),
-    _op_dtypes("eigh"), error_inputs=lambda: _not_square() + [
+    op_dtypes("eigh"), error_inputs=lambda: _not_square() + [
         ErrorInput(Sample((np.eye(2),), dict(UPLO="X")), en.DomainError)]))
 
 

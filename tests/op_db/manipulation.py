@@ -5,22 +5,9 @@ import numpy as np
 
 import engine as en
 
-from op_db_core import *  # noqa: F401,F403
-from op_db_core import _op_dtypes  # noqa: F401
-from op_db_nn import composite
-
-
-def _cases(cases, maker=make):
-    """Samples ``op(x, **params)`` for ``(shape of x, params)`` cases."""
-    def gen(dtype, rng):
-        for shape, params in cases:
-            yield Sample((maker(rng, shape, dtype),), dict(params))
-    return gen
-
-
-def _errors(cases):
-    return lambda: [ErrorInput(Sample((np.ones(shape),), dict(params)), error, *match)
-                    for shape, params, error, *match in cases]
+from op_db.core import (ALL, BOOL, F64, FLOATS, NUMERIC, ErrorInput, OpInfo, Sample, add,
+                        composite, error_cases, make, make_distinct, make_nonzero, op_dtypes,
+                        scalar_of, with_params)
 
 
 def _float64_only(gen):
@@ -44,7 +31,7 @@ def _np_scan(fn):
 
 
 def _cumprod_grad_samples(rng):
-    yield from _cases(SCAN_CASES, lambda rng, s, d: make_nonzero(rng, s, d, 0.5, 1.5))(F64, rng)
+    yield from with_params(SCAN_CASES, lambda rng, s, d: make_nonzero(rng, s, d, 0.5, 1.5))(F64, rng)
     x = make_nonzero(rng, (3, 5), F64, 0.5, 1.5)
     x[0, 2] = 0.0                 # one zero in a row
     x[1, 1] = x[1, 3] = 0.0       # two zeros
@@ -53,15 +40,15 @@ def _cumprod_grad_samples(rng):
     yield Sample((x.T.copy(),), dict(axis=0), desc="zeros down the columns")
 
 
-add(OpInfo("cumsum", en.cumsum, _np_scan(np.cumsum), _cases(SCAN_CASES), _op_dtypes("cumsum"),
-           error_inputs=_errors(SCAN_ERRORS)))
+add(OpInfo("cumsum", en.cumsum, _np_scan(np.cumsum), with_params(SCAN_CASES), op_dtypes("cumsum"),
+           error_inputs=error_cases(SCAN_ERRORS)))
 add(OpInfo("cumprod", en.cumprod, _np_scan(np.cumprod),
-           _cases(SCAN_CASES, lambda rng, s, d: make(rng, s, d, -1.5, 1.5)), _op_dtypes("cumprod"),
-           error_inputs=_errors(SCAN_ERRORS), grad_samples=_cumprod_grad_samples))
+           with_params(SCAN_CASES, lambda rng, s, d: make(rng, s, d, -1.5, 1.5)), op_dtypes("cumprod"),
+           error_inputs=error_cases(SCAN_ERRORS), grad_samples=_cumprod_grad_samples))
 for _name, _ufunc in [("cummax", np.maximum), ("cummin", np.minimum)]:
     add(OpInfo(_name, getattr(en, _name), _np_scan(_ufunc.accumulate),
-               _cases(SCAN_CASES, make_distinct), _op_dtypes(_name),
-               error_inputs=_errors(SCAN_ERRORS + [((), dict(axis=0), en.ShapeError)])))
+               with_params(SCAN_CASES, make_distinct), op_dtypes(_name),
+               error_inputs=error_cases(SCAN_ERRORS + [((), dict(axis=0), en.ShapeError)])))
 
 
 def _cumulative_samples(dtype, rng):
@@ -73,7 +60,7 @@ def _cumulative_samples(dtype, rng):
 
 
 def _cumulative_errors(name):
-    return _errors([((2, 3), {}, en.ShapeError, name), ((), dict(axis=0), en.ShapeError, name),
+    return error_cases([((2, 3), {}, en.ShapeError, name), ((), dict(axis=0), en.ShapeError, name),
                     ((2, 3), dict(axis=2), en.ShapeError, name)])
 
 
@@ -106,7 +93,7 @@ def _diff_call(x, prepend=None, append=None, **kw):
 composite(OpInfo("diff", _diff_call, lambda x, prepend=None, append=None, **kw: _diff_ref(
     x, prepend=np._NoValue if prepend is None else prepend,
     append=np._NoValue if append is None else append, **kw), _diff_samples, ALL,
-    error_inputs=_errors([((), {}, en.ShapeError, "diff"), ((3,), dict(axis=1), en.ShapeError),
+    error_inputs=error_cases([((), {}, en.ShapeError, "diff"), ((3,), dict(axis=1), en.ShapeError),
                           ((3,), dict(n=-1), en.ShapeError, "diff")])))
 
 
@@ -145,10 +132,10 @@ def _np_argsort(x, axis=-1, descending=False):
 
 
 SORT_ERRORS = [((2, 3), dict(axis=2), en.ShapeError), ((), dict(axis=0), en.ShapeError)]
-add(OpInfo("sort", en.sort, _np_sort, _cases(SORT_CASES, make_distinct), _op_dtypes("sort"),
-           error_inputs=_errors(SORT_ERRORS)))
-add(OpInfo("argsort", en.argsort, _np_argsort, _cases(SORT_CASES, _coarse),
-           _op_dtypes("argsort"), supports_grad=False, error_inputs=_errors(SORT_ERRORS)))
+add(OpInfo("sort", en.sort, _np_sort, with_params(SORT_CASES, make_distinct), op_dtypes("sort"),
+           error_inputs=error_cases(SORT_ERRORS)))
+add(OpInfo("argsort", en.argsort, _np_argsort, with_params(SORT_CASES, _coarse),
+           op_dtypes("argsort"), supports_grad=False, error_inputs=error_cases(SORT_ERRORS)))
 
 
 def _searchsorted_samples(dtype, rng):
@@ -165,7 +152,7 @@ def _searchsorted_samples(dtype, rng):
 
 
 add(OpInfo("searchsorted", en.searchsorted, np.searchsorted, _searchsorted_samples,
-           _op_dtypes("searchsorted"), supports_grad=False, error_inputs=lambda: [
+           op_dtypes("searchsorted"), supports_grad=False, error_inputs=lambda: [
                ErrorInput(Sample((np.ones((2, 3)), np.ones(2))), en.ShapeError),
                ErrorInput(Sample((np.ones(3), np.ones(2)), dict(side="middle")), en.ShapeError)]))
 
@@ -188,7 +175,7 @@ def _nonzero_ref(x, size, fill_value=0):
     return tuple(_fit_ref(i.astype(np.int64), size, fill_value) for i in np.nonzero(x))
 
 
-add(OpInfo("nonzero", en.nonzero, _nonzero_ref, _nonzero_samples, _op_dtypes("nonzero"),
+add(OpInfo("nonzero", en.nonzero, _nonzero_ref, _nonzero_samples, op_dtypes("nonzero"),
            supports_grad=False, error_inputs=lambda: [
                ErrorInput(Sample((np.ones(()),), dict(size=1)), en.ShapeError),
                ErrorInput(Sample((np.ones(3),), dict(size=-1)), en.ShapeError)]))
@@ -219,7 +206,7 @@ def _unique_ref(x, size, fill_value=None, **flags):
     return tuple(out) if len(out) > 1 else out[0]
 
 
-add(OpInfo("unique", en.unique, _unique_ref, _unique_samples, _op_dtypes("unique"),
+add(OpInfo("unique", en.unique, _unique_ref, _unique_samples, op_dtypes("unique"),
            supports_grad=False, error_inputs=lambda: [
                ErrorInput(Sample((np.ones(3),), dict(size=-1)), en.ShapeError),
                ErrorInput(Sample((np.ones((2, 2)),), dict(axis=0)), en.ShapeError)]))
@@ -261,7 +248,7 @@ def _count_nonzero_samples(dtype, rng):
 composite(OpInfo("count_nonzero", en.count_nonzero,
                  lambda x, **kw: np.asarray(np.count_nonzero(x, **kw), dtype=np.int64),
                  _count_nonzero_samples, ALL, supports_grad=False,
-                 error_inputs=_errors([((2, 3), dict(axis=2), en.ShapeError)])))
+                 error_inputs=error_cases([((2, 3), dict(axis=2), en.ShapeError)])))
 
 
 def _argwhere_samples(dtype, rng):
@@ -279,8 +266,8 @@ composite(OpInfo("flatnonzero", en.flatnonzero,
 
 # ---- manipulation ----------------------------------------------------------------------------
 def _composite_cases(name, ref, cases, dtypes=ALL, errors=(), maker=make, **kw):
-    composite(OpInfo(name, getattr(en, name), ref, _cases(cases, maker), dtypes,
-                     error_inputs=_errors(errors), **kw))
+    composite(OpInfo(name, getattr(en, name), ref, with_params(cases, maker), dtypes,
+                     error_inputs=error_cases(errors), **kw))
 
 
 _composite_cases("flip", np.flip, [((5,), {}), ((2, 3), dict(axis=1)), ((2, 3, 4), dict(axis=(0, 2))),
@@ -416,7 +403,7 @@ def _put_ref(x, indices, values, axis):
 
 
 add(OpInfo("put_along_axis", en.put_along_axis, _put_ref, _put_samples,
-           _op_dtypes("put_along_axis"), error_inputs=lambda: [
+           op_dtypes("put_along_axis"), error_inputs=lambda: [
                ErrorInput(Sample((np.ones((2, 3)), np.zeros(2, np.int64), np.ones(2)),
                                  dict(axis=1)), en.ShapeError),
                ErrorInput(Sample((np.ones((2, 3)), np.array([[3], [0]]), np.ones((2, 1))),
@@ -438,7 +425,7 @@ def _pad_samples(dtype, rng):
                  desc="constant value")
 
 
-add(OpInfo("pad", en.pad, np.pad, _pad_samples, _op_dtypes("pad"), error_inputs=lambda: [
+add(OpInfo("pad", en.pad, np.pad, _pad_samples, op_dtypes("pad"), error_inputs=lambda: [
     ErrorInput(Sample((np.ones((2, 3)),), dict(pad_width=(1, 2, 3))), en.ShapeError),
     ErrorInput(Sample((np.ones((2, 3)),), dict(pad_width=-1)), en.ShapeError),
     ErrorInput(Sample((np.ones((2, 3)),), dict(pad_width=1, mode="median")), en.ShapeError),
@@ -464,7 +451,7 @@ def _np_var(fn):
 
 for _name in ("var", "std"):
     composite(OpInfo(_name, getattr(en, _name), _np_var(getattr(np, _name)), _var_samples, ALL,
-                     error_inputs=_errors([((2, 3), dict(axis=2), en.ShapeError, "var")])))
+                     error_inputs=error_cases([((2, 3), dict(axis=2), en.ShapeError, "var")])))
 
 
 def _linspace_samples(dtype, rng):

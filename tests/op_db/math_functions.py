@@ -11,9 +11,9 @@ import numpy as np
 
 import engine as en
 
-from op_db_core import *  # noqa: F401,F403
-from op_db_core import _op_dtypes  # noqa: F401
-from op_db_nn import composite
+from op_db.core import (BOOL, F64, NUMERIC, ErrorInput, OpInfo, Sample, add, binary,
+                        binary_samples, composite, make, make_distinct, make_nonzero,
+                        make_positive, op_dtypes, scalar_of, unary, unary_samples)
 
 
 def _in(low, high):
@@ -77,11 +77,11 @@ def _rounding_grad_samples(rng):
 
 
 for _name, _ref in [("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc)]:
-    add(OpInfo(_name, getattr(en, _name), _ref, _rounding_samples(), _op_dtypes(_name),
+    add(OpInfo(_name, getattr(en, _name), _ref, _rounding_samples(), op_dtypes(_name),
                grad_samples=_rounding_grad_samples))
 add(OpInfo("round", en.round, np.round,
            _rounding_samples([dict(decimals=1), dict(decimals=2), dict(decimals=-1)]),
-           _op_dtypes("round"), grad_samples=_rounding_grad_samples,
+           op_dtypes("round"), grad_samples=_rounding_grad_samples,
            error_inputs=lambda: [ErrorInput(Sample((np.ones(3),), dict(decimals=1.5)),
                                             en.ShapeTypeError)]))
 unary("positive", np.positive)
@@ -138,7 +138,7 @@ def _int_shape_errors():
 
 
 def _integer_binary(name, ref, make_y):
-    add(OpInfo(name, getattr(en, name), ref, binary_samples(_bits, make_y), _op_dtypes(name),
+    add(OpInfo(name, getattr(en, name), ref, binary_samples(_bits, make_y), op_dtypes(name),
                supports_grad=False, error_inputs=_int_shape_errors))
 
 
@@ -175,7 +175,7 @@ def _clip_samples(dtype, rng):
     yield Sample((x, grid((3,), 0.25) + 1, grid((3,), 0.25) - 1), desc="lo > hi")
 
 
-add(OpInfo("clip", en.clip, np.clip, _clip_samples, _op_dtypes("clip"),
+add(OpInfo("clip", en.clip, np.clip, _clip_samples, op_dtypes("clip"),
            error_inputs=lambda: [
                ErrorInput(Sample((np.ones((2, 3)), np.zeros(4), np.ones(3))), en.ShapeError),
                ErrorInput(Sample((np.ones(3, bool), 0, 1)), en.DTypeError)]))

@@ -7,9 +7,8 @@ import numpy as np
 
 import engine as en
 
-from op_db_core import *  # noqa: F401,F403
-from op_db_core import _op_dtypes  # noqa: F401
-from op_db_nn import composite
+from op_db.core import (F64, FLOATS, I64, INTS, ErrorInput, OpInfo, Sample, add, composite, make,
+                        make_nonzero, op_dtypes, unary_samples)
 
 
 def _f64(fn):
@@ -48,29 +47,29 @@ def _erf(x):
 
 
 add(OpInfo("silu", en.silu, _f64(lambda x: x / (1.0 + np.exp(-x))),
-           unary_samples(lambda rng, s, d: make(rng, s, d, -6, 6)), _op_dtypes("silu"),
+           unary_samples(lambda rng, s, d: make(rng, s, d, -6, 6)), op_dtypes("silu"),
            error_inputs=_activation_errors("silu", [])))
 add(OpInfo("leaky_relu", en.leaky_relu,
            _f64(lambda x, negative_slope=0.01: np.where(x > 0, x, negative_slope * x)),
            _param_samples(make_nonzero, [dict(negative_slope=0.2), dict(negative_slope=-1.5)]),
-           _op_dtypes("leaky_relu"), error_inputs=_activation_errors(
+           op_dtypes("leaky_relu"), error_inputs=_activation_errors(
                "leaky_relu", [(dict(negative_slope="a"), en.DTypeError)])))
 add(OpInfo("elu", en.elu, _f64(lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(x))),
-           _param_samples(make_nonzero, [dict(alpha=0.5), dict(alpha=2.0)]), _op_dtypes("elu"),
+           _param_samples(make_nonzero, [dict(alpha=0.5), dict(alpha=2.0)]), op_dtypes("elu"),
            error_inputs=_activation_errors("elu", [(dict(alpha=None), en.DTypeError)])))
 add(OpInfo("softplus", en.softplus,
            _f64(lambda x, beta=1.0, threshold=20.0:
                 np.where(beta * x > threshold, x, np.log1p(np.exp(beta * x)) / beta)),
            _param_samples(_wide, [dict(beta=2.0, threshold=3.0), dict(beta=0.5),
                                   dict(beta=-1.0, threshold=2.0)]),
-           _op_dtypes("softplus"), error_inputs=_activation_errors(
+           op_dtypes("softplus"), error_inputs=_activation_errors(
                "softplus", [(dict(beta=0.0), en.DomainError)])))
 add(OpInfo("gelu", en.gelu,
            _f64(lambda x, approximate="none": 0.5 * x * (1.0 + (
                np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)) if approximate == "tanh"
                else _erf(x / math.sqrt(2.0))))),
            _param_samples(make, [dict(approximate=form) for form in ("tanh", "none")
-                                 if form in en.ops.activations._GELU_FORMS]), _op_dtypes("gelu"),
+                                 if form in en.ops.activations._GELU_FORMS]), op_dtypes("gelu"),
            error_inputs=_activation_errors("gelu", [(dict(approximate="fast"),
                                                      en.DomainError)])))
 

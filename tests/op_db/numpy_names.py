@@ -5,8 +5,7 @@ import numpy as np
 
 import engine as en
 
-from op_db_core import ALL, ErrorInput, OpInfo, Sample, make
-from op_db_nn import composite
+from op_db.core import ALL, ErrorInput, OpInfo, Sample, composite, make
 
 
 def _truth_samples(dtype, rng):

@@ -1,10 +1,10 @@
 """Op-database entries of the ops the function transformations add (hooked into
 ``op_db`` by one import): ``optimization_barrier``, which ``en.checkpoint``
 puts before a recomputation."""
-import numpy as np
 
 import engine as en
-from op_db_core import ALL, OpInfo, Sample, _op_dtypes, add, make
+
+from op_db.core import OpInfo, Sample, add, make, op_dtypes
 
 
 def _barrier_samples(dtype, rng):
@@ -16,4 +16,4 @@ def _barrier_samples(dtype, rng):
 
 
 add(OpInfo("optimization_barrier", en.optimization_barrier, lambda x, *after: x,
-           _barrier_samples, _op_dtypes("optimization_barrier")))
+           _barrier_samples, op_dtypes("optimization_barrier")))
