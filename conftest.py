@@ -1,4 +1,8 @@
-"""Doctests of the package's own modules (``--doctest-modules engine eager graph``).
+"""Doctests of the package's own modules (``--doctest-modules``, on in pyproject.toml).
+
+Doctests are collected from the package's folders only (``engine/``, ``eager/``,
+``graph/``): the files under ``tests/`` are tests and their helpers, collected
+as tests, not imported a second time for examples.
 
 In the repository ``graph/`` and ``eager/`` are the subpackages ``engine.graph``
 and ``engine.eager`` (``engine/_layout.py``). pytest names a module by its
@@ -20,6 +24,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent
 # The folders mapped into the package, and their names inside it.
 SUBPACKAGES = {"graph": "engine.graph", "eager": "engine.eager"}
+# The folders whose modules' examples run as doctests.
+PACKAGE_FOLDERS = ("engine", *SUBPACKAGES)
 
 os.environ.setdefault("ENGINE_CACHE_DIR", tempfile.mkdtemp(prefix="engine-doctest-cache-"))
 
@@ -46,15 +52,31 @@ def module_name(path):
     return ".".join(parts)
 
 
+def in_package(path):
+    """Whether a file lies in one of the package's folders (or is this file).
+
+    >>> in_package(ROOT / "graph" / "ir" / "graph.py"), in_package(ROOT / "tests" / "x.py")
+    (True, False)
+    """
+    try:
+        parts = Path(path).resolve().relative_to(ROOT).parts
+    except ValueError:
+        return False
+    return (len(parts) > 1 and parts[0] in PACKAGE_FOLDERS) or parts == ("conftest.py",)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collect_file(file_path, parent):
-    """Point the doctest collector of a ``graph/`` or ``eager/`` file at its real module."""
+    """Keep doctest collectors for the package's files only, each pointed at its real module."""
     collected = yield
-    name = module_name(file_path)
-    if name is None:
+    doctests = [c for c in collected if type(c).__name__ == "DoctestModule"]
+    if not doctests:
         return collected
-    for collector in collected:
-        if type(collector).__name__ == "DoctestModule":
+    if not in_package(file_path):
+        return [c for c in collected if c not in doctests]
+    name = module_name(file_path)
+    if name is not None:
+        for collector in doctests:
             # A collector's module is what its ``_getobj`` returns (read once, through
             # ``collector.obj``); the module is imported by name, as the engine imports it.
             collector._getobj = lambda name=name: importlib.import_module(name)
