@@ -66,6 +66,20 @@ def in_package(path):
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Put back every ``en.config`` setting a doctest changed, so no example (nor a failed
+    one's half-run setting) changes what the tests that run after it in the process see."""
+    if type(item).__name__ != "DoctestItem":
+        return (yield)
+    from engine import config
+    settings = {k: v for k, v in vars(config).items() if not k.startswith("_")}
+    try:
+        return (yield)
+    finally:
+        vars(config).update(settings)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_collect_file(file_path, parent):
     """Keep doctest collectors for the package's files only, each pointed at its real module."""
     collected = yield
