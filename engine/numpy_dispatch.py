@@ -250,7 +250,7 @@ def reduction(name, x, axis=None, keepdims=False, dtype=None, initial=np._NoValu
         raise _unsupported(f"{what} is not implemented by the engine for tensors (no en.{name})")
     if dtype is not None:
         x = en.cast(x, dtype)
-    masked = not (where is True)
+    masked = where is not True
     has_initial = initial is not np._NoValue
     if masked:
         if name == "mean":

@@ -450,7 +450,7 @@ def _mul_jvp(primals, tangents, out):
 
 
 def _div_jvp(primals, tangents, out):
-    (x, y), (tx, ty) = primals, tangents
+    (_, y), (tx, ty) = primals, tangents
     if ty is None:
         return tx / y
     dy = ty * out

@@ -74,7 +74,7 @@ def getitem(be, x, *arrays, spec, name="getitem"):
     rest_shape = tuple(y.shape[len(adv_dims):])
     indices = xp.broadcast_arrays(*[index for _, index in advanced])
     flat = None
-    for index, size, stride in zip(indices, sizes, _strides(sizes)):
+    for index, _size, stride in zip(indices, sizes, _strides(sizes)):
         term = index * stride
         flat = term if flat is None else flat + term
     batch = tuple(flat.shape)

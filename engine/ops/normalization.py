@@ -16,7 +16,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import DomainError, DTypeError, ShapeError, describe_args
 from ._args import at_user_line
-from . import compare, creation, elementwise as ew, indexing, misc, reduce, shape_ops
+from . import compare, elementwise as ew, indexing, misc, reduce, shape_ops
 from .losses import _check_ids
 from .nn import _tensor
 

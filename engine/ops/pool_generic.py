@@ -131,7 +131,7 @@ def avg_pool2d_grad(be, g, *, input_hw, pool_size, strides, padding, ceil_mode,
     div, pads, _ = _divisor(be, (n, input_hw[0], input_hw[1], c), g.dtype, pool_size, strides,
                             padding, ceil_mode, count_include_pad)
     share = g / div
-    (h, wd), (sh, sw) = input_hw, strides
+    h, wd = input_hw
     hp, wp = h + sum(pads[0]), wd + sum(pads[1])
     total = None
     for a in range(pool_size[0]):

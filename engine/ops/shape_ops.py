@@ -9,7 +9,7 @@ from ..errors import AxisError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
 from .. import chunk_rules
-from ..shapes import broadcast_shapes, normalize_axes, normalize_axis, size_of
+from ..shapes import broadcast_shapes, normalize_axes, size_of
 from ._args import int_tuple
 from ._define import unbroadcast
 from . import _rules

@@ -21,7 +21,7 @@ from ..conversion import user_function
 from ..errors import EngineError, ShapeError, TracingError, format_location, user_frame
 from ..modes import apply, current_mode, use_mode
 from ..recording import active_tapes
-from ..pytree import LEAF, flatten, unflatten
+from ..pytree import flatten, unflatten
 from ..shapes import normalize_axes, normalize_axis
 from ..tensor import Tensor
 from .base import TransformMode, warn_fallback

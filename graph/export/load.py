@@ -38,8 +38,7 @@ import os
 
 import numpy as np
 
-from engine.errors import (ArgumentTypeError, BackendError, InvalidArgumentError, LoadError,
-                           describe_aval)
+from engine.errors import ArgumentTypeError, BackendError, InvalidArgumentError, LoadError
 from engine.files import open_regular
 from engine.modes import current_mode
 from engine.op import REGISTRY

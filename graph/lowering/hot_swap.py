@@ -92,7 +92,7 @@ class HotSwap:
                 kernel.prepare(*args)
         except Exception as err:   # noqa: BLE001 - any failure leaves the numpy kernel
             warnings.warn(f"a hot fused kernel was not compiled ({type(err).__name__}: "
-                          f"{err}); the numpy lowering keeps running it", RuntimeWarning)
+                          f"{err}); the numpy lowering keeps running it", RuntimeWarning, stacklevel=1)
             return None
         self.compiled = kernel
         return kernel

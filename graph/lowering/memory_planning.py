@@ -111,7 +111,7 @@ def _unplanned_peak(order, last_use, outputs, roots):
         if fresh(node):
             at = position[node.inputs[0]] if node.op is unpack_op else i
             born.setdefault(at, []).append(node)
-    for i, node in enumerate(order):
+    for i in range(len(order)):
         for b in born.get(i, ()):
             live += nbytes(b.shape, b.dtype)
             peak = max(peak, live)

@@ -106,7 +106,7 @@ def convert(fn, warn=True):
         # an en.nn model: its converted forward, run as calling the model runs forward
         return fn._calling(types.MethodType(convert(type(fn).forward, warn), fn))
     if not isinstance(fn, (types.FunctionType, type)) and callable(fn) and \
-            _convertible(getattr(type(fn), "__call__", None)):
+            _convertible(getattr(type(fn), "__call__", None)):   # noqa: B004 (the method itself)
         return types.MethodType(convert(type(fn).__call__, warn), fn)   # a callable object
     if not _convertible(fn):
         return fn
@@ -193,7 +193,7 @@ def callee(f):
         return f if inner is f.func else functools.partial(inner, *f.args, **f.keywords)
     if not isinstance(f, type) and not inspect.isbuiltin(f) and \
             not getattr(f, _DO_NOT_CONVERT, False):
-        call = getattr(type(f), "__call__", None)
+        call = getattr(type(f), "__call__", None)   # noqa: B004 (the method, not a callability test)
         if _convertible(call):
             return types.MethodType(convert(call), f)
     return f

@@ -233,7 +233,7 @@ class _Liveness:
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return (set(live) - {s.name}) | reads(s)
         if isinstance(s, (ast.Try, ast.With, ast.AsyncWith)) or hasattr(ast, "TryStar") and \
-                isinstance(s, getattr(ast, "TryStar")):
+                isinstance(s, ast.TryStar):
             # Conservative: anything read anywhere inside, and nothing is killed.
             for sub in ast.walk(s):
                 if sub is not s and isinstance(sub, (ast.If, ast.While, ast.For)):

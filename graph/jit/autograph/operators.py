@@ -107,7 +107,8 @@ def and_(*fns):
         value = _as_condition(value)
         if tc.is_traced(value):
             rest = fns[i:]
-            return _tensor_bool(value, lambda: and_(*rest), "and")
+            # B023 does not apply: the thunk is returned at once, so the loop never rebinds ``rest``
+            return _tensor_bool(value, lambda: and_(*rest), "and")  # noqa: B023
         if not value:
             return value
         value = fns[i]()
@@ -121,7 +122,8 @@ def or_(*fns):
         value = _as_condition(value)
         if tc.is_traced(value):
             rest = fns[i:]
-            return _tensor_bool(value, lambda: or_(*rest), "or")
+            # B023 does not apply: the thunk is returned at once, so the loop never rebinds ``rest``
+            return _tensor_bool(value, lambda: or_(*rest), "or")  # noqa: B023
         if value:
             return value
         value = fns[i]()

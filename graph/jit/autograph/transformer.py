@@ -179,7 +179,7 @@ class _Statements:
         for i, name in enumerate(names):
             reads.append(name)
             writes.append(f"    {name} = _ag_vars[{i}]")
-        for j, (key, node) in enumerate(sorted(composites.items())):
+        for j, (_key, node) in enumerate(sorted(composites.items())):
             i = len(names) + j
             base = ast.unparse(node.value)
             if isinstance(node, ast.Attribute):
