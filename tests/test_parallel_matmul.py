@@ -163,8 +163,9 @@ def test_auto_threads_split_a_graph_with_a_large_product_and_hold_its_small_ones
     threads(None)
     # A test-sized product counts as large (the real bound is 2^29 multiply-adds), and
     # so does a test-sized elementwise op (the real bound is 2^18 elements).
-    monkeypatch.setattr(parallel, "AUTO_MIN_WORK", pm.MIN_WORK)
-    monkeypatch.setattr(parallel, "AUTO_MIN_ELEMENTS", 1 << 10)
+    monkeypatch.setattr(en.config.cost, "two_threads_min_product_work",
+                        en.config.cost.parallel_matmul_min_work)
+    monkeypatch.setattr(en.config.cost, "two_threads_min_elements", 1 << 10)
     held = []
     real = pm.one_blas_thread
 
@@ -207,8 +208,9 @@ def test_auto_threads_leave_a_graph_of_products_alone_to_openblas(threads, monke
     # workers, still spinning from an eager product, would take the second core from it.
     parallel = importlib.import_module("engine.graph.lowering.parallel")
     threads(None)
-    monkeypatch.setattr(parallel, "AUTO_MIN_WORK", pm.MIN_WORK)
-    monkeypatch.setattr(parallel, "AUTO_MIN_ELEMENTS", 1 << 10)
+    monkeypatch.setattr(en.config.cost, "two_threads_min_product_work",
+                        en.config.cost.parallel_matmul_min_work)
+    monkeypatch.setattr(en.config.cost, "two_threads_min_elements", 1 << 10)
     rng = np.random.default_rng(2)
     a, b, c = rng.random((512, 512)), rng.random((512, 128)), rng.random((128, 8))
     args = [en.tensor(v) for v in (a, b, c)]

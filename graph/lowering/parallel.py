@@ -32,6 +32,7 @@ import numpy as np
 
 from engine import ops
 from engine.config import config
+from engine.cost_model import cost
 from engine.shapes import size_of
 
 from . import blas_threads
@@ -122,17 +123,16 @@ _auto = []
 # "Kernel threads"): two threads won for the autoencoder at batch 10000 and 60000
 # (1.5e9 and 9.2e9 multiply-adds a product) and for the traced L-BFGS iteration at
 # 10000, and lost or tied at batch 1000 (1.5e8), where a split product costs more
-# than OpenBLAS's own threads and waking a worker is a larger share of each kernel.
-AUTO_MIN_WORK = 1 << 29
+# than OpenBLAS's own threads and waking a worker is a larger share of each kernel
+# (cost.two_threads_min_product_work).
 # ... and only where the graph also has elementwise work the pool can split: an
 # elementwise op or reduction (or the fused kernel made of them) over more than this
 # many elements, the size above which a fused kernel walks row blocks (fusion's
-# SMALL_ELEMENTS).
+# fused_whole_array_elements; cost.two_threads_min_elements).
 # A graph of products alone gains nothing from splitting them (a 1024^3 float32
 # product took 11.97 ms split, 11.71 ms on OpenBLAS's threads, idle 2-core machine),
 # and loses half its speed whenever OpenBLAS's workers still spin from an eager
 # product before it (23.9 ms), since they take the second core from the split.
-AUTO_MIN_ELEMENTS = 1 << 18
 
 
 def kernel_threads(graph_choice=None):
@@ -168,8 +168,9 @@ def machine_threads():
 
 def threads_for(graph):
     """The kernel threads "auto" gives ``graph``: the machine's where its largest matrix
-    product has at least ``AUTO_MIN_WORK`` multiply-adds and some elementwise work is
-    over ``AUTO_MIN_ELEMENTS`` elements, else 1 (see AUTO_MIN_WORK).
+    product has at least ``cost.two_threads_min_product_work`` multiply-adds and some
+    elementwise work is over ``cost.two_threads_min_elements`` elements, else 1 (see the
+    comment above).
 
     Example:
         >>> import engine as en
@@ -178,19 +179,20 @@ def threads_for(graph):
         1
     """
     largest = max((product_work(n) for n in graph.nodes), default=0)
-    if largest < AUTO_MIN_WORK or not any(_large_elementwise(n) for n in graph.nodes):
+    if largest < cost.two_threads_min_product_work or \
+            not any(_large_elementwise(n) for n in graph.nodes):
         return 1
     return machine_threads()
 
 
 def _large_elementwise(node):
-    """Whether ``node`` is elementwise work over more than ``AUTO_MIN_ELEMENTS``
+    """Whether ``node`` is elementwise work over more than ``cost.two_threads_min_elements``
     elements: an elementwise op or a reduction, before fusion or fused (the fusion
     pass marks its kernels with ``meta["fused_ops"]``, also those of several results)."""
     op = node.op
     if not (op.elementwise or op.reduction or "fused_ops" in node.meta):
         return False
-    return any(n.shape is not None and (size_of(n.shape) or 0) > AUTO_MIN_ELEMENTS
+    return any(n.shape is not None and (size_of(n.shape) or 0) > cost.two_threads_min_elements
                for n in (node, *node.inputs))
 
 

@@ -3,7 +3,8 @@
 With kernel threads (``graph.lowering.parallel.kernel_threads()`` above 1: by default on two
 cores or more in a graph with a product of 2^29 multiply-adds or more) when a
 function is traced, each 2-D
-product of static shape with at least ``MIN_WORK`` multiply-adds becomes a
+product of static shape with at least ``en.config.cost.parallel_matmul_min_work``
+multiply-adds becomes a
 ``matmul_rows`` node (its op is named ``matmul`` still): its rows are shared among the kernel threads
 (``graph/lowering/parallel.py``), each part one BLAS call on one BLAS thread, with
 numpy's OpenBLAS held at one thread meanwhile (``graph/lowering/blas_threads.py``). The
@@ -23,6 +24,7 @@ with one kernel thread (``en.config.fusion_threads = 1``) the pass does nothing.
 import numpy as np
 
 from engine import ops
+from engine.cost_model import cost
 from engine.op import Op
 
 from .blas_threads import available, one_blas_thread
@@ -33,8 +35,8 @@ from ..ir.queries import replace_node, static_shape
 # about 1 ms of one core. The autoencoder's products at batch 100 (1.5e7) stay whole:
 # there the best of 40 calls was 1.35 ms with OpenBLAS's threads, 2.43 ms split, since
 # waking a worker costs tens of microseconds on a loaded machine; at batch 1000 (1.5e8)
-# splitting won (best 21 against 108 ms, median 78 against 154, machine loaded).
-MIN_WORK = 1 << 25
+# splitting won (best 21 against 108 ms, median 78 against 154, machine loaded):
+# cost.parallel_matmul_min_work.
 
 
 class RowSplitProduct:
@@ -83,7 +85,7 @@ def _splits(node, threads):
     if len(x.shape) != 2 or len(y.shape) != 2 or not static_shape(x.shape) \
             or node.dtype.kind not in "fc":
         return False
-    return node.shape[0] >= 2 * threads and product_work(node) >= MIN_WORK
+    return node.shape[0] >= 2 * threads and product_work(node) >= cost.parallel_matmul_min_work
 
 
 def parallel_matmul(graph):
