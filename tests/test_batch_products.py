@@ -10,7 +10,6 @@ import pytest
 
 import engine as en
 from bench.workloads.rnn import numpy_tanh_loss_and_grad
-from engine.graph.passes.batch_products import MIN_BATCH, SMALL_PRODUCT
 from pass_helpers import count
 
 RNG = np.random.default_rng(7)
@@ -47,9 +46,10 @@ def test_blocks_made_in_the_graph_are_concatenated():
 
 
 def test_fewer_than_min_batch_products_stay_apart_and_exact():
-    a, w = _arr(MIN_BATCH - 1, 3, 4), _arr(4, 4)
-    f = en.function(lambda a, w: [a[k] @ w for k in range(MIN_BATCH - 1)])
-    assert count(f.graph_for(a, w), "matmul") == MIN_BATCH - 1
+    few = en.config.cost.batched_min_products - 1
+    a, w = _arr(few, 3, 4), _arr(4, 4)
+    f = en.function(lambda a, w: [a[k] @ w for k in range(few)])
+    assert count(f.graph_for(a, w), "matmul") == few
     for k, got in enumerate(f(a, w)):
         np.testing.assert_array_equal(np.asarray(got), a[k] @ w)
 
@@ -148,8 +148,8 @@ def test_column_sums_of_the_steps_reuse_the_stacked_blocks():
 
 
 def test_large_products_are_left_alone():
-    n = 120            # 120 ** 3 multiply-adds each: over SMALL_PRODUCT
-    assert n ** 3 > SMALL_PRODUCT
+    n = 120            # 120 ** 3 multiply-adds each: over batched_product_max_work
+    assert n ** 3 > en.config.cost.batched_product_max_work
     a, w = _arr(4, n, n), _arr(n, n)
     graph = en.function(lambda a, w: [a[k] @ w for k in range(4)]).graph_for(a, w)
     assert count(graph, "matmul") == 4

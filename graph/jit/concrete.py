@@ -9,6 +9,7 @@ from engine import dtypes, ops
 from engine.autodiff import GradientTape
 from engine.backend import NUMPY
 from engine.config import config
+from engine.cost_model import cost
 from engine.errors import EngineError
 from engine.modes import default_mode, read_variable, use_mode
 from engine.pytree import LEAF, flatten, unflatten
@@ -332,12 +333,6 @@ class SavedCut:
         return fn
 
 
-# The backward is split once it has run this many times by recomputing: the split traces
-# and compiles three more graphs, which a function differentiated once or twice would
-# never win back.
-SPLIT_AFTER = 3
-
-
 def _call_rule(concrete, residuals, cut=None):
     """The tape rule of one compiled-function call: its VJP runs the compiled backward
     graph on this call's residuals (and the cut values it saved, if any), for the
@@ -357,7 +352,11 @@ def _call_rule(concrete, residuals, cut=None):
         else:
             grads = iter(concrete.backward_function(wanted)(*inputs, *residuals, *gs))
             concrete._recomputed += 1
-            if concrete._saving is None and concrete._recomputed >= SPLIT_AFTER:
+            # The backward is split once it has run cost.split_backward_after times by
+            # recomputing: the split traces and compiles three more graphs, which a
+            # function differentiated once or twice would never win back.
+            if concrete._saving is None and \
+                    concrete._recomputed >= cost.split_backward_after:
                 try:
                     concrete._split_backward(inputs, residuals, gs)
                 except Exception as err:   # an optimization: the gradient above stands

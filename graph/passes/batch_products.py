@@ -4,8 +4,9 @@ An unrolled loop repeats its products once per step. Each small product (a 32x64
 block times a 64x64 weight) costs a numpy call and a BLAS call, 4 us here, about
 as much as its arithmetic; 50 of them as one product on the stacked blocks take
 less than half the time. Three rewrites, on 2-D float products of at most
-``SMALL_PRODUCT`` multiply-adds whose copied blocks hold at most ``SMALL_BLOCK``
-elements (a copy must cost less than the call it saves):
+``batched_product_max_work`` multiply-adds whose copied blocks hold at most
+``batched_block_max_elements`` elements (thresholds of ``en.config.cost``; a copy must
+cost less than the call it saves):
 
 * **A shared right operand.** ``a_1 @ W, ..., a_k @ W`` where no ``a_j`` depends on
   another of the products (the inputs of every step, ``x_t @ W``) ->
@@ -36,15 +37,16 @@ import functools
 import math
 
 from engine import ops
+from engine.cost_model import cost
 
 from .batched_bias import fold_bias
 from ..ir.queries import remove_node
 
-SMALL_PRODUCT = 1 << 20   # multiply-adds of one product; above, a BLAS call's fixed cost is small
-SMALL_BLOCK = 1 << 15     # elements of a block that may be copied into a concatenation
-# Fewer products than this stay apart: batching two or three saves a call or two against
-# a copy, and an ordinary expression (a layer's two-term gradient) keeps its exact sums.
-MIN_BATCH = 4
+# The thresholds are en.config.cost's: batched_product_max_work (multiply-adds of one
+# product; above, a BLAS call's fixed cost is small), batched_block_max_elements (a block
+# that may be copied into a concatenation) and batched_min_products (fewer stay apart:
+# batching two or three saves a call or two against a copy, and an ordinary expression, a
+# layer's two-term gradient, keeps its exact sums).
 
 
 def batch_products(graph):
@@ -61,7 +63,7 @@ def batch_products(graph):
         products = [x for x in leaves if _weight_gradient_term(x) and x not in outputs and
                     len(graph.users(x)) == 1 and x.dtype == root.dtype]
         products = [x for x in products if sharing.get(x, 1) <= len(products)]
-        if len(products) >= MIN_BATCH:
+        if len(products) >= cost.batched_min_products:
             _batch_sum(graph, root, leaves, inner, products, position, stacks)
             summed += len(products)
     # Then sums of column sums (a bias's gradient over the steps): one sum of the
@@ -69,7 +71,8 @@ def batch_products(graph):
     for root, leaves, inner in _sum_trees(graph, graph.topo_order(), outputs) if summed else trees:
         columns = [x for x in leaves if _small_column_sum(x) and x not in outputs and
                    len(graph.users(x)) == 1 and x.dtype == root.dtype]
-        if len(columns) >= MIN_BATCH and len({tuple(c.inputs[0].shape[1:]) for c in columns}) == 1:
+        if len(columns) >= cost.batched_min_products and \
+                len({tuple(c.inputs[0].shape[1:]) for c in columns}) == 1:
             _batch_column_sums(graph, root, leaves, inner, columns, position, stacks)
             summed += len(columns)
     # One batch at a time, each found on the graph the last one left: a batch makes its
@@ -96,11 +99,11 @@ def _small_product(node):
         return False
     if not (a.dtype == b.dtype == node.dtype) or node.dtype.kind != "f":
         return False
-    return a.shape[0] * a.shape[1] * b.shape[1] <= SMALL_PRODUCT
+    return a.shape[0] * a.shape[1] * b.shape[1] <= cost.batched_product_max_work
 
 
 def _small_block(node):
-    return math.prod(node.shape) <= SMALL_BLOCK
+    return math.prod(node.shape) <= cost.batched_block_max_elements
 
 
 def _weight_gradient_term(node):
@@ -114,8 +117,8 @@ def _weight_gradient_term(node):
 
 # ---- a shared right operand ----------------------------------------------------------------
 def _shared_groups(graph, order):
-    """Lists (``MIN_BATCH`` or more) of small products ``a_i @ W`` of one ``W`` and one shape of
-    ``a_i`` that can run as one product."""
+    """Lists (``cost.batched_min_products`` or more) of small products ``a_i @ W`` of one
+    ``W`` and one shape of ``a_i`` that can run as one product."""
     candidates = {}
     for node in order:
         if _small_product(node) and _small_block(node.inputs[0]):
@@ -123,10 +126,10 @@ def _shared_groups(graph, order):
             candidates.setdefault((w, tuple(a.shape)), []).append(node)
     groups = []
     for members in candidates.values():
-        if len(members) < MIN_BATCH:
+        if len(members) < cost.batched_min_products:
             continue
         chosen = _independent(graph, members)
-        if len(chosen) >= MIN_BATCH:
+        if len(chosen) >= cost.batched_min_products:
             groups.append(_sequence_order(chosen, lambda m: m.inputs[0]))
     return groups
 

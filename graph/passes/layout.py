@@ -22,6 +22,7 @@ reads ``U^T`` once a step. The copy holds the same values (the RNN workloads'
 products came out bit for bit the same; BLAS may order a sum differently by layout).
 """
 from engine import ops
+from engine.cost_model import cost
 
 from ..ir.queries import replace_node
 
@@ -31,10 +32,9 @@ def _is_swap(node):
     return len(node.shape) == 2 and (axes is None or tuple(a % 2 for a in axes) == (1, 0))
 
 
-# Products of fewer multiply-adds than this, with a transposed right operand, read a
-# C-ordered copy of it; at least two of them, so the copy (1.3-2.3 us for (64, 64)) pays.
-SMALL_PRODUCT_WORK = 2 ** 20
-MIN_SMALL_READERS = 2
+# Products of fewer multiply-adds than cost.layout_small_product_work, with a transposed
+# right operand, read a C-ordered copy of it; at least cost.layout_min_readers of them, so
+# the copy (1.3-2.3 us for (64, 64)) pays.
 
 
 def _small_product_reader(user, node):
@@ -44,7 +44,7 @@ def _small_product_reader(user, node):
     a, b = user.inputs
     if len(a.shape) != 2 or len(b.shape) != 2 or None in a.shape or None in b.shape:
         return False
-    return a.shape[0] * a.shape[1] * b.shape[1] < SMALL_PRODUCT_WORK
+    return a.shape[0] * a.shape[1] * b.shape[1] < cost.layout_small_product_work
 
 
 def _contiguous_operands(graph):
@@ -54,7 +54,7 @@ def _contiguous_operands(graph):
         if node.op is not ops.transpose_op or not _is_swap(node) or node.meta.get("contiguous"):
             continue
         readers = [u for u in graph.users(node) if _small_product_reader(u, node)]
-        if len(readers) >= MIN_SMALL_READERS:
+        if len(readers) >= cost.layout_min_readers:
             node.meta["contiguous"] = True
             count += 1
     if count:
