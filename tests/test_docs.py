@@ -53,6 +53,7 @@ def run_pycon(text, name):
     # Pages set en.config switches and restore them; a failed example must not leave one
     # changed for the tests that run after it in this process.
     settings = {k: v for k, v in vars(en.config).items() if not k.startswith("_")}
+    costs = dict(vars(en.config.cost))   # the thresholds inside en.config.cost too
     with warnings.catch_warnings():   # pages change warning filters; keep that local
         warnings.simplefilter("ignore", RuntimeWarning)   # numpy's overflow in exp(100)
         try:
@@ -60,6 +61,7 @@ def run_pycon(text, name):
         finally:
             en.set_default_dtype(None)
             vars(en.config).update(settings)
+            vars(en.config.cost).update(costs)
     return runner.failures, runner.tries, "".join(report)
 
 
