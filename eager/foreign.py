@@ -17,9 +17,11 @@ import numpy as np
 
 from engine import backend as backends
 from engine.config import config
-from engine.errors import BackendError
+from engine.errors import BackendError, EngineError
 from engine.lifting import NESTED_TYPES, WEAK_SCALAR_TYPES, as_array, holds_tensors, weak_scalar_array
 from engine.ops.join import stack_nested
+from engine.modes import read_variable
+from engine.op import REGISTRY
 from engine.tensor import Tensor, wrap_on
 from engine.variable import Variable
 
@@ -36,8 +38,10 @@ def _backend_of(a):
     """The back end an argument's data lives on, or None for Python data."""
     if isinstance(a, Tensor):
         return a.backend if a._value is not None else None
-    if isinstance(a, (Variable, np.ndarray)):
-        return backends.NUMPY   # variables hold numpy arrays
+    if isinstance(a, Variable):
+        return a.backend
+    if isinstance(a, np.ndarray):
+        return backends.NUMPY
     return backends.of_array(a)
 
 
@@ -64,8 +68,8 @@ def lift_foreign(mode, args):
     tensors in)."""
     args = [stack_nested(a) if type(a) in NESTED_TYPES and holds_tensors(a) else a for a in args]
     backend = next(a.backend for a in args
-                   if isinstance(a, Tensor) and a._value is not None and a.backend is not
-                   backends.NUMPY)
+                   if isinstance(a, (Tensor, Variable)) and a._value is not None and
+                   not a.backend.numpy_arrays)
     return _lift(mode, backend, args)
 
 
@@ -81,6 +85,8 @@ def _lift(mode, backend, args):
             weak = True
         elif backend.is_array(a):
             a = wrap_on(backend, backend.asarray(a))
+        elif isinstance(a, Variable) and a.backend is backend:
+            a = read_variable(a, mode)     # recorded on tapes, as any variable read
         elif isinstance(a, (Variable, np.ndarray)):
             a = mode._lift([a])[0]    # numpy's: the op then names both back ends
         elif type(a) in NESTED_TYPES and holds_tensors(a):   # stacked, differentiably
@@ -129,3 +135,69 @@ def apply_foreign(mode, op, args, params, located):
             return checked_later(op, out, tensors)
         check_outputs(op, out, tensors)
     return out
+
+
+# ---- variables holding another back end's arrays ---------------------------------------
+_UPDATE_OPS = {"assign_add": "add", "assign_sub": "sub"}
+
+
+def assign_on_backend(var, value, kind, indices, located):
+    """``var.assign`` / ``assign_add`` / ``assign_sub`` / ``scatter_update`` for a
+    variable holding an array of a back end other than numpy: the new value is
+    computed with that back end's kernels and stays its array. A value from another
+    back end is an error (as in an op); Python data is made on the variable's.
+
+    Example:
+        >>> import engine as en
+        >>> v = en.Variable(en.tensor([1.0, 2.0], backend="array_api_strict"))
+        >>> v.assign_add(1.0).read().to("numpy").numpy().tolist()
+        [2.0, 3.0]
+    """
+    backend = var.backend
+    try:
+        if kind == "scatter_update":
+            var._scatter(indices, value)   # refuses where the back end has no in-place update
+            return var
+        new = _value_on(backend, var, value, kind)
+        if kind in _UPDATE_OPS:
+            new = REGISTRY[_UPDATE_OPS[kind]].kernels[backend.name](var._value, new)
+        _check_value(var, backend, new, kind)
+    except (BackendError, EngineError) as err:
+        raise located(err) from None
+    with var._lock:
+        var._set(new)
+    return var
+
+
+def _value_on(backend, var, value, kind):
+    """``value`` as an array of ``backend`` (Python scalars take the variable's dtype)."""
+    if isinstance(value, Variable):
+        value = value.read()
+    if isinstance(value, Tensor):
+        if value._value is None:
+            raise EngineError(f"Variable {var.name!r}.{kind}: a traced tensor outside its "
+                              "function")
+        if value.backend is not backend:
+            both = backends.joined(backend, value.backend)
+            if both is not backend:
+                raise backends.mismatch(f"Variable {var.name!r}.{kind}", backend, value.backend)
+            return backend.from_numpy(value._value)
+        return value._value
+    if backend.is_array(value):
+        return value
+    if isinstance(value, np.ndarray) and not backend.joins_numpy:
+        raise backends.mismatch(f"Variable {var.name!r}.{kind}", backend, backends.NUMPY)
+    if type(value) in WEAK_SCALAR_TYPES:
+        return backend.from_numpy(weak_scalar_array(value, [var.dtype]))
+    return backend.from_numpy(as_array(value))
+
+
+class _Aval:
+    """Shape and engine dtype of a back end's array, for the variable's checks."""
+
+    def __init__(self, backend, array):
+        self.shape, self.dtype = tuple(array.shape), backend.dtype_of(array)
+
+
+def _check_value(var, backend, array, kind):
+    var._check_new_value(_Aval(backend, array), kind)

@@ -15,11 +15,11 @@ from engine.lifting import (NESTED_TYPES, WEAK_SCALAR_TYPES, as_array, holds_ten
 from engine.modes import Mode, read_variable
 from engine.ops.join import stack_nested
 from engine.op import freeze_params
-from engine.tensor import Tensor, wrap
+from engine.tensor import Tensor, wrap, wrap_on
 from engine.variable import Variable, check_scatter
 
 from . import buffer_cache
-from .foreign import OnOtherBackend, apply_foreign, lift_foreign
+from .foreign import OnOtherBackend, apply_foreign, assign_on_backend, lift_foreign
 from .numerics import check_outputs
 
 _CHECK_NUMERICS = config._check_numerics
@@ -106,6 +106,8 @@ class EagerMode(Mode):
                 weak = True
             elif isinstance(a, Variable):
                 a = read_variable(a, self)
+                if type(a) is not Tensor:   # a variable on another back end
+                    raise OnOtherBackend()
             elif isinstance(a, Tensor):   # a ForeignTensor: another back end's kernels
                 raise OnOtherBackend()
             elif t in NESTED_TYPES and holds_tensors(a):   # [x, 2 * x]: stacked, differentiably
@@ -199,9 +201,14 @@ class EagerMode(Mode):
         return checked
 
     def read_variable(self, var):
-        return wrap(var._value)
+        value = var._value
+        if type(value) is np.ndarray:   # numpy's (the hot path)
+            return wrap(value)
+        return wrap_on(var.backend, value)
 
     def assign_variable(self, var, value, kind, indices=None):
+        if not var.backend.numpy_arrays:
+            return assign_on_backend(var, value, kind, indices, located)
         if kind == "scatter_update":
             return _scatter_update(var, indices, value)
         # Values of tensors and variables never change: they need no copy (a
@@ -249,8 +256,8 @@ def _plain_array(x, weak_dtype):
     if isinstance(x, Tensor):
         if x._value is None:
             raise _leaked(x)
-        if type(x) is not Tensor:   # a ForeignTensor: variables hold numpy arrays
-            raise BackendError(f"variables hold numpy arrays, got a tensor on back end "
+        if type(x) is not Tensor:   # a ForeignTensor: this variable holds numpy arrays
+            raise BackendError(f"a variable on back end numpy got a tensor on back end "
                                f"{x.backend.name}; move it with t.to('numpy')")
         return x._value
     if weak_dtype is not None and type(x) in WEAK_SCALAR_TYPES:

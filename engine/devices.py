@@ -1,7 +1,8 @@
-"""The devices tensors live on. The engine computes on one, the host CPU.
+"""The devices tensors live on. Each array back end carries its device
+(``Backend.device``); the back ends registered today all compute on the host CPU.
 
-Every tensor's values are in host memory (a tensor of another back end, such as
-array_api_strict, is moved with ``t.to(name)``, never by device).
+A tensor's device is its back end's: data moves between back ends with
+``t.to(name)``, never by device.
 
 Example:
     >>> import engine as en
@@ -32,7 +33,7 @@ class Device:
 CPU = Device("cpu")
 
 
-def check_device(device, fn):
-    """Refuse a device the engine does not have, naming the function."""
-    if device is not None and device != CPU and device != "cpu":
-        raise InvalidArgumentError(f"{fn}: unknown device {device!r}; the engine computes on {CPU!r}")
+def check_device(device, fn, own=CPU):
+    """Refuse a device other than ``own`` (the back end's), naming the function."""
+    if device is not None and device != own and device != own.name:
+        raise InvalidArgumentError(f"{fn}: unknown device {device!r}; the engine computes on {own!r}")

@@ -162,12 +162,14 @@ class TensorOps(TensorLike):
 
     @property
     def device(self):
-        """The device the tensor lives on: the host CPU (``engine.array_api.Device('cpu')``)."""
-        return CPU
+        """The device the tensor lives on: its back end's (the host CPU,
+        ``engine.array_api.Device('cpu')``, for numpy)."""
+        return self.backend.device
 
     def to_device(self, device, /, *, stream=None):
-        """The tensor on ``device``; the engine has one device, so this is the tensor."""
-        check_device(device, "to_device")
+        """The tensor on ``device``; each back end computes on one device, so this is
+        the tensor (another device is refused)."""
+        check_device(device, "to_device", self.backend.device)
         return self
 
 
@@ -408,7 +410,7 @@ class ForeignTensor(Tensor):
 
 def wrap_on(backend, value):
     """A concrete tensor around an array of ``backend`` that the engine made."""
-    if backend is NUMPY:
+    if backend.numpy_arrays:
         return wrap(value)
     t = object.__new__(ForeignTensor)
     t._value = value
@@ -466,8 +468,8 @@ def tensor(data, dtype=None, backend=None):
         dtype = _default_dtype.python_data_dtype(data)
     owner = None if type(data) is np.ndarray else _backends.of_array(data)
     target = _backends.get(backend) if backend is not None else owner or _backends.default()
-    if target is NUMPY:
-        if owner is not None and owner is not NUMPY:   # an explicit move to numpy
+    if target.numpy_arrays:
+        if owner is not None and not owner.numpy_arrays:   # an explicit move to numpy
             data = np.array(owner.to_numpy(data), copy=True)
         return Tensor(data, dtype)
     if owner is not None and owner is not target:

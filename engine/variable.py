@@ -5,6 +5,10 @@ immutable tensor (the current value at the time of the read); assignment never
 changes tensors read earlier. Reads are recorded on active tapes, and
 trainable variables read under a tape are watched automatically.
 
+A variable holds an array of its back end: the back end of the tensor (or
+array) it was made from, numpy for Python data. Assigning a value from
+another back end is an error, as mixing back ends in an op is.
+
 ``scatter_update`` rewrites chosen rows. It writes into the current array in
 place when nothing else holds that array (no earlier read is alive, checked
 by reference count) and copies it first otherwise, so earlier reads still
@@ -22,7 +26,8 @@ import threading
 
 import numpy as np
 
-from .errors import ArgumentTypeError, DTypeError, EngineError, ShapeError
+from . import backend as _backends
+from .errors import ArgumentTypeError, DTypeError, EngineError, ShapeError, UnimplementedError
 from .lifting import as_array
 from .modes import current_mode, read_variable
 from .numpy_conversion import check_conversion
@@ -36,19 +41,27 @@ _ids = itertools.count()
 class Variable(TensorOps):
     """A named, mutable, optionally trainable value usable wherever a tensor is."""
 
-    __slots__ = ("_value", "name", "trainable", "shape", "dtype", "_uid", "_lock", "__weakref__")
+    __slots__ = ("_value", "name", "trainable", "shape", "dtype", "_uid", "_lock", "_backend",
+                 "__weakref__")
 
     def __init__(self, initial, name=None, trainable=True, dtype=None):
-        if isinstance(initial, Variable):
-            initial = initial.numpy()
-        value = as_array(initial.numpy() if isinstance(initial, Tensor) else initial, dtype)
-        self._value = np.array(value, copy=True)
-        self._value.flags.writeable = False
+        backend = _backend_of(initial)
+        if not backend.numpy_arrays:
+            source = initial._value if isinstance(initial, (Tensor, Variable)) else initial
+            value = backend.asarray(source, dtype)    # a fresh copy of the back end's own
+            self.shape, self.dtype = tuple(value.shape), backend.dtype_of(value)
+        else:
+            if isinstance(initial, Variable):
+                initial = initial.numpy()
+            value = as_array(initial.numpy() if isinstance(initial, Tensor) else initial, dtype)
+            self.shape, self.dtype = value.shape, value.dtype
+            value = np.array(value, copy=True)
+            value.flags.writeable = False
+        self._value = value
+        self._backend = backend
         self._uid = next(_ids)
         self.name = name if name is not None else f"Variable:{self._uid}"
         self.trainable = bool(trainable)
-        self.shape = value.shape
-        self.dtype = value.dtype
         # Held for a read-modify-write (assign_add) and, by a compiled graph
         # that writes this variable, for the whole call; re-entrant, since a
         # py_function inside that call may assign the variable again.
@@ -61,14 +74,34 @@ class Variable(TensorOps):
     def value(self):
         return self.read()
 
+    @property
+    def backend(self):
+        """The :class:`engine.backend.Backend` whose array the variable holds.
+
+        Example:
+            >>> import engine as en
+            >>> en.Variable(en.tensor([1.0], backend="array_api_strict")).backend.name
+            'array_api_strict'
+        """
+        return self._backend
+
+    @property
+    def device(self):
+        """The device the variable's array lives on (its back end's)."""
+        return self._backend.device
+
     def numpy(self):
         """The current value as a read-only numpy array."""
+        if not self._backend.numpy_arrays:
+            view = np.asarray(self._backend.to_numpy(self._value)).view()
+            view.flags.writeable = False
+            return view
         return self._value
 
     def __array__(self, dtype=None, copy=None):
         if active_tapes():   # a variable a tape differentiates: as a tensor's (numpy_conversion.py)
             check_conversion(self)
-        v = self._value
+        v = self.numpy()
         return v.astype(dtype) if dtype is not None and v.dtype != dtype else (v.copy() if copy else v)
 
     def __float__(self): return float(self._value)
@@ -118,6 +151,9 @@ class Variable(TensorOps):
 
     def _set(self, array):
         """Store a new value (called by modes after validation)."""
+        if not self._backend.numpy_arrays:
+            self._value = array     # the back end's own array, already checked
+            return
         array = np.asarray(array)
         if array.flags.writeable:
             array.flags.writeable = False
@@ -129,6 +165,10 @@ class Variable(TensorOps):
 
     def _scatter(self, indices, updates):
         """Store ``updates`` at rows ``indices`` (validated by the caller except the range)."""
+        if not self._backend.in_place:
+            raise UnimplementedError(
+                f"Variable {self.name!r}.scatter_update: back end {self._backend.name} has no "
+                "in-place updates; assign the whole value instead")
         check_scatter_range(self, indices)
         value = self._value
         # Write in place when only this variable refers to the array (the three
@@ -145,11 +185,21 @@ class Variable(TensorOps):
         self._value = value
 
     def __repr__(self):
-        body = np.array2string(self._value, separator=", ")
+        body = np.array2string(self.numpy(), separator=", ")
         return f"<Variable {self.name!r} shape={self.shape} dtype={self.dtype} value={body}>"
 
     def __reduce__(self):
         raise ArgumentTypeError("variables are not picklable; save their values with en.save")
+
+
+def _backend_of(initial):
+    """The back end whose array a variable made from ``initial`` holds: a tensor's or
+    variable's own, a back end's array's, numpy for Python data and numpy arrays."""
+    if isinstance(initial, (Tensor, Variable)) and initial._value is not None:
+        return initial.backend
+    if type(initial) is np.ndarray:
+        return _backends.NUMPY
+    return _backends.of_array(initial) or _backends.NUMPY
 
 
 def check_scatter(var, index_aval, update_aval):

@@ -3,6 +3,7 @@ import contextlib
 
 import numpy as np
 
+from ..devices import CPU
 from ..errors import UnimplementedError
 
 _BOOL, _INT8 = np.dtype("bool"), np.dtype("int8")
@@ -18,10 +19,22 @@ class Backend:
         name: the registry name (``"numpy"``).
         xp: the array namespace (Array API functions: ``xp.add``, ``xp.reshape``...).
         array_types: the library's array classes (the type test).
-        out_kernels: ops may write into preallocated arrays (``out=``); memory
-            planning and the eager buffer cache need it.
-        in_place: arrays may be updated in place (variables, scatter).
+        device: the :class:`~engine.devices.Device` its arrays live on (the host CPU
+            unless the library computes elsewhere); ``Tensor.device`` reports it.
+
+    Capabilities (the engine's fast paths ask these, never the back end's name):
+        numpy_arrays: its arrays are ``numpy.ndarray``: numpy kernels (``op.impl``,
+            the kernels chosen for static shapes, Python operator forms) run on them
+            as they are, and tensors hold them as plain :class:`~engine.Tensor`.
+        out_kernels: ops may write into preallocated arrays (``out=``); the passes
+            that rely on it (row-split matrix products) run only where it is set.
+        buffer_reuse: a graph may keep buffers between calls and write into them:
+            memory planning, concatenations written in place, recycled outputs.
+        in_place: arrays may be updated in place (a variable's rows written where
+            nothing else holds its array).
         fused_loops: fusion may write block loops in this library's source.
+        compiled_lowerings: graphs may be compiled to machine code (numba, C) that
+            reads and writes its arrays' memory.
         numpy_promotion: the namespace promotes mixed dtype kinds as numpy does
             (``int32 + float32``); otherwise kernels cast first (:meth:`promote`).
         joins_numpy: numpy tensors may join this back end's tensors in an op (they
@@ -35,9 +48,13 @@ class Backend:
     name = None
     xp = None
     array_types = ()
+    device = CPU
+    numpy_arrays = False
     out_kernels = False
+    buffer_reuse = False
     in_place = False
     fused_loops = False
+    compiled_lowerings = False
     numpy_promotion = False
     joins_numpy = False
     chunked = False

@@ -12,9 +12,12 @@ class NumpyBackend(Backend):
     name = "numpy"
     xp = np
     array_types = (np.ndarray,)
+    numpy_arrays = True
     out_kernels = True
+    buffer_reuse = True
     in_place = True
     fused_loops = True
+    compiled_lowerings = True
     numpy_promotion = True
 
     def asarray(self, data, dtype=None):

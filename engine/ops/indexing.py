@@ -269,8 +269,8 @@ def _on_backend_of(x, arrays):
     data: they go to the back end of a concrete ``x`` (as that library's arrays)."""
     if not arrays or getattr(x, "_value", None) is None:
         return arrays
-    backend = getattr(x, "backend", None)   # variables have none: numpy
-    if backend is None or backend.name == "numpy":
+    backend = getattr(x, "backend", None)
+    if backend is None or backend.numpy_arrays:
         return arrays
     return [backend.from_numpy(a) if isinstance(a, np.ndarray) else a for a in arrays]
 

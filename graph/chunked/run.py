@@ -25,7 +25,6 @@ Example:
 """
 import numpy as np
 
-from engine.backend import NUMPY
 from engine.config import config
 from engine.errors import TracingError, format_location, user_frame
 from engine.modes import current_mode
@@ -139,7 +138,7 @@ class ChunkedFunction:
         rows = [tensors[i] for i in self._row_positions]
         free = [t for i, t in enumerate(tensors) if i not in self._row_positions]
         for t in free:
-            if t.backend is not NUMPY:
+            if not t.backend.numpy_arrays:
                 raise TracingError(f"{self.name}: only the chunked (row) inputs may live on "
                                    f"back end {t.backend.name}; move others with t.to('numpy')")
         free_values = self._free_fn(*free) if self._shared or self._post_inputs else ()

@@ -7,7 +7,8 @@ import sys
 
 import numpy as np
 
-from engine.op import Op, declare
+from engine.backend import mismatch
+from engine.op import REGISTRY, Op, declare
 from engine.variable import check_scatter
 
 
@@ -59,7 +60,20 @@ def _read_eval(*, var):
     return (var.var.shape, var.var.dtype)
 
 
+def _read_on(backend, *, var):
+    """``read_variable`` in a graph compiled for a back end other than numpy."""
+    return _own_value(backend, var.var, "read")
+
+
+def _own_value(backend, v, what):
+    """``v``'s array, after checking it lives on ``backend`` (ops never copy across)."""
+    if v.backend is not backend:
+        raise mismatch(f"variable {v.name!r} ({what} in a graph)", backend, v.backend)
+    return v._value
+
+
 read_variable_op = _structural(Op("read_variable", _read_impl, _read_eval, None, n_inputs=0,
+                                  generic=_read_on,
                                   doc="The variable's value when the node runs."))
 declare(read_variable_op, onnx=("variable",))   # its value at export, as an initializer
 
@@ -96,8 +110,29 @@ def _assign_eval(value, *indices, var, kind):
     return (var.var.shape, var.var.dtype)
 
 
+_UPDATE_OPS = {"assign_add": "add", "assign_sub": "sub"}
+
+
+def _assign_on(backend, value, *indices, var, kind):
+    """``assign_variable`` in a graph compiled for a back end other than numpy: the new
+    value is computed with that back end's kernels and stays its array."""
+    v = var.var
+    old = _own_value(backend, v, kind)
+    if kind == "scatter_update":
+        v._scatter(indices[0], value)   # refuses where the back end has no in-place update
+        return v._value
+    new = value if kind == "assign" else \
+        REGISTRY[_UPDATE_OPS[kind]].kernels[backend.name](old, value)
+    if backend.dtype_of(new) != v.dtype:
+        new = backend.astype(new, v.dtype)
+    if tuple(new.shape) != tuple(v.shape):
+        new = backend.xp.broadcast_to(new, v.shape)
+    v._set(new)
+    return new
+
+
 assign_variable_op = _structural(Op("assign_variable", _assign_impl, _assign_eval, None,
-                                    side_effects=True,
+                                    side_effects=True, generic=_assign_on,
                                     doc="Store a new value in a variable; returns it. Inputs: "
                                         "the value, then (kind scatter_update) the row indices."))
 declare(assign_variable_op, onnx=None)

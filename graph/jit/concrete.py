@@ -7,7 +7,7 @@ import numpy as np
 
 from engine import dtypes, ops
 from engine.autodiff import GradientTape
-from engine.backend import NUMPY
+from engine.backend import NUMPY, mismatch
 from engine.config import config
 from engine.cost_model import cost
 from engine.errors import EngineError
@@ -19,7 +19,7 @@ from engine.variable import Variable
 
 from ..lowering.executor import CompiledGraph, wrap_outputs
 from ..ir.graph import Graph
-from ..ir.graph_ops import assign_variable_op, read_variable_op
+from ..ir.graph_ops import assign_variable_op, body_variables, read_variable_op
 from ..control.interpret import interpret, replay_nodes
 from ..lowering.pipeline import DEFAULT_PIPELINE, optimize
 from ..lowering.memory_planning import plan_memory
@@ -96,6 +96,7 @@ class ConcreteFunction:
         graph = Graph(name)
         graph.backend = backend     # traced tensors report it; lowering binds its kernels
         graph = self._trace(graph)
+        _check_variables(graph, backend)
         self.unoptimized_graph = graph
         with _collector_paused():
             self.graph, self.report = _optimize(graph, passes, backend)
@@ -366,14 +367,31 @@ def _call_rule(concrete, residuals, cut=None):
     return TapeRule(f"call[{concrete.name}]", vjp, multiple_results=True, vjp_needs=True)
 
 
-# Passes that write numpy into preallocated buffers or generate numpy loops: a
-# back end without out= kernels runs its kernels one by one instead.
-_NEEDS_OUT = ("fusion", "parallel_matmul", "memory_planning")
+# The back-end capability each pass relies on (engine.backend.base.Backend): fusion
+# writes block loops, the row-split product writes into out= views, memory planning
+# keeps buffers between calls. A back end without it runs its kernels one by one.
+_NEEDS = {"fusion": "fused_loops", "parallel_matmul": "out_kernels",
+          "memory_planning": "buffer_reuse"}
+
+
+def _check_variables(graph, backend):
+    """Refuse a graph for ``backend`` that reads or assigns a variable holding another
+    back end's array (checked once here, so no call pays for it)."""
+    reads, writes = body_variables([graph])
+    for var in reads + writes:
+        if var.backend is not backend:
+            raise mismatch(f"graph {graph.name} (variable {var.name!r})", backend, var.backend)
 
 
 def _optimize(graph, passes, backend=NUMPY):
     """Run the optimization pipeline (``passes=None``: the default one)."""
-    if not backend.out_kernels:
+    if not all(getattr(backend, need) for need in _NEEDS.values()):
         chosen = passes if passes is not None else (config.default_passes or DEFAULT_PIPELINE)
-        passes = [p for p in chosen if getattr(p, "__name__", p) not in _NEEDS_OUT]
+        passes = [p for p in chosen if _supported(p, backend)]
     return optimize(graph, passes)
+
+
+def _supported(p, backend):
+    """Whether pass ``p`` (a function or its name) may run on ``backend``."""
+    need = _NEEDS.get(getattr(p, "__name__", p))
+    return need is None or getattr(backend, need)

@@ -180,7 +180,8 @@ class Function:
                                   "input_signature")
             tensors = check_against_specs(self.name, self.input_signature, args)
             backend = _backend_of(self.name, tensors)
-            key = ("input_signature",) if backend is backends.NUMPY else \
+            # Plain tensors (numpy arrays) name no back end, as in signature_of's keys.
+            key = ("input_signature",) if backend.numpy_arrays else \
                 ("input_signature", backend.name)
             concrete = self._cache.get(self._guards.key(key))
             if concrete is None:

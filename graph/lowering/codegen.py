@@ -79,10 +79,8 @@ def _backend_kernel(node, backend):
     if kernel is None and op.generic is not None:   # graph-only ops (control flow)
         kernel = bind(op.generic, backend)
     if kernel is None:
-        what = ("variables hold numpy arrays" if op.name.endswith("_variable")
-                else "the op has no kernel there")
         raise BackendError(f"graph {graph_name(node)}: node {node.name} (op '{op.name}') cannot "
-                           f"run on back end {backend.name}: {what}")
+                           f"run on back end {backend.name}: the op has no kernel there")
     return kernel
 
 
@@ -98,7 +96,7 @@ def _constant(node, backend):
     if origin is not None and origin != backend.name:
         raise mismatch(f"graph {graph_name(node)} (a tensor captured as constant {node.name})",
                        backend, get(origin))
-    return value if backend is NUMPY else backend.from_numpy(np.asarray(value))
+    return value if backend.numpy_arrays else backend.from_numpy(np.asarray(value))
 
 
 class _Namespace:
@@ -118,10 +116,10 @@ class _Namespace:
         ``static_kernel`` rule picks for its traced shapes and dtypes, else the op's
         ``out_impl`` (writing into a given buffer) or ``impl``."""
         fn = self.kernel_for(node) if self.kernel_for is not None else None
-        if fn is None and self.backend is not NUMPY:
+        if fn is None and not self.backend.numpy_arrays:
             fn = _backend_kernel(node, self.backend)
         base = None
-        if fn is None and planned and self.backend is NUMPY:
+        if fn is None and planned:   # (numpy arrays: the op's numpy kernels apply)
             fn = _static_kernel(node, buffered)
             if fn is not None:   # k_np_dot for numpy's own functions, k_<name> for the engine's
                 engine_own = (getattr(fn, "__module__", None) or "").startswith("engine")
@@ -233,7 +231,7 @@ def _node_lines(node, names, ns, plan, used, placement):
         call = expression.format(*(names[i] for i in node.inputs))
     else:
         call = _call(node, names, ns, out_arg, buffered, planned)
-    if node.meta.get("contiguous") and out_arg is None and ns.backend is NUMPY:
+    if node.meta.get("contiguous") and out_arg is None and ns.backend.numpy_arrays:
         # A pass asked for this value in C order (a view is copied once, here).
         call = f"{ns.add('_np_ascontiguousarray', np.ascontiguousarray)}({call})"
     return [f"    {target} = {call}" if used else f"    {call}"]
@@ -242,7 +240,7 @@ def _node_lines(node, names, ns, plan, used, placement):
 def _python_form(node, backend):
     """The op's ``python_form`` of ``node`` (a Python expression over its inputs), or None."""
     rule = node.op.rules.get("python_form")
-    if rule is None or backend is not NUMPY:
+    if rule is None or not backend.numpy_arrays:
         return None
     return rule([(i.shape, i.dtype) for i in node.inputs], node.params)
 
@@ -278,7 +276,7 @@ def lower(graph, kernel_for=None, backend=NUMPY, plan=None, recycle_outputs=Fals
     ns = _Namespace(kernel_for, backend)
     # The placement the memory planning pass made the plan for, or one made under this plan.
     placement = plan.placement if plan is not None and plan.placement is not None and \
-        backend is NUMPY else concat_in_place.place_concats(graph, order, plan, backend)
+        backend.buffer_reuse else concat_in_place.place_concats(graph, order, plan, backend)
     if plan is not None and not plan.views:
         plan = None
     recycled = output_recycling.recyclable_outputs(graph, plan, backend) \

@@ -29,7 +29,6 @@ Example:
 import numpy as np
 
 from engine import ops
-from engine.backend import NUMPY
 
 from ..ir.graph_ops import unpack_op
 from ..ir.queries import static_shape
@@ -177,7 +176,7 @@ def _leading_join(node):
 def place_concats(graph, order, plan, backend):
     """The :class:`Placement` for ``graph`` lowered in ``order`` under ``plan``."""
     placement = Placement()
-    if plan is None or backend is not NUMPY:
+    if plan is None or not backend.buffer_reuse:
         return placement
     position = {n: i for i, n in enumerate(order)}
     outputs = set(graph.outputs)

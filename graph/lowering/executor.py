@@ -113,7 +113,7 @@ class CompiledGraph:
         lines.append("        reraise(err)")
         if self._planned:
             lines.append("    buffer_sets.append(buffers)")
-        if single_dtype is not None and self.backend is NUMPY:
+        if single_dtype is not None and self.backend.numpy_arrays:
             lines += ["    out = results[0]",
                       "    if type(out) is ndarray and out.dtype is dtype:",
                       "        t = new(Tensor)   # wrap(out), inlined",
@@ -161,7 +161,7 @@ def written_variables(graph):
 def wrap_outputs(arrays, dtypes, backend=NUMPY):
     """Concrete tensors for a graph's output arrays, with the dtypes the graph promised
     (numpy scalars become 0-d arrays), exactly as eager mode makes them."""
-    if backend is not NUMPY:
+    if not backend.numpy_arrays:
         return [wrap_on(backend, a if backend.dtype_of(a) == dt else backend.astype(a, dt))
                 for a, dt in zip(arrays, dtypes)]
     out = []

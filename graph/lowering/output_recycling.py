@@ -39,7 +39,6 @@ import sys
 
 import numpy as np
 
-from engine.backend import NUMPY
 from engine.config import config
 from engine.cost_model import cost
 
@@ -58,7 +57,7 @@ def recyclable_outputs(graph, plan, backend):
     order: single-result nodes of an op with an ``out_impl``, of a static shape of at
     least ``en.config.cost.recycle_min_bytes``, that are not inputs, constants or planned
     buffers."""
-    if not config.recycle_graph_outputs or backend is not NUMPY or _BASELINE <= 0:
+    if not config.recycle_graph_outputs or not backend.buffer_reuse or _BASELINE <= 0:
         return []
     planned = set(plan.buffer_of) if plan is not None else set()
     found = []

@@ -93,7 +93,9 @@ def parallel_matmul(graph):
     backend = getattr(graph, "backend", None)
     choice = threads_for(graph)
     threads = kernel_threads(choice)
-    if threads < 2 or getattr(backend, "name", "numpy") != "numpy" or not available():
+    # The row-split kernel writes numpy products into views of one numpy array.
+    if threads < 2 or (backend is not None and not (backend.out_kernels and
+                                                    backend.numpy_arrays)) or not available():
         return False
     count = 0
     whole = []
