@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def measure(batch, timeout=300, lowering=None):
     """The first-call record for ``batch``, measured in a new Python process (a dict;
     ``{"error": text}`` when the child fails); ``lowering`` sets
-    ``en.config.compiled_lowering`` there (default: the engine's default)."""
+    ``en.config.lowering`` there (default: the engine's default)."""
     cmd = [sys.executable, "-m", "bench.first_call", "--batch", str(batch)]
     if lowering is not None:
         cmd += ["--lowering", lowering]
@@ -71,7 +71,7 @@ def _child(batch, lowering=None):
     import engine as en
     import_s = time.perf_counter() - start
     if lowering is not None:
-        en.config.compiled_lowering = lowering
+        en.config.lowering = lowering
 
     import numpy as np
 
@@ -96,7 +96,7 @@ def _child(batch, lowering=None):
     report = fn.get_concrete_function(*args).report
     passes_s = sum(r.seconds for r in report.records)
     # CompiledGraph.__init__ runs inside _optimize's caller, not inside a pass: no overlap.
-    rec = {"batch": batch, "lowering": en.config.compiled_lowering,
+    rec = {"batch": batch, "lowering": en.config.lowering,
            "import_s": import_s, "first_s": first_s,
            "trace_s": totals.get("trace_s", 0.0), "passes_s": passes_s,
            "lower_s": totals.get("lower_s", 0.0), "steady_s": float(np.median(steady))}
@@ -110,6 +110,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m bench.first_call")
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--lowering", choices=("auto", "numba", "c", "numpy"), default=None,
-                        help="en.config.compiled_lowering in the child (default: auto)")
+                        help="en.config.lowering in the child (default: auto)")
     options = parser.parse_args()
     _child(options.batch, options.lowering)

@@ -196,23 +196,23 @@ def _function_30(inputs):
     }
     from engine.graph.lowering.numba import fusion_numba
     if fusion_numba.available():   # the optional JIT lowering of fused kernels
-        previous = en.config.fusion_backend
-        en.config.fusion_backend = "numba"
+        previous = en.config.lowering
+        en.config.lowering = "numba_ufunc"
         try:
             jitted = en.function(thirty_op_function)
             jitted(*tensors)
         finally:
-            en.config.fusion_backend = previous
+            en.config.lowering = previous
         variants["engine_traced_numba"] = loop(lambda: jitted(*tensors))
-        # The whole function as one numba function (en.config.compiled_lowering; "auto"
+        # The whole function as one numba function (en.config.lowering = "numba"; "auto"
         # picks it once its machine code is on disk).
-        previous = en.config.compiled_lowering
-        en.config.compiled_lowering = "numba"
+        previous = en.config.lowering
+        en.config.lowering = "numba"
         try:
             whole = en.function(thirty_op_function)
             whole(*tensors)
         finally:
-            en.config.compiled_lowering = previous
+            en.config.lowering = previous
         variants["engine_compiled"] = loop(lambda: whole(*tensors))
     return variants
 

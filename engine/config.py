@@ -6,6 +6,9 @@ Example:
     False
 """
 import contextvars
+import warnings
+
+from .errors import InvalidArgumentError
 
 from .cost_model import cost as _cost
 
@@ -19,18 +22,16 @@ class _Config:
         self.run_functions_eagerly_global = False
         # Default optimization passes for en.function (filled in by graph.lowering.pipeline).
         self.default_passes = None
-        # How fused elementwise kernels are lowered: "numpy" (the default, always
-        # available) or "numba" (optional JIT: one pass, one call; needs numba).
-        self.fusion_backend = "numpy"
-        # Whether a whole small graph, or each scan, runs as one numba-compiled function,
-        # and large fused kernels as compiled loops: "auto" (where it pays over 100
-        # calls, compile time included: whole graphs and scans with numba where it is
-        # installed, fused kernels in C where a C compiler is found, else numba; a
-        # fused kernel that pays only over a longer run moves to C in the background
-        # once hot; see graph/lowering/compile_numba.py), "numba" (numba wherever it
-        # can), "c" (fused kernels in C wherever they can be written, nothing with
-        # numba) or "numpy" (never: the numpy lowering, which always works).
-        self.compiled_lowering = "auto"
+        # Which lowering turns a graph into code, the one switch: "auto" (the default:
+        # the policy picks, for each fused region and each whole small graph or scan,
+        # a compiled lowering where it pays over 100 calls, compile time included: C
+        # where a C compiler is found, else numba where it is installed; a fused kernel
+        # that pays only over a longer run moves to C in the background once hot; see
+        # graph/lowering/policy.py), or a registered lowering's name, used wherever it
+        # can write and the numpy lowering elsewhere: "numpy" (no compiled code),
+        # "c", "numba" (fused regions and whole graphs) or "numba_ufunc" (each
+        # single-result fused region as one numba ufunc).
+        self.lowering = "auto"
         # Threads that walk a large fused kernel's rows, and split a large matrix
         # product's rows, at once. None (the default): per graph, 2 where its largest
         # matrix product has at least 2^29 multiply-adds, beside elementwise work over
@@ -75,6 +76,36 @@ class _Config:
         # engine/cost_model.py and docs/guide/cost-model.md).
         self.cost = _cost
 
+    # ---- the two switches ``lowering`` replaced (deprecated: they warn, and go) ----
+    @property
+    def compiled_lowering(self):
+        """Deprecated: ``en.config.lowering`` (the same values)."""
+        _deprecated("compiled_lowering", "en.config.lowering")
+        return self.lowering
+
+    @compiled_lowering.setter
+    def compiled_lowering(self, value):
+        _deprecated("compiled_lowering", "en.config.lowering")
+        self.lowering = value
+
+    @property
+    def fusion_backend(self):
+        """Deprecated: ``"numba"`` is ``en.config.lowering = "numba_ufunc"``."""
+        _deprecated("fusion_backend", 'en.config.lowering = "numba_ufunc"')
+        return "numba" if self.lowering == "numba_ufunc" else "numpy"
+
+    @fusion_backend.setter
+    def fusion_backend(self, value):
+        _deprecated("fusion_backend", 'en.config.lowering = "numba_ufunc"')
+        if value == "numba":
+            self.lowering = "numba_ufunc"
+        elif value == "numpy":
+            if self.lowering == "numba_ufunc":
+                self.lowering = "auto"
+        else:
+            raise InvalidArgumentError(
+                f'en.config.fusion_backend must be "numpy" or "numba", got {value!r}')
+
     @property
     def check_numerics(self):
         return self._check_numerics.get()
@@ -83,6 +114,11 @@ class _Config:
     def run_functions_eagerly(self):
         local = self._run_eagerly.get()
         return self.run_functions_eagerly_global if local is None else local
+
+
+def _deprecated(old, new):
+    warnings.warn(f"en.config.{old} is deprecated and will be removed; use {new}",
+                  DeprecationWarning, stacklevel=3)
 
 
 config = _Config()

@@ -184,7 +184,7 @@ def test_unrolled_rnn_gradient_batches_its_products_and_agrees(lowering, monkeyp
     b, xs = _arr(hidden) * 0.1, _arr(steps, batch, 3)
     targets, h0 = _arr(steps, batch, hidden), np.zeros((batch, hidden))
     args = (w, u, b, xs, targets, h0)
-    monkeypatch.setattr(en.config, "compiled_lowering", lowering)
+    monkeypatch.setattr(en.config, "lowering", lowering)
     f = en.function(_tanh_rnn_loss_and_grads(steps))
     graph = f.graph_for(*args)
     if lowering == "numba":

@@ -36,7 +36,7 @@ FOLDED = {"ones_like", "zeros_like"}
 
 @pytest.fixture
 def config(monkeypatch):
-    monkeypatch.setattr(en.config, "compiled_lowering", en.config.compiled_lowering)
+    monkeypatch.setattr(en.config, "lowering", en.config.lowering)
     monkeypatch.setattr(en.config, "fusion_threads", en.config.fusion_threads)
     return en.config
 
@@ -63,7 +63,7 @@ def _writable(info, dtype):
 
 @pytest.mark.parametrize("dtype", [F32, F64], ids=str)
 def test_every_op_with_a_scalar_form_matches_eager_in_a_c_kernel(config, dtype):
-    config.compiled_lowering = "c"
+    config.lowering = "c"
     written, checked = set(), 0
     for info in OP_DB:
         if not _writable(info, dtype):
@@ -217,7 +217,7 @@ def test_a_second_process_loads_the_library_from_disk(tmp_path):
     script = textwrap.dedent("""
         import importlib, numpy as np, engine as en
         c_fused = importlib.import_module("engine.graph.lowering.c.c_fused")
-        en.config.compiled_lowering = "c"
+        en.config.lowering = "c"
         f = en.function(lambda x: en.sigmoid(x) * 3.0)
         x = en.tensor(np.linspace(-5, 5, 400 * 400, dtype=np.float32).reshape(400, 400))
         y = f(x)
@@ -247,7 +247,7 @@ def test_a_hot_kernel_moves_to_c_in_the_background(config, monkeypatch, tmp_path
         y = en.sigmoid(z + b)
         d = y - x
         return en.mean(d * d), d * (y * (1.0 - y))
-    en.config.compiled_lowering = "auto"
+    en.config.lowering = "auto"
     f = en.function(tail)
     args = [en.tensor(a) for a in (z, b, x)]
     first = [o.numpy() for o in f(*args)]

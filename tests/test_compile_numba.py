@@ -25,12 +25,12 @@ TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}
 
 @pytest.fixture
 def lowering():
-    previous = en.config.compiled_lowering
+    previous = en.config.lowering
 
     def use(mode):
-        en.config.compiled_lowering = mode
+        en.config.lowering = mode
     yield use
-    en.config.compiled_lowering = previous
+    en.config.lowering = previous
 
 
 def _compiled_nodes(graph):
@@ -225,7 +225,7 @@ def test_auto_declines_a_cold_compile_that_cannot_pay_and_numpy_never_compiles(l
     lowering("auto")    # too big to be written whole under auto too, even if it were cached
     assert not _compiled_nodes(en.function(_thirty_ops).graph_for(big, big, big))
     lowering("fast")
-    with pytest.raises(en.InvalidArgumentError, match="compiled_lowering"):
+    with pytest.raises(en.InvalidArgumentError, match="lowering"):
         en.function(_thirty_ops)(x, x, x)
 
 
@@ -246,7 +246,7 @@ _CHILD = textwrap.dedent("""
     import sys, time
     import numpy as np
     import engine as en
-    en.config.compiled_lowering = sys.argv[1]
+    en.config.lowering = sys.argv[1]
     def f(x, y, h):
         for _ in range(10):
             h = en.tanh(h * x + y)

@@ -21,7 +21,7 @@ numba_fused = importlib.import_module("engine.graph.lowering.numba.numba_fused")
 @pytest.fixture
 def config(monkeypatch):
     # The tests set both: monkeypatch puts back what they were.
-    monkeypatch.setattr(en.config, "compiled_lowering", en.config.compiled_lowering)
+    monkeypatch.setattr(en.config, "lowering", en.config.lowering)
     monkeypatch.setattr(en.config, "fusion_threads", en.config.fusion_threads)
     # Graphs without large products are compiled whole up to LARGE_REGION_ELEMENTS; these
     # tests are of the fused kernels that larger graphs get.
@@ -173,11 +173,11 @@ def test_the_steps_of_an_unrolled_loop_share_one_compiled_kernel(config):
     passes = [p for p in DEFAULT_PIPELINE if p != "compile_numba"]
     results = {}
     for mode in ("numba", "numpy"):
-        en.config.compiled_lowering = mode
+        en.config.lowering = mode
         f = en.function(en.value_and_grad(_unrolled_tanh_rnn, argnums=(0, 1, 2)), passes=passes)
         results[mode] = [o.numpy() for o in flat(f(*arrays))]
         graph = f.graph_for(*arrays)
-    en.config.compiled_lowering = "numba"
+    en.config.lowering = "numba"
     f = en.function(en.value_and_grad(_unrolled_tanh_rnn, argnums=(0, 1, 2)), passes=passes)
     f(*arrays)
     kernels = [n.op.impl.__self__.out_impl.__self__ for n in f.graph_for(*arrays).nodes

@@ -2,7 +2,7 @@
 
 The generated programs of ``test_graph_mode`` (elementwise ops, broadcasting, scalars,
 reductions, matrix products, transposes) are traced with
-``en.config.compiled_lowering = "numba"``, so small graphs become one numba function
+``en.config.lowering = "numba"``, so small graphs become one numba function
 each (``graph/lowering/compile_numba.py``); bigger ones, with the bound between small and
 large values lowered, keep their products and get their fused regions as numba loop nests
 (``graph/lowering/numba/numba_fused.py``). Both must agree with eager mode to the numeric
@@ -39,7 +39,7 @@ SETTINGS = dict(derandomize=True, deadline=None, database=None,
 
 @pytest.fixture
 def numba_lowering(monkeypatch):
-    monkeypatch.setattr(en.config, "compiled_lowering", "numba")
+    monkeypatch.setattr(en.config, "lowering", "numba")
 
 
 def _assert_close(got, want, what):

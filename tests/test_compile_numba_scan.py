@@ -20,7 +20,7 @@ CELLS = {"gru": rnn.gru_cell, "lstm": rnn.lstm_cell, "tanh": rnn.tanh_cell}
 
 @pytest.fixture
 def numba_lowering(monkeypatch):
-    monkeypatch.setattr(en.config, "compiled_lowering", "numba")
+    monkeypatch.setattr(en.config, "lowering", "numba")
 
 
 def _problem(cell, dtype):

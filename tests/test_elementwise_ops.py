@@ -272,10 +272,10 @@ def _new_elementwise_ops():
 @pytest.fixture
 def numba_fusion():
     pytest.importorskip("numba")
-    previous = en.config.fusion_backend
-    en.config.fusion_backend = "numba"
+    previous = en.config.lowering
+    en.config.lowering = "numba_ufunc"
     yield
-    en.config.fusion_backend = previous
+    en.config.lowering = previous
 
 
 def _prepared(a):
@@ -346,8 +346,8 @@ def test_floor_divide_after_another_op_in_a_graph_keeps_infinite_quotients(lower
     # the infinite-operand fix must not read the dividend back from there.
     a = np.array([np.inf, 4.0, 1.0, -np.inf, 6.0])
     b = np.array([2.0, 2.0, -np.inf, 3.0, np.inf])
-    previous = en.config.compiled_lowering
-    en.config.compiled_lowering = lowering
+    previous = en.config.lowering
+    en.config.lowering = lowering
     try:
         for f, ref in [(lambda x, y: (x * 2.0) // y, lambda x, y: (x * 2.0, y)),
                        (lambda x, y: x // (y * 1.0), lambda x, y: (x, y * 1.0)),
@@ -357,4 +357,4 @@ def test_floor_divide_after_another_op_in_a_graph_keeps_infinite_quotients(lower
                         en.function(f)(en.tensor(a), en.tensor(b))):
                 np.testing.assert_array_equal(np.asarray(got), want)
     finally:
-        en.config.compiled_lowering = previous
+        en.config.lowering = previous

@@ -9,7 +9,7 @@ numba = pytest.importorskip("numba", reason="the numba lowering needs numba (pip
 
 @pytest.fixture
 def numba_backend(monkeypatch):
-    monkeypatch.setattr(en.config, "fusion_backend", "numba")
+    monkeypatch.setattr(en.config, "lowering", "numba_ufunc")
 
 
 def _fused_nodes(fn, *args):
@@ -32,7 +32,7 @@ def test_numba_kernels_match_numpy_kernels(numba_backend, dtype):
     fused = [n for n in _fused_nodes(jitted, x, w, b) if n.op.elementwise]
     # Kernels that end in a reduction keep the numpy lowering (a ufunc cannot reduce).
     assert fused and all(n.meta["backend"] == "numba" for n in fused)
-    en.config.fusion_backend = "numpy"
+    en.config.lowering = "auto"
     plain = en.function(en.value_and_grad(layer, argnums=(0, 1, 2)))
     assert all(n.meta["backend"] == "numpy" for n in _fused_nodes(plain, x, w, b))
     rtol = 1e-12 if dtype == "float64" else 2e-5

@@ -13,10 +13,10 @@ and each timed call computes the loss and its gradient with respect to
 ``eager``           ``en.value_and_grad`` run op by op
 ``graph_nopass``    the same traced by ``en.function(..., optimize=False)``
 ``graph``           traced with every optimization pass
-``graph_compiled``  ``graph`` with ``en.config.compiled_lowering = "numba"``: its large
+``graph_compiled``  ``graph`` with ``en.config.lowering = "numba"``: its large
                     fused kernels compiled into numba loop nests
                     (``graph/lowering/numba/numba_fused.py``), when numba is installed
-``graph_c``         ``graph`` with ``en.config.compiled_lowering = "c"``: its fused
+``graph_c``         ``graph`` with ``en.config.lowering = "c"``: its fused
                     kernels compiled as C from the first call
                     (``graph/lowering/c/c_fused.py``), when a C compiler is found
 ``numpy``           the forward and backward written by hand, allocating freely
@@ -368,15 +368,15 @@ def _c_mode(en, vg, args):
 
 
 def _lowered_mode(en, vg, args, lowering, nothing):
-    """``vg`` traced now under ``compiled_lowering = lowering``; a skip reason where no
+    """``vg`` traced now under ``en.config.lowering = lowering``; a skip reason where no
     kernel of that back end came of it."""
     fn = en.function(vg)
-    previous = en.config.compiled_lowering
-    en.config.compiled_lowering = lowering
+    previous = en.config.lowering
+    en.config.lowering = lowering
     try:
         graph = fn.graph_for(*args)
     finally:
-        en.config.compiled_lowering = previous
+        en.config.lowering = previous
     if not [n for n in graph.nodes if n.meta.get("backend") == lowering]:
         return "nothing compiled: " + nothing
     return (lambda: fn(*args)), _engine_to_numpy

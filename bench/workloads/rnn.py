@@ -23,7 +23,7 @@ timed call computes the loss and its gradient with respect to every weight
 ``graph_cell``           the cell is an ``en.function``, the Python loop and the
                          tape stay eager: each cell call is recorded as one op
                          whose gradient is a compiled backward graph
-``graph_cell_compiled``  ``graph_cell`` with ``en.config.compiled_lowering = "numba"``
+``graph_cell_compiled``  ``graph_cell`` with ``en.config.lowering = "numba"``
                          while the first two steps trace: the cell's forward and
                          backward graphs (and their split, see ``graph/jit/residuals.py``)
                          each run as one native function (``--full``)
@@ -31,7 +31,7 @@ timed call computes the loss and its gradient with respect to every weight
                          of the whole sequence, looping with ``en.scan``
 ``graph_unrolled``       the same with the Python loop unrolled into the trace (its
                          products with no carry batched over the steps)
-``graph_compiled``       ``graph`` with ``en.config.compiled_lowering = "numba"``: the
+``graph_compiled``       ``graph`` with ``en.config.lowering = "numba"``: the
                          forward and backward scans run as one native function,
                          time loop included (machine code cached on disk); the
                          backward loop reads the forward's values instead of
@@ -298,13 +298,13 @@ def _engine_mode(mode, problem):
         if mode == "graph_cell_compiled":
             # The first step traces the cell and its backward, the second the split
             # backward's two graphs: all of them lowered under the switch.
-            previous = en.config.compiled_lowering
-            en.config.compiled_lowering = "numba"
+            previous = en.config.lowering
+            en.config.lowering = "numba"
             try:
                 step()
                 step()
             finally:
-                en.config.compiled_lowering = previous
+                en.config.lowering = previous
             concrete = cell.get_concrete_function(h0, x_list[0], p)
             if not [n for n in concrete.graph.nodes if n.op.name == "compiled_region"]:
                 return "nothing compiled: the cell's graph has an op without a numba form"
@@ -321,15 +321,15 @@ def _engine_mode(mode, problem):
         fn = en.function(loss_and_grads)
         xs_t = en.tensor(xs)
         if mode in COMPILED_MODES:   # traced (and compiled) now, under the switch
-            previous = en.config.compiled_lowering
-            en.config.compiled_lowering = "numba"
+            previous = en.config.lowering
+            en.config.lowering = "numba"
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     fn.get_concrete_function(p, xs_t, targets, h0)
                 graph = fn.graph_for(p, xs_t, targets, h0)
             finally:
-                en.config.compiled_lowering = previous
+                en.config.lowering = previous
             if not [n for n in graph.nodes if n.meta.get("backend") == "numba"]:
                 report = fn.optimization_report(p, xs_t, targets, h0)
                 why = [str(w.message) for w in caught] + [

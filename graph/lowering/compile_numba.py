@@ -7,9 +7,9 @@ graph becomes one node calling one numba function; otherwise each ``scan``
 whose body has one does, with its time loop inside the compiled code. The
 numpy lowering stays for everything else, and always works.
 
-``en.config.compiled_lowering`` chooses:
+``en.config.lowering`` chooses (through ``graph/lowering/policy.py``'s ``graph_mode``):
 
-- ``"numpy"``: never;
+- ``"numpy"``, ``"c"`` and other lowerings: never;
 - ``"numba"``: wherever the region can be written (and numba is installed), and is
   at most ``MAX_SOURCE_LINES`` lines of source or already on disk (a longer graph is
   compiled in parts of about half that; a longer scan warns and stays numpy);
@@ -23,15 +23,13 @@ numpy lowering stays for everything else, and always works.
   the ops a call runs (a scan's body counted once per step) times
   ``SAVED_SECONDS_PER_OP`` over ``CALLS`` calls exceed the estimated compile
   time, ``COMPILE_SECONDS + COMPILE_SECONDS_PER_LINE`` per source line;
-- ``"c"``: no whole graph or scan; large fused kernels in C wherever they can be written.
 
-The fusion pass asks :func:`compiled_fused_kernel` for each large fused region's
-compiled form (C first under ``"auto"``, then numba) and :func:`hot_fused_kernel` for
-one that pays only over a long run (``LONG_RUN_CALLS``): numpy's until hot, then C.
+Fused regions are the policy's too: it asks the registered lowerings
+(``graph/lowering/c/lowering.py``, ``graph/lowering/numba/lowering.py``).
 
 Example:
     >>> import engine as en
-    >>> en.config.compiled_lowering
+    >>> en.config.lowering
     'auto'
 """
 import importlib.util
@@ -41,14 +39,11 @@ import warnings
 import numpy as np
 
 from engine.backend import NUMPY
-from engine.config import config
-from engine.errors import InvalidArgumentError
 from engine.op import Op
 from engine.shapes import size_of
 
 # None of these imports numba until it compiles.
-from . import hot_swap
-from .c import c_compiler, c_fused, c_source
+from . import policy
 from .numba import numba_blas, numba_cache, numba_fused, numba_source
 from ..ir.graph_ops import constant_op, placeholder_op, unpack_op
 from .parallel import product_work
@@ -59,9 +54,6 @@ from .parallel import product_work
 # process (the GRU's forward and backward, 201 lines: 19 s on the loaded 2-core machine,
 # about 9 s of it numba's first compile in the process).
 CALLS = 100
-# A run that calls a fused kernel more than hot_swap.HOT_CALLS times is taken to be this
-# long: a kernel whose C form pays over it is compiled in the background once hot.
-LONG_RUN_CALLS = 1000
 SMALL_ELEMENTS = 1 << 16
 # A region with a value over SMALL_ELEMENTS, up to this many, is still compiled whole
 # where none of its matrix products (outside scan bodies) is large enough for OpenBLAS to
@@ -83,7 +75,6 @@ MAX_SOURCE_LINES = 600
 SAVED_SECONDS_PER_OP = numba_fused.SAVED_SECONDS_PER_NUMPY_CALL   # 1.5 us: one figure
 COMPILE_SECONDS = 1.0
 COMPILE_SECONDS_PER_LINE = 0.1
-MODES = ("auto", "numba", "c", "numpy")
 
 log = logging.getLogger("engine.graph")
 
@@ -96,15 +87,12 @@ def numba_available():
 def compile_numba(graph):
     """Replace the graph, or each of its scans, by one compiled node where the policy
     says so (module docstring). Returns True if anything was replaced."""
-    mode = config.compiled_lowering
-    if mode not in MODES:
-        raise InvalidArgumentError(f"en.config.compiled_lowering must be one of {MODES}, "
-                                   f"got {mode!r}")
-    if mode in ("numpy", "c") or getattr(graph, "backend", NUMPY) is not NUMPY or \
+    mode = policy.graph_mode()
+    if mode is None or getattr(graph, "backend", NUMPY) is not NUMPY or \
             not numba_available():
         return False
     whole = _whole_graph(graph)
-    # A graph of large values is left to the fused kernels (compiled_fused_kernel) and
+    # A graph of large values is left to the fused kernels (the policy's) and
     # numpy's threaded BLAS: written whole, each value would be a fresh array and each
     # product one BLAS thread.
     too_large = _too_large(whole) if whole is not None else None
@@ -346,85 +334,3 @@ def _caller(fn, dtypes):
             return fn(*convert(arrays))
     run.dispatcher = fn
     return run
-
-
-def compiled_fused_kernel(name, members, inputs, outputs, threads=None):
-    """A compiled kernel for a fused region (``outputs`` as ``(member, kind)``) where
-    ``en.config.compiled_lowering`` and the policy allow it, else None (the numpy kernel
-    runs). Under ``"auto"``: the C kernel (``graph/lowering/c/c_fused.py``) where a C
-    compiler is found and it pays (it loads in a millisecond and compiles in a fraction
-    of a second), else numba's ``CompiledFusedKernel`` (``graph/lowering/numba/numba_fused.py``)
-    where it pays (the steps of unrolled loops: small regions, where a call through
-    ctypes costs more than numpy's calls save; one source for every step, compiled
-    once). ``"c"`` and ``"numba"``: that one, wherever it can be written. The "auto"
-    rules count the elements each op walks and the numpy calls it saves."""
-    mode = config.compiled_lowering
-    if mode == "numpy":
-        return None
-    size = _size(members[-1].shape)
-    if not size:
-        return None
-    if mode in ("auto", "c") and c_fused.available():
-        kernel = _c_fused_kernel(mode, name, members, inputs, outputs, threads, size)
-        if kernel is not None or mode == "c":
-            return kernel
-    if mode in ("auto", "numba") and numba_available():
-        return _numba_fused_kernel(mode, name, members, inputs, outputs, threads, size)
-    return None
-
-
-def _numba_fused_kernel(mode, name, members, inputs, outputs, threads, size):
-    try:
-        source = numba_fused.kernel_source(numba_fused.SOURCE_NAME, members, inputs, outputs)
-    except numba_source.Unsupported as why:
-        log.debug("compiled lowering: fused region %s not written: %s", name, why)
-        return None
-    compile_seconds = COMPILE_SECONDS + COMPILE_SECONDS_PER_LINE * source.count("\n")
-    if not numba_fused.pays(mode, source, size, len(members), CALLS, compile_seconds):
-        return None
-    try:
-        return numba_fused.CompiledFusedKernel(name, members, inputs, outputs, threads,
-                                               source)
-    except Exception as err:   # a numba typing limit: keep the numpy lowering
-        log.debug("numba refused fused region %s: %s: %s", name, type(err).__name__, err)
-        return None
-
-
-def hot_fused_kernel(name, members, inputs, outputs, threads, numpy_out_impl):
-    """Under ``"auto"``, for a fused region no compiled kernel was chosen for up front: a
-    ``HotSwap`` (``graph/lowering/hot_swap.py``) that runs ``numpy_out_impl`` and, once
-    the kernel is hot, compiles its C form in the background, where a C compiler is
-    found and that form pays over ``LONG_RUN_CALLS`` calls; else None."""
-    if config.compiled_lowering != "auto" or not c_fused.available():
-        return None
-    size = _size(members[-1].shape)
-    if not size or c_fused.saved_per_call(size, len(members)) <= 0:
-        return None
-    try:
-        source = c_source.kernel_source(c_fused.NAME, members, inputs, outputs)
-    except numba_source.Unsupported:
-        return None
-    if not c_fused.pays(source, size, len(members), LONG_RUN_CALLS):
-        return None
-    return hot_swap.HotSwap(numpy_out_impl, lambda: c_fused.CFusedKernel(
-        name, members, inputs, outputs, threads, source))
-
-
-def _c_fused_kernel(mode, name, members, inputs, outputs, threads, size):
-    if mode == "auto" and c_fused.saved_per_call(size, len(members)) <= 0:
-        return None   # a small region (an unrolled loop's step): no source to write
-    try:
-        source = c_source.kernel_source(c_fused.NAME, members, inputs, outputs)
-    except numba_source.Unsupported as why:
-        log.debug("C lowering: fused region %s not written: %s", name, why)
-        return None
-    if mode == "auto" and not c_fused.pays(source, size, len(members), CALLS):
-        return None
-    try:
-        return c_fused.CFusedKernel(name, members, inputs, outputs, threads, source)
-    except (c_compiler.CompileError, OSError) as err:
-        # A source the compiler refuses is a fault of the C lowering: said, not hidden,
-        # and the numpy kernel runs.
-        warnings.warn(f"C lowering: fused region {name} was not compiled ({err}); the "
-                      "numpy lowering runs it", RuntimeWarning, stacklevel=2)
-        return None

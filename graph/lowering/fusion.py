@@ -15,7 +15,8 @@ else 1) the row blocks of a large kernel are shared among threads
 (``graph/lowering/parallel.py``), each with its own scratch. A large region is compiled into
 one loop nest instead, in C where a C compiler is found (``graph/lowering/c/c_fused.py``)
 or with numba where it is installed (``graph/lowering/numba/numba_fused.py``), where
-``en.config.compiled_lowering`` and its policy say so; under ``"auto"`` a region that
+``en.config.lowering`` and the policy (``graph/lowering/policy.py``) say so; fusion only
+finds the regions and writes the numpy kernel. Under ``"auto"`` a region that
 pays only over a long run starts on numpy and moves to C once hot
 (``graph/lowering/hot_swap.py``).
 
@@ -44,15 +45,14 @@ import re
 import numpy as np
 
 from engine import ops
-from engine.config import config
 from engine.cost_model import cost
 from engine.op import Op, declare
 from engine.warning_location import TRACED_LINES
 
 from ..ir.graph_ops import unpack_op
 from .parallel import kernel_threads, row_bounds, run_split, threads_for
-from .numba import fusion_numba
-from .compile_numba import compiled_fused_kernel, hot_fused_kernel
+from . import policy
+from .plugin import Region
 from .fusion_groups import group_outputs, group_regions
 
 # A region of at most cost.fused_whole_array_elements (static shape) runs as one numpy
@@ -377,24 +377,16 @@ class FusedKernel:
         self.backend = "numpy"
         self.hot = None   # a HotSwap: compiled in the background once hot (hot_swap.py)
         one_value = len(outputs) == 1 and outputs[0][1] is None
-        if config.fusion_backend == "numba" and one_value:
-            ufunc = fusion_numba.build(name, members, inputs)
-            if ufunc is not None:
-                self.backend = "numba"
-                self.source = ufunc.source
-                self.out_impl = lambda *args: ufunc(*args[:-1], out=args[-1])
-        if self.backend == "numpy":
-            compiled = compiled_fused_kernel(name, members, inputs, spec, threads)
-            if compiled is not None:
-                self.backend = compiled.backend
-                self.source = compiled.source
-                self.out_impl = compiled.out_impl
-            else:
-                # Numpy's now; compiled in the background once hot, where that pays.
-                self.hot = hot_fused_kernel(name, members, inputs, spec, threads,
-                                            self.out_impl)
-                if self.hot is not None:
-                    self.out_impl = self.hot.out_impl
+        # The policy may pick a compiled lowering for the region, or start it on this
+        # numpy kernel and build the compiled one once hot.
+        compiled, self.hot = policy.fused_kernel(Region(name, members, inputs, spec, threads),
+                                                 self.out_impl)
+        if compiled is not None:
+            self.backend = compiled.backend
+            self.source = compiled.source
+            self.out_impl = compiled.out_impl
+        elif self.hot is not None:
+            self.out_impl = self.hot.out_impl
         if self.backend == "numpy" and one_value and _small_static(shape):
             # The traced shape is the only one: allocate and run in one generated call.
             fresh_source, fresh_dtypes = _fresh_source(name + "_fresh", members, inputs,
@@ -521,10 +513,9 @@ def fusion(graph):
     regions = find_regions(graph)
     reductions = {rid: _full_reduction(graph, ms[-1]) for rid, ms in regions.items()}
     index = {n: i for i, n in enumerate(graph.topo_order())}
-    # The numba back end lowers single-output regions to ufuncs (one result each);
-    # grouping regions into several-result kernels is for the numpy lowering.
-    groups = [[rid] for rid in regions] if config.fusion_backend == "numba" else \
-        group_regions(graph, regions, reductions)
+    # A lowering that writes one result a kernel (numba's ufuncs) takes each region apart.
+    groups = group_regions(graph, regions, reductions) if policy.groups_regions() else \
+        [[rid] for rid in regions]
     for rids in groups:
         members = sorted((m for r in rids for m in regions[r]), key=index.__getitem__)
         member_set = set(members)

@@ -1,7 +1,7 @@
 """A fused kernel that starts as numpy's and moves to its compiled form once it is hot.
 
 Compiling a kernel costs time before its first call; a run that calls it only a few
-times never earns that back. So under ``en.config.compiled_lowering = "auto"`` a
+times never earns that back. So under ``en.config.lowering = "auto"`` a
 region that would pay compiled over a long run but not over ``CALLS`` calls starts with
 the numpy lowering, and :class:`HotSwap` counts its calls: at the ``HOT_CALLS``-th it
 hands the compile to one background thread (the C compiler runs as a separate
@@ -24,7 +24,7 @@ import threading
 import warnings
 
 # A kernel called this many times is in a loop: worth compiling (when it pays over a long
-# run, see graph/lowering/compile_numba.py's hot_fused_kernel).
+# run, see graph/lowering/policy.py's fused_kernel).
 HOT_CALLS = 20
 _pool = []
 _pool_lock = threading.Lock()

@@ -6,7 +6,7 @@ default pipeline, in order:
 1. ``simplify``, ``layout``, ``constant_folding``, ``cse``, ``batch_products``, ``dce`` --
    repeated until none changes the graph (each can expose work for the others);
 2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one numba-compiled
-   function where numba is installed and it pays (``en.config.compiled_lowering``);
+   function where numba is installed and it pays (``en.config.lowering``);
 3. ``scan_sums`` -- a scan's per-step results that only their sum over the steps reads
    are added up in the loop instead of stacked (the numpy lowering's scans);
    ``scan_unread`` -- the stacks of a scan's carries and random draws that nothing reads

@@ -11,9 +11,9 @@ def fused_backends(graph):
 
 
 def run_lowered(fn, arrays, mode, threads=1):
-    """``fn`` traced under ``compiled_lowering = mode`` and ``threads`` kernel threads and
+    """``fn`` traced under ``en.config.lowering = mode`` and ``threads`` kernel threads and
     run on ``arrays``: ``(its results as numpy, its fused kernels' back ends)``."""
-    en.config.compiled_lowering = mode
+    en.config.lowering = mode
     en.config.fusion_threads = threads
     f = en.function(fn)
     tensors = [en.tensor(a) for a in arrays]
@@ -23,7 +23,7 @@ def run_lowered(fn, arrays, mode, threads=1):
 def region_of(fn, arrays):
     """``(members, inputs)``: the one fused region of ``fn`` traced on ``arrays`` with the
     cleanup passes only, for a kernel made by hand."""
-    en.config.compiled_lowering = "numpy"
+    en.config.lowering = "numpy"
     graph = en.function(fn, passes=["cleanup"]).graph_for(*[en.tensor(a) for a in arrays])
     leaves = ("placeholder", "constant")
     members = [n for n in graph.topo_order() if n.op.name not in leaves]

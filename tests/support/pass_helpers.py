@@ -84,10 +84,10 @@ def tensors(*shapes, seed=0, low=-2.0, high=2.0):
 
 
 def _lowering(mode):
-    previous = en.config.compiled_lowering
-    en.config.compiled_lowering = mode
+    previous = en.config.lowering
+    en.config.lowering = mode
     yield
-    en.config.compiled_lowering = previous
+    en.config.lowering = previous
 
 
 @pytest.fixture

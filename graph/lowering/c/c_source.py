@@ -35,9 +35,11 @@ import math
 
 import numpy as np
 
-from ..numba.numba_emitter import Unsupported, loop_dtype
+from .. import loop_nest
+from ..loop_nest import FLUSH_ROWS
+from ..numba.numba_emitter import loop_dtype
+from ..plugin import Unsupported
 
-FLUSH_ROWS = 32
 # The longest 1-D region with a sum written in C (see kernel_source).
 MAX_FLAT_SUM = 4096
 _CTYPES = {np.dtype("float32"): "float", np.dtype("float64"): "double",
@@ -274,10 +276,73 @@ def _offset(shape, region_shape, loops):
     return " + ".join(reversed(terms)) or "0"
 
 
-def _check(node):
-    if node.shape is None or any(d is None for d in node.shape):
-        raise Unsupported(f"{node.name}: unknown dims")
-    ctype(node.dtype)
+class CDialect(loop_nest.Dialect):
+    """The loop nest (``graph/lowering/loop_nest.py``) spelled in C over flat arrays."""
+
+    def check(self, node):
+        if node.shape is None or any(d is None for d in node.shape):
+            raise Unsupported(f"{node.name}: unknown dims")
+        ctype(node.dtype)
+
+    def check_region(self, shape, members, values, sums):
+        if any(np.dtype(m.dtype) not in _FLOATS for m in sums):
+            raise Unsupported("a sum of a non-float member")
+        if sums and len(shape) == 1 and shape[0] > MAX_FLAT_SUM:
+            # The partial sums are one per position of the last axis, flushed every
+            # FLUSH_ROWS rows: over one long axis that is quadratic.
+            raise Unsupported("a sum over one long axis")
+
+    def signature(self, name, inputs, values, sums):
+        params = [f"const {ctype(i.dtype)} *restrict x{k}" for k, i in enumerate(inputs)] + \
+            [f"{ctype(m.dtype)} *restrict out{j}" for j, m in enumerate(values)] + \
+            [f"double *restrict acc{j}" for j in range(len(sums))] + ["int64_t lo", "int64_t hi"]
+        return f"int {name}({', '.join(params)}) {{"
+
+    def partial(self, j, member, length):
+        # On the heap: a long last axis would not fit on the stack.
+        t = ctype(member.dtype)
+        return [f"{t} *restrict part{j} = calloc({length}, sizeof({t}));",
+                f"if (!part{j}) return -1;"]
+
+    def scalar(self, k, node):
+        return f"const {ctype(node.dtype)} s{k} = x{k}[0];", f"s{k}"
+
+    def element(self, k, node, shape, loops):
+        return f"x{k}[{_offset(tuple(node.shape), shape, loops)}]"
+
+    def store_target(self, j, shape, loops):
+        return f"out{j}[{_offset(shape, shape, loops)}]"
+
+    def define(self, k, member, args):
+        return f"const {ctype(member.dtype)} t{k} = {c_expression(member, args)};"
+
+    def store(self, j, shape, loops, value):
+        return f"{self.store_target(j, shape, loops)} = {value};"
+
+    def accumulate(self, j, loop, value):
+        return f"part{j}[{loop}] += {value};"
+
+    def open_loop(self, k, extent):
+        if k == 0:
+            return "for (int64_t i0 = lo; i0 < hi; i0++) {"
+        return f"for (int64_t i{k} = 0; i{k} < {extent}; i{k}++) {{"
+
+    def close_loop(self):
+        return "}"
+
+    def flush(self, n_sums, length):
+        moves = " ".join(f"acc{j}[i] += part{j}[i]; part{j}[i] = 0;" for j in range(n_sums))
+        return [f"        if ((i0 - lo) % {FLUSH_ROWS} == {FLUSH_ROWS - 1}) {{",
+                f"            for (int64_t i = 0; i < {length}; i++) {{ {moves} }}",
+                "        }"]
+
+    def finish(self, n_sums, length):
+        add = " ".join(f"acc{j}[i] += part{j}[i];" for j in range(n_sums))
+        return [f"    for (int64_t i = 0; i < {length}; i++) {{ {add} }}"] + \
+            [f"    free(part{j});" for j in range(n_sums)]
+
+    def end(self):
+        return ["    return 0;", "}"]
 
 
 def kernel_source(name, members, inputs, outputs, aliases=()):
@@ -285,60 +350,6 @@ def kernel_source(name, members, inputs, outputs, aliases=()):
     of the region, with :data:`C_MATH` before it: the contract of
     ``numba_fused.kernel_source`` (``outputs`` as ``(member, reduction)``; ``aliases`` as
     ``(k, j)`` where input ``k`` is value result ``j``'s array, read through ``out{j}``,
-    so every pointer may be ``restrict``). Raises :class:`Unsupported`."""
-    shape = tuple(members[-1].shape)
-    if len(shape) < 1 or any(d is None for d in shape):
-        raise Unsupported("a fused region needs a static shape of at least one axis")
-    for node in list(members) + list(inputs):
-        _check(node)
-    loops = [f"i{k}" for k in range(len(shape))]
-    values = [m for m, r in outputs if r is None]
-    sums = [m for m, r in outputs if r is not None]
-    if any(np.dtype(m.dtype) not in _FLOATS for m in sums):
-        raise Unsupported("a sum of a non-float member")
-    if sums and len(shape) == 1 and shape[0] > MAX_FLAT_SUM:
-        # The partial sums are one per position of the last axis, flushed every
-        # FLUSH_ROWS rows: over one long axis that is quadratic.
-        raise Unsupported("a sum over one long axis")
-    aliased = dict(aliases)
-    params = [f"const {ctype(i.dtype)} *restrict x{k}" for k, i in enumerate(inputs)] + \
-        [f"{ctype(m.dtype)} *restrict out{j}" for j, m in enumerate(values)] + \
-        [f"double *restrict acc{j}" for j in range(len(sums))] + ["int64_t lo", "int64_t hi"]
-    head, body, names = [], [], {}
-    here = _offset(shape, shape, loops)
-    for j, m in enumerate(sums):
-        # On the heap: a long last axis would not fit on the stack.
-        head.append(f"{ctype(m.dtype)} *restrict part{j} = calloc({shape[-1]}, sizeof({ctype(m.dtype)}));")
-        head.append(f"if (!part{j}) return -1;")
-    for k, node in enumerate(inputs):
-        if k in aliased:
-            names[node] = f"out{aliased[k]}[{here}]"
-        elif node.shape:
-            names[node] = f"x{k}[{_offset(tuple(node.shape), shape, loops)}]"
-        else:
-            head.append(f"const {ctype(node.dtype)} s{k} = x{k}[0];")
-            names[node] = f"s{k}"
-    for k, m in enumerate(members):
-        body.append(f"const {ctype(m.dtype)} t{k} = {c_expression(m, [names[i] for i in m.inputs])};")
-        names[m] = f"t{k}"
-    body += [f"out{j}[{here}] = {names[m]};" for j, m in enumerate(values)]
-    body += [f"part{j}[{loops[-1]}] += {names[m]};" for j, m in enumerate(sums)]
-    lines = [f"int {name}({', '.join(params)}) {{"] + ["    " + h for h in head]
-    lines.append("    for (int64_t i0 = lo; i0 < hi; i0++) {")
-    for k in range(1, len(shape)):
-        lines.append("    " * (k + 1) + f"for (int64_t i{k} = 0; i{k} < {shape[k]}; i{k}++) {{")
-    lines += ["    " * (len(shape) + 1) + b for b in body]
-    for k in range(len(shape) - 1, 0, -1):
-        lines.append("    " * (k + 1) + "}")
-    if sums:
-        flush = " ".join(f"acc{j}[i] += part{j}[i]; part{j}[i] = 0;" for j in range(len(sums)))
-        lines.append(f"        if ((i0 - lo) % {FLUSH_ROWS} == {FLUSH_ROWS - 1}) {{")
-        lines.append(f"            for (int64_t i = 0; i < {shape[-1]}; i++) {{ {flush} }}")
-        lines.append("        }")
-    lines.append("    }")
-    if sums:
-        add = " ".join(f"acc{j}[i] += part{j}[i];" for j in range(len(sums)))
-        lines.append(f"    for (int64_t i = 0; i < {shape[-1]}; i++) {{ {add} }}")
-    lines += [f"    free(part{j});" for j in range(len(sums))]
-    lines += ["    return 0;", "}"]
-    return C_MATH + "\n" + "\n".join(lines) + "\n"
+    so every pointer may be ``restrict``), laid out by the shared loop nest
+    (``graph/lowering/loop_nest.py``). Raises :class:`Unsupported`."""
+    return C_MATH + "\n" + loop_nest.write(CDialect(), name, members, inputs, outputs, aliases)

@@ -1,4 +1,4 @@
-"""Optional JIT lowering of fused kernels through numba (``en.config.fusion_backend = "numba"``).
+"""Optional JIT lowering of fused kernels through numba (``en.config.lowering = "numba_ufunc"``).
 
 A fused region becomes one numba ``vectorize`` ufunc: a single pass over
 memory with no scratch buffers and one call's worth of overhead, however many
@@ -27,7 +27,13 @@ def build(name, members, inputs):
     """A numba ufunc computing the region, or None when the region cannot be lowered."""
     if not available():
         return None
-    import numba   # optional, deferred (see available)
+    source = ufunc_source(name, members, inputs)
+    return None if source is None else compile_ufunc(name, members, inputs, source)
+
+
+def ufunc_source(name, members, inputs):
+    """The Python source of the region's scalar function, or None where an op has no
+    scalar form."""
     if any(m.op.rules.get("scalar_form") is None for m in members):
         return None
     names = {node: f"x{i}" for i, node in enumerate(inputs)}
@@ -46,7 +52,13 @@ def build(name, members, inputs):
         lines.append(f"    t{k} = np.{'bool_' if dt == 'bool' else dt}({expr})")
         names[m] = f"t{k}"
     lines.append(f"    return t{len(members) - 1}")
-    source = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+def compile_ufunc(name, members, inputs, source):
+    """``source`` (from :func:`ufunc_source`) as a numba ufunc, or None where numba
+    refuses it."""
+    import numba   # optional, deferred (see available)
     namespace = {"np": np, "math": math}
     # The forms' helpers (numba_math imports numba, so only here, as the regions do).
     exec(compile(HELPERS_IMPORT + source, f"<numba kernel {name}>", "exec"), namespace)

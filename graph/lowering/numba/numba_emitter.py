@@ -9,9 +9,10 @@ patterns the emitter is given (``numba_source.PATTERNS``).
 """
 import numpy as np
 
-from engine.errors import EngineError
-
 from ...ir.graph_ops import constant_op, placeholder_op, unpack_op
+# Every lowering raises the same refusal (the plug-in interface's); re-exported here for
+# the numba writers.
+from ..plugin import Unsupported
 
 # numba's float32 np.exp / np.tanh are scalar libm calls; numba_math has vectorizable ones.
 _FAST_FLOAT32 = (("np.exp(", "exp32("), ("np.tanh(", "tanh32("))
@@ -21,10 +22,6 @@ HELPERS_IMPORT = ("from engine.graph.lowering.numba.numba_math import exp32, tan
                   "remainder_, left_shift_, right_shift_\n")
 _DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                                  "uint32", "uint64", "float32", "float64")}
-
-
-class Unsupported(EngineError):
-    """The region holds something the emitter cannot write; keep the numpy lowering."""
 
 
 def _np_type(dtype):

@@ -42,13 +42,13 @@ import numpy as np
 
 from . import numba_cache
 from .numba_emitter import Unsupported, check_writable, scalar_expression
+from .. import loop_nest
+from ..loop_nest import FLUSH_ROWS
 from ..row_kernel import RowKernel
 
 # The function's name in every kernel's source: regions of the same ops, shapes and dtypes
 # (the steps of an unrolled loop) have the same source, compiled once.
 SOURCE_NAME = "fused"
-# float32 partial sums hold at most this many rows before they move into float64.
-FLUSH_ROWS = 32
 
 
 def _index(shape, region_shape, loops):
@@ -56,6 +56,60 @@ def _index(shape, region_shape, loops):
     lead = len(region_shape) - len(shape)
     return ", ".join("0" if d == 1 and region_shape[lead + k] != 1 else loops[lead + k]
                      for k, d in enumerate(shape))
+
+
+class NumbaDialect(loop_nest.Dialect):
+    """The loop nest (``graph/lowering/loop_nest.py``) spelled as numba-compiled Python."""
+
+    def check(self, node):
+        check_writable(node)
+
+    def check_region(self, shape, members, values, sums):
+        for m in members:
+            if m.op.rules.get("scalar_form") is None:
+                raise Unsupported(f"op {m.op.name} has no scalar form")
+
+    def signature(self, name, inputs, values, sums):
+        args = [f"x{k}" for k in range(len(inputs))] + \
+            [f"out{j}" for j in range(len(values))] + [f"acc{j}" for j in range(len(sums))]
+        return f"def {name}({', '.join(args + ['lo', 'hi'])}):"
+
+    def partial(self, j, member, length):
+        return [f"part{j} = np.zeros({length}, {_np(_partial_dtype(member))})"]
+
+    def scalar(self, k, node):
+        return f"s{k} = x{k}[()]", f"s{k}"
+
+    def element(self, k, node, shape, loops):
+        return f"x{k}[{_index(node.shape, shape, loops)}]"
+
+    def store_target(self, j, shape, loops):
+        return f"out{j}[{', '.join(loops)}]"
+
+    def define(self, k, member, args):
+        return f"t{k} = {scalar_expression(member, [f'({a})' for a in args])}"
+
+    def store(self, j, shape, loops, value):
+        return f"{self.store_target(j, shape, loops)} = {value}"
+
+    def accumulate(self, j, loop, value):
+        return f"part{j}[{loop}] += {value}"
+
+    def open_loop(self, k, extent):
+        return "for i0 in range(lo, hi):" if k == 0 else f"for i{k} in range({extent}):"
+
+    def flush(self, n_sums, length):
+        moves = [f"acc{j}[i] += part{j}[i]" for j in range(n_sums)] + \
+            [f"part{j}[i] = 0" for j in range(n_sums)]
+        return [f"        if (i0 - lo) % {FLUSH_ROWS} == {FLUSH_ROWS - 1}:",
+                f"            for i in range({length}):"] + ["                " + m for m in moves]
+
+    def finish(self, n_sums, length):
+        return [f"    for i in range({length}):"] + \
+            [f"        acc{j}[i] += part{j}[i]" for j in range(n_sums)]
+
+    def end(self):
+        return ["    return 0"]
 
 
 def kernel_source(name, members, inputs, outputs, aliases=()):
@@ -66,59 +120,10 @@ def kernel_source(name, members, inputs, outputs, aliases=()):
     ``aliases`` holds ``(k, j)`` where input ``k`` is the array of value result ``j``
     (memory planning wrote it in place): the loop then reads ``out{j}`` for it, since
     LLVM vectorizes a loop over one array read and written at the same index but not
-    one over two arrays it cannot prove apart. Raises :class:`Unsupported` for what
-    it cannot write."""
-    shape = tuple(members[-1].shape)
-    if len(shape) < 1 or any(d is None for d in shape):
-        raise Unsupported("a fused region needs a static shape of at least one axis")
-    for node in list(members) + list(inputs):
-        check_writable(node)
-    for m in members:
-        if m.op.rules.get("scalar_form") is None:
-            raise Unsupported(f"op {m.op.name} has no scalar form")
-    nd = len(shape)
-    loops = [f"i{k}" for k in range(nd)]
-    values = [m for m, r in outputs if r is None]
-    sums = [(m, r) for m, r in outputs if r is not None]
-    args = [f"x{k}" for k in range(len(inputs))] + [f"out{j}" for j in range(len(values))] + \
-        [f"acc{j}" for j in range(len(sums))]
-    lines = [f"def {name}({', '.join(args + ['lo', 'hi'])}):"]
-    for j, (m, _) in enumerate(sums):
-        lines.append(f"    part{j} = np.zeros({shape[-1]}, {_np(_partial_dtype(m))})")
-    body = []
-    names = {}
-    aliased = dict(aliases)
-    for k, node in enumerate(inputs):
-        if k in aliased:
-            names[node] = f"out{aliased[k]}[{', '.join(loops)}]"
-        elif node.shape:
-            names[node] = f"x{k}[{_index(node.shape, shape, loops)}]"
-        else:
-            lines.append(f"    s{k} = x{k}[()]")
-            names[node] = f"s{k}"
-    for k, m in enumerate(members):
-        body.append(f"t{k} = {scalar_expression(m, [f'({names[i]})' for i in m.inputs])}")
-        names[m] = f"t{k}"
-    for j, m in enumerate(values):
-        body.append(f"out{j}[{', '.join(loops)}] = {names[m]}")
-    for j, (m, _) in enumerate(sums):
-        body.append(f"part{j}[{loops[-1]}] += {names[m]}")
-    lines.append("    for i0 in range(lo, hi):")
-    depth = 2
-    for k in range(1, nd):
-        lines.append("    " * depth + f"for i{k} in range({shape[k]}):")
-        depth += 1
-    lines += ["    " * depth + line for line in body]
-    if sums:
-        flush = [f"acc{j}[i] += part{j}[i]" for j in range(len(sums))] + \
-            [f"part{j}[i] = 0" for j in range(len(sums))]
-        lines.append(f"        if (i0 - lo) % {FLUSH_ROWS} == {FLUSH_ROWS - 1}:")
-        lines.append(f"            for i in range({shape[-1]}):")
-        lines += ["                " + f for f in flush]
-        lines.append(f"    for i in range({shape[-1]}):")
-        lines += [f"        acc{j}[i] += part{j}[i]" for j in range(len(sums))]
-    lines.append("    return 0")
-    return "\n".join(lines) + "\n"
+    one over two arrays it cannot prove apart. The layout is the shared loop nest's
+    (``graph/lowering/loop_nest.py``). Raises :class:`Unsupported` for what it cannot
+    write."""
+    return loop_nest.write(NumbaDialect(), name, members, inputs, outputs, aliases)
 
 
 def _partial_dtype(member):

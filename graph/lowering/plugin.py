@@ -1,0 +1,169 @@
+"""The ``Lowering`` interface and the registry of lowerings.
+
+Fusion only finds regions (``graph/lowering/fusion.py``); a lowering says whether it can
+write one, writes its source, builds it and estimates what ``calls`` calls of it cost,
+building included. The policy (``graph/lowering/policy.py``) picks among the registered
+lowerings under ``en.config.lowering``. The numpy lowering is the reference every other
+one is measured against and the one that always works; each compiled lowering lives in
+its own folder (``numba/``, ``c/``) and registers itself in ``graph/lowering/registry.py``.
+
+A region is described by :class:`Region`: its members (elementwise nodes in topological
+order), the values it reads, its results as ``(member, kind)`` pairs (kind None for a
+value, ``"sum"``, ``"mean"`` or ``"rows"`` for a reduction the kernel finishes), and the
+kernel threads the graph chose.
+
+Example:
+    >>> class Doubler(Lowering):
+    ...     name = "doubler"
+    >>> lowering = Doubler()
+    >>> lowering.available(), lowering.writes_graphs
+    (True, False)
+"""
+import dataclasses
+import math
+
+from engine.errors import EngineError, InvalidArgumentError
+
+__all__ = ["Lowering", "Region", "Unsupported", "register", "unregister", "registered", "get"]
+
+
+class Unsupported(EngineError):
+    """A lowering cannot write the region (or graph); the numpy lowering runs it."""
+
+
+@dataclasses.dataclass
+class Region:
+    """A fused region as a lowering sees it (see the module docstring).
+
+    Example:
+        >>> Region("k", [], [], [], None).size is None
+        True
+    """
+    name: str
+    members: list
+    inputs: list
+    outputs: list
+    threads: object = None
+
+    @property
+    def shape(self):
+        """The region's shape (every member has it); None when there are no members."""
+        return tuple(self.members[-1].shape) if self.members else None
+
+    @property
+    def size(self):
+        """Elements of the region's shape; 0 where a dim is unknown, None without members."""
+        shape = self.shape
+        if shape is None:
+            return None
+        return 0 if None in shape else math.prod(shape)
+
+    @property
+    def n_ops(self):
+        return len(self.members)
+
+    @property
+    def one_value(self):
+        """Whether the region has one result, a value (not a reduction)."""
+        return len(self.outputs) == 1 and self.outputs[0][1] is None
+
+
+class Lowering:
+    """A way of turning a fused region (and, where ``writes_graphs``, a whole graph) into
+    code that runs. Subclasses set ``name`` and override what they support.
+
+    ``priority``: under ``en.config.lowering = "auto"`` the policy tries the lowerings in
+    increasing priority and takes the first whose estimated cost beats numpy's.
+    ``auto``: whether "auto" may pick it at all (False: only when forced by name).
+    ``groups_regions``: whether it writes regions with several results (fusion then
+    groups regions that feed one another into one kernel).
+    ``background``: whether a region that pays only over a long run may be built on a
+    background thread once hot (``graph/lowering/hot_swap.py``).
+    """
+
+    name = None
+    priority = 100
+    auto = True
+    groups_regions = True
+    writes_graphs = False
+    background = False
+
+    def available(self):
+        """Whether this lowering can run here (its compiler or library is found)."""
+        return True
+
+    def saved_per_call(self, region):
+        """Seconds one call of ``region`` saves over the numpy lowering (at most 0: nothing
+        to gain, whatever the run's length; the policy then writes no source)."""
+        return 0.0
+
+    def build_seconds(self, region, source):
+        """Seconds building ``source`` costs (0 when it is on disk already)."""
+        return 0.0
+
+    def cost(self, region, calls, source=None):
+        """Estimated seconds that ``calls`` calls of ``region`` cost beyond the numpy
+        lowering's, building included (negative: it pays). Without ``source`` the build
+        is left out: a lower bound, so the policy writes no source for a region that can
+        never pay."""
+        build = 0.0 if source is None else self.build_seconds(region, source)
+        return build - self.saved_per_call(region) * calls
+
+    def region_source(self, region):
+        """The source of ``region``'s kernel; raises :class:`Unsupported` naming what it
+        cannot write."""
+        raise Unsupported(f"the {self.name} lowering writes no fused regions")
+
+    def build_region(self, region, source):
+        """The kernel for ``region`` from ``source``: an object with ``out_impl`` (inputs,
+        then one output array per result, None to allocate), ``source`` and ``backend``;
+        None where the build is refused (the numpy lowering then runs the region)."""
+        return None
+
+    def build_in_background(self, region, source):
+        """The kernel built on the hot swap's thread (``background`` lowerings): may raise,
+        and the hot swap then warns once and keeps the numpy kernel."""
+        return self.build_region(region, source)
+
+
+_REGISTRY = {}
+
+
+def register(lowering):
+    """Add ``lowering`` (a :class:`Lowering` instance) under its name; returns it.
+
+    Example:
+        >>> class Nothing(Lowering):
+        ...     name = "nothing"
+        >>> register(Nothing()).name in registered()
+        True
+        >>> unregister("nothing")
+    """
+    if not isinstance(lowering, Lowering) or not lowering.name:
+        raise InvalidArgumentError(f"a lowering must be a named Lowering instance, got "
+                                   f"{lowering!r}")
+    if lowering.name == "auto":
+        raise InvalidArgumentError("'auto' names the policy's choice, not a lowering")
+    _REGISTRY[lowering.name] = lowering
+    return lowering
+
+
+def unregister(name):
+    """Remove the lowering registered as ``name`` (nothing if there is none)."""
+    _REGISTRY.pop(name, None)
+
+
+def registered():
+    """``{name: lowering}``, in the order the policy tries them under "auto"."""
+    return dict(sorted(_REGISTRY.items(), key=lambda item: item[1].priority))
+
+
+def get(name):
+    """The lowering registered as ``name``; raises ``InvalidArgumentError`` naming those
+    there are."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise InvalidArgumentError(f"en.config.lowering must be 'auto' or a registered "
+                                   f"lowering ({', '.join(registered())}), got {name!r}") \
+            from None

@@ -1,0 +1,19 @@
+"""The lowerings the engine ships, registered in the order "auto" tries them.
+
+A new lowering is one folder under ``graph/lowering/`` holding a :class:`~.plugin.Lowering`
+subclass, one line here (or a ``plugin.register`` call of its own, for one kept outside
+the engine) and its tests; see the docs page "Writing a lowering".
+
+Example:
+    >>> list(registered())
+    ['numpy', 'c', 'numba', 'numba_ufunc']
+"""
+from .c.lowering import CLowering
+from .numba.lowering import NumbaLowering, NumbaUfuncLowering
+from .numpy_lowering import NumpyLowering
+from .plugin import register, registered
+
+for _lowering in (NumpyLowering(), CLowering(), NumbaLowering(), NumbaUfuncLowering()):
+    register(_lowering)
+
+__all__ = ["registered"]
