@@ -37,6 +37,7 @@ import collections
 import sys
 import threading
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -45,11 +46,11 @@ from engine.cost_model import cost
 from engine.tensor import wrap
 
 _lock = threading.Lock()
-_free = {}          # (shape, dtype) -> [arrays]
+_free: dict[tuple[Any, ...], list[np.ndarray]] = {}   # (shape, dtype) -> [arrays]
 _total = [0]
 # The (shape, dtype)s eager ops asked for, least recently first: only these keep
 # arrays (at most config.eager_cache_shapes of them).
-_wanted = collections.OrderedDict()
+_wanted: collections.OrderedDict[tuple[Any, ...], None] = collections.OrderedDict()
 
 
 def take(shape, dtype):
@@ -110,7 +111,7 @@ def _give(arr):
 # Tensors whose array is offered back when they die: id(weakref) -> (weakref,
 # array). A weak reference with a callback costs less than half of weakref.finalize,
 # which matters at one per result of 128 KiB or more.
-_pending = {}
+_pending: dict[int, tuple[Any, np.ndarray]] = {}
 
 
 def _on_death(release):

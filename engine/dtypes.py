@@ -37,8 +37,8 @@ complex128 = np.dtype("complex128")
 
 SUPPORTED = (float32, float64, int32, int64, bool_,
              int8, int16, uint8, uint16, uint32, uint64, float16, complex64, complex128)
-SIGNED_INTS = frozenset((int8, int16, int32, int64))
-UNSIGNED_INTS = frozenset((uint8, uint16, uint32, uint64))
+SIGNED_INTS: frozenset[np.dtype] = frozenset((int8, int16, int32, int64))
+UNSIGNED_INTS: frozenset[np.dtype] = frozenset((uint8, uint16, uint32, uint64))
 INTS = SIGNED_INTS | UNSIGNED_INTS
 #: The real floating dtypes: the ones gradients flow through.
 FLOATS = frozenset((float16, float32, float64))

@@ -68,7 +68,7 @@ def weak_scalar_array(value, others):
     return np.asarray(value, dtype=dtype)
 
 
-_WEAK_DTYPES = {}
+_WEAK_DTYPES: dict[object, np.dtype] = {}
 
 
 def lift_scalars(args):

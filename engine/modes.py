@@ -22,13 +22,20 @@ Example:
     >>> current_mode().is_concrete
     True
 """
+from __future__ import annotations
+
 import abc
 import contextlib
 import contextvars
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import ArgumentTypeError, DTypeError
 from .lifting import lift_error
 from .recording import active_tapes, record, watch_variable_read
+
+if TYPE_CHECKING:
+    from .op import Op
 
 
 class Mode(abc.ABC):
@@ -49,57 +56,61 @@ class Mode(abc.ABC):
     variable read.
     """
 
-    name = None
-    is_concrete = None
-    value_type = None
+    name: str | None = None
+    is_concrete: bool | None = None
+    value_type: type | None = None
     #: True for a mode that transforms the computation it runs (forward mode, vmap):
     #: ``while_loop`` and ``scan`` then run as Python loops of its ops, and compiled
     #: functions run inline, so every op passes through the transformation.
-    transforms = False
+    transforms: bool = False
 
-    def stage_while_loop(self, cond_fn, body_fn, loop_vars, stage):
+    def stage_while_loop(self, cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
+                         loop_vars: Any, stage: Callable[..., Any]) -> Any:
         """A transformation's ``while_loop`` whose condition is known only at run time
         (inside a trace): the loop staged through ``stage`` (``en.while_loop``) in the
         parent mode. ``NotImplemented`` where the mode cannot; the loop then runs as a
         Python loop, which needs a concrete condition."""
         return NotImplemented
 
-    def call_custom_jvp(self, fun, rule, args):
+    def call_custom_jvp(self, fun: Callable[..., Any], rule: Any, args: Sequence[Any]) -> Any:
         """Call ``fun(*args)``, a function with the forward rule ``rule`` (``en.custom_jvp``);
         forward mode overrides this to apply ``rule`` to the tangents instead."""
         return fun(*args)
 
     @abc.abstractmethod
-    def lift(self, args):
+    def lift(self, args: Sequence[Any]) -> list[Any]:
         """The op arguments ``args`` (tensors, variables, arrays, Python scalars) as a
         list of tensors of this mode; tensors already of this mode are kept as they are.
         Python scalars are weakly typed against the other arguments; variables are
         read with :func:`read_variable` (so tapes see the read)."""
 
     @abc.abstractmethod
-    def apply(self, op, args, params):
+    def apply(self, op: Op, args: Sequence[Any], params: dict[str, Any]) -> Any:
         """Run (or stage) ``op`` on ``args`` (lifted here when needed) with keyword
         ``params``; return the result tensor (a tuple for ``op.multiple_results``).
         Bad input raises the op's shape or dtype error naming the user's line."""
 
     @abc.abstractmethod
-    def read_variable(self, var):
+    def read_variable(self, var: Any) -> Any:
         """The current value of ``var`` as a tensor of this mode (no tape bookkeeping:
         call :func:`read_variable` to read a variable)."""
 
     @abc.abstractmethod
-    def assign_variable(self, var, value, kind, indices=None):
+    def assign_variable(self, var: Any, value: Any, kind: str, indices: Any = None) -> Any:
         """Validate, then write ``var``: ``kind`` is ``"assign"``, ``"assign_add"``,
         ``"assign_sub"`` or ``"scatter_update"`` (rows ``indices``). Returns ``var``."""
 
     @abc.abstractmethod
-    def cond(self, pred, true_fn, false_fn, *operands):
+    def cond(self, pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any],
+             *operands: Any) -> Any:
         """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``: a Python
         ``if`` where values are concrete, both branches staged where they are not."""
 
 
-_MODE = contextvars.ContextVar("engine_mode")
-_default = None   # the mode used where none is pushed; registered by the facade
+_MODE: contextvars.ContextVar[Mode] = contextvars.ContextVar("engine_mode")
+# The mode used where none is pushed: registered by the facade (engine/__init__.py) when
+# ``engine`` is imported, so it is a Mode wherever a mode is asked for.
+_default: Mode = None  # type: ignore[assignment]
 
 #: ``pushed_mode(default)``: the mode pushed by :func:`use_mode` in this context, or
 #: ``default`` when none is (the bound ``ContextVar.get``, for hot paths:
@@ -107,7 +118,7 @@ _default = None   # the mode used where none is pushed; registered by the facade
 pushed_mode = _MODE.get
 
 
-def set_default_mode(mode):
+def set_default_mode(mode: Mode) -> None:
     """Make ``mode`` the mode used wherever none is pushed (the facade registers eager)."""
     global _default
     if not isinstance(mode, Mode):
@@ -115,18 +126,18 @@ def set_default_mode(mode):
     _default = mode
 
 
-def default_mode():
+def default_mode() -> Mode:
     """The mode used wherever none is pushed (eager execution)."""
     return _default
 
 
-def current_mode():
+def current_mode() -> Mode:
     """The mode that ``apply`` dispatches to now."""
     return _MODE.get(_default)
 
 
 @contextlib.contextmanager
-def use_mode(mode):
+def use_mode(mode: Mode) -> Iterator[Mode]:
     """Run a block with ``mode`` as the current mode (restored afterwards)."""
     token = _MODE.set(mode)
     try:
@@ -135,7 +146,7 @@ def use_mode(mode):
         _MODE.reset(token)
 
 
-def apply(op, *inputs, **params):
+def apply(op: Op, *inputs: Any, **params: Any) -> Any:
     """Run ``op`` on ``inputs`` in the current mode and return its result.
 
     Inputs may be tensors, variables, numpy arrays or Python scalars
@@ -146,7 +157,7 @@ def apply(op, *inputs, **params):
     return _MODE.get(_default).apply(op, inputs, params)
 
 
-def op_function(op):
+def op_function(op: Op) -> Callable[..., Any]:
     """The public function ``f(*inputs, **params)`` for ``op``: :func:`apply`, inlined
     (this wrapper runs for every op call, in every mode)."""
     get_mode = _MODE.get
@@ -186,7 +197,7 @@ def _apply_recorded(op, inputs, params):
     return out
 
 
-def read_variable(var, mode=None):
+def read_variable(var: Any, mode: Mode | None = None) -> Any:
     """``var``'s current value as a tensor of ``mode`` (the current one by default),
     recorded on the active tapes; what ``var.read()`` does."""
     t = (mode or _MODE.get(_default)).read_variable(var)

@@ -19,10 +19,10 @@ Example:
 from .errors import EngineError
 
 # function -> (numpy names, Array API names), in declaration order.
-_DECLARED = {}
+_DECLARED: dict[object, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 # Engine functions that share a name with a numpy function they are not (``en.split``
 # takes sizes, numpy's split points).
-_NOT_NUMPY = set()
+_NOT_NUMPY: set[object] = set()
 
 
 def _names(value):

@@ -28,6 +28,7 @@ Example:
 """
 import inspect
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +87,7 @@ def numpy_name(func):
     return f"{module}.{func.__name__}"
 
 
-_FOUND = {}   # (module, name) -> the engine function or None; the namespace is fixed on import
+_FOUND: dict[tuple[str, str], Any] = {}   # (module, name) -> the engine function or None; the namespace is fixed on import
 
 
 def engine_function(module, name):
@@ -134,7 +135,7 @@ def _own_name(module, namespace, name):
 
 
 # ---- keyword handling --------------------------------------------------------------------------
-_SIGNATURES = {}
+_SIGNATURES: dict[Any, Any] = {}
 
 
 def _signature(fn):

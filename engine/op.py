@@ -28,9 +28,18 @@ Example:
     >>> REGISTRY["add"].commutative
     True
 """
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any
+
+from .contracts import AbstractEval, GenericKernel, Kernel, Params, Rules, Vjp
 from .errors import EngineError
 
-REGISTRY = {}
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+REGISTRY: dict[str, Op] = {}
 
 
 class Op:
@@ -42,12 +51,35 @@ class Op:
         "random", "n_inputs", "dtypes", "doc", "out_impl", "vjp_needs",
         "generic", "overrides", "kernels", "rules",
     )
+    name: str
+    impl: Kernel | None
+    abstract_eval: AbstractEval | None
+    vjp: Vjp | None
+    elementwise: bool
+    reduction: bool
+    commutative: bool
+    side_effects: bool
+    differentiable: bool
+    multiple_results: bool
+    random: bool
+    n_inputs: int | None
+    dtypes: Any
+    doc: str
+    out_impl: Kernel | None
+    vjp_needs: bool
+    generic: GenericKernel | None
+    overrides: dict[str, Kernel]
+    kernels: dict[str, Kernel]
+    rules: Rules
 
-    def __init__(self, name, impl, abstract_eval, vjp=None, *, elementwise=False,
-                 reduction=False, commutative=False, side_effects=False,
-                 differentiable=True, multiple_results=False, random=False,
-                 n_inputs=None, dtypes=None, doc="", out_impl=None, vjp_needs=False,
-                 generic=None, overrides=None):
+    def __init__(self, name: str, impl: Kernel | None, abstract_eval: AbstractEval | None,
+                 vjp: Vjp | None = None, *, elementwise: bool = False,
+                 reduction: bool = False, commutative: bool = False, side_effects: bool = False,
+                 differentiable: bool = True, multiple_results: bool = False,
+                 random: bool = False, n_inputs: int | None = None, dtypes: Any = None,
+                 doc: str = "", out_impl: Kernel | None = None, vjp_needs: bool = False,
+                 generic: GenericKernel | None = None,
+                 overrides: dict[str, Kernel] | None = None) -> None:
         self.name = name
         self.impl = impl
         self.abstract_eval = abstract_eval
@@ -75,7 +107,7 @@ class Op:
         self.kernels = {}   # back-end name -> kernel, filled by engine.backend
         self.rules = {}           # kind -> rule; see RULE_KINDS and declare()
 
-    def node_side_effects(self, params):
+    def node_side_effects(self, params: Params) -> bool:
         """Whether a node of this op with ``params`` changes state or talks to the
         outside world (then it is never removed, merged, folded or reordered).
         Computed once per node, when the node is added to a graph."""
@@ -84,16 +116,16 @@ class Op:
         rule = self.rules.get("side_effects_of")
         return rule is not None and bool(rule(params))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<op {self.name}>"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str], Op], tuple[str]]:
         # Ops are singletons: pickling (e.g. for multiprocessing) refers by name.
         return (lookup, (self.name,))
 
 
 # What each kind of rule is; the consumer that reads it is named first.
-RULE_KINDS = {
+RULE_KINDS: dict[str, str] = {
     "onnx": "ONNX export (graph/export/onnx_export.py): ``(pattern, *args)``, a pattern of "
             "``onnx_export.PATTERNS`` and its arguments, e.g. ``(\"node\", \"Exp\")``; "
             "None: the op has no ONNX equivalent (the exporter names it in its error)",
@@ -164,7 +196,7 @@ RULE_KINDS = {
 }
 
 
-def declare(op, **rules):
+def declare(op: Op, **rules: Unpack[Rules]) -> Op:
     """Declare ``op``'s rules (keyword: a kind of :data:`RULE_KINDS`); returns ``op``.
 
     Example:
@@ -176,21 +208,21 @@ def declare(op, **rules):
         if kind not in RULE_KINDS:
             raise EngineError(f"{op.name}: unknown rule kind {kind!r}; known: "
                               f"{', '.join(RULE_KINDS)}")
-        op.rules[kind] = rule
+        op.rules[kind] = rule  # type: ignore[literal-required]  # (a kind checked above)
     return op
 
 
-_ON_REGISTER = []
+_ON_REGISTER: list[Callable[[Op], object]] = []
 
 
-def on_register(hook):
+def on_register(hook: Callable[[Op], object]) -> Callable[[Op], object]:
     """Call ``hook(op)`` for every op registered from now on (the back ends resolve
     their kernel tables this way, without this module importing them)."""
     _ON_REGISTER.append(hook)
     return hook
 
 
-def register(op):
+def register(op: Op) -> Op:
     """Add ``op`` to the registry; names are unique."""
     if op.name in REGISTRY:
         raise EngineError(f"op {op.name!r} is already registered")
@@ -200,7 +232,7 @@ def register(op):
     return op
 
 
-def lookup(name):
+def lookup(name: str) -> Op:
     """Find a registered op by name (used by graph loading; never imports anything)."""
     try:
         return REGISTRY[name]
@@ -208,7 +240,7 @@ def lookup(name):
         raise EngineError(f"unknown op {name!r}") from None
 
 
-def freeze(value):
+def freeze(value: Any) -> Hashable:
     """Make a params value hashable (lists -> tuples, dicts -> sorted tuples)."""
     if isinstance(value, (list, tuple)):
         return tuple(freeze(v) for v in value)
@@ -217,7 +249,7 @@ def freeze(value):
     return value
 
 
-def freeze_params(params):
+def freeze_params(params: Params) -> tuple[tuple[str, Hashable], ...]:
     """Hashable key for a params dict."""
     if not params:
         return ()

@@ -21,6 +21,7 @@ Example:
 import contextlib
 import contextvars
 import types
+from typing import Any
 
 from . import dtypes
 from .errors import NotDifferentiableError
@@ -50,7 +51,7 @@ class TapeRule:
 
     __slots__ = ("name", "vjp", "multiple_results", "vjp_needs")
     # An op's rules that the tape reads (engine/op.py): a tape rule declares none.
-    rules = types.MappingProxyType({})
+    rules: types.MappingProxyType[str, Any] = types.MappingProxyType({})
 
     def __init__(self, name, vjp, multiple_results=False, vjp_needs=False):
         self.name = name

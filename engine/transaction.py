@@ -36,7 +36,7 @@ from threading import get_ident
 
 # Thread ident -> the undo log (a list) of the transaction open in that thread.
 # Empty when no thread has one open: a write outside any then costs one test.
-LOGS = {}
+LOGS: dict[int, list] = {}
 
 
 def log_pointer(var, log):

@@ -119,7 +119,7 @@ def _moved(msg, frame):
     return True
 
 
-_REGISTRIES = {}
+_REGISTRIES: dict[object, dict] = {}
 
 
 def install():

@@ -32,8 +32,8 @@ from ..op import REGISTRY, on_register
 from .base import Backend
 from .numpy_backend import NumpyBackend
 
-BACKENDS = {}        # name -> Backend
-_BY_TYPE = {}        # array type -> Backend
+BACKENDS: dict[str, Backend] = {}     # name -> Backend
+_BY_TYPE: dict[type, Backend] = {}    # array type -> Backend
 # Back ends the engine knows how to load when first asked for, by name or by
 # the top-level module of an array's type: (module, class).
 _LOADERS = {"array_api_strict": ("engine.backend.strict", "ArrayAPIStrictBackend"),

@@ -30,7 +30,7 @@ from ..ops.creation import cast
 from ..tensor import Tensor, tensor
 from ..variable import Variable
 
-_warned = weakref.WeakSet()    # modules that have said so once
+_warned: weakref.WeakSet = weakref.WeakSet()    # modules that have said so once
 
 
 def own_float_dtype(module):

@@ -75,8 +75,8 @@ def load_into(module, path):
         zf = zipfile.ZipFile(path)
     except FileNotFoundError:
         raise
-    except (zipfile.BadZipFile, OSError) as e:
-        raise LoadError(f"{who}: not a saved module (not a zip/npz file: {e})") from None
+    except (zipfile.BadZipFile, OSError) as err:
+        raise LoadError(f"{who}: not a saved module (not a zip/npz file: {err})") from None
     with zf:
         entries = _read_meta(zf, who)
         named = dict(module.named_variables())
@@ -99,8 +99,8 @@ def _read_meta(zf, who):
                         f"{_MAX_META_BYTES}-byte limit")
     try:
         meta = json.loads(zf.read(_META).decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, zipfile.BadZipFile) as e:
-        raise LoadError(f"{who}: {_META} is not valid JSON ({e})") from None
+    except (ValueError, UnicodeDecodeError, zipfile.BadZipFile) as err:
+        raise LoadError(f"{who}: {_META} is not valid JSON ({err})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise LoadError(f"{who}: not an en.nn.save file (format {meta.get('format')!r})"
                         if isinstance(meta, dict) else f"{who}: {_META} is not a JSON object")

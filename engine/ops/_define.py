@@ -1,4 +1,7 @@
 """Helpers that build registry entries for families of ops (one rule, many ops)."""
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from .. import dtypes
@@ -190,6 +193,6 @@ def unbroadcast(g, shape):
     return g
 
 
-def call(op):
+def call(op: Op) -> Callable[..., Any]:
     """A public function ``f(*inputs, **params)`` for ``op`` (see ``engine.modes.op_function``)."""
     return op_function(op)

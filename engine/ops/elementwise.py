@@ -1,6 +1,9 @@
 """Elementwise math: unary functions and broadcasting binary arithmetic."""
+from __future__ import annotations
+
 import functools
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +18,9 @@ from ._args import at_user_line
 from ._define import binary, call, unary, unbroadcast
 from ._define import binary_rule as _binary_rule
 from . import compare, complex_kernels, creation, fp_errors
+
+if TYPE_CHECKING:
+    from ..contracts import OpFunction
 
 NUM = dtypes.NUMERIC
 REAL = dtypes.REAL
@@ -217,7 +223,8 @@ relu_op = unary("relu", _relu_impl, _relu_vjp,
                 generic=_relu_generic)
 declare(relu_op, onnx=("node", "Relu"), scalar_form="({0} if ({0} > ZERO or {0} != {0}) else ZERO)")  # NaN kept, -0 -> +0, as np.maximum
 
-neg = call(neg_op)
+# (Typed where rules above use the function before this line.)
+neg: OpFunction = call(neg_op)
 abs = call(abs_op)
 sign = call(sign_op)
 exp = call(exp_op)
@@ -225,13 +232,13 @@ log = call(log_op)
 log1p = call(log1p_op)
 expm1 = call(expm1_op)
 sqrt = call(sqrt_op)
-square = call(square_op)
+square: OpFunction = call(square_op)
 reciprocal = call(reciprocal_op)
-sin = call(sin_op)
-cos = call(cos_op)
+sin: OpFunction = call(sin_op)
+cos: OpFunction = call(cos_op)
 tanh = call(tanh_op)
 sigmoid = call(sigmoid_op)
-sigmoid_grad = call(sigmoid_grad_op)
+sigmoid_grad: OpFunction = call(sigmoid_grad_op)
 relu = call(relu_op)
 
 

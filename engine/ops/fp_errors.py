@@ -21,7 +21,9 @@ Example:
 import numpy as np
 
 try:
-    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+    # numpy's private error-state names: not in its type stubs.
+    from numpy._core._ufunc_config import (  # type: ignore[attr-defined]
+        _extobj_contextvar, _make_extobj)
 except ImportError:     # numpy 1.x: no context variable
     _extobj_contextvar = _make_extobj = None
 

@@ -184,8 +184,8 @@ __all__ = []
 
 # ---- batching (see engine.op.RULE_KINDS) --------------------------------------------------------
 # Each factorizes the last two axes of a stack of matrices: a vmap batch is one more stack axis.
-for _op in (qr_op, svd_op, eigh_op):
-    declare(_op, batch=_rules.batch_over_leading_axes(_op))
+for _factor_op in (qr_op, svd_op, eigh_op):
+    declare(_factor_op, batch=_rules.batch_over_leading_axes(_factor_op))
 
 
 def _eigh_jvp(primals, tangents, out):

@@ -11,9 +11,12 @@ Example:
     >>> float(en.grad(en.arctan)(1.0))
     0.5
 """
+from __future__ import annotations
+
 import builtins
 import math
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +28,9 @@ from ._args import at_user_line
 from ._define import call, unary
 from . import creation, erf_kernel
 from . import elementwise as ew
+
+if TYPE_CHECKING:
+    from ..contracts import OpFunction
 
 __all__ = [
     "arccos", "arcsin", "arctan", "arccosh", "arcsinh", "arctanh", "cosh", "sinh", "tan",
@@ -195,8 +201,9 @@ arctan = call(arctan_op)
 arccosh = call(arccosh_op)
 arcsinh = call(arcsinh_op)
 arctanh = call(arctanh_op)
-cosh = call(cosh_op)
-sinh = call(sinh_op)
+# (Typed: the rules above use them before this line.)
+cosh: OpFunction = call(cosh_op)
+sinh: OpFunction = call(sinh_op)
 tan = call(tan_op)
 log2 = call(log2_op)
 log10 = call(log10_op)

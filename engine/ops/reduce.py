@@ -56,7 +56,8 @@ def _reduction(name, impl, vjp, out_dtype, allowed=dtypes.ALL, what="any", nonem
     if takes_dtype:
         reduce_in_own_dtype = f
 
-        def f(x, axis=None, keepdims=False, dtype=None):
+        # The variant taking a dtype replaces f, on purpose (its signature is wider).
+        def f(x, axis=None, keepdims=False, dtype=None):  # type: ignore[misc]
             if dtype is None:
                 return reduce_in_own_dtype(x, axis, keepdims)
             if name == "mean" and dtypes.as_dtype(dtype) not in dtypes.INEXACT:

@@ -25,7 +25,7 @@ class TransformFallbackWarning(UserWarning):
     (a double VJP for ``jvp``, a loop over the batch for ``vmap``); said once per op."""
 
 
-_WARNED = set()
+_WARNED: set[object] = set()
 
 
 def warn_fallback(transform, op, how):
@@ -45,7 +45,7 @@ class TransformMode(Mode):
     is_concrete = False
     transforms = True
     value_type = None
-    tensor_class = None
+    tensor_class: type | None = None
     label = "transform"
 
     def __init__(self, parent, tag):

@@ -23,7 +23,7 @@ from engine.modes import apply
 from engine.op import lookup
 
 
-_COMPILED = {}            # program token -> its en.function, in this process
+_COMPILED: dict[tuple, object] = {}   # program token -> its en.function, in this process
 _LOCK = threading.Lock()
 _TOKENS = itertools.count()
 

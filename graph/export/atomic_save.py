@@ -39,7 +39,7 @@ from engine.files import write_atomically as write_file   # the name tests patch
 try:
     import fcntl
 except ImportError:          # not POSIX: saves serialize within this process only
-    fcntl = None
+    fcntl = None    # type: ignore[assignment]  # (a module where it exists)
 
 _PROCESS_LOCK = threading.Lock()
 

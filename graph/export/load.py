@@ -484,7 +484,7 @@ def _free_name(graph, name, suffixes):
     return f"{name}_{i}"
 
 
-_KEYS = {}
+_KEYS: dict[object, tuple[tuple[str, ...], tuple[str, ...] | None]] = {}
 
 
 def _op(name, where):

@@ -90,7 +90,7 @@ def _find_functions():
     return None
 
 
-_functions = []       # [(get, set) or None], found on first use
+_functions: list = []   # [(get, set) or None], found on first use
 _lock = threading.Lock()
 _depth = [0]
 _saved = [1]

@@ -126,7 +126,7 @@ def fold_cost(node):
 class FoldBudget:
     """What folding may still spend on one graph (shared by every run of the pass on it)."""
 
-    _budgets = weakref.WeakKeyDictionary()
+    _budgets: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def __init__(self):
         self.work = config.fold_work_limit

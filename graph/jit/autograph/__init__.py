@@ -45,7 +45,7 @@ from .transformer import Unconvertible
 __all__ = ["callee", "convert", "converted_call", "do_not_convert", "to_code"]
 
 _DO_NOT_CONVERT = "__ag_do_not_convert__"
-_warned = set()
+_warned: set[object] = set()
 _warn_lock = threading.Lock()
 
 

@@ -18,6 +18,7 @@ Example (what ``if x > 0: y = x`` becomes, by hand):
 import builtins
 import functools
 import logging
+from typing import Any, Callable
 
 from engine.tensor import Tensor, traced
 from engine.variable import Variable
@@ -37,9 +38,9 @@ UNROLL_WARNING = 3000   # Python loop iterations while tracing before a warning
 #: ``callee(f)``, what converted code calls in place of ``f`` (``ag__.callee(f)(x)``), and
 #: ``converted_call(f, args, kwargs)``: set by ``graph.jit.autograph`` (converting a callee
 #: needs the source machinery, which imports this module).
-callee = None
-converted_call = None
-_warned_sites = set()
+callee: Callable[[Any], Any] | None = None
+converted_call: Callable[[Any, Any, Any], Any] | None = None
+_warned_sites: set[object] = set()
 
 
 def _as_condition(value):

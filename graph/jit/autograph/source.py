@@ -27,17 +27,18 @@ import sysconfig
 import threading
 import types
 import weakref
+from typing import Any
 
 from engine.errors import is_engine_file
 
 from . import operators
 from .transformer import Unconvertible, convert_function
 
-_FILE_TREES = {}          # filename -> (its lines, parsed module)
-_BY_CODE = {}             # original code object -> (converted code, source text)
-_BY_FUNCTION = weakref.WeakKeyDictionary()   # original function -> converted function
-_CONVERTED_CODE = set()   # ids of code objects made here (never converted again)
-_USER_CODE = {}           # code object -> bool
+_FILE_TREES: dict[str, tuple[list[str], ast.Module]] = {}   # filename -> (its lines, parsed module)
+_BY_CODE: dict[types.CodeType, Any] = {}   # original code object -> (converted code, source text)
+_BY_FUNCTION: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()   # original function -> converted function
+_CONVERTED_CODE: set[int] = set()   # ids of code objects made here (never converted again)
+_USER_CODE: dict[types.CodeType, bool] = {}   # code object -> bool
 _lock = threading.RLock()
 
 _LIBRARY_DIRS = tuple(sorted({os.path.abspath(p) + os.sep for p in (

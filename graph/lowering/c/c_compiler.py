@@ -39,7 +39,7 @@ FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=fast", "-fPIC
 # Seconds a compile may take before it is given up (the numpy lowering then stays).
 TIMEOUT_SECONDS = 60
 # The libraries this process loaded, by key: a kernel met again reads no disk.
-_LOADED = {}
+_LOADED: dict[str, ctypes.CDLL] = {}
 
 
 class CompileError(EngineError, RuntimeError):

@@ -46,7 +46,7 @@ _MATH = pathlib.Path(__file__).with_name("numba_math.py")
 FASTMATH = frozenset({"contract"})
 # The dispatchers this process holds, by (key, function name): a region met again (an
 # unrolled loop's steps, a graph traced again) neither compiles nor reads the disk.
-_LOADED = {}
+_LOADED: dict[tuple[str, str], object] = {}
 _HEADER = "import math\n\nimport numpy as np\nimport numba\n" + HELPERS_IMPORT + "\n"
 
 
