@@ -53,7 +53,7 @@ def module_name(path):
 
 
 def in_package(path):
-    """Whether a file lies in one of the package's folders (or is this file).
+    """Whether a file lies in one of the package's folders.
 
     >>> in_package(ROOT / "graph" / "ir" / "graph.py"), in_package(ROOT / "tests" / "x.py")
     (True, False)
@@ -62,7 +62,7 @@ def in_package(path):
         parts = Path(path).resolve().relative_to(ROOT).parts
     except ValueError:
         return False
-    return (len(parts) > 1 and parts[0] in PACKAGE_FOLDERS) or parts == ("conftest.py",)
+    return len(parts) > 1 and parts[0] in PACKAGE_FOLDERS
 
 
 @pytest.hookimpl(wrapper=True)
