@@ -46,9 +46,14 @@ def _backend_of(a):
 
 
 def backend_for(op, args):
-    """The one back end of ``op``'s arguments; a BackendError when they mix back ends."""
+    """The one back end of ``op``'s arguments; a BackendError when they mix back ends.
+    Tensors and variables decide first: a bare array of their library (an index made
+    for them) then belongs to their back end, though several may share that library."""
     found = None
-    for a in args:
+    held = [a for a in args if isinstance(a, (Tensor, Variable))]
+    for a in held + [a for a in args if not isinstance(a, (Tensor, Variable))]:
+        if found is not None and not isinstance(a, (Tensor, Variable)) and found.is_array(a):
+            continue
         b = _backend_of(a)
         if b is None or b is found:
             continue

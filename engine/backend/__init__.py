@@ -52,7 +52,9 @@ def register_backend(backend):
     """
     BACKENDS[backend.name] = backend
     for t in backend.array_types:
-        _BY_TYPE[t] = backend
+        # An array type belongs to the first back end registered for it: a second
+        # one on the same library (a wrapper) is chosen by name, never by its arrays.
+        _BY_TYPE.setdefault(t, backend)
     for op in list(REGISTRY.values()):
         _resolve(op, backend)
     return backend
