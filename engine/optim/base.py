@@ -73,6 +73,9 @@ class Optimizer:
     def _new_slot(self, var, name, init=None, dtype=None):
         """A non-trainable variable shaped like ``var`` (zeros unless ``init``)."""
         value = np.zeros(var.shape, dtype=dtype or var.dtype) if init is None else init
+        backend = var.backend if isinstance(var, Variable) else None
+        if backend is not None and not backend.numpy_arrays and isinstance(value, np.ndarray):
+            value = backend.from_numpy(value)   # the slot lives where its variable does
         return Variable(value, name=f"{self.name}/{var.name}/{name}", trainable=False)
 
     def variables(self):

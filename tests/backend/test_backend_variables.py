@@ -86,3 +86,17 @@ def test_a_graph_mixing_a_variable_with_another_backend_is_refused_when_traced()
         en.function(lambda x: x * w)(strict([1.0, 1.0]))
     with pytest.raises(en.BackendError, match="'mul'"):
         v * w
+
+
+@pytest.mark.parametrize("make", [lambda: en.optim.SGD(0.1), lambda: en.optim.Adagrad(0.1)],
+                         ids=["sgd", "adagrad"])
+def test_an_optimizer_keeps_its_slots_on_the_variables_backend(make):
+    on_strict, on_numpy = en.Variable(strict([1.0, -2.0])), en.Variable([1.0, -2.0])
+    for var, opt in ((on_strict, make()), (on_numpy, make())):
+        for _ in range(3):
+            with en.GradientTape() as tape:
+                loss = en.sum(var * var * var)
+            opt.apply_gradients([(tape.gradient(loss, var), var)])
+        assert all(s.backend is var.backend for s in opt.variables() if s.shape == var.shape)
+    assert on_strict.backend.name == STRICT
+    np.testing.assert_allclose(on_strict.numpy(), on_numpy.numpy(), rtol=1e-12)
