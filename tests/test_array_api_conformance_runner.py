@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(REPO)
 RUNNER = ROOT / "tests" / "array_api_conformance.py"
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from finite_diff import central_difference as numeric_grad
+from support.finite_diff import central_difference as numeric_grad
 
 
 def close(t, expected, rtol=1e-7, atol=1e-9):

@@ -10,7 +10,8 @@ import pytest
 import engine as en
 from engine.errors import DTypeError, NotDifferentiableError, ShapeError, TracingError
 
-from finite_diff import numeric_grad
+from support.finite_diff import numeric_grad
+from support.paths import REPO
 
 HERE = __file__
 
@@ -391,8 +392,7 @@ def test_effect_only_cond_keeps_its_print(capsys):
 def test_example_with_a_data_dependent_loop_trains_and_traces_once(capsys):
     import importlib.util
     import os
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "examples", "data_dependent_loop.py")
+    path = os.path.join(REPO, "examples", "data_dependent_loop.py")
     spec = importlib.util.spec_from_file_location("data_dependent_loop", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -13,8 +13,8 @@ da = pytest.importorskip("dask.array")
 
 import engine as en  # noqa: E402
 from op_db import ALL_ENTRIES, F64, call_ref, seeded_rng  # noqa: E402
-from test_backend_strict import flat  # noqa: E402
-from test_ops_numeric import assert_matches  # noqa: E402
+from support.programs import flat
+from support.op_checks import assert_matches
 
 DASK = "dask"
 

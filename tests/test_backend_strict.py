@@ -13,8 +13,8 @@ import pytest
 
 import engine as en
 from op_db import ALL_ENTRIES, F32, F64, call_ref, seeded_rng
-from test_ops_grad import get_leaf, leaf_paths
-from test_ops_numeric import assert_matches
+from support.op_checks import assert_matches, get_leaf, leaf_paths
+from support.programs import flat
 
 STRICT = "array_api_strict"
 COMPLEX = (np.dtype("complex64"), np.dtype("complex128"))
@@ -27,12 +27,6 @@ def on_strict(value):
     if isinstance(value, (list, tuple)):
         return type(value)(on_strict(v) for v in value)
     return value
-
-
-def flat(value):
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in flat(v)]
-    return [value]
 
 
 def values_on_strict(out, where):

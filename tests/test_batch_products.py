@@ -10,7 +10,7 @@ import pytest
 
 import engine as en
 from bench.workloads.rnn import numpy_tanh_loss_and_grad
-from pass_helpers import count
+from support.pass_helpers import count
 
 RNG = np.random.default_rng(7)
 

@@ -6,7 +6,9 @@ import platform
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support.paths import REPO
+
+ROOT = REPO
 
 CHILD = r"""
 import resource

@@ -13,8 +13,9 @@ import pytest
 from bench import __main__ as runner
 from bench import common, workloads
 from bench.workloads import autoencoder, big_ops, dask_lbfgs, gc_pauses, lbfgs, rnn, transforms
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO
 
 
 def _args(**kw):

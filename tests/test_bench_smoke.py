@@ -12,8 +12,9 @@ import subprocess
 import sys
 
 import pytest
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO
 HANG_LIMIT_S = 600
 
 

@@ -14,8 +14,9 @@ import pytest
 import engine as en
 from engine.op import REGISTRY
 from op_db import F32, F64, OP_DB, seeded_rng
-from fused_lowering import (autoencoder_gradient_backends, check_partial_overlap_is_read_from_a_copy,
+from support.fused_lowering import (autoencoder_gradient_backends, check_partial_overlap_is_read_from_a_copy,
                             fused_backends, region_of, run_lowered, sigmoid_times_three_case)
+from support.paths import REPO
 
 c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
 c_fused = importlib.import_module("engine.graph.lowering.c.c_fused")
@@ -23,7 +24,7 @@ compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
 
 pytestmark = pytest.mark.skipif(not c_compiler.available(),
                                 reason="the C lowering needs a C compiler (gcc or cc)")
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(REPO)
 # The numeric suite's tolerances (tests/test_ops_numeric.py), as the numba lowering's.
 TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}
 # Elementwise ops with a scalar form that the C lowering does not write: integer

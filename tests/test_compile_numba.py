@@ -14,11 +14,12 @@ import engine as en
 from engine.graph.lowering.numba.numba_source import Unsupported
 from engine.op import REGISTRY
 from op_db import F32, F64, OP_DB, seeded_rng
+from support.paths import REPO
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
 compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(REPO)
 # The numeric suite's tolerances (tests/test_ops_numeric.py).
 TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}
 

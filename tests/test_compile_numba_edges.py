@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from pass_helpers import numba_lowering  # noqa: F401 (a fixture)
+from support.pass_helpers import numba_lowering  # noqa: F401 (a fixture)
 
 pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 

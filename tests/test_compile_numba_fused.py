@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import engine as en
-from fused_lowering import (autoencoder_gradient_backends, check_partial_overlap_is_read_from_a_copy,
+from support.fused_lowering import (autoencoder_gradient_backends, check_partial_overlap_is_read_from_a_copy,
                             region_of, run_lowered, sigmoid_times_three_case)
-from test_graph_mode import flat
+from support.programs import flat
 
 numba = pytest.importorskip("numba",
                             reason="the compiled lowering needs numba (pip install '.[jit]')")

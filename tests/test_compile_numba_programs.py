@@ -17,8 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import engine as en
-from test_graph_mode import flat, program_case, programs, run_program
-from test_passes_programs import BIG_SHAPES, _big_reshapes
+from support.programs import BIG_SHAPES, big_reshapes, flat, program_case, programs, run_program
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
@@ -94,7 +93,7 @@ def test_big_random_programs_with_compiled_fused_kernels_match_eager(numba_lower
 
     @settings(max_examples=20, **SETTINGS)
     @given(programs(shape_choices=BIG_SHAPES, kinds=BIG_ELEMENTWISE_KINDS, steps=(4, 12),
-                    reshapes=_big_reshapes))
+                    reshapes=big_reshapes))
     def check(prog):
         for graph in _check(prog):
             for n in graph.nodes:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from finite_diff import central_difference
+from support.finite_diff import central_difference
 
 XS = np.array([[1.0, 2.0], [3.0, 4.0], [0.5, 0.1]])
 W0 = np.array([0.5, -0.3])

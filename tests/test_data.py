@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import engine as en
-from memory_probe import peak_bytes
+from support.memory_probe import peak_bytes
 from engine.data import DataError
 from engine.errors import DTypeError, ShapeError
+from support.paths import REPO
 
 
 # ---- batches / DataLoader ----------------------------------------------------------
@@ -212,7 +213,7 @@ def test_read_idx_refuses_a_fifo_without_blocking(tmp_path):
     code = ("import sys, engine as en\n"
             "try:\n    en.data.read_idx(sys.argv[1])\n"
             "except en.data.DataError as err:\n    print('DataError:', err)\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = REPO
     try:
         done = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True,
                               text=True, timeout=90, env=dict(os.environ, PYTHONPATH=root))

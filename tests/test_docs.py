@@ -12,8 +12,8 @@ import warnings
 import pytest
 
 import engine as en
+from support.paths import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(REPO, "docs")
 # A block that is not meant to run says so on the line before it, with the reason.
 NOT_RUN = re.compile(r"<!-- not run: (.+?) -->\s*$")

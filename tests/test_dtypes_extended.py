@@ -9,7 +9,7 @@ import pytest
 
 import engine as en
 from op_db import ALL, OP_DB, call_engine, call_ref, seeded_rng
-from test_ops_numeric import as_list
+from support.op_checks import as_list
 
 EXTRA = sorted(en.dtypes.ALL - set(ALL), key=lambda d: d.name)
 TOLS = {np.dtype("float16"): (2e-3, 2e-3), np.dtype("complex64"): (1e-5, 1e-6),

@@ -17,8 +17,9 @@ import os
 import pytest
 
 import engine as en
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO
 FOLDERS = {"engine": "engine", "engine.eager": "eager", "engine.graph": "graph"}
 
 # (module, class name): why a raise of it is not an EngineError.

@@ -6,10 +6,11 @@ import struct
 
 import numpy as np
 import pytest
+from support.paths import REPO
 
 pytest.importorskip("sklearn")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO
 
 
 @pytest.fixture(scope="module")

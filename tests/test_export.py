@@ -11,22 +11,15 @@ import pytest
 
 import engine as en
 from engine.graph.export.native import paths_for, saved_files
+import op_db
+from support.models import f32_input, make_autoencoder, make_gru_cell, make_mlp, seeded_variable
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import op_db  # noqa: E402
+ROOT = REPO
 
 
 def _rng():
     return np.random.default_rng(0)
-
-
-def _f32(rng, *shape):
-    return en.tensor(rng.standard_normal(shape).astype("float32"))
-
-
-def _var(rng, name, *shape, scale=0.3):
-    return en.Variable((rng.standard_normal(shape) * scale).astype("float32"), name=name)
 
 
 def _assert_same(a, b, rtol=1e-6):
@@ -54,47 +47,10 @@ def _graph_ops(path):
 
 
 # ---- the models ---------------------------------------------------------------------------------
-def make_mlp(rng):
-    w1, b1 = _var(rng, "w1", 6, 16), _var(rng, "b1", 16)
-    w2, b2 = _var(rng, "w2", 16, 3), _var(rng, "b2", 3)
-
-    @en.function
-    def mlp(x):
-        return en.relu(x @ w1 + b1) @ w2 + b2
-    return mlp, (_f32(rng, 5, 6),)
-
-
-def make_autoencoder(rng):
-    enc = [_var(rng, "enc_w0", 12, 8), _var(rng, "enc_b0", 8), _var(rng, "enc_w1", 8, 3),
-           _var(rng, "enc_b1", 3)]
-    dec = [_var(rng, "dec_w0", 3, 8), _var(rng, "dec_b0", 8), _var(rng, "dec_w1", 8, 12),
-           _var(rng, "dec_b1", 12)]
-
-    @en.function
-    def autoencoder(x):
-        h = en.tanh(x @ enc[0] + enc[1])
-        code = h @ enc[2] + enc[3]
-        h = en.relu(code @ dec[0] + dec[1])
-        recon = en.sigmoid(h @ dec[2] + dec[3])
-        return recon, en.mean(en.square(recon - x))
-    return autoencoder, (en.tensor(rng.uniform(size=(4, 12)).astype("float32")),)
-
-
-def make_gru_cell(rng, hidden=8, features=3):
-    shapes = {"W": (features, hidden), "U": (hidden, hidden), "b": (hidden,)}
-    p = {k + g: _var(rng, k + g, *shapes[k]) for g in "zrh" for k in "WUb"}
-
-    @en.function
-    def gru_cell(h, x):
-        z = en.sigmoid(x @ p["Wz"] + h @ p["Uz"] + p["bz"])
-        r = en.sigmoid(x @ p["Wr"] + h @ p["Ur"] + p["br"])
-        candidate = en.tanh(x @ p["Wh"] + (r * h) @ p["Uh"] + p["bh"])
-        return (1.0 - z) * h + z * candidate
-    return gru_cell, (_f32(rng, 4, hidden), _f32(rng, 4, features))
 
 
 def make_control(rng):
-    w = _var(rng, "w", 4, 4)
+    w = seeded_variable(rng, "w", 4, 4)
     calls = en.Variable(0, name="calls", trainable=False)
 
     @en.function
@@ -106,7 +62,7 @@ def make_control(rng):
         h = en.cond(en.sum(h) > 0.0, lambda a: a * 2.0, lambda a: en.exp(-a), h)
         calls.assign_add(1)
         return {"h": h, "ys": ys, "calls": calls.read()}
-    return control, (_f32(rng, 2, 4), _f32(rng, 5, 2, 4))
+    return control, (f32_input(rng, 2, 4), f32_input(rng, 5, 2, 4))
 
 
 MODELS = {"mlp": make_mlp, "autoencoder": make_autoencoder, "gru_cell": make_gru_cell,
@@ -268,7 +224,6 @@ def test_missing_files_raise_load_error(tmp_path):
     os.remove(saved_files(str(tmp_path / "m"))[1])
     with pytest.raises(en.LoadError):
         en.load(str(tmp_path / "m"))
-
 
 
 @pytest.mark.parametrize("key, value", [("summed", [0]), ("unread", [0]), ("summed", 0),

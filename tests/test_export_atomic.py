@@ -17,8 +17,9 @@ import engine.files as files
 import engine.graph.export.atomic_save as atomic
 import engine.graph.export.load as load_module
 from engine.graph.export.native import ExportError, paths_for, saved_files
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO
 X = np.linspace(-1.0, 1.0, 6, dtype="float32").reshape(2, 3)
 
 

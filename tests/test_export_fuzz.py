@@ -14,8 +14,6 @@ hang cannot stop the run.)
 """
 import copy
 import json
-import os
-import sys
 import time
 import zipfile
 
@@ -25,8 +23,7 @@ import pytest
 import engine as en
 from engine.graph.export.native import paths_for, saved_files
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hostile_files as hf  # noqa: E402
+from support import hostile_files as hf
 
 CASES_PER_KIND = {"bitflip_json": 150, "bitflip_npz": 120, "truncate": 120, "insert": 120,
                   "field": 500, "swap": 100, "compress": 30, "fold_bomb": 30, "same_names": 30}

@@ -1,8 +1,6 @@
 """Constant folding is bounded per graph in work and bytes, at trace time and at load,
 and gives back the kernel scratch it grew. Nodes past the budget stay in the graph
 and run with it, so results match a numpy reference either way."""
-import os
-import sys
 import tracemalloc
 
 import numpy as np
@@ -11,8 +9,7 @@ import pytest
 import engine as en
 from engine import workspace
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hostile_files as hf  # noqa: E402
+from support import hostile_files as hf
 
 MM = 362 ** 3      # multiply-adds of one 362x362 product
 

@@ -8,7 +8,7 @@ from engine.op import Op
 from engine.graph.ir.graph_ops import placeholder_op, unpack_op
 from engine.graph.ir.graph import Graph
 from engine.graph.lowering.memory_planning import plan_memory
-from pass_helpers import assert_matches, fused_nodes
+from support.pass_helpers import assert_matches, fused_nodes
 
 
 def _multi(graph):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from pass_helpers import concrete, concurrent_mismatches, fused_nodes, tensors
+from support.pass_helpers import concrete, concurrent_mismatches, fused_nodes, tensors
 
 # (700, 400) has more than 2^18 elements: the kernel walks it in row blocks; (4, 8) is
 # one block, the small path.

@@ -10,6 +10,7 @@ import pytest
 import engine as en
 from engine.graph.lowering import parallel
 from engine.graph.lowering.parallel import row_bounds, run_split
+from support.paths import REPO
 
 
 @pytest.fixture
@@ -214,10 +215,9 @@ print("interrupted", interrupted, "late", state["late"])
 
 def test_ctrl_c_in_a_threaded_kernel_leaves_the_pool_usable_and_the_answers_right():
     # In a child process with a timeout: a broken pool hangs in join.
-    import os
     import subprocess
     import sys
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = REPO
     done = subprocess.run([sys.executable, "-c", _CTRL_C_SCRIPT], cwd=root, capture_output=True,
                           text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]

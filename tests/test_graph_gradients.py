@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import engine as en
-from finite_diff import numeric_grad
+from support.finite_diff import numeric_grad
+from support.paths import REPO
 
 RNG = np.random.default_rng(1234)
 
@@ -326,8 +327,7 @@ def test_rnn_cell_gradient_matches_finite_differences():
 def test_rnn_example_script_lowers_the_loss(capsys):
     import importlib.util
     import os
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "examples", "rnn_cell_mixed.py")
+    path = os.path.join(REPO, "examples", "rnn_cell_mixed.py")
     spec = importlib.util.spec_from_file_location("rnn_cell_mixed", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -24,8 +24,9 @@ import os
 import re
 
 import pytest
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO
 # {package name: its folder in the repository}
 PACKAGES = {"engine": "engine", "engine.eager": "eager", "engine.graph": "graph"}
 MODES = ("engine.eager", "engine.graph")

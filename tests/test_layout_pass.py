@@ -4,7 +4,7 @@ import pytest
 
 import engine as en
 from engine.graph.passes.layout import layout
-from pass_helpers import assert_matches, count
+from support.pass_helpers import assert_matches, count
 
 
 def _w_gradient(x, h, w):

@@ -20,15 +20,15 @@ import numpy as np
 import pytest
 
 import engine as en
-from memory_probe import peak_bytes
+from support.memory_probe import peak_bytes
 import engine.graph.export.load
 from engine.graph.export.native import paths_for
 from engine.graph.ir.graph import Graph
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hostile_files as hf  # noqa: E402
+from support import hostile_files as hf
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO
 
 
 def _saved(tmp_path, name="m.json"):

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import engine as en
-from pass_helpers import *  # noqa: F401,F403
-from pass_helpers import _arrays  # noqa: F401
+from support.pass_helpers import (as_arrays, assert_matches, assert_same_bits, concrete,
+                                  concurrent_mismatches, fused_nodes, tensors)
 
 
 # ---- memory planning ----------------------------------------------------------------------------
@@ -52,7 +52,7 @@ def _check_results_survive_later_calls(fn, make_args, what, calls=3):
         args = make_args(k)
         out = f(*args)
         assert_matches(out, u(*args), f"{what}, call {k}")
-        kept.append((_arrays(out), [a.copy() for a in _arrays(out)]))
+        kept.append((as_arrays(out), [a.copy() for a in as_arrays(out)]))
     for k, (arrays, copies) in enumerate(kept):
         for j, (a, saved) in enumerate(zip(arrays, copies)):
             assert np.array_equal(a, saved, equal_nan=True), (
@@ -115,7 +115,7 @@ def test_results_under_a_gradient_tape_are_not_aliased():
             y = f(x)
             loss = en.sum(y * y)
         g = tape.gradient(loss, x)
-        kept.append([(a, a.copy()) for a in _arrays((y, g))])
+        kept.append([(a, a.copy()) for a in as_arrays((y, g))])
     for k, pairs in enumerate(kept):
         for a, saved in pairs:
             assert np.array_equal(a, saved), f"a result of call {k} changed after later calls"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from finite_diff import central_difference
+from support.finite_diff import central_difference
 
 
 # ---- numpy references ---------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 
 import engine as en
 from op_db import conv as op_db_conv
-from pass_helpers import fused_nodes
+from support.pass_helpers import fused_nodes
 
 F = en.nn.functional
 RNG = np.random.default_rng(0)

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO
 NOTEBOOK = os.path.join(ROOT, "examples", "quickstart.ipynb")
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from finite_diff import central_difference
+from support.finite_diff import central_difference
 
 _rng = np.random.default_rng(7)
 

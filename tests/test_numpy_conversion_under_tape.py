@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from finite_diff import central_difference
+from support.finite_diff import central_difference
 
 
 def _raises_here(fn, *args):

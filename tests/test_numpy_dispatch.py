@@ -9,7 +9,7 @@ import pytest
 
 import engine as en
 from engine.numpy_dispatch import engine_function
-from finite_diff import central_difference
+from support.finite_diff import central_difference
 
 
 # ---- a program written only with numpy calls -----------------------------------------------

@@ -1,7 +1,6 @@
 """``en.export_onnx``: the exported MLP, autoencoder and GRU cell run in onnxruntime and
 match eager mode; more ops through a mixed function; clear errors for the rest."""
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -13,8 +12,8 @@ onnx = pytest.importorskip("onnx", reason="the optional onnx extra is not instal
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed "
                                                 "(pip install 'dualmode-engine[onnx]')")
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_export import make_autoencoder, make_gru_cell, make_mlp  # noqa: E402
+from support.models import make_autoencoder, make_gru_cell, make_mlp
+from support.paths import REPO
 
 RTOL = 1e-5
 
@@ -227,7 +226,7 @@ def test_conv2d_and_max_pool2d_match_direct_loops(stride, padding, tmp_path):
 
 def test_ops_that_do_not_export_are_listed_in_the_readme():
     from engine.graph.export.onnx_export import not_exported
-    page = os.path.join(os.path.dirname(__file__), "..", "docs", "guide", "export.md")
+    page = os.path.join(REPO, "docs", "guide", "export.md")
     with open(page, encoding="utf-8") as f:
         text = f.read()
     missing = [name for name in not_exported() if f"`{name}`" not in text]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from finite_diff import numeric_grad
+from support.finite_diff import numeric_grad
 from engine.ops.indexing import getitem_op, index_shape, parse_index
 from engine.tensor import traced
 

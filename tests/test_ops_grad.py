@@ -13,45 +13,12 @@ import numpy as np
 import pytest
 
 import engine as en
-from op_db import ALL_ENTRIES, F32, F64, OPS_BY_NAME, call_engine, seeded_rng, to_engine
+from op_db import ALL_ENTRIES, F32, F64, OPS_BY_NAME, call_engine, seeded_rng
+from support.op_checks import as_list, get_leaf, leaf_paths, with_leaves
 
 C64, C128 = np.dtype("complex64"), np.dtype("complex128")
 EPS = 1e-5
 N_DIRECTIONS = 2
-
-
-def as_list(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def leaf_paths(args, dtype):
-    """Where the numpy arrays of ``dtype`` are in ``args``: ``(i,)``, or ``(i, j)``
-    inside a list argument (``concat``'s tensors)."""
-    paths = []
-    for i, a in enumerate(args):
-        if isinstance(a, (list, tuple)):
-            paths += [(i, j) for j, b in enumerate(a)
-                      if isinstance(b, np.ndarray) and b.dtype == dtype]
-        elif isinstance(a, np.ndarray) and a.dtype == dtype:
-            paths.append((i,))
-    return paths
-
-
-def get_leaf(args, path):
-    return args[path[0]] if len(path) == 1 else args[path[0]][path[1]]
-
-
-def with_leaves(args, paths, values):
-    """The sample's arguments as engine values, with ``values`` at ``paths``."""
-    args = [to_engine(a) for a in args]
-    for path, v in zip(paths, values):
-        if len(path) == 1:
-            args[path[0]] = v
-        else:
-            inner = list(args[path[0]])
-            inner[path[1]] = v
-            args[path[0]] = inner
-    return args
 
 
 class GradProblem:

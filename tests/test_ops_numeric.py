@@ -13,13 +13,9 @@ import engine as en
 from engine.eager.mode import EAGER
 from engine.modes import use_mode
 from engine.op import REGISTRY
-from op_db import (ALL, ALL_ENTRIES, F32, F64, OP_DB, OPS_BY_NAME, ErrorInput, call_engine,
+from op_db import (ALL, ALL_ENTRIES, F64, OP_DB, OPS_BY_NAME, ErrorInput, call_engine,
                    call_ref, seeded_rng)
-
-# (rtol, atol) per result dtype; ints and bools must match exactly.
-TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}
-# Complex results (the transforms) as their components' precision.
-TOLS.update({np.dtype("complex128"): TOLS[F64], np.dtype("complex64"): TOLS[F32]})
+from support.op_checks import as_list, assert_matches
 
 
 class ShapeRuleSpy:
@@ -49,26 +45,6 @@ class ShapeRuleSpy:
                     f"abstract_eval predicted {dtype}{list(shape)}")
         self.ops.append(op.name)
         return out
-
-
-def as_list(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def assert_matches(actual, expected, where):
-    """``actual`` (engine result) equals ``expected`` (numpy) in shape, dtype and value."""
-    actual, expected = as_list(actual), as_list(expected)
-    assert len(actual) == len(expected), (
-        f"{where}: {len(actual)} results, numpy gives {len(expected)}")
-    for a, e in zip(actual, expected):
-        a, e = np.asarray(a), np.asarray(e)
-        assert a.shape == e.shape, f"{where}: shape {a.shape}, numpy gives {e.shape}"
-        assert a.dtype == e.dtype, f"{where}: dtype {a.dtype}, numpy gives {e.dtype}"
-        if a.dtype in TOLS:
-            rtol, atol = TOLS[a.dtype]
-            np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
-        else:
-            np.testing.assert_array_equal(a, e, err_msg=where)
 
 
 def _cases():

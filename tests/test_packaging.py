@@ -23,8 +23,9 @@ import zipfile
 import pytest
 
 import engine as en
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO
 
 # Run from the user's folder: the engine imports lightly, then a traced function works.
 USER_SCRIPT = r"""

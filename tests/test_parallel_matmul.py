@@ -8,6 +8,7 @@ import pytest
 import engine as en
 from engine.graph.lowering import blas_threads
 from engine.graph.lowering.parallel import kernel_threads
+from support.paths import REPO
 
 # The module (the pipeline binds the pass function under the same name).
 pm = importlib.import_module("engine.graph.lowering.parallel_matmul")
@@ -145,7 +146,7 @@ def test_one_blas_thread_holds_numpys_openblas_when_scipys_is_loaded_too():
 def _env():
     import os
     import pathlib
-    root = str(pathlib.Path(__file__).resolve().parents[1])
+    root = str(pathlib.Path(REPO))
     return dict(os.environ, PYTHONPATH=os.pathsep.join(
         [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
 

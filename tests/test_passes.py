@@ -9,7 +9,6 @@ claim to be exact, within ``rtol=1e-6`` (float64) for fused kernels.
 """
 import io
 
-import networkx as nx
 import numpy as np
 import pytest
 
@@ -19,7 +18,8 @@ from engine.graph.passes.constant_folding import constant_folding
 from engine.graph.passes.cse import cse
 from engine.graph.passes.dce import dce
 from engine.graph.passes.simplify import simplify
-from pass_helpers import *  # noqa: F401,F403
+from support.pass_helpers import (S64, SPECIAL, assert_matches, assert_same_bits, concrete, count,
+                                  fused_nodes, isomorphic, node_label, op_names, run_pass, tensors)
 
 
 # ---- constant folding ----------------------------------------------------------------------
@@ -644,37 +644,6 @@ def test_optimization_report_table_and_data():
 
 
 # ---- idempotence ------------------------------------------------------------------------------
-def _label(graph, node):
-    """What must match between isomorphic graphs: op (fused: its member ops), shape, dtype,
-    input position and output positions."""
-    op = ("fused",) + tuple(node.meta["fused_ops"]) if node.op.name.startswith("fused") \
-        else node.op.name
-    shape = None if node.shape is None else tuple(node.shape)
-    return (op, shape, None if node.dtype is None else str(node.dtype),
-            graph.inputs.index(node) if node in graph.inputs else None,
-            tuple(k for k, o in enumerate(graph.outputs) if o is node))
-
-
-def as_networkx(graph):
-    g = nx.MultiDiGraph()
-    for node in graph.nodes:
-        g.add_node(node.id, label=_label(graph, node))
-    for node in graph.nodes:
-        for k, inp in enumerate(node.inputs):
-            g.add_edge(inp.id, node.id, kind=f"arg{k}")
-        for dep in node.control_deps:
-            g.add_edge(dep.id, node.id, kind="control")
-    return g
-
-
-def _edge_kinds(edges):
-    return sorted(d["kind"] for d in edges.values())
-
-
-def isomorphic(a, b):
-    return nx.is_isomorphic(as_networkx(a), as_networkx(b),
-                            node_match=lambda p, q: p["label"] == q["label"],
-                            edge_match=lambda p, q: _edge_kinds(p) == _edge_kinds(q))
 
 
 def _idempotence_programs():
@@ -711,8 +680,8 @@ def test_optimizing_twice_gives_isomorphic_graphs(fn):
     _, c = concrete(fn, *IDEM_ARGS)
     first, _ = optimize(c.unoptimized_graph)
     second, _ = optimize(c.unoptimized_graph)
-    assert sorted(map(str, (_label(first, n)[0] for n in first.nodes))) == \
-        sorted(map(str, (_label(second, n)[0] for n in second.nodes)))
+    assert sorted(map(str, (node_label(first, n)[0] for n in first.nodes))) == \
+        sorted(map(str, (node_label(second, n)[0] for n in second.nodes)))
     assert isomorphic(first, second), f"\n{first}\n---\n{second}"
     _, c2 = concrete(fn, *IDEM_ARGS)   # a fresh trace optimizes to the same graph
     assert isomorphic(c.graph, c2.graph), f"\n{c.graph}\n---\n{c2.graph}"

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 import engine as en
 from engine.graph.lowering.pipeline import CLEANUP, PASSES, optimize
 from op_db import ALL_ENTRIES, F32, F64, seeded_rng, to_engine
-from test_graph_mode import program_case, programs, run_program
-from test_passes import assert_matches, flat, fused_nodes, isomorphic
+from support.pass_helpers import assert_matches, fused_nodes, isomorphic
+from support.programs import BIG_SHAPES, big_reshapes, flat, program_case, programs, run_program
 
 
 def _pair(fn, passes=None):
@@ -139,19 +139,10 @@ def test_random_programs_with_other_pass_lists(prog, passes):
     check_program(prog, passes)
 
 
-BIG_SHAPES = [(200, 300), (200, 300), (300,), (200, 1), (1, 300), (), (300, 200)]
-
-
-def _big_reshapes(shape):
-    n = int(np.prod(shape))
-    return [(n,), (n // 300, 300) if n % 300 == 0 else (n,), (300, n // 300) if n % 300 == 0
-            else (n,), (2, n // 2) if n % 2 == 0 else (n,)]
-
-
 def big_programs():
-    """Like ``test_graph_mode.programs`` with 200x300 arrays and mostly elementwise steps, so
+    """Like ``support.programs.programs`` with 200x300 arrays and mostly elementwise steps, so
     fused regions span several blocks and matmuls leave buffers for the planner to reuse."""
-    return programs(shape_choices=BIG_SHAPES, steps=(4, 14), reshapes=_big_reshapes,
+    return programs(shape_choices=BIG_SHAPES, steps=(4, 14), reshapes=big_reshapes,
                     kinds=["unary", "unary", "binary", "binary", "binary", "scalar", "scalar",
                            "reduce", "matmul", "matmul", "matmul", "reshape", "transpose"])
 

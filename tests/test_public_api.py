@@ -13,8 +13,9 @@ import types
 import pytest
 
 import engine as en
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO
 PINNED = os.path.join(ROOT, "tests", "public_api.txt")
 
 # A fresh interpreter: other tests import submodules lazily, which binds them on the package.

@@ -8,8 +8,8 @@ import sys
 import warnings
 
 import pytest
+from support.paths import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(REPO, "README.md")
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from finite_diff import numeric_grad
+from support.finite_diff import numeric_grad
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ import engine as en
 from engine.graph.control.control_flow import scan_op
 from engine.modes import apply
 from engine.ops.reduce import LeadingSum
-from pass_helpers import assert_same_bits, count, numpy_lowering  # noqa: F401 (a fixture)
+from support.pass_helpers import assert_same_bits, count, numpy_lowering  # noqa: F401 (a fixture)
 
 F32 = np.float32
 

@@ -13,7 +13,7 @@ import pytest
 import engine as en
 from engine.errors import EngineError
 from engine.graph.control.control_flow import scan_op
-from pass_helpers import assert_same_bits, numpy_lowering  # noqa: F401 (a fixture)
+from support.pass_helpers import assert_same_bits, numpy_lowering  # noqa: F401 (a fixture)
 
 F32 = np.float32
 

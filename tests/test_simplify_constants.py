@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from pass_helpers import assert_same_bits, concrete, count
+from support.pass_helpers import assert_same_bits, concrete, count
 
 
 def _graph_of(fn, *args):

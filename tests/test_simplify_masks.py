@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from pass_helpers import SPECIAL, assert_same_bits, concrete, op_names
+from support.pass_helpers import SPECIAL, assert_same_bits, concrete, op_names
 
 X = en.tensor(SPECIAL)
 

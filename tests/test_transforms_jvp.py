@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import engine as en
-from finite_diff import central_difference
+from support.finite_diff import central_difference
 from op_db import ALL_ENTRIES, F32, F64, seeded_rng
-from test_ops_grad import as_list, get_leaf, leaf_paths, with_leaves
+from support.op_checks import as_list, get_leaf, leaf_paths, with_leaves
 
 EPS = 1e-6
 COMPLEX = (np.dtype("complex64"), np.dtype("complex128"))

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = REPO
 WARNING_LINE = re.compile(r"^(.*?):(\d+): (\w+): (.*)$", re.M)
 
 

@@ -2,7 +2,8 @@
 import numpy as np
 
 import engine as en
-from test_graph_mode import flat
+
+from support.programs import flat
 
 
 def fused_backends(graph):

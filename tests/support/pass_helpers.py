@@ -1,10 +1,12 @@
 """Helpers shared by the optimizer tests (test_passes, test_memory_planning)."""
 import threading
 
+import networkx as nx
 import numpy as np
 import pytest
 
 import engine as en
+from support.programs import flat
 
 S64 = en.TensorSpec((), "float64")
 # Values that catch inexact rewrites: signed zeros, infinities, NaN.
@@ -12,19 +14,15 @@ SPECIAL = np.array([-0.0, 0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e-300])
 
 
 # ---- helpers ---------------------------------------------------------------------------
-def flat(value):
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in flat(v)]
-    return [value]
 
 
-def _arrays(value):
+def as_arrays(value):
     return [np.asarray(t.numpy() if hasattr(t, "numpy") else t) for t in flat(value)]
 
 
 def assert_same_bits(got, want, what):
     """Same number of outputs, dtypes, shapes and bytes (NaNs and signed zeros included)."""
-    got, want = _arrays(got), _arrays(want)
+    got, want = as_arrays(got), as_arrays(want)
     assert len(got) == len(want), f"{what}: {len(got)} outputs, unoptimized gives {len(want)}"
     for k, (g, w) in enumerate(zip(got, want)):
         assert g.dtype == w.dtype, f"{what}: output {k} dtype {g.dtype}, unoptimized {w.dtype}"
@@ -36,7 +34,7 @@ def assert_same_bits(got, want, what):
 
 def assert_matches(got, want, what, rtol=1e-6):
     """Optimized vs unoptimized: same dtypes and shapes; floats within ``rtol``, the rest exact."""
-    got, want = _arrays(got), _arrays(want)
+    got, want = as_arrays(got), as_arrays(want)
     assert len(got) == len(want), f"{what}: {len(got)} outputs, unoptimized gives {len(want)}"
     for k, (g, w) in enumerate(zip(got, want)):
         assert g.dtype == w.dtype, f"{what}: output {k} dtype {g.dtype}, unoptimized {w.dtype}"
@@ -119,3 +117,36 @@ def concurrent_mismatches(call, inputs, wants, calls, rtol, atol):
     for t in threads:
         t.join()
     return errors
+
+
+def _edge_kinds(edges):
+    return sorted(d["kind"] for d in edges.values())
+
+
+def isomorphic(a, b):
+    return nx.is_isomorphic(as_networkx(a), as_networkx(b),
+                            node_match=lambda p, q: p["label"] == q["label"],
+                            edge_match=lambda p, q: _edge_kinds(p) == _edge_kinds(q))
+
+
+def node_label(graph, node):
+    """What must match between isomorphic graphs: op (fused: its member ops), shape, dtype,
+    input position and output positions."""
+    op = ("fused",) + tuple(node.meta["fused_ops"]) if node.op.name.startswith("fused") \
+        else node.op.name
+    shape = None if node.shape is None else tuple(node.shape)
+    return (op, shape, None if node.dtype is None else str(node.dtype),
+            graph.inputs.index(node) if node in graph.inputs else None,
+            tuple(k for k, o in enumerate(graph.outputs) if o is node))
+
+
+def as_networkx(graph):
+    g = nx.MultiDiGraph()
+    for node in graph.nodes:
+        g.add_node(node.id, label=node_label(graph, node))
+    for node in graph.nodes:
+        for k, inp in enumerate(node.inputs):
+            g.add_edge(inp.id, node.id, kind=f"arg{k}")
+        for dep in node.control_deps:
+            g.add_edge(dep.id, node.id, kind="control")
+    return g

@@ -1,0 +1,59 @@
+"""Small traced models with float32 variables (an MLP, an autoencoder, a GRU cell), built
+from a seeded generator, for the save/load and ONNX export tests.
+
+Example:
+    >>> import numpy as np
+    >>> mlp, (x,) = make_mlp(np.random.default_rng(0))
+    >>> mlp(x).shape
+    (5, 3)
+"""
+import engine as en
+
+
+def f32_input(rng, *shape):
+    """A float32 tensor of standard normal values."""
+    return en.tensor(rng.standard_normal(shape).astype("float32"))
+
+
+def seeded_variable(rng, name, *shape, scale=0.3):
+    """A float32 variable of normal values with standard deviation ``scale``."""
+    return en.Variable((rng.standard_normal(shape) * scale).astype("float32"), name=name)
+
+
+def make_mlp(rng):
+    w1, b1 = seeded_variable(rng, "w1", 6, 16), seeded_variable(rng, "b1", 16)
+    w2, b2 = seeded_variable(rng, "w2", 16, 3), seeded_variable(rng, "b2", 3)
+
+    @en.function
+    def mlp(x):
+        return en.relu(x @ w1 + b1) @ w2 + b2
+    return mlp, (f32_input(rng, 5, 6),)
+
+
+def make_autoencoder(rng):
+    enc = [seeded_variable(rng, "enc_w0", 12, 8), seeded_variable(rng, "enc_b0", 8), seeded_variable(rng, "enc_w1", 8, 3),
+           seeded_variable(rng, "enc_b1", 3)]
+    dec = [seeded_variable(rng, "dec_w0", 3, 8), seeded_variable(rng, "dec_b0", 8), seeded_variable(rng, "dec_w1", 8, 12),
+           seeded_variable(rng, "dec_b1", 12)]
+
+    @en.function
+    def autoencoder(x):
+        h = en.tanh(x @ enc[0] + enc[1])
+        code = h @ enc[2] + enc[3]
+        h = en.relu(code @ dec[0] + dec[1])
+        recon = en.sigmoid(h @ dec[2] + dec[3])
+        return recon, en.mean(en.square(recon - x))
+    return autoencoder, (en.tensor(rng.uniform(size=(4, 12)).astype("float32")),)
+
+
+def make_gru_cell(rng, hidden=8, features=3):
+    shapes = {"W": (features, hidden), "U": (hidden, hidden), "b": (hidden,)}
+    p = {k + g: seeded_variable(rng, k + g, *shapes[k]) for g in "zrh" for k in "WUb"}
+
+    @en.function
+    def gru_cell(h, x):
+        z = en.sigmoid(x @ p["Wz"] + h @ p["Uz"] + p["bz"])
+        r = en.sigmoid(x @ p["Wr"] + h @ p["Ur"] + p["br"])
+        candidate = en.tanh(x @ p["Wh"] + (r * h) @ p["Uh"] + p["bh"])
+        return (1.0 - z) * h + z * candidate
+    return gru_cell, (f32_input(rng, 4, hidden), f32_input(rng, 4, features))
