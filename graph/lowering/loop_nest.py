@@ -36,11 +36,28 @@ Example (a toy dialect, to show the layout):
                 t1 = mul(t0, s1)
                 out0[i0,i1] = t1
 """
+import numpy as np
+
 from .plugin import Unsupported
 
 # float32 partial sums hold at most this many rows before they move into float64.
 FLUSH_ROWS = 32
 _PAD = "    "
+
+
+def loop_dtype(op, in_dtypes, out_dtype):
+    """The dtype an elementwise op computes in, as numpy's ufunc loop does: its result's,
+    or for a bool result (a comparison, a logical op) the inputs' common type.
+
+    Example:
+        >>> import engine as en
+        >>> loop_dtype(en.ops.less_op, ["int32", "float32"], "bool").name
+        'float64'
+    """
+    out_dtype = np.dtype(out_dtype)
+    if out_dtype != np.bool_ or not in_dtypes:
+        return out_dtype
+    return np.result_type(*in_dtypes)
 
 
 class Dialect:

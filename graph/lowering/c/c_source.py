@@ -36,8 +36,7 @@ import math
 import numpy as np
 
 from .. import loop_nest
-from ..loop_nest import FLUSH_ROWS
-from ..numba.numba_emitter import loop_dtype
+from ..loop_nest import FLUSH_ROWS, loop_dtype
 from ..plugin import Unsupported
 
 # The longest 1-D region with a sum written in C (see kernel_source).

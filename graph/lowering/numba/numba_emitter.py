@@ -10,8 +10,9 @@ patterns the emitter is given (``numba_source.PATTERNS``).
 import numpy as np
 
 from ...ir.graph_ops import constant_op, placeholder_op, unpack_op
-# Every lowering raises the same refusal (the plug-in interface's); re-exported here for
-# the numba writers.
+# The dtype rule both compiled lowerings follow, and the refusal every lowering raises
+# (the plug-in interface's), re-exported here for the numba writers.
+from ..loop_nest import loop_dtype
 from ..plugin import Unsupported
 
 # numba's float32 np.exp / np.tanh are scalar libm calls; numba_math has vectorizable ones.
@@ -218,15 +219,6 @@ class Emitter:
         index, inner = self.loop_nest(node.shape, depth)
         self.line(f"{name}[{index}] = {expr}", inner)
         self.values[node] = _Value("array", name, node.shape, node.dtype)
-
-
-def loop_dtype(op, in_dtypes, out_dtype):
-    """The dtype an elementwise op computes in, as numpy's ufunc loop does: its result's,
-    or for a bool result (a comparison, a logical op) the inputs' common type."""
-    out_dtype = np.dtype(out_dtype)
-    if out_dtype != np.bool_ or not in_dtypes:
-        return out_dtype
-    return np.result_type(*in_dtypes)
 
 
 def scalar_form_text(op, in_avals, out_dtype):

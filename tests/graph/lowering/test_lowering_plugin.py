@@ -2,6 +2,8 @@
 engine is chosen when forced (and by "auto" when its cost model says it pays), refused
 regions fall back to numpy, and the one switch ``en.config.lowering`` replaces the two
 deprecated ones."""
+import ast
+import pathlib
 import re
 import warnings
 
@@ -230,3 +232,50 @@ def test_c_and_numba_write_one_loop_nest():
                                          "store out0", "add part0"]
     assert "out0[i0 * 3 + i1]" in c and "out0[i0, i1]" in nb    # the alias, read in place
     assert c.count(f"% {loop_nest.FLUSH_ROWS} ==") == nb.count(f"% {loop_nest.FLUSH_ROWS} ==") == 1
+
+
+
+def _imports_of_other_folders(folder, source, folders):
+    """The modules of ``folders`` other than ``folder`` that ``source`` (a module in
+    ``graph/lowering/<folder>/``) imports."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            sep = "" if base.endswith(".") else "."
+            names = [base] + [base + sep + a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            for other in folders - {folder}:
+                if re.match(rf"^(\.\.{other}|engine\.graph\.lowering\.{other})(\.|$)", name):
+                    found.append(name)
+    return found
+
+
+def test_the_folder_check_finds_an_import_of_another_lowering():
+    folders = {"c", "numba"}
+    assert _imports_of_other_folders(
+        "c", "from ..numba.numba_emitter import loop_dtype\n", folders) == [
+            "..numba.numba_emitter", "..numba.numba_emitter.loop_dtype"]
+    assert _imports_of_other_folders("c", "from ..numba import numba_cache\n", folders)
+    assert _imports_of_other_folders(
+        "numba", "import engine.graph.lowering.c.c_source\n", folders)
+    assert not _imports_of_other_folders(
+        "c", "from .. import loop_nest\nfrom ..plugin import Lowering\n", folders)
+
+
+def test_a_compiled_lowering_folder_imports_no_other_lowering_folder():
+    # A new lowering is one folder: what two lowerings share (the loop nest, the row
+    # kernel, the plug-in interface) lives beside them in graph/lowering/, never in one
+    # of them.
+    lowering_dir = pathlib.Path(plugin.__file__).parent
+    folders = {p.name for p in lowering_dir.iterdir() if (p / "__init__.py").exists()}
+    assert {"c", "numba"} <= folders
+    crossings = [f"{folder}/{path.name} imports {name}"
+                 for folder in sorted(folders)
+                 for path in sorted((lowering_dir / folder).glob("*.py"))
+                 for name in _imports_of_other_folders(folder, path.read_text(), folders)]
+    assert not crossings, crossings
