@@ -21,10 +21,17 @@ Example (``en.function(f).graph_for(x)`` gives the optimized graph of a function
       return (%exp)
     }
 """
+from __future__ import annotations
+
 import heapq
 import importlib
 import itertools
 import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from engine.contracts import Aval, Params
+from engine.op import Op
 
 import networkx as nx
 import numpy as np
@@ -48,8 +55,21 @@ class Node:
 
     __slots__ = ("id", "op", "inputs", "params", "shape", "dtype", "avals", "name", "source",
                  "meta", "control_deps", "_graph", "side_effects", "__weakref__")
+    id: int
+    op: Op
+    inputs: list[Node]
+    params: Params
+    shape: Any          # a Shape, None for an op of several results
+    dtype: Any          # an np.dtype, None for an op of several results
+    avals: tuple[Aval, ...] | None
+    name: str
+    source: str | None
+    meta: dict[str, Any]
+    control_deps: list[Node]
+    side_effects: bool
 
-    def __init__(self, id, op, inputs, params, aval, name, source, graph):
+    def __init__(self, id: int, op: Op, inputs: Sequence[Node], params: Params, aval: Any,
+                 name: str, source: str | None, graph: Graph) -> None:
         self.id = id
         self.op = op
         self.inputs = list(inputs)
@@ -71,42 +91,43 @@ class Node:
         self._graph = weakref.ref(graph)
 
     @property
-    def graph(self):
+    def graph(self) -> Graph | None:
         """The graph the node was added to (None once that graph is freed)."""
         return self._graph()
 
     @property
-    def aval(self):
+    def aval(self) -> Any:
         return self.avals if self.avals is not None else (self.shape, self.dtype)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"%{self.name}"
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return self.id
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return self is other
 
 
 class Graph:
     """A dataflow graph of :class:`Node`s with ordered inputs and outputs."""
 
-    def __init__(self, name="graph"):
+    def __init__(self, name: str = "graph") -> None:
         self.name = name
         self._g = nx.DiGraph()
         self._ids = itertools.count()
-        self.inputs = []        # placeholder nodes, in call order
-        self.outputs = []       # nodes, flattened
-        self.output_tree = None  # pytree TreeDef of the outputs
-        self.variables = []     # captured variables, in first-use order
-        self.names = set()
-        self._next_suffix = {}  # base name -> the suffix to try first (see _unique_name)
-        self.notes = []         # what passes did, read by the optimization report
-        self.memory_plan = None  # set by the memory_planning pass; lowering takes it
+        self.inputs: list[Node] = []        # placeholder nodes, in call order
+        self.outputs: list[Node] = []       # nodes, flattened
+        self.output_tree: Any = None  # pytree TreeDef of the outputs
+        self.variables: list[Any] = []     # captured variables, in first-use order
+        self.names: set[str] = set()
+        self._next_suffix: dict[str, int] = {}  # base name -> the suffix to try first
+        self.notes: list[Any] = []         # what passes did, read by the optimization report
+        self.memory_plan: Any = None  # set by the memory_planning pass; lowering takes it
 
     # -- building ---------------------------------------------------------
-    def add(self, op, inputs, params, aval, name=None, source=None):
+    def add(self, op: Op, inputs: Sequence[Node], params: Params, aval: Any,
+            name: str | None = None, source: str | None = None) -> Node:
         """Create a node and add it with its data edges. Returns the node."""
         nid = next(self._ids)
         name = self._unique_name(name or op.name)
@@ -117,14 +138,14 @@ class Graph:
             self._g.add_edge(inp, node)
         return node
 
-    def add_control_dep(self, node, before):
+    def add_control_dep(self, node: Node, before: Node) -> None:
         """Make ``node`` run after ``before`` (side-effect ordering)."""
         if before is node or before in node.control_deps:
             return
         node.control_deps.append(before)
         self._g.add_edge(before, node)
 
-    def _unique_name(self, base):
+    def _unique_name(self, base: str) -> str:
         """``base`` made an identifier, or ``base_i`` for the first free ``i`` from the
         last one handed out for ``base``: O(1) per name however often a base repeats
         (trying ``base_1``, ``base_2``, ... from 1 made a trace quadratic)."""
@@ -142,29 +163,29 @@ class Graph:
         self.names.add(name)
         return name
 
-    def _check_member(self, node):
+    def _check_member(self, node: Node) -> None:
         if node.graph is not self or node not in self._g:
             raise EngineError(f"node {node.name} does not belong to graph {self.name}")
 
     # -- queries ------------------------------------------------------------
     @property
-    def nodes(self):
+    def nodes(self) -> list[Node]:
         return list(self._g.nodes)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._g.number_of_nodes()
 
-    def __contains__(self, node):
+    def __contains__(self, node: object) -> bool:
         return node in self._g
 
-    def users(self, node):
+    def users(self, node: Node) -> list[Node]:
         """Nodes that take ``node`` as a data input or run after it (control)."""
         return list(self._g.successors(node))
 
-    def data_users(self, node):
+    def data_users(self, node: Node) -> list[Node]:
         return [u for u in self._g.successors(node) if any(i is node for i in u.inputs)]
 
-    def topo_order(self):
+    def topo_order(self) -> list[Node]:
         """Nodes in a topological order that keeps creation order where it can."""
         # Kahn's algorithm with the ready nodes in a heap by id: the order networkx's
         # lexicographical_topological_sort gives, without its per-node view objects.
@@ -185,7 +206,7 @@ class Graph:
         return order
 
     # -- editing ------------------------------------------------------------
-    def replace_all_uses_with(self, old, new):
+    def replace_all_uses_with(self, old: Node, new: Node) -> None:
         """Point every use of ``old`` (data inputs, control deps, outputs) at ``new``."""
         self._check_member(new)
         for user in list(self._g.successors(old)):
@@ -197,7 +218,7 @@ class Graph:
                 self._g.add_edge(new, user)
         self.outputs = [new if o is old else o for o in self.outputs]
 
-    def set_inputs(self, node, inputs):
+    def set_inputs(self, node: Node, inputs: Sequence[Node]) -> None:
         """Replace a node's data inputs, keeping the edges in step."""
         for inp in set(node.inputs):
             if inp not in node.control_deps:
@@ -207,7 +228,7 @@ class Graph:
             self._check_member(inp)
             self._g.add_edge(inp, node)
 
-    def drop_control_users(self, node):
+    def drop_control_users(self, node: Node) -> None:
         """Remove ``node`` from its users' control deps, keeping the order it carried:
         each such user now runs after ``node``'s own control deps."""
         for user in list(self._g.successors(node)):
@@ -217,7 +238,7 @@ class Graph:
                 for dep in node.control_deps:
                     self.add_control_dep(user, dep)
 
-    def erase(self, node):
+    def erase(self, node: Node) -> None:
         """Remove a node that nothing uses any more."""
         if any(True for _ in self._g.successors(node)) or node in self.outputs:
             raise EngineError(f"cannot erase {node.name}: it still has users")
@@ -226,7 +247,8 @@ class Graph:
         self._g.remove_node(node)
         self.names.discard(node.name)
 
-    def copy(self, name=None, mapping=None):
+    def copy(self, name: str | None = None,
+             mapping: dict[Node, Node] | None = None) -> Graph:
         """A structurally identical graph with new nodes (params and meta copied shallowly).
 
         ``mapping``, if given, is filled with ``{old node: new node}``."""
@@ -246,12 +268,12 @@ class Graph:
         new.variables = list(self.variables)
         return new
 
-    def node_count(self):
+    def node_count(self) -> int:
         """Number of nodes, not counting inputs."""
         return len(self) - len(self.inputs)
 
     # -- checking -----------------------------------------------------------
-    def lint(self):
+    def lint(self) -> bool:
         """Check structure: a DAG, edges match inputs, arity, and each node's
         shape/dtype equals what its op's ``abstract_eval`` says. Raises EngineError."""
         if not nx.is_directed_acyclic_graph(self._g):
@@ -276,17 +298,17 @@ class Graph:
                 raise EngineError(f"lint: output {out.name} is not in the graph")
         return True
 
-    def __str__(self):
+    def __str__(self) -> str:
         return graph_to_text(self)
 
-    def to_dot(self):
+    def to_dot(self) -> str:
         return graph_to_dot(self)
 
-    def _repr_svg_(self):
+    def _repr_svg_(self) -> str | None:
         """The graph drawn by Graphviz's ``dot`` (None when it is not installed)."""
         return _display().graph_svg(self)
 
-    def _repr_html_(self):
+    def _repr_html_(self) -> str:
         """The drawing when ``dot`` is installed, else a table of the nodes."""
         return _display().graph_html(self)
 

@@ -30,10 +30,10 @@ class VarRef:
         return f"var({self.var.name!r})"
 
 
-STRUCTURAL = {}
+STRUCTURAL: dict[str, Op] = {}
 
 
-def _structural(op):
+def _structural(op: Op) -> Op:
     STRUCTURAL[op.name] = op
     return op
 
