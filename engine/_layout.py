@@ -10,7 +10,7 @@ repository root, nothing installed), :func:`install_source_finder` maps
 ``engine.graph`` to ``graph/`` and ``engine.eager`` to ``eager/`` the same
 way. Nothing ever imports them under the top-level names ``graph`` or
 ``eager``, so a user's own ``graph.py`` cannot shadow them and no module is
-loaded twice (``tests/test_layering.py`` checks the imports).
+loaded twice (``tests/project/test_layering.py`` checks the imports).
 
 Example:
     >>> import engine.graph, os

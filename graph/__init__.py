@@ -1,5 +1,5 @@
 """Graph mode, one subpackage per stage; a stage imports only the stages before it
-(``tests/test_layering.py`` checks it):
+(``tests/project/test_layering.py`` checks it):
 
 1. ``ir/`` -- Graph and Node, structural ops, graph queries, signatures, printers;
 2. ``passes/`` -- structural rewrites, one a file;

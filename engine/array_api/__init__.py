@@ -7,7 +7,7 @@ The public ``engine`` namespace stays numpy's (``en.arccos``, ``en.sum(x, axis)`
 ``correction=``, ``descending=``...). It defines no op of its own: every function
 calls engine functions, so results are engine tensors that trace, differentiate
 and run on every mode. A standard function the engine lacks is absent
-(``hasattr`` tells the truth); ``tests/array_api_xfails.txt`` lists what the
+(``hasattr`` tells the truth); ``tests/interop/array_api_xfails.txt`` lists what the
 conformance suite still finds missing or different.
 
 Example:

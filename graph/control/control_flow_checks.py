@@ -12,7 +12,7 @@ from engine.errors import LoadError
 from .subgraph import SubGraph
 
 # The file format's largest dimension (graph.export.native.MAX_DIM, which imports the modes
-# this module's ops are part of; tests/test_rule_coverage.py checks the two agree).
+# this module's ops are part of; tests/ops/test_rule_coverage.py checks the two agree).
 MAX_LENGTH = 1 << 62
 
 

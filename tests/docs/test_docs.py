@@ -135,7 +135,7 @@ def test_every_page_is_in_the_navigation():
 
 
 def test_the_api_reference_names_every_public_name():
-    with open(os.path.join(REPO, "tests", "public_api.txt"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "tests", "project", "public_api.txt"), encoding="utf-8") as f:
         public = f.read().split()
     text = read("api.md")
     documented = set(re.findall(r"^::: engine\.(\w+)", text, flags=re.M))

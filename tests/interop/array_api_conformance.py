@@ -1,8 +1,8 @@
 """Run the Array API standard's conformance suite (array-api-tests) on engine.array_api.
 
-    python tests/array_api_conformance.py            # run, compare with the xfails
-    python tests/array_api_conformance.py --report   # also list every failure's reason
-    python tests/array_api_conformance.py -k has_names   # further arguments go to pytest
+    python tests/interop/array_api_conformance.py            # run, compare with the xfails
+    python tests/interop/array_api_conformance.py --report   # also list every failure's reason
+    python tests/interop/array_api_conformance.py -k has_names   # further arguments go to pytest
 
 The suite is ``../shared/array-api-tests`` when present (or ``$ARRAY_API_TESTS_DIR``),
 else a clone of data-apis/array-api-tests at the pinned commit, with its
@@ -12,7 +12,7 @@ examples every run, so the expected failures are stable) and no deadline (a
 loaded machine must not turn into failures), from a scratch folder so that
 hypothesis writes nothing into the suite's folder.
 
-The expected failures are ``tests/array_api_xfails.txt``: one test id a line,
+The expected failures are ``tests/interop/array_api_xfails.txt``: one test id a line,
 each under a ``#`` comment that says why. The run fails (exit status 1) on any
 other failure; it prints the tests that are listed but passed, so the list can
 shrink. It fails with status 2, saying why, when the suite can be neither found
@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-XFAILS = ROOT / "tests" / "array_api_xfails.txt"
+ROOT = Path(__file__).resolve().parents[2]
+XFAILS = ROOT / "tests" / "interop" / "array_api_xfails.txt"
 SUITE_URL = "https://github.com/data-apis/array-api-tests.git"
 SUITE_COMMIT = "55fcc601"
 SPEC_URL = "https://github.com/data-apis/array-api.git"

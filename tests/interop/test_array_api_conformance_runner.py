@@ -1,4 +1,4 @@
-"""The conformance runner (tests/array_api_conformance.py) and its xfails file: every
+"""The conformance runner (tests/interop/array_api_conformance.py) and its xfails file: every
 listed failure has its reason, the docs' count agrees with the list, and the runner
 fails loudly, never silently, when it cannot get the suite. (The suite itself runs in
 CI, from .ci/run: a few minutes, too long for this suite.)"""
@@ -13,7 +13,7 @@ import pytest
 from support.paths import REPO
 
 ROOT = Path(REPO)
-RUNNER = ROOT / "tests" / "array_api_conformance.py"
+RUNNER = ROOT / "tests" / "interop" / "array_api_conformance.py"
 
 
 def _runner():

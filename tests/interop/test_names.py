@@ -1,6 +1,6 @@
 """numpy's and the Array API standard's names, declared once beside each engine function
 (``engine/names.py``): numpy dispatch and ``engine.array_api`` find every name they
-found when their alias tables were written by hand (tests/names_reference.txt), and
+found when their alias tables were written by hand (tests/interop/names_reference.txt), and
 those tables are gone."""
 import importlib
 import pathlib

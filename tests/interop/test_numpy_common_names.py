@@ -160,7 +160,7 @@ def test_common_numpy_name(name):
     fn = engine_function(name)
     if name in EXPECTED_MISSING:
         assert fn is None, (f"{name} is on en now: remove it from EXPECTED_MISSING in "
-                            "tests/test_numpy_common_names.py (its check then runs)")
+                            "tests/interop/test_numpy_common_names.py (its check then runs)")
         return
     assert fn is not None, f"en.{name} is missing (numpy's name, on en / en.linalg / en.fft)"
     args, call, diff = COMMON[name]

@@ -1,7 +1,7 @@
 """Per-op rules (``Op.rules``, declared with ``engine.op.declare`` beside each op): which
 ops lack which kind of rule, and that every rule is well formed and true.
 
-Run ``python -m pytest -s tests/test_rule_coverage.py`` to see the table: per rule kind,
+Run ``python -m pytest -s tests/ops/test_rule_coverage.py`` to see the table: per rule kind,
 the ops that have none. A new op must be classified: every op declares an ``onnx``
 rule (None: no ONNX equivalent) and every fusable elementwise op a ``scalar_form``
 (None: numba cannot lower it), or this file fails naming it.

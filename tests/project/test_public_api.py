@@ -2,7 +2,7 @@
 API and nothing else (no ``en.np``, registry entries ``en.NAME_op``, op-family modules
 such as ``en.ops.reduce``, or helpers), and the list is the one in tests/public_api.txt.
 
-Adding a public function? Add its name to tests/public_api.txt (sorted, one a line).
+Adding a public function? Add its name to tests/project/public_api.txt (sorted, one a line).
 """
 import json
 import os
@@ -16,7 +16,7 @@ import engine as en
 from support.paths import REPO
 
 ROOT = REPO
-PINNED = os.path.join(ROOT, "tests", "public_api.txt")
+PINNED = os.path.join(ROOT, "tests", "project", "public_api.txt")
 
 # A fresh interpreter: other tests import submodules lazily, which binds them on the package.
 _PROBE = """
@@ -43,7 +43,7 @@ def pinned_names():
 def test_pinned_file_is_sorted_and_unique():
     names = pinned_names()
     assert names == sorted(set(names)), (
-        "tests/public_api.txt must hold one name a line, sorted, no repeats; "
+        "tests/project/public_api.txt must hold one name a line, sorted, no repeats; "
         f"out of order or repeated: {[n for i, n in enumerate(names) if i and n <= names[i - 1]]}")
 
 
@@ -54,7 +54,7 @@ def test_public_names_match_the_pinned_list(fresh):
         f"engine.__all__ differs from tests/public_api.txt.\n"
         f"  new in engine (public now, not in the file): {new}\n"
         f"  in the file, missing from engine: {missing}\n"
-        "If a new name is public API, add it to tests/public_api.txt (sorted); if it is a "
+        "If a new name is public API, add it to tests/project/public_api.txt (sorted); if it is a "
         "helper, keep it out of the namespace (engine/__init__.py: _NOT_PUBLIC, or an "
         "__all__ in its op family). A name missing from engine that should be there: an op "
         "function must be bound in engine.ops; other objects go in _PUBLIC_FACADE.")

@@ -42,7 +42,7 @@ _MATH = pathlib.Path(__file__).with_name("numba_math.py")
 # flag is set: NaN and infinities in the inputs, and signed zeros, keep numpy's
 # semantics. The product is not rounded before the add, so a product that overflows
 # meeting the opposite infinity gives that infinity (numpy: inf - inf = nan), and a
-# subnormal product is rounded once (tests/test_compile_numba.py).
+# subnormal product is rounded once (tests/graph/lowering/numba/test_numba_lowering.py).
 FASTMATH = frozenset({"contract"})
 # The dispatchers this process holds, by (key, function name): a region met again (an
 # unrolled loop's steps, a graph traced again) neither compiles nor reads the disk.

@@ -9,7 +9,7 @@ declared limit follow: arrays recompressed (deflate, bzip2, lzma: always
 refused), folding bombs added to the graph (chained matmuls of ``full``
 matrices, convolutions of ``full``\ s with large im2col patches, many ``full``
 constants), and node names all made the same. Every case is timed. (FIFOs,
-too many nodes and the read buffer are in tests/test_load_limits.py, where a
+too many nodes and the read buffer are in tests/graph/export/test_load_limits.py, where a
 hang cannot stop the run.)
 """
 import copy

@@ -25,7 +25,7 @@ compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
 pytestmark = pytest.mark.skipif(not c_compiler.available(),
                                 reason="the C lowering needs a C compiler (gcc or cc)")
 ROOT = pathlib.Path(REPO)
-# The numeric suite's tolerances (tests/test_ops_numeric.py), as the numba lowering's.
+# The numeric suite's tolerances (tests/ops/test_ops_numeric.py), as the numba lowering's.
 TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}
 # Elementwise ops with a scalar form that the C lowering does not write: integer
 # division and shifts (numpy's edge rules live in numba_math), complex conjugation.

@@ -20,7 +20,7 @@ numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (
 
 compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
 ROOT = pathlib.Path(REPO)
-# The numeric suite's tolerances (tests/test_ops_numeric.py).
+# The numeric suite's tolerances (tests/ops/test_ops_numeric.py).
 TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}
 
 

@@ -23,7 +23,7 @@ numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (
 
 compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
 
-# The numeric suite's float64 tolerances (tests/test_ops_numeric.py); the compiled code
+# The numeric suite's float64 tolerances (tests/ops/test_ops_numeric.py); the compiled code
 # sums in another order than numpy's pairwise sums.
 RTOL, ATOL = 1e-7, 1e-12
 # Every kind of step the compiled lowering writes (a reshape has no numba form).
