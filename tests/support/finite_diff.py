@@ -26,3 +26,39 @@ def numeric_grad(f, args, i=0, eps=1e-6):
         call[i] = en.tensor(xi)
         return f(*call)
     return central_difference(at, args[i], eps)
+
+
+def grad_checker(rng):
+    """``check_grads(f, *args, order=1)``: en.grad of ``sum(f(*args) * c)`` against
+    finite differences, the cotangents ``c`` drawn from ``rng``.
+
+    Example:
+        >>> import numpy as np
+        >>> check_grads = grad_checker(np.random.default_rng(0))
+        >>> check_grads(lambda x: en.sin(x) * x, np.array([0.5, -1.0]), order=2)
+    """
+    def check_grads(f, *args, order=1, rtol=1e-5, atol=1e-6):
+        """Compare en.grad of ``sum(f(*args) * c)`` with finite differences.
+
+        With ``order=2`` the first-order gradient (dotted with another random
+        cotangent) is differentiated again, which exercises each VJP's own VJP.
+        """
+        args = [en.tensor(np.asarray(a, dtype=np.float64)) for a in args]
+        out = f(*args)
+        c = en.tensor(rng.standard_normal(out.shape))
+
+        def scalar(*a):
+            return en.sum(f(*a) * c)
+        target = scalar
+        if order == 2:
+            cs = [en.tensor(rng.standard_normal(a.shape)) for a in args]
+
+            def target(*a):
+                gs = en.grad(scalar, argnums=tuple(range(len(a))))(*a)
+                return sum(en.sum(g * ci) for g, ci in zip(gs, cs))
+        grads = en.grad(target, argnums=tuple(range(len(args))))(*args)
+        for i, g in enumerate(grads):
+            num = numeric_grad(target, args, i)
+            np.testing.assert_allclose(g.numpy(), num, rtol=rtol, atol=atol,
+                                       err_msg=f"gradient of argument {i}")
+    return check_grads
