@@ -200,14 +200,14 @@ class EagerMode(Mode):
             _AVAL_CACHE[key] = checked
         return checked
 
-    def read_variable(self, var):
+    def read_variable(self, var, _ndarray=np.ndarray):
         value = var._value
-        if type(value) is np.ndarray:   # numpy's (the hot path)
+        if type(value) is _ndarray:   # numpy's (the hot path; a bound name saves a lookup)
             return wrap(value)
-        return wrap_on(var.backend, value)
+        return wrap_on(var._backend, value)
 
     def assign_variable(self, var, value, kind, indices=None):
-        if not var.backend.numpy_arrays:
+        if not var._backend.numpy_arrays:
             return assign_on_backend(var, value, kind, indices, located)
         if kind == "scatter_update":
             return _scatter_update(var, indices, value)

@@ -101,7 +101,7 @@ class Variable(TensorOps):
     def __array__(self, dtype=None, copy=None):
         if active_tapes():   # a variable a tape differentiates: as a tensor's (numpy_conversion.py)
             check_conversion(self)
-        v = self.numpy()
+        v = self._value if self._backend.numpy_arrays else self.numpy()
         return v.astype(dtype) if dtype is not None and v.dtype != dtype else (v.copy() if copy else v)
 
     def __float__(self): return float(self._value)
