@@ -1,7 +1,7 @@
 """A new back end is one file, one registration line and the parametrized back-end
 tests: the back end of docs/extending/backend.md (``array_api_strict`` under another
-name, defined here), registered, then the op-database tests of
-``test_backend_strict.py`` run on it, eagerly and in graphs, with gradients."""
+name, defined here), registered, then the op-database suite of ``support.backend_suite``
+(the one ``test_backend_strict.py`` runs) on it, eagerly and in graphs, with gradients."""
 import inspect
 import os
 import re
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import engine as en
-import test_backend_strict as backend_tests
 from engine.backend.base import Backend
+from support.backend_suite import GRAD_ENTRIES, check_op_db, check_op_db_gradients, op_db_cases
 from support.paths import REPO
 
 # ---- the back end (as docs/extending/backend.md shows it) ------------------------------
@@ -56,22 +56,15 @@ NEW = StrictCopy.name
 
 
 # ---- the parametrized back-end tests, on it --------------------------------------------
-@pytest.fixture
-def on_new_backend(monkeypatch):
-    """The strict back end's op-database tests, pointed at the new back end."""
-    monkeypatch.setattr(backend_tests, "STRICT", NEW)
-
-
-@pytest.mark.parametrize("info,dtype,graph", list(backend_tests._cases()))
-def test_op_db_on_a_new_backend_matches_numpy(info, dtype, graph, on_new_backend):
-    backend_tests.test_op_db_on_strict_matches_numpy(info, dtype, graph)
+@pytest.mark.parametrize("info,dtype,graph", list(op_db_cases()))
+def test_op_db_on_a_new_backend_matches_numpy(info, dtype, graph):
+    check_op_db(info, dtype, graph, NEW)
 
 
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
-@pytest.mark.parametrize("info", backend_tests.GRAD_ENTRIES,
-                         ids=[i.name for i in backend_tests.GRAD_ENTRIES])
-def test_op_db_gradients_on_a_new_backend_match_numpy(info, graph, on_new_backend):
-    backend_tests.test_op_db_gradients_on_strict_match_numpy(info, graph)
+@pytest.mark.parametrize("info", GRAD_ENTRIES, ids=[i.name for i in GRAD_ENTRIES])
+def test_op_db_gradients_on_a_new_backend_match_numpy(info, graph):
+    check_op_db_gradients(info, graph, NEW)
 
 
 def test_every_registered_op_has_a_kernel_on_the_new_backend():
