@@ -106,7 +106,8 @@ nn.recurrent.use_scan(_scan)   # RNN's loop: one scan node when traced
 # ``engine.__all__`` is built from names, so an op function a family adds (``en.ops.NAME``) is
 # public at once; everything else the imports above bound (modules such as ``en.ops.reduce``,
 # ``numpy``, registry entries ``NAME_op``, helpers) is removed from the module, so ``en`` holds
-# the public API only. tests/project/test_public_api.py pins the result against tests/public_api.txt.
+# the public API only. tests/project/test_public_api.py pins the result against
+# tests/project/public_api.txt.
 # A public module or object of this facade that is not an op function goes in _PUBLIC_FACADE
 # (a graph-mode one in _GRAPH_NAMES above).
 _PUBLIC_FACADE = {

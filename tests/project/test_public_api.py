@@ -1,6 +1,6 @@
 """The public namespace of ``engine`` is pinned: ``import engine as en`` gives the public
 API and nothing else (no ``en.np``, registry entries ``en.NAME_op``, op-family modules
-such as ``en.ops.reduce``, or helpers), and the list is the one in tests/public_api.txt.
+such as ``en.ops.reduce``, or helpers), and the list is the one in tests/project/public_api.txt.
 
 Adding a public function? Add its name to tests/project/public_api.txt (sorted, one a line).
 """
@@ -51,7 +51,7 @@ def test_public_names_match_the_pinned_list(fresh):
     have, want = set(fresh["all"]), set(pinned_names())
     new, missing = sorted(have - want), sorted(want - have)
     assert not new and not missing, (
-        f"engine.__all__ differs from tests/public_api.txt.\n"
+        f"engine.__all__ differs from tests/project/public_api.txt.\n"
         f"  new in engine (public now, not in the file): {new}\n"
         f"  in the file, missing from engine: {missing}\n"
         "If a new name is public API, add it to tests/project/public_api.txt (sorted); if it is a "
