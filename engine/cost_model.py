@@ -7,7 +7,7 @@ decides reads the current value from ``cost``, which the public API shows as
 ``en.config.cost``, so a user on another machine can re-tune a threshold
 without editing the engine. Kernels read their threshold at each call; passes
 and lowerings when a graph is lowered, so a function traced before a change
-keeps its lowering (as with ``en.config.compiled_lowering``).
+keeps its lowering (as with ``en.config.lowering``).
 
 Example:
     >>> import engine as en
@@ -73,7 +73,7 @@ THRESHOLDS = (
               "eager ops recycle freed arrays, and traced functions write outputs into their "
               "previous call's, from this size (from 1 MiB: an eager autoencoder step at "
               "batch 100 took 3.7 ms with 917 page faults a call; from 128 KiB 1.7-2.2 ms)",
-              "eager/buffer_cache.py, graph/lowering/output_recycling.py"),
+              "eager/buffer_cache.py, eager/mode.py, graph/lowering/output_recycling.py"),
     # ---- fused kernels (graph/lowering) ------------------------------------------------
     Threshold("fused_whole_array_elements", 1 << 18, "elements", XEON, "2026-12-04", "56deb44",
               "a fused region of at most this many elements runs one numpy call per op over "
@@ -89,13 +89,13 @@ THRESHOLDS = (
               "graph/lowering/row_kernel.py"),
     # ---- compiled lowerings: when compiling pays ---------------------------------------
     Threshold("compile_calls", 100, "calls", EPYC, "2026-12-01", "ddc16f9",
-              "under compiled_lowering 'auto' code is compiled where what it saves over this "
-              "many calls exceeds its compile time",
-              "graph/lowering/compile_numba.py"),
+              "under en.config.lowering 'auto' code is compiled where what it saves over "
+              "this many calls exceeds its compile time",
+              "graph/lowering/compile_numba.py, graph/lowering/policy.py"),
     Threshold("long_run_calls", 1000, "calls", EPYC_512, "2026-12-04", "6b051de",
               "a fused kernel that pays in C only over this many calls starts with numpy and "
               "moves to C in the background once hot",
-              "graph/lowering/compile_numba.py"),
+              "graph/lowering/policy.py"),
     Threshold("hot_swap_calls", 20, "calls", EPYC_512, "2026-12-04", "6b051de",
               "the call of a hot-swappable kernel at which its C build starts",
               "graph/lowering/hot_swap.py"),
@@ -114,25 +114,26 @@ THRESHOLDS = (
               "graph/lowering/compile_numba.py"),
     Threshold("numba_compile_seconds", 1.0, "seconds", EPYC, "2026-12-01", "ddc16f9",
               "the fixed part of numba's estimated compile time for a region",
-              "graph/lowering/compile_numba.py"),
+              "graph/lowering/compile_numba.py, graph/lowering/numba/lowering.py"),
     Threshold("numba_compile_seconds_per_line", 0.1, "seconds", EPYC, "2026-12-01", "ddc16f9",
               "numba's estimated compile time per line of source",
-              "graph/lowering/compile_numba.py"),
+              "graph/lowering/compile_numba.py, graph/lowering/numba/lowering.py"),
     Threshold("numba_import_seconds", 1.0, "seconds", EPYC, "2026-12-01", "9bfc43a",
               "the cost of importing numba, counted when it is not imported yet",
-              "graph/lowering/numba/numba_fused.py"),
+              "graph/lowering/numba/lowering.py, graph/lowering/numba/numba_fused.py"),
     Threshold("numba_saved_seconds_per_element_op", 3e-10, "seconds", EPYC, "2026-12-01",
               "9bfc43a",
               "what a numba loop nest saves per element per op over numpy's calls (the "
               "autoencoder's 7-op loss tail over (1000, 784): 4.6 against 1.9 ms)",
-              "graph/lowering/numba/numba_fused.py"),
+              "graph/lowering/numba/lowering.py, graph/lowering/numba/numba_fused.py"),
     Threshold("numpy_call_seconds", 1.5e-6, "seconds", EPYC_512, "2026-12-02", "e9b2465",
               "the overhead of one numpy call, saved per op by a compiled kernel or graph",
-              "graph/lowering/numba/numba_fused.py, graph/lowering/compile_numba.py"),
+              "graph/lowering/compile_numba.py, graph/lowering/numba/lowering.py, "
+              "graph/lowering/numba/numba_fused.py"),
     Threshold("numba_call_seconds", 2e-6, "seconds", EPYC_512, "2026-12-02", "e9b2465",
               "the overhead of one call of a numba-compiled fused kernel (tanh(a + b) over "
               "(32, 64): 5.1 us against numpy's two calls 6.7)",
-              "graph/lowering/numba/numba_fused.py"),
+              "graph/lowering/numba/lowering.py, graph/lowering/numba/numba_fused.py"),
     Threshold("c_saved_seconds_per_element_op", 3e-10, "seconds", EPYC_512, "2026-12-04",
               "6b051de",
               "what a C loop nest saves per element per op over numpy's calls",
@@ -142,13 +143,13 @@ THRESHOLDS = (
               "graph/lowering/c/c_fused.py"),
     Threshold("c_compile_seconds", 0.3, "seconds", EPYC_512, "2026-12-04", "6b051de",
               "the estimated time the system's C compiler takes for one kernel",
-              "graph/lowering/c/c_fused.py"),
+              "graph/lowering/c/c_fused.py, graph/lowering/c/lowering.py"),
     # ---- threads and BLAS --------------------------------------------------------------
     Threshold("openblas_threaded_work", 65536 * 4, "multiply-adds", NOT_MEASURED,
               "2026-12-01", "adf85fd",
               "OpenBLAS runs a product on all its threads above this work (its "
               "SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD, read from its source)",
-              "graph/lowering/numba/numba_blas.py, graph/lowering/compile_numba.py"),
+              "graph/lowering/compile_numba.py"),
     Threshold("parallel_matmul_min_work", 1 << 25, "multiply-adds", EPYC, "2026-12-01",
               "91623f5",
               "a graph matrix product of at least this work is split by rows over the "

@@ -11,21 +11,24 @@ numpy lowering stays for everything else, and always works.
 
 - ``"numpy"``, ``"c"`` and other lowerings: never;
 - ``"numba"``: wherever the region can be written (and numba is installed), and is
-  at most ``MAX_SOURCE_LINES`` lines of source or already on disk (a longer graph is
-  compiled in parts of about half that; a longer scan warns and stays numpy);
+  at most ``numba_max_source_lines`` lines of source or already on disk (a longer graph
+  is compiled in parts of about half that; a longer scan warns and stays numpy);
 - ``"auto"`` (the default): where numba is installed, the source is at most
-  ``MAX_SOURCE_LINES`` lines (or on disk), the region's values are
-  small (at most ``SMALL_ELEMENTS`` elements each: where numpy's per-call
-  overhead, not its SIMD loops, is the cost; up to ``LARGE_REGION_ELEMENTS`` where no
-  matrix product is large enough for OpenBLAS's threads), and it pays over
-  ``CALLS`` calls, compile time included: the machine code is on disk already
+  ``numba_max_source_lines`` lines (or on disk), the region's values are
+  small (at most ``whole_graph_small_elements`` elements each: where numpy's per-call
+  overhead, not its SIMD loops, is the cost; up to ``whole_graph_max_elements`` where
+  no matrix product is large enough for OpenBLAS's threads), and it pays over
+  ``compile_calls`` calls, compile time included: the machine code is on disk already
   (``graph/lowering/numba/numba_cache.py``; loading costs tens of milliseconds), or
   the ops a call runs (a scan's body counted once per step) times
-  ``SAVED_SECONDS_PER_OP`` over ``CALLS`` calls exceed the estimated compile
-  time, ``COMPILE_SECONDS + COMPILE_SECONDS_PER_LINE`` per source line;
+  ``numpy_call_seconds`` over ``compile_calls`` calls exceed the estimated compile
+  time, ``numba_compile_seconds + numba_compile_seconds_per_line`` per source line;
 
 Fused regions are the policy's too: it asks the registered lowerings
 (``graph/lowering/c/lowering.py``, ``graph/lowering/numba/lowering.py``).
+
+The figures named here are thresholds of the cost model (``engine/cost_model.py``), read
+from ``en.config.cost`` when a graph is lowered.
 
 Example:
     >>> import engine as en
@@ -39,12 +42,13 @@ import warnings
 import numpy as np
 
 from engine.backend import NUMPY
+from engine.cost_model import cost
 from engine.op import Op
 from engine.shapes import size_of
 
 # None of these imports numba until it compiles.
 from . import policy
-from .numba import numba_blas, numba_cache, numba_fused, numba_source
+from .numba import numba_blas, numba_cache, numba_source
 from ..ir.graph_ops import constant_op, placeholder_op, unpack_op
 from .parallel import product_work
 
@@ -52,10 +56,10 @@ from .parallel import product_work
 # lowering spends 1.5-3 us per op on arrays of a few thousand elements; importing numba
 # takes about 1 s, and a region compiles in about 0.1 s per source line in a fresh
 # process (the GRU's forward and backward, 201 lines: 19 s on the loaded 2-core machine,
-# about 9 s of it numba's first compile in the process).
-CALLS = 100
-SMALL_ELEMENTS = 1 << 16
-# A region with a value over SMALL_ELEMENTS, up to this many, is still compiled whole
+# about 9 s of it numba's first compile in the process): cost.compile_calls,
+# numpy_call_seconds, numba_compile_seconds and numba_compile_seconds_per_line.
+# A region with a value over cost.whole_graph_small_elements, up to
+# cost.whole_graph_max_elements, is still compiled whole
 # where none of its matrix products (outside scan bodies) is large enough for OpenBLAS to
 # thread: numba's np.dot runs on one thread. Written whole, the 50-step GRU's loss and
 # gradient (its weight gradients' per-step stacks of 204,800 elements summed inside the
@@ -64,17 +68,13 @@ SMALL_ELEMENTS = 1 << 16
 # as a compiled fused kernel; the autoencoder at batch 100 (values of 78,400 elements,
 # products of 1.5e7 multiply-adds) ran 2.67 ms whole against 2.13 with numpy's threaded
 # BLAS and kernels.
-LARGE_REGION_ELEMENTS = 1 << 18
 # numba's compile time grows faster than the source: on the loaded benchmark machine the
 # 267-line LSTM forward and backward compiles in about 10 s (beyond numba's first-use
 # cost of about 10 s a process), the 50-step unrolled tanh RNN's 1,694 lines in 305 s.
 # A longer graph is compiled in parts of about half this (``_parts``: the unrolled tanh
 # RNN in six, 114 s on the idle machine); a longer scan is left to the numpy lowering in
-# every mode ("numba" warns), unless its machine code is on disk already.
-MAX_SOURCE_LINES = 600
-SAVED_SECONDS_PER_OP = numba_fused.SAVED_SECONDS_PER_NUMPY_CALL   # 1.5 us: one figure
-COMPILE_SECONDS = 1.0
-COMPILE_SECONDS_PER_LINE = 0.1
+# every mode ("numba" warns), unless its machine code is on disk already
+# (cost.numba_max_source_lines).
 
 log = logging.getLogger("engine.graph")
 
@@ -88,7 +88,7 @@ def compile_numba(graph):
     """Replace the graph, or each of its scans, by one compiled node where the policy
     says so (module docstring). Returns True if anything was replaced."""
     mode = policy.graph_mode()
-    if mode is None or not getattr(graph, "backend", NUMPY).compiled_lowerings or \
+    if mode is None or getattr(graph, "backend", NUMPY) is not NUMPY or \
             not numba_available():
         return False
     whole = _whole_graph(graph)
@@ -109,8 +109,9 @@ def compile_numba(graph):
 
 def _try(mode, graph, members, split=False):
     """Compile one region where it can be written and pays; the number of compiled nodes
-    it was replaced by (0: none). With ``split``, a region over ``MAX_SOURCE_LINES`` lines
-    whose code is not on disk is compiled in consecutive parts (see ``_parts``)."""
+    it was replaced by (0: none). With ``split``, a region over
+    ``cost.numba_max_source_lines`` lines whose code is not on disk is compiled in
+    consecutive parts (see ``_parts``)."""
     region = _Region(graph, members)
     try:
         # One name for every region: the source, hashed, names the cached files.
@@ -120,11 +121,12 @@ def _try(mode, graph, members, split=False):
         log.debug("compiled lowering: region of %d nodes not written: %s", len(members), why)
         return 0
     lines = source.count("\n")
-    if lines > MAX_SOURCE_LINES and not numba_cache.is_cached(source):
+    if lines > cost.numba_max_source_lines and not numba_cache.is_cached(source):
         if split:
             return sum(_try(mode, graph, part) for part in _parts(members, lines))
         why = (f"compiled lowering: a region of {len(members)} nodes is {lines} lines of numba "
-               f"source, over MAX_SOURCE_LINES = {MAX_SOURCE_LINES} (numba would compile it "
+               f"source, over en.config.cost.numba_max_source_lines = "
+               f"{cost.numba_max_source_lines} (numba would compile it "
                "for minutes); the numpy lowering runs it")
         graph.notes.append(why)
         log.debug(why)
@@ -136,21 +138,22 @@ def _try(mode, graph, members, split=False):
     compiled, from_cache = _compile(source, region)
     if compiled is None:
         return 0
-    if largest > numba_blas.THREADED_PRODUCT:   # see graph/lowering/numba/numba_blas.py
+    if largest > cost.openblas_threaded_work:   # see graph/lowering/numba/numba_blas.py
         compiled = numba_blas.one_thread(compiled)
     region.replace(compiled, source, n_ops, from_cache)
     return 1
 
 
 def _parts(members, lines):
-    """``members`` (in topological order) cut into runs of about ``MAX_SOURCE_LINES / 2``
-    lines of source each, a multi-result node kept with the unpacks that follow it.
+    """``members`` (in topological order) cut into runs of about half
+    ``cost.numba_max_source_lines`` lines of source each, a multi-result node kept with
+    the unpacks that follow it.
 
     numba's compile time grows faster than the source: the 50-step unrolled tanh RNN's
     1,694 lines compiled in 305 s as one function. Values read across a cut become the
     arrays one part returns and the next takes.
     """
-    count = -(-lines // max(1, MAX_SOURCE_LINES // 2))
+    count = -(-lines // max(1, cost.numba_max_source_lines // 2))
     size = -(-len(members) // count)
     parts, part = [], []
     for m in members:
@@ -253,24 +256,24 @@ def _largest(members):
 
 def _small_enough(members):
     """Whether ``members`` may be compiled as one region: every value has at most
-    ``SMALL_ELEMENTS`` elements, or at most ``LARGE_REGION_ELEMENTS`` with no matrix
-    product that OpenBLAS would thread (see LARGE_REGION_ELEMENTS). Other graphs of
-    larger values get compiled fused kernels instead."""
+    ``cost.whole_graph_small_elements`` elements, or at most
+    ``cost.whole_graph_max_elements`` with no matrix product that OpenBLAS would
+    thread. Other graphs of larger values get compiled fused kernels instead."""
     return _too_large(members) is None
 
 
 def _too_large(members):
     """Why ``members`` may not be compiled as one region (``_small_enough``), or None."""
     largest = _largest(members)
-    if largest <= SMALL_ELEMENTS:
+    if largest <= cost.whole_graph_small_elements:
         return None
-    if largest > LARGE_REGION_ELEMENTS:
-        return f"a value of {largest} elements, over LARGE_REGION_ELEMENTS"
+    if largest > cost.whole_graph_max_elements:
+        return f"a value of {largest} elements, over cost.whole_graph_max_elements"
     work = max(map(product_work, members), default=0)
-    if work <= numba_blas.THREADED_PRODUCT:
+    if work <= cost.openblas_threaded_work:
         return None
-    return (f"a value of {largest} elements, over SMALL_ELEMENTS, and a matrix product of "
-            f"{work} multiply-adds, which OpenBLAS threads")
+    return (f"a value of {largest} elements, over cost.whole_graph_small_elements, and a "
+            f"matrix product of {work} multiply-adds, which OpenBLAS threads")
 
 
 def _size(shape):
@@ -285,8 +288,13 @@ def _pays(mode, members, source, n_ops):
         return False
     if numba_cache.is_cached(source):
         return True
-    compile_seconds = COMPILE_SECONDS + COMPILE_SECONDS_PER_LINE * source.count("\n")
-    return n_ops * SAVED_SECONDS_PER_OP * CALLS > compile_seconds
+    return n_ops * cost.numpy_call_seconds * cost.compile_calls > _compile_seconds(source)
+
+
+def _compile_seconds(source):
+    """numba's estimated time to compile ``source`` (not counting its import)."""
+    return cost.numba_compile_seconds + \
+        cost.numba_compile_seconds_per_line * source.count("\n")
 
 
 def _numba_type(shape, dtype):

@@ -2,11 +2,12 @@
 
 Compiling a kernel costs time before its first call; a run that calls it only a few
 times never earns that back. So under ``en.config.lowering = "auto"`` a
-region that would pay compiled over a long run but not over ``CALLS`` calls starts with
-the numpy lowering, and :class:`HotSwap` counts its calls: at the ``HOT_CALLS``-th it
+region that would pay compiled over a long run but not over ``compile_calls`` calls
+starts with the numpy lowering, and :class:`HotSwap` counts its calls: at the
+``hot_swap_calls``-th (both in ``en.config.cost``) it
 hands the compile to one background thread (the C compiler runs as a separate
 process, so the calls go on meanwhile) and keeps calling the numpy kernel until the
-compiled one is ready, then calls that. A run shorter than ``HOT_CALLS`` calls is the
+compiled one is ready, then calls that. A run shorter than that many calls is the
 numpy lowering's; a longer one pays a compile in the background once, and the next
 process finds the library on disk (``graph/lowering/c/c_compiler.py``) and starts
 compiled. Results move from numpy's rounding to the compiled kernel's at the swap
@@ -23,9 +24,8 @@ import os
 import threading
 import warnings
 
-# A kernel called this many times is in a loop: worth compiling (when it pays over a long
-# run, see graph/lowering/policy.py's fused_kernel).
-HOT_CALLS = 20
+from engine.cost_model import cost
+
 _pool = []
 _pool_lock = threading.Lock()
 
@@ -64,12 +64,15 @@ class HotSwap:
     """Calls ``numpy_out_impl`` (the numpy kernel's ``out_impl``: results positional, or
     a single one as ``out=``) until ``build()`` has made the compiled kernel, whose
     ``out_impl`` takes every result positionally; ``build`` runs on the background
-    thread after ``hot_calls`` calls and returns the kernel (its ``prepare`` is given
-    that call's arrays), or None to stay numpy."""
+    thread after ``hot_calls`` calls (None: ``en.config.cost.hot_swap_calls``) and
+    returns the kernel (its ``prepare`` is given that call's arrays), or None to stay
+    numpy."""
 
-    def __init__(self, numpy_out_impl, build, hot_calls=HOT_CALLS):
+    def __init__(self, numpy_out_impl, build, hot_calls=None):
         self.numpy_out_impl, self._build = numpy_out_impl, build
-        self.hot_calls = hot_calls
+        # A kernel called this many times is in a loop: worth compiling (when it pays over
+        # a long run, see graph/lowering/policy.py's fused_kernel).
+        self.hot_calls = cost.hot_swap_calls if hot_calls is None else hot_calls
         self.calls = 0
         self.compiled = None
         self.future = None

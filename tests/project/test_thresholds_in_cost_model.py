@@ -10,7 +10,6 @@ count or time that chooses between kernels, lowerings or passes belongs in
 """
 import ast
 import os
-import re
 
 from engine import cost_model
 from support.paths import REPO
@@ -127,28 +126,35 @@ def test_the_scan_finds_a_threshold_written_as_a_module_constant(tmp_path):
                                                 (os.path.join("graph", "kernel.py"), "RATE")}
 
 
-def _sources():
-    texts = {}
+def readers(root=REPO):
+    """``{threshold name: {relative path}}``: the files whose code reads ``cost.<name>``
+    (or ``config.cost.<name>``); comments and docstrings do not count."""
+    found = {}
     for top in FOLDERS:
-        for folder, _, names in os.walk(os.path.join(REPO, top)):
+        for folder, _, names in os.walk(os.path.join(root, top)):
             for name in names:
                 path = os.path.join(folder, name)
-                if name.endswith(".py") and os.path.relpath(path, REPO) != MODEL:
-                    with open(path, encoding="utf-8") as f:
-                        texts[os.path.relpath(path, REPO)] = f.read()
-    return texts
+                if not name.endswith(".py") or os.path.relpath(path, root) == MODEL:
+                    continue
+                with open(path, encoding="utf-8") as f:
+                    tree = ast.parse(f.read(), filename=path)
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Attribute) and (
+                            getattr(node.value, "id", None) == "cost" or
+                            getattr(node.value, "attr", None) == "cost"):
+                        found.setdefault(node.attr, set()).add(os.path.relpath(path, root))
+    return found
 
 
-def test_every_threshold_is_read_where_the_model_says():
-    texts = _sources()
-    unread, misplaced = [], []
-    for t in cost_model.THRESHOLDS:
-        reads = re.compile(rf"\bcost\.{t.name}\b")
-        readers = {p for p, text in texts.items() if reads.search(text)}
-        if not readers:
-            unread.append(t.name)
-        for path in (p.strip() for p in t.used_in.split(",")):
-            if path not in readers:
-                misplaced.append((t.name, path, sorted(readers)))
+def test_every_threshold_is_read_in_the_files_the_model_names():
+    read = readers()
+    unread = [t.name for t in cost_model.THRESHOLDS if t.name not in read]
     assert not unread, f"thresholds nothing reads (remove them, or read them): {unread}"
-    assert not misplaced, f"used_in names a file that does not read the threshold: {misplaced}"
+    wrong = [(t.name, t.used_in, ", ".join(sorted(read[t.name])))
+             for t in cost_model.THRESHOLDS
+             if {p.strip() for p in t.used_in.split(",")} != read[t.name]]
+    assert not wrong, ("a threshold's used_in is not the list of files that read it "
+                       f"(name, declared, read in): {wrong}")
+    unknown = sorted(set(read) - {t.name for t in cost_model.THRESHOLDS}
+                     - {"override", "reset", "changed"})
+    assert not unknown, f"code reads thresholds the model does not declare: {unknown}"

@@ -30,6 +30,7 @@ import ctypes
 
 import numpy as np
 
+from engine.cost_model import cost
 from engine.errors import EngineError
 
 from . import c_compiler
@@ -41,10 +42,9 @@ NAME = "fused"
 # Measured on the 2-core AMD EPYC VM: the numpy lowering spends about 0.4 ns an element
 # an op on large float32 blocks (the autoencoder's loss tail: 2.4 ms over 784,000
 # elements and 7 ops), the C loop 0.6 ms; a call through ctypes costs about 10 us (the
-# addresses, the aliasing tests); gcc compiles such a kernel in 0.1-0.2 s.
-SAVED_SECONDS_PER_ELEMENT_OP = 3e-10
-CALL_SECONDS = 1e-5
-COMPILE_SECONDS = 0.3
+# addresses, the aliasing tests); gcc compiles such a kernel in 0.1-0.2 s. The figures
+# are en.config.cost's c_saved_seconds_per_element_op, c_call_seconds and
+# c_compile_seconds.
 
 
 def available():
@@ -60,7 +60,7 @@ def saved_per_call(size, n_ops):
         >>> saved_per_call(64, 1) <= 0                   # one small op: the call costs more
         True
     """
-    return size * n_ops * SAVED_SECONDS_PER_ELEMENT_OP - CALL_SECONDS
+    return size * n_ops * cost.c_saved_seconds_per_element_op - cost.c_call_seconds
 
 
 def pays(source, size, n_ops, calls):
@@ -74,7 +74,7 @@ def pays(source, size, n_ops, calls):
     saved = saved_per_call(size, n_ops)
     if saved <= 0:
         return False
-    return c_compiler.is_cached(source) or saved * calls > COMPILE_SECONDS
+    return c_compiler.is_cached(source) or saved * calls > cost.c_compile_seconds
 
 
 class OutOfMemoryError(EngineError, MemoryError):

@@ -2,10 +2,11 @@
 
 numba's ``np.dot`` calls the BLAS that SciPy bundles (``scipy.linalg.cython_blas``;
 in SciPy's wheels an OpenBLAS of its own, not numpy's). OpenBLAS runs a product
-on all its threads once ``m * n * k`` exceeds ``THREADED_PRODUCT`` (262,144
-multiply-adds); below that, on the calling thread. A region's per-step products
-(32x64x64 in the RNN workloads) stay below it, but the products a scan's
-compiled loop runs once for all steps ((1600, 64) @ (64, 64)) do not, and on
+on all its threads once ``m * n * k`` exceeds
+``en.config.cost.openblas_threaded_work`` (262,144 multiply-adds: its
+``SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD``); below that, on the calling thread.
+A region's per-step products (32x64x64 in the RNN workloads) stay below it, but the
+products a scan's compiled loop runs once for all steps ((1600, 64) @ (64, 64)) do not, and on
 the 2-core benchmark machine, with other processes running, the two-thread
 product measured 2.5-3.5x slower than the one-thread one (the second thread
 waits for a core, and OpenBLAS's workers spin after each call, taking the core
@@ -24,8 +25,6 @@ Example:
 import ctypes
 import functools
 import os
-
-THREADED_PRODUCT = 65536 * 4   # OpenBLAS's SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD
 
 _found = []
 

@@ -40,6 +40,8 @@ import functools
 
 import numpy as np
 
+from engine.cost_model import cost
+
 from . import numba_cache
 from .numba_emitter import Unsupported, check_writable, scalar_expression
 from .. import loop_nest
@@ -207,16 +209,12 @@ def _array_type(rank, dtype):
 # Measured on the benchmark machine: a numpy-lowered fused region spends about 0.8 ns per
 # element per op on large float32 arrays (the autoencoder's 7-op loss tail over (1000, 784):
 # 4.6 ms), its compiled loop nest less than half of that (1.9 ms); importing numba costs
-# about 1 s.
-SAVED_SECONDS_PER_ELEMENT_OP = 3e-10
-IMPORT_SECONDS = 1.0
-# On small regions the calls count: numpy's take about 1.5 us each (compile_numba's
-# SAVED_SECONDS_PER_OP, for whole regions, is this figure), a compiled kernel's own about
+# about 1 s (en.config.cost's numba_saved_seconds_per_element_op, numba_import_seconds).
+# On small regions the calls count: numpy's take about 1.5 us each (numpy_call_seconds,
+# which compile_numba counts for whole regions too), a compiled kernel's own about
 # 2 (its numba dispatch and the aliasing tests of ``_one_value``; measured on the 2-core
 # AMD machine: 5.1 us against 3.7 for the bare loop of tanh(a + b) over (32, 64), numpy's
-# two calls 6.7).
-SAVED_SECONDS_PER_NUMPY_CALL = 1.5e-6
-CALL_SECONDS = 2e-6
+# two calls 6.7: numba_call_seconds).
 
 
 def pays(mode, source, size, n_ops, calls, compile_seconds):
@@ -232,11 +230,11 @@ def pays(mode, source, size, n_ops, calls, compile_seconds):
     if mode == "numba":
         return True
     import sys
-    saved = size * n_ops * SAVED_SECONDS_PER_ELEMENT_OP + \
-        n_ops * SAVED_SECONDS_PER_NUMPY_CALL - CALL_SECONDS
+    saved = size * n_ops * cost.numba_saved_seconds_per_element_op + \
+        n_ops * cost.numpy_call_seconds - cost.numba_call_seconds
     if saved <= 0:
         return False
-    cost = 0.0 if "numba" in sys.modules else IMPORT_SECONDS
+    spent = 0.0 if "numba" in sys.modules else cost.numba_import_seconds
     if not numba_cache.is_cached(source):
-        cost += compile_seconds
-    return saved * calls > cost
+        spent += compile_seconds
+    return saved * calls > spent

@@ -175,14 +175,14 @@ def test_policy(config, monkeypatch):
     assert _run(fn, [big], "numpy")[1] == ["numpy"]
     assert _run(fn, [small], "c")[1] == ["c"]
     source = "int fused(void) { return 0; }\n"
-    per_call = 3 * c_fused.SAVED_SECONDS_PER_ELEMENT_OP
+    per_call = 3 * en.config.cost.c_saved_seconds_per_element_op
     assert not c_fused.pays(source, 10, 3, 100)
-    needed = (c_fused.COMPILE_SECONDS / 100 + c_fused.CALL_SECONDS) / per_call
+    needed = (en.config.cost.c_compile_seconds / 100 + en.config.cost.c_call_seconds) / per_call
     assert not c_fused.pays(source, int(needed * 0.9), 3, 100)
     assert c_fused.pays(source, int(needed * 1.1), 3, 100)
     # On disk already: nothing to compile, so a region that saves anything pays.
     c_compiler.load(source)
-    assert c_fused.pays(source, int(2 * c_fused.CALL_SECONDS / per_call), 3, 100)
+    assert c_fused.pays(source, int(2 * en.config.cost.c_call_seconds / per_call), 3, 100)
     # Under "auto" the same big region is C once its library is on disk.
     _run(fn, [big], "c")
     assert _run(fn, [big], "auto")[1] == ["c"]
@@ -236,7 +236,6 @@ def test_a_second_process_loads_the_library_from_disk(tmp_path):
 
 
 def test_a_hot_kernel_moves_to_c_in_the_background(config, monkeypatch, tmp_path):
-    hot_swap = importlib.import_module("engine.graph.lowering.hot_swap")
     monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path))       # nothing on disk yet
     monkeypatch.setattr(compile_numba, "numba_available", lambda: False)
     rng = np.random.default_rng(8)
@@ -255,7 +254,7 @@ def test_a_hot_kernel_moves_to_c_in_the_background(config, monkeypatch, tmp_path
     node, = [n for n in f.graph_for(*args).nodes if n.op.name.startswith("fused")]
     swap = node.meta["hot_swap"]
     assert node.meta["backend"] == "numpy" and swap.compiled is None
-    for _ in range(hot_swap.HOT_CALLS):
+    for _ in range(en.config.cost.hot_swap_calls):
         f(*args)
     assert swap.wait(timeout=120) is swap.compiled is not None     # compiled, swapped in
     calls = swap.calls

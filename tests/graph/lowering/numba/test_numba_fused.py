@@ -23,9 +23,10 @@ def config(monkeypatch):
     # The tests set both: monkeypatch puts back what they were.
     monkeypatch.setattr(en.config, "lowering", en.config.lowering)
     monkeypatch.setattr(en.config, "fusion_threads", en.config.fusion_threads)
-    # Graphs without large products are compiled whole up to LARGE_REGION_ELEMENTS; these
+    # Graphs without large products are compiled whole up to whole_graph_max_elements; these
     # tests are of the fused kernels that larger graphs get.
-    monkeypatch.setattr(compile_numba, "LARGE_REGION_ELEMENTS", compile_numba.SMALL_ELEMENTS)
+    monkeypatch.setattr(en.config.cost, "whole_graph_max_elements",
+                        en.config.cost.whole_graph_small_elements)
     return en.config
 
 
@@ -125,9 +126,9 @@ def test_policy(config):
     assert _run(fn, [small], "auto")[1] == ["numpy"]
     assert _run(fn, [small], "numba")[1] == []
     assert _run(fn, [big], "numpy")[1] == ["numpy"]
-    # "auto": what a region saves over CALLS calls against importing and compiling.
+    # "auto": what a region saves over compile_calls calls against importing and compiling.
     source = "def k():\n    return 0\n"
-    per_call = 3 * numba_fused.SAVED_SECONDS_PER_ELEMENT_OP
+    per_call = 3 * en.config.cost.numba_saved_seconds_per_element_op
     assert not numba_fused.pays("auto", source, 10, 3, 100, 2.0)
     assert numba_fused.pays("auto", source, int(3.0 / (per_call * 100)) * 2, 3, 100, 2.0)
     assert numba_fused.pays("numba", source, 1, 1, 100, 1e9)
@@ -198,7 +199,7 @@ def test_small_regions_pay_for_the_numpy_calls_they_save(config):
     # One op on a few elements: the compiled call costs more than numpy's.
     assert not numba_fused.pays("auto", source, 64, 1, 10 ** 9, 0.0)
     # Four ops on a (32, 64) step: the calls saved pay back compiling after enough calls.
-    saved = 4 * numba_fused.SAVED_SECONDS_PER_NUMPY_CALL - numba_fused.CALL_SECONDS
-    calls = int((2.0 + numba_fused.IMPORT_SECONDS) / saved) * 2
+    saved = 4 * en.config.cost.numpy_call_seconds - en.config.cost.numba_call_seconds
+    calls = int((2.0 + en.config.cost.numba_import_seconds) / saved) * 2
     assert numba_fused.pays("auto", source, 2048, 4, calls, 2.0)
     assert not numba_fused.pays("auto", source, 2048, 4, 100, 2.0)

@@ -217,7 +217,7 @@ def test_auto_declines_a_cold_compile_that_cannot_pay_and_numpy_never_compiles(l
     lowering("numpy")
     assert not _compiled_nodes(en.function(_thirty_ops).graph_for(x, x, x))
     lowering("numba")
-    big = en.tensor(np.ones(2 * compile_numba.LARGE_REGION_ELEMENTS, np.float32))
+    big = en.tensor(np.ones(2 * en.config.cost.whole_graph_max_elements, np.float32))
     # Values this large are not written whole (each would be a fresh array): the fused
     # kernel is compiled instead (graph/lowering/numba/numba_fused.py).
     graph = en.function(_thirty_ops).graph_for(big, big, big)

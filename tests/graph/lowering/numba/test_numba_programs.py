@@ -87,8 +87,8 @@ def test_big_random_programs_with_compiled_fused_kernels_match_eager(numba_lower
                                                                       monkeypatch):
     # 200x300 values count as large here (the real bound is 2^16 elements), so graphs are
     # not compiled whole and their fused regions become numba loop nests.
-    monkeypatch.setattr(compile_numba, "SMALL_ELEMENTS", 1 << 12)
-    monkeypatch.setattr(compile_numba, "LARGE_REGION_ELEMENTS", 1 << 12)
+    monkeypatch.setattr(en.config.cost, "whole_graph_small_elements", 1 << 12)
+    monkeypatch.setattr(en.config.cost, "whole_graph_max_elements", 1 << 12)
     seen = {"large_fused": 0, "numba": 0}
 
     @settings(max_examples=20, **SETTINGS)
@@ -97,7 +97,8 @@ def test_big_random_programs_with_compiled_fused_kernels_match_eager(numba_lower
     def check(prog):
         for graph in _check(prog):
             for n in graph.nodes:
-                if n.op.name.startswith("fused") and _largest(n) > compile_numba.SMALL_ELEMENTS:
+                if n.op.name.startswith("fused") and \
+                        _largest(n) > en.config.cost.whole_graph_small_elements:
                     seen["large_fused"] += 1
                     seen["numba"] += n.meta.get("backend") == "numba"
 

@@ -72,8 +72,8 @@ def test_cells_compiled_forward_and_backward_match_the_numpy_bptt(numba_lowering
 
 def test_a_scan_whose_stacks_pass_the_small_bound_is_still_compiled_whole(numba_lowering):
     # The tanh RNN's weight-gradient stacks, (steps, hidden, hidden) = 81,920 elements,
-    # pass SMALL_ELEMENTS; with no product OpenBLAS would thread the graph is written whole,
-    # those stacks summed inside the compiled code rather than read back by numpy.
+    # pass whole_graph_small_elements; with no product OpenBLAS would thread the graph is
+    # written whole, those stacks summed inside the compiled code rather than read back by numpy.
     config = {"steps": 20, "batch": 16, "hidden": 64, "features": 8, "repeats": 1}
     problem = rnn.Problem(dict(config, cell="tanh"))
     params, xs, targets = problem.arrays(np.float64)
@@ -81,7 +81,7 @@ def test_a_scan_whose_stacks_pass_the_small_bound_is_still_compiled_whole(numba_
             en.tensor(np.zeros((16, 64))))
     fn = en.function(_loss_and_grads("tanh"))
     graph = fn.graph_for(*args)
-    assert 20 * 64 * 64 > compile_numba.SMALL_ELEMENTS
+    assert 20 * 64 * 64 > en.config.cost.whole_graph_small_elements
     assert [n.op.name for n in graph.nodes
             if n.op.name not in ("placeholder", "constant", "unpack")] \
         == ["compiled_region"]
@@ -173,12 +173,12 @@ def test_a_graph_too_long_for_one_function_is_compiled_in_parts(numba_lowering, 
     x = np.linspace(0.5, 1.5, 8)
     args = [en.tensor(v) for v in (x, x * 0.5, x)]
     one = compile_numba.whole_graph_source(en.function(f, passes=["cleanup"]).graph_for(*args))
-    monkeypatch.setattr(compile_numba, "MAX_SOURCE_LINES", one.count("\n") // 2)
+    monkeypatch.setattr(en.config.cost, "numba_max_source_lines", one.count("\n") // 2)
     fn = en.function(f)
     graph = fn.graph_for(*args)
     parts = [n for n in graph.nodes if n.op.name == "compiled_region"]
     assert len(parts) >= 3
-    assert all(p.meta["kernel_source"].count("\n") <= compile_numba.MAX_SOURCE_LINES
+    assert all(p.meta["kernel_source"].count("\n") <= en.config.cost.numba_max_source_lines
                for p in parts)
     h, outs = x, []
     for _ in range(12):
@@ -201,9 +201,10 @@ def test_a_region_too_long_to_compile_stays_numpy_and_says_why(numba_lowering, m
             h = en.tanh(h * x + y)
         return h
     x = np.linspace(0.5, 1.5, 8)
-    monkeypatch.setattr(compile_numba, "MAX_SOURCE_LINES", 5)
+    monkeypatch.setattr(en.config.cost, "numba_max_source_lines", 5)
     fn = en.function(f)
-    with pytest.warns(UserWarning, match=r"\d+ lines of numba source, over MAX_SOURCE_LINES"):
+    with pytest.warns(UserWarning, match=r"\d+ lines of numba source, over "
+                                         r"en.config.cost.numba_max_source_lines"):
         graph = fn.graph_for(en.tensor(x), en.tensor(x), en.tensor(x))
     assert not [n for n in graph.nodes if n.op.name == "compiled_region"]
     h = x
