@@ -24,11 +24,11 @@ from .numerics import check_outputs
 
 _CHECK_NUMERICS = config._check_numerics
 
-_AVAL_CACHE = {}
+_AVAL_CACHE: dict[tuple, tuple] = {}
 _CACHE_LIMIT = 100_000
 
 
-_SCALARS = {}
+_SCALARS: dict[tuple, Tensor] = {}
 _SCALARS_LIMIT = 4096
 
 

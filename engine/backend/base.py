@@ -1,5 +1,6 @@
 """The :class:`Backend` interface: what the engine needs from an array library."""
 import contextlib
+from typing import Any
 
 import numpy as np
 
@@ -45,20 +46,20 @@ class Backend:
             optimizer computes a loss and its gradients together.
     """
 
-    name = None
-    xp = None
-    array_types = ()
+    name: str | None = None
+    xp: Any = None                      # the array namespace (a module or an object)
+    array_types: tuple[type, ...] = ()
     device = CPU
-    numpy_arrays = False
-    out_kernels = False
-    buffer_reuse = False
-    in_place = False
-    fused_loops = False
-    compiled_lowerings = False
-    numpy_promotion = False
-    joins_numpy = False
-    chunked = False
-    lazy = False
+    numpy_arrays: bool = False
+    out_kernels: bool = False
+    buffer_reuse: bool = False
+    in_place: bool = False
+    fused_loops: bool = False
+    compiled_lowerings: bool = False
+    numpy_promotion: bool = False
+    joins_numpy: bool = False
+    chunked: bool = False
+    lazy: bool = False
 
     # -- arrays -----------------------------------------------------------------
     def asarray(self, data, dtype=None):

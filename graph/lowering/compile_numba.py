@@ -117,8 +117,8 @@ def _try(mode, graph, members, split=False):
         # One name for every region: the source, hashed, names the cached files.
         source, n_ops, largest = numba_source.emit(members, region.inputs, region.outputs,
                                                    "region")
-    except numba_source.Unsupported as why:
-        log.debug("compiled lowering: region of %d nodes not written: %s", len(members), why)
+    except numba_source.Unsupported as err:
+        log.debug("compiled lowering: region of %d nodes not written: %s", len(members), err)
         return 0
     lines = source.count("\n")
     if lines > cost.numba_max_source_lines and not numba_cache.is_cached(source):

@@ -26,7 +26,7 @@ import warnings
 
 from engine.cost_model import cost
 
-_pool = []
+_pool: list = []
 _pool_lock = threading.Lock()
 
 

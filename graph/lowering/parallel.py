@@ -112,9 +112,9 @@ class _InterruptsHeld:
         return False
 
 
-_workers = []
+_workers: list = []
 _busy = threading.Lock()
-_auto = []
+_auto: list = []
 
 
 # "auto" kernel threads (``en.config.fusion_threads = None``, the default) use the

@@ -81,7 +81,7 @@ class Lowering:
     background thread once hot (``graph/lowering/hot_swap.py``).
     """
 
-    name = None
+    name: str | None = None
     priority = 100
     auto = True
     groups_regions = True
@@ -126,7 +126,7 @@ class Lowering:
         return self.build_region(region, source)
 
 
-_REGISTRY = {}
+_REGISTRY: dict[str, Lowering] = {}
 
 
 def register(lowering):

@@ -26,7 +26,7 @@ import ctypes
 import functools
 import os
 
-_found = []
+_found: list = []
 
 
 def _scipy_openblas_set_local():
