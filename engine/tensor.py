@@ -23,7 +23,7 @@ from . import default_dtype as _default_dtype
 from . import numpy_dispatch as _numpy_dispatch
 from . import ops as _ops
 from .backend import NUMPY
-from .devices import CPU, check_device
+from .devices import check_device
 from .errors import (ArgumentTypeError, InvalidArgumentError, ShapeError, SharingError,
                      TracingError, format_location, user_frame)
 from .lifting import NESTED_TYPES, TensorLike, as_array, caller_can_write, holds_tensors
