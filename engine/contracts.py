@@ -26,6 +26,11 @@ import numpy as np
 Shape = tuple[Union[int, None], ...]
 #: An abstract value: what a shape rule sees of an input, ``(shape, dtype)``.
 Aval = tuple[Shape, np.dtype]
+#: A shape as the public functions take it: a size, or a sequence of sizes.
+ShapeLike = Union[int, Sequence[int]]
+#: A dtype as the public functions take it: an engine dtype (``en.float32``), a numpy
+#: dtype or scalar type, or its name (``"float32"``).
+DTypeLike = Any
 #: An op's keyword parameters, as ``apply(op, *inputs, **params)`` passes them.
 Params = dict[str, Any]
 

@@ -13,8 +13,11 @@ Example:
     >>> (x * 2.0).dtype
     dtype('float32')
 """
+from __future__ import annotations
+
 import importlib
 from html import escape
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +32,9 @@ from .errors import (ArgumentTypeError, InvalidArgumentError, ShapeError, Sharin
 from .lifting import NESTED_TYPES, TensorLike, as_array, caller_can_write, holds_tensors
 from .numpy_conversion import check_conversion as _check_conversion
 from .recording import active_tapes as _active_tapes
+
+if TYPE_CHECKING:
+    from .contracts import DTypeLike
 
 
 class TensorOps(TensorLike):
@@ -441,7 +447,7 @@ def traced(shape, dtype, node):
     return t
 
 
-def tensor(data, dtype=None, backend=None):
+def tensor(data: Any, dtype: DTypeLike = None, backend: Any = None) -> Tensor:
     """Make a tensor from nested lists, scalars, arrays or tensors.
 
     An array of a back end's library (an ``array_api_strict`` array) makes a

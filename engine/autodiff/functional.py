@@ -1,5 +1,9 @@
 """Functional gradients: :func:`grad` and :func:`value_and_grad`, nestable to any order."""
+from __future__ import annotations
+
 import functools
+from collections.abc import Callable
+from typing import Any
 
 from .. import dtypes, ops
 from ..conversion import user_function
@@ -28,7 +32,8 @@ def _as_source(x, i, name):
     return ops.identity(t)
 
 
-def value_and_grad(f, argnums=0, has_aux=False):
+def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] | list[int] = 0,
+                   has_aux: bool = False) -> Callable[..., Any]:
     """Make a function returning ``(f(*args), df/dargs[argnums])``.
 
     ``f`` must return a scalar (or ``(scalar, aux)`` with ``has_aux=True``;
@@ -45,7 +50,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
     """
     expect_callable("value_and_grad", "f", f)
     multiple = isinstance(argnums, (tuple, list))
-    nums = tuple(argnums) if multiple else (argnums,)
+    nums = tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
     name = getattr(f, "__name__", "f")
 
     @functools.wraps(f)
@@ -81,7 +86,8 @@ def value_and_grad(f, argnums=0, has_aux=False):
     return wrapped
 
 
-def grad(f, argnums=0, has_aux=False):
+def grad(f: Callable[..., Any], argnums: int | tuple[int, ...] | list[int] = 0,
+         has_aux: bool = False) -> Callable[..., Any]:
     """Make a function returning the gradient of scalar ``f`` w.r.t. ``args[argnums]``.
 
     Example:

@@ -1,5 +1,8 @@
 """Ops that make new arrays (zeros, ones, full, arange, eye, *_like) and ``cast``."""
+from __future__ import annotations
+
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +15,12 @@ from ..op import Op, declare, register
 from ..op import lookup as _lookup
 from ._args import at_user_line, int_tuple
 from ._define import call
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..contracts import DTypeLike, ShapeLike
+    from ..tensor import Tensor
 
 
 def check_shape(name, shape):
@@ -71,20 +80,20 @@ full_op = register(Op("full", _full_impl, _full_eval, None, n_inputs=0, generic=
 declare(full_op, onnx=("value_at_export",))
 
 
-def zeros(shape, dtype=None):
+def zeros(shape: ShapeLike, dtype: DTypeLike = None) -> Tensor:
     """A tensor of zeros, float64 unless ``dtype`` or ``en.set_default_dtype`` says otherwise.
     Example: ``en.zeros((2, 3), dtype="float32")``."""
     return apply(zeros_op, shape=check_shape("zeros", shape),
                  dtype=default_dtype.data_float(dtype))
 
 
-def ones(shape, dtype=None):
+def ones(shape: ShapeLike, dtype: DTypeLike = None) -> Tensor:
     """A tensor of ones, float64 unless ``dtype`` or ``en.set_default_dtype`` says otherwise.
     Example: ``en.ones(3)``."""
     return apply(ones_op, shape=check_shape("ones", shape), dtype=default_dtype.data_float(dtype))
 
 
-def full(shape, value, dtype=None):
+def full(shape: ShapeLike, value: Any, dtype: DTypeLike = None) -> Tensor:
     """A tensor filled with ``value``; the dtype follows the value unless given: a
     Python number's default dtype (a float's follows ``en.set_default_dtype``), a numpy
     scalar's or 0-d array's own (``np.full``).
@@ -143,7 +152,7 @@ def _number(name, value, what):
     return int(value) if isinstance(value, (int, np.integer)) else float(value)
 
 
-def arange(start, stop=None, step=1, dtype=None):
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: DTypeLike = None) -> Tensor:
     """Evenly spaced values in ``[start, stop)`` with ``step``, like ``np.arange``.
 
     With one argument it counts from 0. The dtype is int64 when every
@@ -206,7 +215,7 @@ eye_op = register(Op("eye", _eye_impl, _eye_eval, None, n_inputs=0, generic=_eye
 declare(eye_op, onnx=("value_at_export",))
 
 
-def eye(n, m=None, dtype=None, k=0):
+def eye(n: int, m: int | None = None, dtype: DTypeLike = None, k: int = 0) -> Tensor:
     """An ``n`` x ``m`` matrix with ones on diagonal ``k`` (the main one by default), float64
     unless ``dtype`` or ``en.set_default_dtype`` says otherwise.
 

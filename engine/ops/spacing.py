@@ -5,7 +5,10 @@ Example:
     >>> en.linspace(0.0, 1.0, 5).numpy()
     array([0.  , 0.25, 0.5 , 0.75, 1.  ])
 """
+from __future__ import annotations
+
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +20,12 @@ from ..op import Op, declare, register
 from ._args import at_user_line
 from .cumulative import as_tensor
 from . import compare, creation, elementwise, manipulation, math_unary, shape_ops
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..contracts import DTypeLike
+    from ..tensor import Tensor
 
 
 def _linspace_eval(*, start, stop, num, endpoint, dtype):
@@ -100,7 +109,8 @@ def _number(name, value, what):
     return float(value) if isinstance(value, (float, np.floating)) else int(value)
 
 
-def linspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             dtype: DTypeLike = None, axis: int = 0) -> Tensor:
     """``num`` evenly spaced numbers from ``start`` to ``stop`` (included unless
     ``endpoint=False``), like ``np.linspace``; float64 (or the ``en.set_default_dtype``
     dtype) unless ``dtype`` is given.

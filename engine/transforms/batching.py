@@ -13,7 +13,11 @@ Elementwise ops and reductions need no declared rule: their flags say how
 they batch (:func:`default_rule`). An op with neither falls back to a loop
 over the batch whose results are stacked; a warning names the op once.
 """
+from __future__ import annotations
+
 import functools
+from collections.abc import Callable
+from typing import Any
 
 from .. import ops
 from ..autodiff.custom import custom_gradient
@@ -295,7 +299,7 @@ def _out_axes_for(spec, tree, n):
     return _axes_for(spec, template, "out_axes")
 
 
-def vmap(f, in_axes=0, out_axes=0):
+def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
     """Vectorize ``f`` over an axis of its arguments: ``vmap(f)(X)`` stacks ``f(x)`` over
     the rows ``x`` of ``X``, computed by batched ops in one pass.
 

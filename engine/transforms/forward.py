@@ -12,9 +12,13 @@ An op with no ``jvp`` rule falls back to the double-VJP trick: the VJP ``u ->
 J^T u`` is linear in ``u``, so its own VJP applied to the tangent is ``J t``.
 That costs a backward pass of the op's VJP; a warning names the op once.
 """
+from __future__ import annotations
+
 import contextlib
 import contextvars
 import functools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
@@ -305,7 +309,8 @@ def _check_pair(name, p, t, where):
                          f"{tuple(p.shape)}")
 
 
-def jvp(f, primals, tangents, has_aux=False):
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple[Any, ...]:
     """``(f(*primals), J_f(primals) @ tangents)``: the Jacobian-vector product by forward mode.
 
     ``primals`` and ``tangents`` are tuples (or lists) of the same structure, one

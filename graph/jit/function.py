@@ -17,6 +17,8 @@ import importlib
 import logging
 import threading
 import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from engine import backend as backends
 from engine import trace_state
@@ -356,8 +358,11 @@ def _backend_of(name, tensors):
     return found or backends.NUMPY
 
 
-def function(fn=None, *, input_signature=None, optimize=True, passes=None, max_traces=8,
-             max_cached_traces=None, autograph=True):
+def function(fn: Callable[..., Any] | None = None, *,
+             input_signature: Sequence[Any] | None = None, optimize: bool = True,
+             passes: Sequence[Any] | None = None, max_traces: int = 8,
+             max_cached_traces: int | None = None,
+             autograph: bool = True) -> Function | Callable[[Callable[..., Any]], Function]:
     """Compile ``fn`` to a graph, traced once per input signature.
 
     Usable as ``@en.function`` or ``en.function(fn, input_signature=[...])``.
