@@ -21,6 +21,7 @@ Example:
 """
 import dataclasses
 import math
+from typing import Any
 
 from engine.errors import EngineError, InvalidArgumentError
 
@@ -46,12 +47,12 @@ class Region:
     threads: object = None
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[Any, ...] | None:
         """The region's shape (every member has it); None when there are no members."""
         return tuple(self.members[-1].shape) if self.members else None
 
     @property
-    def size(self):
+    def size(self) -> int | None:
         """Elements of the region's shape; 0 where a dim is unknown, None without members."""
         shape = self.shape
         if shape is None:
@@ -59,11 +60,11 @@ class Region:
         return 0 if None in shape else math.prod(shape)
 
     @property
-    def n_ops(self):
+    def n_ops(self) -> int:
         return len(self.members)
 
     @property
-    def one_value(self):
+    def one_value(self) -> bool:
         """Whether the region has one result, a value (not a reduction)."""
         return len(self.outputs) == 1 and self.outputs[0][1] is None
 
@@ -82,26 +83,26 @@ class Lowering:
     """
 
     name: str | None = None
-    priority = 100
-    auto = True
-    groups_regions = True
-    writes_graphs = False
-    background = False
+    priority: int = 100
+    auto: bool = True
+    groups_regions: bool = True
+    writes_graphs: bool = False
+    background: bool = False
 
-    def available(self):
+    def available(self) -> bool:
         """Whether this lowering can run here (its compiler or library is found)."""
         return True
 
-    def saved_per_call(self, region):
+    def saved_per_call(self, region: Region) -> float:
         """Seconds one call of ``region`` saves over the numpy lowering (at most 0: nothing
         to gain, whatever the run's length; the policy then writes no source)."""
         return 0.0
 
-    def build_seconds(self, region, source):
+    def build_seconds(self, region: Region, source: str) -> float:
         """Seconds building ``source`` costs (0 when it is on disk already)."""
         return 0.0
 
-    def cost(self, region, calls, source=None):
+    def cost(self, region: Region, calls: int, source: str | None = None) -> float:
         """Estimated seconds that ``calls`` calls of ``region`` cost beyond the numpy
         lowering's, building included (negative: it pays). Without ``source`` the build
         is left out: a lower bound, so the policy writes no source for a region that can
@@ -109,18 +110,18 @@ class Lowering:
         build = 0.0 if source is None else self.build_seconds(region, source)
         return build - self.saved_per_call(region) * calls
 
-    def region_source(self, region):
+    def region_source(self, region: Region) -> str:
         """The source of ``region``'s kernel; raises :class:`Unsupported` naming what it
         cannot write."""
         raise Unsupported(f"the {self.name} lowering writes no fused regions")
 
-    def build_region(self, region, source):
+    def build_region(self, region: Region, source: str) -> Any:
         """The kernel for ``region`` from ``source``: an object with ``out_impl`` (inputs,
         then one output array per result, None to allocate), ``source`` and ``backend``;
         None where the build is refused (the numpy lowering then runs the region)."""
         return None
 
-    def build_in_background(self, region, source):
+    def build_in_background(self, region: Region, source: str) -> Any:
         """The kernel built on the hot swap's thread (``background`` lowerings): may raise,
         and the hot swap then warns once and keeps the numpy kernel."""
         return self.build_region(region, source)
@@ -129,7 +130,7 @@ class Lowering:
 _REGISTRY: dict[str, Lowering] = {}
 
 
-def register(lowering):
+def register(lowering: Lowering) -> Lowering:
     """Add ``lowering`` (a :class:`Lowering` instance) under its name; returns it.
 
     Example:
@@ -148,17 +149,17 @@ def register(lowering):
     return lowering
 
 
-def unregister(name):
+def unregister(name: str) -> None:
     """Remove the lowering registered as ``name`` (nothing if there is none)."""
     _REGISTRY.pop(name, None)
 
 
-def registered():
+def registered() -> dict[str, Lowering]:
     """``{name: lowering}``, in the order the policy tries them under "auto"."""
     return dict(sorted(_REGISTRY.items(), key=lambda item: item[1].priority))
 
 
-def get(name):
+def get(name: str) -> Lowering:
     """The lowering registered as ``name``; raises ``InvalidArgumentError`` naming those
     there are."""
     try:
