@@ -76,8 +76,25 @@ def _lazy_edges(files):
 
 
 def _imports(tree):
-    """Every import statement in ``tree``, at any depth."""
-    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    """Every import statement in ``tree``, at any depth, except those under
+    ``if TYPE_CHECKING:``: read by the type checker only, they never run, so they make
+    no import order (``engine/ops/creation.py`` names ``Tensor`` in its annotations)."""
+    type_only = {id(n) for block in ast.walk(tree)
+                 if isinstance(block, ast.If) and _is_type_checking(block.test)
+                 for stmt in block.body for n in ast.walk(stmt)}
+    return [n for n in ast.walk(tree)
+            if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in type_only]
+
+
+def _is_type_checking(test):
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def test_type_only_imports_make_no_edge():
+    tree = ast.parse("import a\nif TYPE_CHECKING:\n    import b\nelse:\n    import c\n"
+                     "if typing.TYPE_CHECKING:\n    from d import e\n")
+    assert sorted(n.names[0].name for n in _imports(tree)) == ["a", "c"]
 
 
 def _late_imports(tree):
