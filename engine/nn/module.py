@@ -22,9 +22,13 @@ Example:
     >>> m(en.tensor([3.0])).numpy()
     array([7.])
 """
+from __future__ import annotations
+
 import enum
 import types
 from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +54,7 @@ class Module:
     retrace. Arrays held as attributes are not guarded: hold a Variable instead.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.training = True
 
     # -- mode flag and trace guards --------------------------------------------------------
@@ -88,7 +92,7 @@ class Module:
     def forward(self, *args, **kwargs):
         raise UnimplementedError(f"{type(self).__name__} must define forward()")
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._run(self.forward, args, kwargs)
 
     def _run(self, forward, args, kwargs):
@@ -118,7 +122,7 @@ class Module:
             if not name.startswith("_") and name != "training":
                 yield name, value
 
-    def named_children(self):
+    def named_children(self) -> list[tuple[str, Module]]:
         """``(name, module)`` for the modules held directly (in attributes, lists, dicts)."""
         out = []
         for name, value in self._public_items():
@@ -127,13 +131,14 @@ class Module:
                     out.append((sub, leaf))
         return out
 
-    def children(self):
+    def children(self) -> list[Module]:
         """The modules held directly by this one."""
         return [m for _, m in self.named_children()]
 
-    def named_modules(self, prefix=""):
+    def named_modules(self, prefix: str = "") -> list[tuple[str, Module]]:
         """``(dotted name, module)`` for this module (name ``""``) and every one below it."""
-        out, seen = [], set()
+        out: list[tuple[str, Module]] = []
+        seen: set[int] = set()
 
         def visit(module, name):
             if id(module) in seen:
@@ -146,13 +151,15 @@ class Module:
         visit(self, prefix)
         return out
 
-    def modules(self):
+    def modules(self) -> list[Module]:
         """This module and every module below it, each once."""
         return [m for _, m in self.named_modules()]
 
-    def named_variables(self):
+    def named_variables(self) -> list[tuple[str, Variable]]:
         """``(dotted name, Variable)`` for every variable in the tree, each listed once."""
-        out, seen, visited = [], set(), set()
+        out: list[tuple[str, Variable]] = []
+        seen: set[int] = set()
+        visited: set[int] = set()
 
         def visit(module, prefix):
             if id(module) in visited:
@@ -171,38 +178,38 @@ class Module:
         return out
 
     @property
-    def variables(self):
+    def variables(self) -> list[Variable]:
         """Every variable (trainable or not, such as BatchNorm's running statistics)."""
         return [v for _, v in self.named_variables()]
 
     @property
-    def trainable_variables(self):
+    def trainable_variables(self) -> list[Variable]:
         """The variables an optimizer should update (``trainable=True``)."""
         return [v for _, v in self.named_variables() if v.trainable]
 
-    def num_parameters(self, trainable_only=False):
+    def num_parameters(self, trainable_only: bool = False) -> int:
         """The number of scalar entries in the (trainable) variables."""
         vs = self.trainable_variables if trainable_only else self.variables
         return int(sum(int(np.prod(v.shape)) for v in vs))
 
     # -- modes --------------------------------------------------------------------------
-    def train(self, mode=True):
+    def train(self, mode: bool = True) -> Module:
         """Put this module and every module below it in training mode. Returns ``self``."""
         for m in self.modules():
             m.training = bool(mode)
         return self
 
-    def eval(self):
+    def eval(self) -> Module:
         """Put the whole tree in evaluation mode (``train(False)``). Returns ``self``."""
         return self.train(False)
 
     # -- state ---------------------------------------------------------------------------
-    def state_dict(self):
+    def state_dict(self) -> OrderedDict[str, np.ndarray]:
         """An ordered ``{dotted name: numpy array}`` copy of every variable's value."""
         return OrderedDict((name, np.array(v.numpy(), copy=True))
                            for name, v in self.named_variables())
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, Any]) -> Module:
         """Assign every variable from ``state`` (as :meth:`state_dict` makes it).
 
         The names must match exactly and each value must have its variable's
@@ -217,7 +224,7 @@ class Module:
         return self
 
     # -- printing --------------------------------------------------------------------------
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         """The text inside this module's parentheses (its settings); override per layer."""
         return ""
 
