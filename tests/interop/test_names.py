@@ -12,9 +12,10 @@ import engine as en
 import engine.array_api as xp
 from engine import names, numpy_dispatch
 from engine.array_api._lookup import standard_function
+from support.paths import REPO
 
 _HERE = pathlib.Path(__file__).parent
-_ENGINE = _HERE.parent / "engine"
+_ENGINE = pathlib.Path(REPO) / "engine"
 
 
 def _reference():

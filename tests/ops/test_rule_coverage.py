@@ -18,9 +18,10 @@ from engine.op import REGISTRY, RULE_KINDS, Op
 from engine.graph.ir.graph_ops import STRUCTURAL
 from engine.graph.export.onnx_export import PATTERNS, not_exported
 from op_db import OPS_BY_NAME, seeded_rng
+from support.paths import REPO
 
 ALL_OPS = {**REGISTRY, **STRUCTURAL}
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(REPO)
 
 
 def _fusable(op):
