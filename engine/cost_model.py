@@ -23,6 +23,8 @@ import contextlib
 import dataclasses
 import numbers
 
+from .errors import ArgumentTypeError, InvalidArgumentError
+
 # The machines the figures were measured on (docs/measurements.md names each section's).
 EPYC = "2-core AMD EPYC VM (AVX2)"
 EPYC_512 = "2-core AMD EPYC VM (Zen 5, AVX-512)"
@@ -270,10 +272,10 @@ def _checked(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or (
             integral and not isinstance(value, numbers.Integral)):
         kind = "an integer" if integral else "a number"
-        raise TypeError(f"threshold {name!r} takes {kind} ({threshold.unit}), "
+        raise ArgumentTypeError(f"threshold {name!r} takes {kind} ({threshold.unit}), "
                         f"not {value!r}")
     if value < 0:
-        raise ValueError(f"threshold {name!r} cannot be negative, got {value!r}")
+        raise InvalidArgumentError(f"threshold {name!r} cannot be negative, got {value!r}")
     return int(value) if integral else float(value)
 
 

@@ -38,6 +38,8 @@ Example (a toy dialect, to show the layout):
 """
 import numpy as np
 
+from engine.errors import UnimplementedError
+
 from .plugin import Unsupported
 
 # float32 partial sums hold at most this many rows before they move into float64.
@@ -71,7 +73,7 @@ class Dialect:
         """Raise :class:`Unsupported` for a region this dialect cannot write."""
 
     def signature(self, name, inputs, values, sums):
-        raise NotImplementedError
+        raise UnimplementedError(f"{type(self).__name__} must define signature() (a loop dialect's part)")
 
     def partial(self, j, member, length):
         """Lines making the partial sums of reduction ``j`` (a row of ``length``)."""
@@ -83,7 +85,7 @@ class Dialect:
 
     def element(self, k, node, shape, loops):
         """Input ``k`` (of ``node.shape``, broadcast to ``shape``) at the loop indices."""
-        raise NotImplementedError
+        raise UnimplementedError(f"{type(self).__name__} must define element() (a loop dialect's part)")
 
     def aliased(self, j, shape, loops):
         """Value result ``j``'s array read at the loop indices (an input aliased to it)."""
@@ -94,17 +96,17 @@ class Dialect:
 
     def define(self, k, member, args):
         """The line computing member ``k`` from its inputs' expressions ``args``."""
-        raise NotImplementedError
+        raise UnimplementedError(f"{type(self).__name__} must define define() (a loop dialect's part)")
 
     def store(self, j, shape, loops, value):
-        raise NotImplementedError
+        raise UnimplementedError(f"{type(self).__name__} must define store() (a loop dialect's part)")
 
     def accumulate(self, j, loop, value):
         raise Unsupported("this lowering writes no reductions")
 
     def open_loop(self, k, extent):
         """Loop ``k``'s header; loop 0's ``extent`` is ``"hi"`` (it runs from ``lo``)."""
-        raise NotImplementedError
+        raise UnimplementedError(f"{type(self).__name__} must define open_loop() (a loop dialect's part)")
 
     def close_loop(self):
         """The line closing a loop, or None where indentation closes it."""
