@@ -88,7 +88,7 @@ def compile_numba(graph):
     """Replace the graph, or each of its scans, by one compiled node where the policy
     says so (module docstring). Returns True if anything was replaced."""
     mode = policy.graph_mode()
-    if mode is None or getattr(graph, "backend", NUMPY) is not NUMPY or \
+    if mode is None or not getattr(graph, "backend", NUMPY).compiled_lowerings or \
             not numba_available():
         return False
     whole = _whole_graph(graph)
