@@ -13,9 +13,11 @@ def check_numerics(enabled=True):
 
     Example:
         >>> import engine as en
-        >>> with en.debug.check_numerics():  # doctest: +SKIP
+        >>> with en.debug.check_numerics():
         ...     en.log(en.tensor(-1.0))
-        NumericsError: check_numerics: op 'log' produced NaN ...
+        Traceback (most recent call last):
+          ...
+        engine.errors.NumericsError: check_numerics: op 'log' produced NaN ...
     """
     token = config._check_numerics.set(bool(enabled))
     try:

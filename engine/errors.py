@@ -129,8 +129,12 @@ def user_frame(depth=1):
     """Return ``(filename, lineno, function)`` of the innermost caller outside the engine.
 
     Example:
-        >>> user_frame()  # doctest: +SKIP
-        ('/home/me/model.py', 12, 'forward')
+        >>> def forward():            # a user's function (here, this example's own)
+        ...     return user_frame()
+        >>> forward()[2]
+        'forward'
+
+        From a user's file it reads like ``('/home/me/model.py', 12, 'forward')``.
     """
     frame = sys._getframe(depth)
     while frame is not None and is_engine_file(frame.f_code.co_filename):

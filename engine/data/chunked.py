@@ -16,9 +16,9 @@ share a batch. Without shuffling the batches are exactly those over the same
 rows in numpy, so training follows the same path.
 
 Example:
-    >>> import dask.array as da, numpy as np, engine as en      # doctest: +SKIP
-    >>> x = da.from_array(np.arange(20.0).reshape(10, 2), chunks=(4, 2))  # doctest: +SKIP
-    >>> [xb.shape for xb in en.data.batches(x, 3)]               # doctest: +SKIP
+    >>> import dask.array as da, numpy as np, engine as en
+    >>> x = da.from_array(np.arange(20.0).reshape(10, 2), chunks=(4, 2))
+    >>> [tuple(xb.shape) for xb in en.data.batches(x, 3)]
     [(3, 2), (3, 2), (3, 2), (1, 2)]
 """
 import concurrent.futures

@@ -39,10 +39,10 @@ def load_mnist(directory, split=None):
     ``t10k-labels-idx1-ubyte``. A missing, truncated or malformed file raises
     an error naming the file and what is wrong with it.
 
-    Example:
-        >>> (x, y), (xt, yt) = load_mnist("~/data/mnist")   # doctest: +SKIP
-        >>> x.shape, x.dtype, y.dtype                           # doctest: +SKIP
-        ((60000, 784), dtype('float32'), dtype('int64'))
+    Example (with MNIST's four files in ``~/data/mnist``)::
+
+        (x, y), (xt, yt) = load_mnist("~/data/mnist")
+        x.shape, x.dtype, y.dtype     # ((60000, 784), dtype('float32'), dtype('int64'))
     """
     directory = os.path.expanduser(os.fspath(directory))
     if not os.path.isdir(directory):
@@ -92,7 +92,12 @@ def read_idx(path, expect_magic=None):
     can inflate to, is refused before its data is read.
 
     Example:
-        >>> read_idx("train-labels-idx1-ubyte", expect_magic=2049)[:3]  # doctest: +SKIP
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "labels-idx1-ubyte")
+        >>> header = np.array([2049, 3], ">i4").tobytes()   # magic, then the count
+        >>> with open(path, "wb") as f:
+        ...     _ = f.write(header + bytes([5, 0, 4]))
+        >>> read_idx(path, expect_magic=2049)
         array([5, 0, 4], dtype=uint8)
     """
     name = os.path.basename(path)
