@@ -74,8 +74,11 @@ class Optimizer:
         """A non-trainable variable shaped like ``var`` (zeros unless ``init``)."""
         value = np.zeros(var.shape, dtype=dtype or var.dtype) if init is None else init
         backend = var.backend if isinstance(var, Variable) else None
-        if backend is not None and not backend.numpy_arrays and isinstance(value, np.ndarray):
-            value = backend.from_numpy(value)   # the slot lives where its variable does
+        if backend is not None and not backend.numpy_arrays and \
+                isinstance(value, (np.ndarray, np.generic)):
+            # the slot lives where its variable does (a numpy scalar, e.g. Adam's step
+            # count, too)
+            value = backend.from_numpy(np.asarray(value))
         return Variable(value, name=f"{self.name}/{var.name}/{name}", trainable=False)
 
     def variables(self):
