@@ -16,6 +16,7 @@ import pytest
 import engine as en
 from bench.workloads.rnn import gru_cell
 from op_db import ALL_ENTRIES, F64, I64, BOOL, seeded_rng, to_engine
+from support.op_checks import get_leaf
 
 B = 3
 
@@ -36,10 +37,6 @@ def _batch_positions(args):
         elif isinstance(a, (list, tuple)) and any(isinstance(b, np.ndarray) for b in a):
             out += [(i, j) for j, b in enumerate(a) if isinstance(b, (np.ndarray, np.generic))]
     return out
-
-
-def _get(args, path):
-    return args[path[0]] if len(path) == 1 else args[path[0]][path[1]]
 
 
 def _with(args, paths, values):
@@ -68,7 +65,7 @@ def _stacked_cases(info):
         paths = _batch_positions(samples[0].args)
         if not paths or any(_batch_positions(s.args) != paths for s in samples):
             continue
-        leaves = [[np.asarray(_get(s.args, p)) for s in samples] for p in paths]
+        leaves = [[np.asarray(get_leaf(s.args, p)) for s in samples] for p in paths]
         if any(len({x.shape for x in per}) != 1 for per in leaves):
             continue
         yield samples, paths, leaves
