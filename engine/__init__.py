@@ -53,6 +53,8 @@ from .transforms.checkpoint import policies as checkpoint_policies
 from . import debug
 from . import warning_location
 warning_location.install()   # numpy's warnings inside kernels name the user's line
+from .interop import einops_hook as _einops_hook
+_einops_hook.install()   # einops knows tensors once (if ever) it is imported
 from . import random
 from . import optim, data  # noqa: E402
 # The layers package; an absolute import, because ``from .ops import *`` above bound the name
