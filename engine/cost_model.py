@@ -93,7 +93,7 @@ THRESHOLDS = (
     Threshold("compile_calls", 100, "calls", EPYC, "2026-12-01", "ddc16f9",
               "under en.config.lowering 'auto' code is compiled where what it saves over "
               "this many calls exceeds its compile time",
-              "graph/lowering/compile_numba.py, graph/lowering/policy.py"),
+              "graph/lowering/numba/whole_graph.py, graph/lowering/policy.py"),
     Threshold("long_run_calls", 1000, "calls", EPYC_512, "2026-12-04", "6b051de",
               "a fused kernel that pays in C only over this many calls starts with numpy and "
               "moves to C in the background once hot",
@@ -104,22 +104,22 @@ THRESHOLDS = (
     Threshold("whole_graph_small_elements", 1 << 16, "elements", EPYC, "2026-12-01", "ddc16f9",
               "a graph (or scan) whose values hold at most this many elements each is "
               "compiled whole with numba: numpy's per-call overhead is its cost",
-              "graph/lowering/compile_numba.py"),
+              "graph/lowering/numba/whole_graph.py"),
     Threshold("whole_graph_max_elements", 1 << 18, "elements", EPYC_512, "2026-12-02",
               "e291c14",
               "a graph with values up to this many elements and no product OpenBLAS would "
               "thread is compiled whole too ((400, 300) elementwise: 549 against 705 us)",
-              "graph/lowering/compile_numba.py"),
+              "graph/lowering/numba/whole_graph.py"),
     Threshold("numba_max_source_lines", 600, "lines", EPYC, "2026-12-01", "bda1d27",
               "a region over this many lines of numba source is compiled in parts (numba's "
               "compile time grows faster than its length)",
-              "graph/lowering/compile_numba.py"),
+              "graph/lowering/numba/whole_graph.py"),
     Threshold("numba_compile_seconds", 1.0, "seconds", EPYC, "2026-12-01", "ddc16f9",
               "the fixed part of numba's estimated compile time for a region",
-              "graph/lowering/compile_numba.py, graph/lowering/numba/lowering.py"),
+              "graph/lowering/numba/whole_graph.py, graph/lowering/numba/lowering.py"),
     Threshold("numba_compile_seconds_per_line", 0.1, "seconds", EPYC, "2026-12-01", "ddc16f9",
               "numba's estimated compile time per line of source",
-              "graph/lowering/compile_numba.py, graph/lowering/numba/lowering.py"),
+              "graph/lowering/numba/whole_graph.py, graph/lowering/numba/lowering.py"),
     Threshold("numba_import_seconds", 1.0, "seconds", EPYC, "2026-12-01", "9bfc43a",
               "the cost of importing numba, counted when it is not imported yet",
               "graph/lowering/numba/lowering.py, graph/lowering/numba/numba_fused.py"),
@@ -130,7 +130,7 @@ THRESHOLDS = (
               "graph/lowering/numba/lowering.py, graph/lowering/numba/numba_fused.py"),
     Threshold("numpy_call_seconds", 1.5e-6, "seconds", EPYC_512, "2026-12-02", "e9b2465",
               "the overhead of one numpy call, saved per op by a compiled kernel or graph",
-              "graph/lowering/compile_numba.py, graph/lowering/numba/lowering.py, "
+              "graph/lowering/numba/whole_graph.py, graph/lowering/numba/lowering.py, "
               "graph/lowering/numba/numba_fused.py"),
     Threshold("numba_call_seconds", 2e-6, "seconds", EPYC_512, "2026-12-02", "e9b2465",
               "the overhead of one call of a numba-compiled fused kernel (tanh(a + b) over "
@@ -151,7 +151,7 @@ THRESHOLDS = (
               "2026-12-01", "adf85fd",
               "OpenBLAS runs a product on all its threads above this work (its "
               "SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD, read from its source)",
-              "graph/lowering/compile_numba.py"),
+              "graph/lowering/numba/whole_graph.py"),
     Threshold("parallel_matmul_min_work", 1 << 25, "multiply-adds", EPYC, "2026-12-01",
               "91623f5",
               "a graph matrix product of at least this work is split by rows over the "

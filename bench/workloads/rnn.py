@@ -276,7 +276,7 @@ def _engine_mode(mode, problem):
 
     cell_fn = {"gru": gru_cell, "lstm": lstm_cell, "tanh": tanh_cell}[problem.cell]
     if mode in COMPILED_MODES:
-        from engine.graph.lowering.compile_numba import numba_available
+        from engine.graph.lowering.numba.whole_graph import numba_available
         if not numba_available():
             return "numba is not installed (pip install '.[jit]')"
     params, xs, targets = problem.arrays()

@@ -28,7 +28,7 @@ from engine.config import config
 
 from ..passes.batch_products import batch_products
 from ..passes.constant_folding import constant_folding
-from .compile_numba import compile_numba
+from .numba.whole_graph import compile_numba
 from ..passes.cse import cse
 from ..passes.dce import dce
 from .fusion import fusion

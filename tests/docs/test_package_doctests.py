@@ -37,7 +37,7 @@ def test_files_under_tests_are_collected_as_tests_only():
 
 def test_the_default_run_includes_the_package_doctests():
     ids = collected()
-    assert "graph/lowering/compile_numba.py::engine.graph.lowering.compile_numba" in ids
+    assert "graph/lowering/numba/whole_graph.py::engine.graph.lowering.numba.whole_graph" in ids
     assert any(i.startswith("engine/") for i in ids) and any(i.startswith("tests/") for i in ids)
 
 

@@ -25,7 +25,7 @@ log = logging.getLogger("engine.graph")
 def _whole_graph_pass():
     # The pass that writes whole graphs holds the test hook ``numba_available``; loaded
     # by name, since it imports this folder.
-    return importlib.import_module("engine.graph.lowering.compile_numba")
+    return importlib.import_module("engine.graph.lowering.numba.whole_graph")
 
 
 class NumbaLowering(Lowering):

@@ -20,7 +20,7 @@ from support.paths import REPO
 
 c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
 c_fused = importlib.import_module("engine.graph.lowering.c.c_fused")
-compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
+compile_numba = importlib.import_module("engine.graph.lowering.numba.whole_graph")
 
 pytestmark = pytest.mark.skipif(not c_compiler.available(),
                                 reason="the C lowering needs a C compiler (gcc or cc)")

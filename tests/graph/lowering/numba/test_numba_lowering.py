@@ -18,7 +18,7 @@ from support.paths import REPO
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
-compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
+compile_numba = importlib.import_module("engine.graph.lowering.numba.whole_graph")
 ROOT = pathlib.Path(REPO)
 # The numeric suite's tolerances (tests/ops/test_ops_numeric.py).
 TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}

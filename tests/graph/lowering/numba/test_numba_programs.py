@@ -21,7 +21,7 @@ from support.programs import BIG_SHAPES, big_reshapes, flat, program_case, progr
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
-compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
+compile_numba = importlib.import_module("engine.graph.lowering.numba.whole_graph")
 
 # The numeric suite's float64 tolerances (tests/ops/test_ops_numeric.py); the compiled code
 # sums in another order than numpy's pairwise sums.

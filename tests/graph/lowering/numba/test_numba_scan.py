@@ -12,7 +12,7 @@ from bench.workloads import rnn
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
-compile_numba = importlib.import_module("engine.graph.lowering.compile_numba")
+compile_numba = importlib.import_module("engine.graph.lowering.numba.whole_graph")
 numba_blas = importlib.import_module("engine.graph.lowering.numba.numba_blas")
 SMALL = {"steps": 6, "batch": 3, "hidden": 5, "features": 4, "repeats": 1}
 CELLS = {"gru": rnn.gru_cell, "lstm": rnn.lstm_cell, "tanh": rnn.tanh_cell}

@@ -47,10 +47,10 @@ from engine.op import Op
 from engine.shapes import size_of
 
 # None of these imports numba until it compiles.
-from . import policy
-from .numba import numba_blas, numba_cache, numba_source
-from ..ir.graph_ops import constant_op, placeholder_op, unpack_op
-from .parallel import product_work
+from .. import policy
+from . import numba_blas, numba_cache, numba_source
+from ...ir.graph_ops import constant_op, placeholder_op, unpack_op
+from ..parallel import product_work
 
 # The policy's figures, measured on the benchmark machine (README, "rnn"): the numpy
 # lowering spends 1.5-3 us per op on arrays of a few thousand elements; importing numba
