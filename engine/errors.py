@@ -80,6 +80,12 @@ class UnsupportedError(EngineError, TypeError):
     A ``TypeError``, as numpy's own "no implementation found" is."""
 
 
+class UnsupportedAttributeError(UnsupportedError, AttributeError):
+    """An ndarray attribute tensors refuse on purpose (``t.strides``, ``t.flags``): the
+    message says why and points to ``t.numpy()``. An ``AttributeError`` too, so
+    ``hasattr(t, "strides")`` and ``getattr(t, "base", None)`` keep working."""
+
+
 class InvalidArgumentError(EngineError, ValueError):
     """An argument's value is not one the function accepts (a negative learning rate,
     an unknown option name); a ``ValueError``, as Python's own functions raise."""

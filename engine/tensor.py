@@ -29,16 +29,18 @@ from .backend import NUMPY
 from .devices import check_device
 from .errors import (ArgumentTypeError, InvalidArgumentError, ShapeError, SharingError,
                      TracingError, format_location, user_frame)
-from .lifting import NESTED_TYPES, TensorLike, as_array, caller_can_write, holds_tensors
+from .lifting import NESTED_TYPES, as_array, caller_can_write, holds_tensors
 from .numpy_conversion import check_conversion as _check_conversion
 from .recording import active_tapes as _active_tapes
+from .tensor_methods import NdarrayMethods
 
 if TYPE_CHECKING:
     from .contracts import DTypeLike
 
 
-class TensorOps(TensorLike):
-    """Operators and methods shared by :class:`Tensor` and ``Variable``."""
+class TensorOps(NdarrayMethods):
+    """Operators and methods shared by :class:`Tensor` and ``Variable`` (ndarray's
+    methods, with numpy's arguments, are in engine/tensor_methods.py)."""
 
     __slots__ = ()
     __array_priority__ = 100  # so ndarray + tensor defers to the tensor
@@ -101,15 +103,6 @@ class TensorOps(TensorLike):
     def ndim(self):
         return len(self.shape)
 
-    @property
-    def size(self):
-        n = 1
-        for d in self.shape:
-            if d is None:
-                return None
-            n *= d
-        return n
-
     def __len__(self):
         if not self.shape:
             raise ArgumentTypeError("len() of a 0-d tensor")
@@ -117,30 +110,12 @@ class TensorOps(TensorLike):
             raise TracingError("len() of a tensor whose first dimension is unknown while tracing")
         return self.shape[0]
 
-    def sum(self, axis=None, keepdims=False): return _ops.sum(self, axis=axis, keepdims=keepdims)
-    def mean(self, axis=None, keepdims=False): return _ops.mean(self, axis=axis, keepdims=keepdims)
-    def max(self, axis=None, keepdims=False): return _ops.max(self, axis=axis, keepdims=keepdims)
-    def min(self, axis=None, keepdims=False): return _ops.min(self, axis=axis, keepdims=keepdims)
-    def prod(self, axis=None, keepdims=False): return _ops.prod(self, axis=axis, keepdims=keepdims)
-    def argmax(self, axis=None, keepdims=False): return _ops.argmax(self, axis=axis, keepdims=keepdims)
-    def argmin(self, axis=None, keepdims=False): return _ops.argmin(self, axis=axis, keepdims=keepdims)
-    def reshape(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = shape[0]
-        return _ops.reshape(self, shape)
-    def transpose(self, *axes):
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = axes[0]
-        return _ops.transpose(self, axes or None)
-    def astype(self, dtype): return _ops.cast(self, dtype)
     def exp(self): return _ops.exp(self)
     def log(self): return _ops.log(self)
     def sqrt(self): return _ops.sqrt(self)
     def tanh(self): return _ops.tanh(self)
     def sigmoid(self): return _ops.sigmoid(self)
     def relu(self): return _ops.relu(self)
-    def squeeze(self, axis=None): return _ops.squeeze(self, axis)
-    def flatten(self): return _ops.reshape(self, (-1,))
 
     # -- the Python Array API standard ------------------------------------------
     def __array_namespace__(self, *, api_version=None):
@@ -282,12 +257,6 @@ class Tensor(TensorOps):
     def __dlpack_device__(self):
         """``(1, 0)``: DLPack's CPU device, number 0."""
         return (1, 0)
-
-    def item(self):
-        return self.numpy().item()
-
-    def tolist(self):
-        return self.numpy().tolist()
 
     def __float__(self): return float(self._concrete("float()"))
     def __int__(self): return int(self._concrete("int()"))

@@ -45,3 +45,6 @@ from .bitwise import *  # noqa: F401,F403
 from .resize import *  # noqa: F401,F403
 from .complex_parts import *  # noqa: F401,F403
 from . import fft_transforms  # noqa: F401  (registry entries of engine.fft)
+from .nan_reductions import *  # noqa: F401,F403
+from .statistics_quantiles import *  # noqa: F401,F403
+from .statistics_moments import *  # noqa: F401,F403

@@ -1,0 +1,549 @@
+"""ndarray's methods on tensors and variables, with numpy's signatures and semantics.
+
+:class:`NdarrayMethods` is the base of ``engine.tensor.TensorOps``, so tensors
+and variables have them. Each method calls the engine's ops, so it runs
+eagerly, traces inside ``en.function`` and differentiates like the op
+functions. numpy's keywords work as in numpy: ``dtype=``, ``where=`` and
+``initial=`` on reductions, ``mode=`` on ``take`` and ``choose``, ``order=``
+on ``reshape``/``ravel``, ``casting=`` and ``copy=`` on ``astype``. ``out=``
+writes the result into a tensor and returns it, as numpy does. The in-place
+methods (``fill``, ``sort``, ``partition``, ``put``) compute the new values
+with ops and write them with ``t[...] = values``.
+
+The attributes about memory and bytes live in ``engine/tensor_memory.py``.
+
+Example:
+    >>> import engine as en
+    >>> t = en.tensor([[3.0, 1.0], [2.0, 5.0]])
+    >>> t.sum(axis=0, where=[[True, False], [True, True]]).tolist()
+    [5.0, 5.0]
+    >>> t.argsort(axis=None).tolist(), t.ravel(order="F").tolist()
+    ([1, 2, 0, 3], [3.0, 2.0, 1.0, 5.0])
+"""
+import inspect
+
+import numpy as np
+
+from . import numpy_dispatch as _numpy_dispatch
+from . import ops as _ops
+from .errors import (ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeError,
+                     UnsupportedError, format_location, user_frame)
+from .lifting import TensorLike
+from .modes import current_mode
+from .tensor_memory import MemoryAttributes
+
+_NoValue = np._NoValue     # numpy's "not given" for initial= and friends
+_ORDERS = ("C", "F", "A", "K")
+_TAKE_MODES = ("raise", "wrap", "clip")
+# Every sort kind numpy offers may give a stable order, which the engine's sorts give.
+_SORT_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
+_PARTITION_KINDS = ("introselect",)
+
+
+def _at():
+    return f"\n  at {format_location(user_frame())}"
+
+
+def _name(x, method):
+    return f"{type(x).__name__}.{method}"
+
+
+def _into(out, result, what):
+    """``result``, or written into ``out`` (numpy's ``out=``: the same shape) and ``out``."""
+    if out is None:
+        return result
+    if isinstance(out, tuple) and len(out) == 1:     # numpy takes out=(t,) too
+        out = out[0]
+    if not isinstance(out, TensorLike):
+        raise ArgumentTypeError(f"{what}: out= must be a tensor, got {type(out).__name__}"
+                                f"{_at()}")
+    if tuple(out.shape) != tuple(result.shape):
+        raise ShapeError(f"{what}: out= has shape {tuple(out.shape)}, the result has shape "
+                         f"{tuple(result.shape)}{_at()}")
+    out[...] = result
+    return out
+
+
+def _check_order(what, order, allowed=_ORDERS):
+    if order is None and None in allowed:
+        return "C"
+    if order not in allowed:
+        raise InvalidArgumentError(f"{what}: order must be one of "
+                                   f"{', '.join(repr(o) for o in allowed)}, got {order!r}{_at()}")
+    return order
+
+
+def _check_mode(what, mode):
+    if mode not in _TAKE_MODES:
+        raise InvalidArgumentError(f"{what}: mode must be 'raise', 'wrap' or 'clip', "
+                                   f"got {mode!r}{_at()}")
+
+
+def _index_by_mode(indices, n, mode):
+    """``indices`` into ``n`` places: wrapped around (``'wrap'``) or clipped to the ends
+    (``'clip'``, which, as in numpy, reads no index as counting from the end)."""
+    if mode == "wrap":
+        return _ops.mod(indices, n)
+    if mode == "clip":
+        return _ops.clip(indices, 0, n - 1)
+    return indices
+
+
+def _check_sort_args(what, kind, order, kinds):
+    if kind not in kinds:
+        raise InvalidArgumentError(f"{what}: kind must be one of {kinds}, got {kind!r}{_at()}")
+    if order is not None:
+        raise UnsupportedError(f"{what}: order= sorts the fields of a structured dtype, "
+                               f"which tensors do not have{_at()}")
+
+
+def _kth(what, x, kth, axis):
+    """``kth`` (an int or a sequence of them) checked against the axis length, as numpy."""
+    if x.ndim == 0:
+        raise ShapeError(f"{what}: a 0-d tensor has no axis to partition{_at()}")
+    n = x.shape[axis]
+    for k in np.ravel(np.asarray(kth)):
+        if not isinstance(k.item(), int):
+            raise ArgumentTypeError(f"{what}: kth must be integers, got {kth!r}{_at()}")
+        if n is not None and not -n <= k < n:
+            raise InvalidArgumentError(f"{what}: kth={int(k)} is out of bounds for an axis "
+                                       f"of length {n} (shape {x.shape}){_at()}")
+
+
+def _known_values(x):
+    """``x``'s values as a numpy array when they exist (not while tracing), else None:
+    checks that need values run eagerly, as numpy's do."""
+    if not isinstance(x, TensorLike):
+        return np.asarray(x)
+    return np.asarray(x.numpy()) if current_mode().is_concrete else None
+
+
+def _masked_variance(x, axis, ddof, keepdims, where, mean):
+    """numpy's ``var`` with ``where=`` (the elements counted) and ``mean=`` (a mean
+    given with kept dims): the mean of ``|x - mean|**2`` over the counted elements,
+    divided by ``count - ddof`` instead of ``count``."""
+    mask = _ops.broadcast_to(where, x.shape)
+    count = _ops.sum(_ops.cast(mask, "float64"), axis=axis, keepdims=True)
+    if mean is _NoValue:
+        mean = _ops.sum(_ops.where(mask, x, 0), axis=axis, keepdims=True) / count
+    dev = x - mean
+    square = _ops.real(dev * _ops.conj(dev)) if x.dtype.kind == "c" else dev * dev
+    total = _ops.sum(_ops.where(mask, square, 0), axis=axis, keepdims=True)
+    variance = total / _ops.maximum(count - ddof, 0)
+    return variance if keepdims else _ops.squeeze(variance, axis) if axis is not None \
+        else _ops.reshape(variance, ())
+
+
+class NdarrayMethods(MemoryAttributes):
+    """ndarray's methods on engine values (the base of tensors and variables)."""
+
+    __slots__ = ()
+
+    # -- reductions ---------------------------------------------------------------------------
+    def _reduce(self, name, axis, keepdims, dtype, initial, where, out):
+        what = _name(self, name)
+        if initial is _NoValue and where is True:
+            kw = {} if dtype is None else {"dtype": dtype}
+            if dtype is not None and name in ("max", "min", "all", "any"):
+                kw, x = {}, _ops.cast(self, dtype)
+            else:
+                x = self
+            result = getattr(_ops, name)(x, axis=axis, keepdims=keepdims, **kw)
+        else:
+            result = _numpy_dispatch.reduction(name, self, axis=axis, keepdims=keepdims,
+                                               dtype=dtype, initial=initial, where=where,
+                                               what=what)
+        return _into(out, result, what)
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue,
+            where=True):
+        """The sum over ``axis`` (all axes by default), as numpy's ``ndarray.sum``.
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([[1, 2], [3, 4]]).sum(axis=1, initial=10).tolist()
+            [13, 17]
+        """
+        return self._reduce("sum", axis, keepdims, dtype, initial, where, out)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue,
+             where=True):
+        """The product over ``axis``, as numpy's ``ndarray.prod``."""
+        return self._reduce("prod", axis, keepdims, dtype, initial, where, out)
+
+    def max(self, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+        """The maximum over ``axis``, as numpy's ``ndarray.max``."""
+        return self._reduce("max", axis, keepdims, None, initial, where, out)
+
+    def min(self, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+        """The minimum over ``axis``, as numpy's ``ndarray.min``."""
+        return self._reduce("min", axis, keepdims, None, initial, where, out)
+
+    def all(self, axis=None, out=None, keepdims=False, *, where=True):
+        """Whether every element over ``axis`` is true, as numpy's ``ndarray.all``.
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([[1, 0], [2, 3]]).all(axis=1).tolist()
+            [False, True]
+        """
+        return self._reduce("all", axis, keepdims, None, _NoValue, where, out)
+
+    def any(self, axis=None, out=None, keepdims=False, *, where=True):
+        """Whether any element over ``axis`` is true, as numpy's ``ndarray.any``."""
+        return self._reduce("any", axis, keepdims, None, _NoValue, where, out)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+        """The mean over ``axis``, as numpy's ``ndarray.mean``."""
+        return self._reduce("mean", axis, keepdims, dtype, _NoValue, where, out)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+            mean=_NoValue, correction=_NoValue):
+        """The variance over ``axis``, as numpy's ``ndarray.var`` (``ddof`` or its other
+        name ``correction``; ``where=`` the elements counted; ``mean=`` a precomputed mean
+        with kept dims).
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([1.0, 2.0, 3.0, 4.0]).var(ddof=1).item()
+            1.6666666666666667
+        """
+        return _into(out, self._moment("var", axis, dtype, ddof, keepdims, where, mean,
+                                       correction), _name(self, "var"))
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+            mean=_NoValue, correction=_NoValue):
+        """The standard deviation over ``axis``, as numpy's ``ndarray.std`` (the
+        keywords as :meth:`var`'s)."""
+        return _into(out, self._moment("std", axis, dtype, ddof, keepdims, where, mean,
+                                       correction), _name(self, "std"))
+
+    def _moment(self, name, axis, dtype, ddof, keepdims, where, mean, correction):
+        what = _name(self, name)
+        if correction is not _NoValue:
+            if ddof != 0:
+                raise InvalidArgumentError(f"{what}: ddof and correction are the same "
+                                           f"argument; give one{_at()}")
+            ddof = correction
+        x = self if dtype is None else _ops.cast(self, dtype)
+        if where is True and mean is _NoValue:
+            return getattr(_ops, name)(x, axis=axis, ddof=ddof, keepdims=keepdims)
+        mask = where if isinstance(where, TensorLike) else _ops.identity(np.asarray(where))
+        variance = _masked_variance(x, axis, ddof, keepdims, mask, mean)
+        return _ops.sqrt(variance) if name == "std" else variance
+
+    def argmax(self, axis=None, out=None, *, keepdims=False):
+        """The index of the maximum over ``axis`` (of the flattened tensor by default)."""
+        return _into(out, _ops.argmax(self, axis=axis, keepdims=keepdims),
+                     _name(self, "argmax"))
+
+    def argmin(self, axis=None, out=None, *, keepdims=False):
+        """The index of the minimum over ``axis`` (of the flattened tensor by default)."""
+        return _into(out, _ops.argmin(self, axis=axis, keepdims=keepdims),
+                     _name(self, "argmin"))
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        """Running sums along ``axis`` (of the flattened tensor by default).
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([[1, 2], [3, 4]]).cumsum().tolist()
+            [1, 3, 6, 10]
+        """
+        return _into(out, _ops.cumsum(self, axis=axis, dtype=dtype), _name(self, "cumsum"))
+
+    def cumprod(self, axis=None, dtype=None, out=None):
+        """Running products along ``axis`` (of the flattened tensor by default)."""
+        return _into(out, _ops.cumprod(self, axis=axis, dtype=dtype), _name(self, "cumprod"))
+
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        """The sum along a diagonal, as numpy's ``ndarray.trace``."""
+        return _into(out, _ops.trace(self, offset=offset, axis1=axis1, axis2=axis2,
+                                     dtype=dtype), _name(self, "trace"))
+
+    # -- elementwise --------------------------------------------------------------------------
+    def clip(self, min=None, max=None, out=None, **kwargs):
+        """The values limited to ``[min, max]`` (either may be None), as numpy's ``clip``.
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([-1.0, 0.5, 2.0]).clip(0, 1).tolist()
+            [0.0, 0.5, 1.0]
+        """
+        _check_ufunc_keywords(_name(self, "clip"), kwargs)
+        result = _ops.clip(self, min, max) if min is not None or max is not None \
+            else _ops.identity(self)
+        return _into(out, result, _name(self, "clip"))
+
+    def round(self, decimals=0, out=None):
+        """The values rounded to ``decimals`` places (halves to even), as numpy's."""
+        return _into(out, _ops.round(self, decimals), _name(self, "round"))
+
+    def conj(self):
+        """The complex conjugate (the values themselves for real dtypes)."""
+        return _ops.conj(self)
+
+    def conjugate(self):
+        """The complex conjugate, as :meth:`conj`."""
+        return _ops.conj(self)
+
+    @property
+    def real(self):
+        """The real part (the values themselves for real dtypes).
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([1 + 2j]).real.tolist()
+            [1.0]
+        """
+        return _ops.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part (zeros for real dtypes)."""
+        return _ops.imag(self)
+
+    def dot(self, b, out=None):
+        """The dot product with ``b``, as numpy's ``ndarray.dot``."""
+        return _into(out, _ops.dot(self, b), _name(self, "dot"))
+
+    # -- dtype and copies ---------------------------------------------------------------------
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        """The values cast to ``dtype``; with ``copy=False`` the tensor itself when it
+        already has that dtype. ``casting`` refuses casts numpy's rule would refuse.
+
+        Example:
+            >>> import engine as en
+            >>> t = en.tensor([1.5, 2.5])
+            >>> t.astype("int64").tolist(), t.astype("float64", copy=False) is t
+            ([1, 2], True)
+        """
+        what = _name(self, "astype")
+        _check_order(what, order)
+        target = np.dtype(dtype)
+        if not np.can_cast(self.dtype, target, casting=casting):
+            raise DTypeError(f"{what}: cannot cast {self.dtype} to {target} under "
+                             f"casting={casting!r}{_at()}")
+        if target == self.dtype and not copy:
+            return self
+        return _ops.cast(self, target)
+
+    def copy(self, order="C"):
+        """A new tensor with the same values (writing one never changes the other)."""
+        _check_order(_name(self, "copy"), order)
+        return _ops.identity(self)
+
+    def view(self, dtype=None, type=None):
+        """The same values as another tensor object, as numpy's ``view()``: a write
+        through one reaches the other as the engine's basic-index views do. Reading
+        the bytes as another dtype (``view(dtype)``) or as an ndarray subclass is
+        refused: tensors do not reinterpret memory (``t.numpy().view(dtype)`` does)."""
+        if inspect.isclass(dtype) and issubclass(dtype, np.ndarray):   # numpy's view(type)
+            dtype, type = None, dtype
+        if type is not None or (dtype is not None and np.dtype(dtype) != self.dtype):
+            raise UnsupportedError(
+                f"{_name(self, 'view')}: tensors do not reinterpret their memory as another "
+                "dtype or an ndarray subclass; t.astype(dtype) converts the values, "
+                f"t.numpy().view(...) reads the bytes of a numpy copy{_at()}")
+        return self[...]
+
+    # -- shape --------------------------------------------------------------------------------
+    @property
+    def size(self):
+        """The number of elements (None while tracing a tensor with an unknown dim)."""
+        n = 1
+        for d in self.shape:
+            if d is None:
+                return None
+            n *= d
+        return n
+
+    def reshape(self, *shape, order="C", copy=None):
+        """The values in ``shape`` (one dim may be -1), read and written in ``order``:
+        'C' (row-major) or 'F' (column-major), as numpy's ``reshape``.
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([1, 2, 3, 4]).reshape(2, 2, order="F").tolist()
+            [[1, 3], [2, 4]]
+        """
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        order = _check_order(_name(self, "reshape"), order, ("C", "F", "A"))
+        if order == "F":
+            return _ops.transpose(_ops.reshape(_ops.transpose(self), tuple(shape)[::-1]))
+        return _ops.reshape(self, shape)
+
+    def ravel(self, order="C"):
+        """The values as a 1-D tensor in ``order`` ('C' row-major, 'F' column-major; 'A'
+        and 'K' are 'C', a tensor's logical order)."""
+        order = _check_order(_name(self, "ravel"), order)
+        return _ops.reshape(_ops.transpose(self) if order == "F" else self, (-1,))
+
+    def flatten(self, order="C"):
+        """The values as a 1-D tensor, as :meth:`ravel`."""
+        order = _check_order(_name(self, "flatten"), order)
+        return _ops.reshape(_ops.transpose(self) if order == "F" else self, (-1,))
+
+    def transpose(self, *axes):
+        """The axes reversed, or permuted as ``axes`` says."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)) or axes == (None,):
+            axes = axes[0]
+        return _ops.transpose(self, axes or None)
+
+    def swapaxes(self, axis1, axis2):
+        """The tensor with ``axis1`` and ``axis2`` exchanged."""
+        return _ops.swapaxes(self, axis1, axis2)
+
+    def squeeze(self, axis=None):
+        """The tensor without its length-1 axes (or just ``axis``)."""
+        return _ops.squeeze(self, axis)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        """A diagonal of the ``axis1``-``axis2`` planes, as numpy's ``diagonal``."""
+        return _ops.diagonal(self, offset=offset, axis1=axis1, axis2=axis2)
+
+    def repeat(self, repeats, axis=None):
+        """Each element repeated ``repeats`` times along ``axis`` (flattened by default)."""
+        return _ops.repeat(self, repeats, axis=axis)
+
+    # -- selection ----------------------------------------------------------------------------
+    def take(self, indices, axis=None, out=None, mode="raise"):
+        """The elements at ``indices`` along ``axis`` (of the flattened tensor by
+        default); ``mode`` 'wrap' wraps indices around, 'clip' clips them to the ends.
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([10, 20, 30]).take([0, 4, -1], mode="clip").tolist()
+            [10, 30, 10]
+        """
+        what = _name(self, "take")
+        _check_mode(what, mode)
+        n = self.size if axis is None else self.shape[axis]
+        result = _ops.take(self, _index_by_mode(indices, n, mode), axis=axis)
+        return _into(out, result, what)
+
+    def compress(self, condition, axis=None, out=None):
+        """The slices along ``axis`` (elements of the flattened tensor by default) where
+        the 1-D ``condition`` is true, as numpy's ``compress``. The result's length
+        depends on the values, so it needs a concrete condition (not while tracing)."""
+        what = _name(self, "compress")
+        condition = condition if isinstance(condition, TensorLike) else _ops.identity(condition)
+        if condition.ndim != 1:
+            raise ShapeError(f"{what}: condition must be 1-D, got shape {condition.shape}"
+                             f"{_at()}")
+        return _into(out, _ops.take(self, _ops.flatnonzero(condition), axis=axis), what)
+
+    def choose(self, choices, out=None, mode="raise"):
+        """``choices[self[i]][i]`` for each place ``i`` (the index tensor and every
+        choice broadcast together), as numpy's ``choose``.
+
+        Example:
+            >>> import engine as en
+            >>> en.tensor([0, 1, 0]).choose([[1, 2, 3], [10, 20, 30]]).tolist()
+            [1, 20, 3]
+        """
+        what = _name(self, "choose")
+        _check_mode(what, mode)
+        if self.dtype.kind not in "iub":
+            raise DTypeError(f"{what}: the index tensor must have an integer dtype, got "
+                             f"{self.dtype}{_at()}")
+        choices = [choices[i] for i in range(len(choices))]
+        n = len(choices)
+        values = _known_values(self) if mode == "raise" else None
+        if values is not None and values.size and (values.min() < 0 or values.max() >= n):
+            raise InvalidArgumentError(f"{what}: an index is outside [0, {n}) for "
+                                       f"{n} choices{_at()}")
+        index, *arrays = _ops.broadcast_arrays(_index_by_mode(self, n, mode), *choices)
+        stacked = _ops.stack(arrays)
+        picked = _ops.take_along_axis(stacked, _ops.expand_dims(index, 0), axis=0)
+        return _into(out, _ops.reshape(picked, index.shape), what)
+
+    def nonzero(self):
+        """The indices of the nonzero elements, one tensor per axis."""
+        return _ops.nonzero(self)
+
+    def searchsorted(self, v, side="left", sorter=None):
+        """Where ``v``'s elements would go in this sorted 1-D tensor to keep it sorted."""
+        return _ops.searchsorted(self, v, side=side, sorter=sorter)
+
+    # -- sorting ------------------------------------------------------------------------------
+    def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
+        """The indices that sort the values along ``axis`` (the flattened tensor when
+        None), in a stable order whatever ``kind`` says."""
+        _check_sort_args(_name(self, "argsort"), kind, order, _SORT_KINDS)
+        if axis is None:
+            return _ops.argsort(_ops.reshape(self, (-1,)), axis=0)
+        return _ops.argsort(self, axis=axis)
+
+    def argpartition(self, kth, axis=-1, kind="introselect", order=None):
+        """Indices that partition the values along ``axis`` around each ``kth``: the
+        element at ``kth`` is the one a sort would put there, smaller ones come before it
+        and larger ones after, as numpy's ``argpartition`` (whose order within each side
+        is unspecified; here it is sorted)."""
+        what = _name(self, "argpartition")
+        _check_sort_args(what, kind, order, _PARTITION_KINDS)
+        x = _ops.reshape(self, (-1,)) if axis is None else self
+        _kth(what, x, kth, 0 if axis is None else axis)
+        return _ops.argsort(x, axis=0 if axis is None else axis)
+
+    # -- in place -----------------------------------------------------------------------------
+    def fill(self, value):
+        """Write ``value`` into every element (cast to the tensor's dtype), as numpy's
+        ``fill``."""
+        self[...] = value
+
+    def sort(self, axis=-1, kind=None, order=None, *, stable=None):
+        """Sort the values along ``axis`` in place (stably), as numpy's ``ndarray.sort``."""
+        _check_sort_args(_name(self, "sort"), kind, order, _SORT_KINDS)
+        self[...] = _ops.sort(self, axis=axis)
+
+    def partition(self, kth, axis=-1, kind="introselect", order=None):
+        """Partition the values along ``axis`` in place around each ``kth`` (see
+        :meth:`argpartition`)."""
+        what = _name(self, "partition")
+        _check_sort_args(what, kind, order, _PARTITION_KINDS)
+        _kth(what, self, kth, axis)
+        self[...] = _ops.sort(self, axis=axis)
+
+    def put(self, indices, values, mode="raise"):
+        """Write ``values`` at the flat positions ``indices`` (values repeated as
+        needed; with repeated indices the last write wins), as numpy's ``put``."""
+        what = _name(self, "put")
+        _check_mode(what, mode)
+        indices = _ops.reshape(indices if isinstance(indices, TensorLike)
+                               else _ops.identity(np.asarray(indices, dtype=np.int64)), (-1,))
+        if indices.dtype.kind not in "iu":
+            raise DTypeError(f"{what}: indices must be integers, got {indices.dtype}{_at()}")
+        n = self.size
+        known = _known_values(indices) if mode == "raise" else None
+        if known is not None and known.size and (known.min() < -n or known.max() >= n):
+            raise InvalidArgumentError(f"{what}: an index is out of bounds for {n} elements "
+                                       f"(shape {self.shape}){_at()}")
+        indices = _index_by_mode(indices, n, mode)
+        values = _ops.reshape(_ops.cast(values, self.dtype) if isinstance(values, TensorLike)
+                              else _ops.identity(np.asarray(values, dtype=self.dtype)), (-1,))
+        if values.shape[0] == 0:
+            return
+        count = indices.shape[0]
+        if count == 0:
+            return
+        if values.shape[0] != count:      # numpy repeats the values to the indices' length
+            values = _ops.take(values, _ops.mod(_ops.arange(count), values.shape[0]))
+        flat = _ops.put_along_axis(_ops.reshape(self, (-1,)), _ops.mod(indices, n), values, 0)
+        self[...] = _ops.reshape(flat, self.shape)
+
+
+def _check_ufunc_keywords(what, kwargs):
+    """numpy's ufunc keywords left at their defaults are fine; others are refused."""
+    defaults = {"casting": "same_kind", "order": "K", "subok": True, "where": True,
+                "dtype": None, "signature": None}
+    for key, value in kwargs.items():
+        if key not in defaults:
+            raise ArgumentTypeError(f"{what}: unexpected keyword {key}={value!r}{_at()}")
+        if value is not defaults[key] and value != defaults[key]:
+            raise UnsupportedError(f"{what}: {key}={value!r} is not supported on tensors"
+                                   f"{_at()}")
+
+
+__all__ = ["NdarrayMethods"]
