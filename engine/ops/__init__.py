@@ -48,3 +48,6 @@ from . import fft_transforms  # noqa: F401  (registry entries of engine.fft)
 from .nan_reductions import *  # noqa: F401,F403
 from .statistics_quantiles import *  # noqa: F401,F403
 from .statistics_moments import *  # noqa: F401,F403
+from .stacking import *  # noqa: F401,F403
+from .rearranging import *  # noqa: F401,F403
+from .picking import *  # noqa: F401,F403
