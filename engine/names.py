@@ -13,7 +13,7 @@ namespace than the function's is qualified: ``array_api="linalg.trace"``.
 
 Example:
     >>> import engine as en
-    >>> numpy_aliases()["float_power"] is en.pow, array_api_aliases()["permute_dims"] is en.transpose
+    >>> numpy_aliases()["power"] is en.pow, array_api_aliases()["permute_dims"] is en.transpose
     (True, True)
 """
 from .errors import EngineError

@@ -44,6 +44,9 @@ from .math_binary import *  # noqa: F401,F403  (divmod too)
 from .bitwise import *  # noqa: F401,F403
 from .resize import *  # noqa: F401,F403
 from .complex_parts import *  # noqa: F401,F403
+from .numpy_ufuncs import *  # noqa: F401,F403
+from .numpy_ufuncs_binary import *  # noqa: F401,F403
+from .numpy_ufunc_composites import *  # noqa: F401,F403
 from . import fft_transforms  # noqa: F401  (registry entries of engine.fft)
 from .nan_reductions import *  # noqa: F401,F403
 from .statistics_quantiles import *  # noqa: F401,F403

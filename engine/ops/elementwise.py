@@ -488,9 +488,7 @@ _also_named(mul, numpy="multiply", array_api="multiply")
 _also_named(div, numpy=("divide", "true_divide"), array_api="divide")
 _also_named(neg, numpy="negative", array_api="negative")
 _also_named(abs, numpy="absolute")
-# float_power computes in float64 where pow keeps integers: numpy calls reach pow for
-# its values (as they did before), but it is not an engine name of its own.
-_also_named(pow, numpy=("power", "float_power"))
+_also_named(pow, numpy="power")   # (float_power, in float64, is en.float_power)
 subtract = sub
 multiply = mul
 divide = true_divide = div

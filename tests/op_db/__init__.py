@@ -31,6 +31,7 @@ from op_db.core import (ALL, BOOL, COMPOSITES, F32, F64, FLOATS, I32, I64, INTS,
 from op_db import elementwise, creation, reduce, shape_ops, matmul, misc  # noqa: F401,E402,I001
 from op_db import join, indexing, random_ops, composites, linalg, transforms  # noqa: F401,E402,I001
 from op_db import nn, conv, numpy_names, manipulation, math_functions, fft  # noqa: F401,E402,I001
+from op_db import numpy_ufuncs  # noqa: F401,E402,I001
 
 OPS_BY_NAME = {info.name: info for info in OP_DB}
 ALL_ENTRIES = OP_DB + COMPOSITES

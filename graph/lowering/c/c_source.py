@@ -123,7 +123,7 @@ _FUNCTIONS = {"np.exp": ("exp32", "exp"), "np.tanh": ("tanh32", "tanh"),
               "math.erfc": ("erfcf", "erfc")}
 # The rest are libm's, named alike (float32: with an f), numpy's arc- names as C's a-.
 for _name in ("log", "log1p", "log2", "log10", "expm1", "exp2", "sqrt", "sin", "cos", "tan",
-              "sinh", "cosh", "floor", "ceil", "trunc", "copysign", "hypot", "nextafter",
+              "sinh", "cosh", "floor", "ceil", "trunc", "copysign", "hypot", "nextafter", "cbrt",
               "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "arctan2"):
     _c = "a" + _name[3:] if _name.startswith("arc") else _name
     _FUNCTIONS["np." + _name] = (_c + "f", _c)
