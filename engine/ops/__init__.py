@@ -54,3 +54,8 @@ from .statistics_moments import *  # noqa: F401,F403
 from .stacking import *  # noqa: F401,F403
 from .rearranging import *  # noqa: F401,F403
 from .picking import *  # noqa: F401,F403
+from .nan_reductions import *  # noqa: F401,F403
+from .statistics_quantiles import *  # noqa: F401,F403
+from .statistics_moments import *  # noqa: F401,F403
+from .histograms import *  # noqa: F401,F403
+from .calculus import *  # noqa: F401,F403
