@@ -30,6 +30,7 @@ from .errors import (ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeE
                      UnsupportedError, format_location, user_frame)
 from .lifting import TensorLike
 from .modes import current_mode
+from .ops.subgradients import root_with_zero_subgradient
 from .tensor_memory import MemoryAttributes
 
 _NoValue = np._NoValue     # numpy's "not given" for initial= and friends
@@ -198,39 +199,32 @@ class NdarrayMethods(MemoryAttributes):
         return self._reduce("mean", axis, keepdims, dtype, _NoValue, where, out)
 
     def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
-            mean=_NoValue, correction=_NoValue):
-        """The variance over ``axis``, as numpy's ``ndarray.var`` (``ddof`` or its other
-        name ``correction``; ``where=`` the elements counted; ``mean=`` a precomputed mean
-        with kept dims).
+            mean=_NoValue):
+        """The variance over ``axis``, as numpy's ``ndarray.var`` (``where=`` the elements
+        counted; ``mean=`` a precomputed mean with kept dims).
 
         Example:
             >>> import engine as en
             >>> en.tensor([1.0, 2.0, 3.0, 4.0]).var(ddof=1).item()
             1.6666666666666667
         """
-        return _into(out, self._moment("var", axis, dtype, ddof, keepdims, where, mean,
-                                       correction), _name(self, "var"))
+        return _into(out, self._moment("var", axis, dtype, ddof, keepdims, where, mean),
+                     _name(self, "var"))
 
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
-            mean=_NoValue, correction=_NoValue):
+            mean=_NoValue):
         """The standard deviation over ``axis``, as numpy's ``ndarray.std`` (the
-        keywords as :meth:`var`'s)."""
-        return _into(out, self._moment("std", axis, dtype, ddof, keepdims, where, mean,
-                                       correction), _name(self, "std"))
+        keywords as :meth:`var`'s; where it is 0 its gradient is 0, as ``en.std``'s)."""
+        return _into(out, self._moment("std", axis, dtype, ddof, keepdims, where, mean),
+                     _name(self, "std"))
 
-    def _moment(self, name, axis, dtype, ddof, keepdims, where, mean, correction):
-        what = _name(self, name)
-        if correction is not _NoValue:
-            if ddof != 0:
-                raise InvalidArgumentError(f"{what}: ddof and correction are the same "
-                                           f"argument; give one{_at()}")
-            ddof = correction
+    def _moment(self, name, axis, dtype, ddof, keepdims, where, mean):
         x = self if dtype is None else _ops.cast(self, dtype)
         if where is True and mean is _NoValue:
             return getattr(_ops, name)(x, axis=axis, ddof=ddof, keepdims=keepdims)
         mask = where if isinstance(where, TensorLike) else _ops.identity(np.asarray(where))
         variance = _masked_variance(x, axis, ddof, keepdims, mask, mean)
-        return _ops.sqrt(variance) if name == "std" else variance
+        return root_with_zero_subgradient(variance) if name == "std" else variance
 
     def argmax(self, axis=None, out=None, *, keepdims=False):
         """The index of the maximum over ``axis`` (of the flattened tensor by default)."""
@@ -280,12 +274,12 @@ class NdarrayMethods(MemoryAttributes):
         return _into(out, _ops.round(self, decimals), _name(self, "round"))
 
     def conj(self):
-        """The complex conjugate (the values themselves for real dtypes)."""
-        return _ops.conj(self)
+        """The complex conjugate; for other dtypes the tensor itself, as numpy's."""
+        return _ops.conj(self) if self.dtype.kind == "c" else self
 
     def conjugate(self):
         """The complex conjugate, as :meth:`conj`."""
-        return _ops.conj(self)
+        return self.conj()
 
     @property
     def real(self):
@@ -331,7 +325,7 @@ class NdarrayMethods(MemoryAttributes):
     def copy(self, order="C"):
         """A new tensor with the same values (writing one never changes the other)."""
         _check_order(_name(self, "copy"), order)
-        return _ops.identity(self)
+        return _ops.copy(self)
 
     def view(self, dtype=None, type=None):
         """The same values as another tensor object, as numpy's ``view()``: a write
@@ -377,13 +371,11 @@ class NdarrayMethods(MemoryAttributes):
     def ravel(self, order="C"):
         """The values as a 1-D tensor in ``order`` ('C' row-major, 'F' column-major; 'A'
         and 'K' are 'C', a tensor's logical order)."""
-        order = _check_order(_name(self, "ravel"), order)
-        return _ops.reshape(_ops.transpose(self) if order == "F" else self, (-1,))
+        return _ops.ravel(self, _check_order(_name(self, "ravel"), order))
 
     def flatten(self, order="C"):
-        """The values as a 1-D tensor, as :meth:`ravel`."""
-        order = _check_order(_name(self, "flatten"), order)
-        return _ops.reshape(_ops.transpose(self) if order == "F" else self, (-1,))
+        """The values as a new 1-D tensor, as :meth:`ravel`."""
+        return _ops.ravel(self, _check_order(_name(self, "flatten"), order))
 
     def transpose(self, *axes):
         """The axes reversed, or permuted as ``axes`` says."""
@@ -427,12 +419,7 @@ class NdarrayMethods(MemoryAttributes):
         """The slices along ``axis`` (elements of the flattened tensor by default) where
         the 1-D ``condition`` is true, as numpy's ``compress``. The result's length
         depends on the values, so it needs a concrete condition (not while tracing)."""
-        what = _name(self, "compress")
-        condition = condition if isinstance(condition, TensorLike) else _ops.identity(condition)
-        if condition.ndim != 1:
-            raise ShapeError(f"{what}: condition must be 1-D, got shape {condition.shape}"
-                             f"{_at()}")
-        return _into(out, _ops.take(self, _ops.flatnonzero(condition), axis=axis), what)
+        return _into(out, _ops.compress(condition, self, axis=axis), _name(self, "compress"))
 
     def choose(self, choices, out=None, mode="raise"):
         """``choices[self[i]][i]`` for each place ``i`` (the index tensor and every
@@ -443,21 +430,7 @@ class NdarrayMethods(MemoryAttributes):
             >>> en.tensor([0, 1, 0]).choose([[1, 2, 3], [10, 20, 30]]).tolist()
             [1, 20, 3]
         """
-        what = _name(self, "choose")
-        _check_mode(what, mode)
-        if self.dtype.kind not in "iub":
-            raise DTypeError(f"{what}: the index tensor must have an integer dtype, got "
-                             f"{self.dtype}{_at()}")
-        choices = [choices[i] for i in range(len(choices))]
-        n = len(choices)
-        values = _known_values(self) if mode == "raise" else None
-        if values is not None and values.size and (values.min() < 0 or values.max() >= n):
-            raise InvalidArgumentError(f"{what}: an index is outside [0, {n}) for "
-                                       f"{n} choices{_at()}")
-        index, *arrays = _ops.broadcast_arrays(_index_by_mode(self, n, mode), *choices)
-        stacked = _ops.stack(arrays)
-        picked = _ops.take_along_axis(stacked, _ops.expand_dims(index, 0), axis=0)
-        return _into(out, _ops.reshape(picked, index.shape), what)
+        return _into(out, _ops.choose(self, choices, mode=mode), _name(self, "choose"))
 
     def nonzero(self):
         """The indices of the nonzero elements, one tensor per axis."""
