@@ -596,3 +596,6 @@ PATTERNS = {
 # The neural-network ops' patterns (activations, convolution, pooling): graph/export/onnx_nn.py.
 from .onnx_nn import PATTERNS as _NN_PATTERNS  # noqa: E402
 PATTERNS.update(_NN_PATTERNS)
+# The selection and scatter ops' patterns (topk, scatter_reduce): graph/export/onnx_select.py.
+from .onnx_select import PATTERNS as _SELECT_PATTERNS  # noqa: E402
+PATTERNS.update(_SELECT_PATTERNS)
