@@ -8,7 +8,7 @@ functions. numpy's keywords work as in numpy: ``dtype=``, ``where=`` and
 on ``reshape``/``ravel``, ``casting=`` and ``copy=`` on ``astype``. ``out=``
 writes the result into a tensor and returns it, as numpy does. The in-place
 methods (``fill``, ``sort``, ``partition``, ``put``) compute the new values
-with ops and write them with ``t[...] = values``.
+with ops and write them with ``t[...] = values`` (a variable: ``assign``).
 
 The attributes about memory and bytes live in ``engine/tensor_memory.py``.
 
@@ -49,8 +49,10 @@ def _name(x, method):
     return f"{type(x).__name__}.{method}"
 
 
-def _into(out, result, what):
-    """``result``, or written into ``out`` (numpy's ``out=``: the same shape) and ``out``."""
+def _into(out, result, what, casting="unsafe"):
+    """``result``, or written into ``out`` (numpy's ``out=``: the same shape, a dtype
+    ``casting`` allows: numpy's reductions cast unsafely, its ufuncs same_kind) and
+    ``out``."""
     if out is None:
         return result
     if isinstance(out, tuple) and len(out) == 1:     # numpy takes out=(t,) too
@@ -61,8 +63,21 @@ def _into(out, result, what):
     if tuple(out.shape) != tuple(result.shape):
         raise ShapeError(f"{what}: out= has shape {tuple(out.shape)}, the result has shape "
                          f"{tuple(result.shape)}{_at()}")
-    out[...] = result
+    if not np.can_cast(result.dtype, out.dtype, casting):
+        raise DTypeError(f"{what}: cannot store the {result.dtype} result in out= of dtype "
+                         f"{out.dtype} under numpy's {casting} casting{_at()}")
+    _write(out, result)
     return out
+
+
+def _write(x, values):
+    """Store ``values`` (broadcast and cast to ``x``'s shape and dtype) as all of ``x``'s
+    elements: a tensor by ``x[...] = values``; a variable, whose value is replaced
+    whole, by ``assign``."""
+    if hasattr(x, "assign"):
+        x.assign(_ops.broadcast_to(_ops.cast(values, x.dtype), x.shape))
+    else:
+        x[...] = values
 
 
 def _check_order(what, order, allowed=_ORDERS):
@@ -267,11 +282,11 @@ class NdarrayMethods(MemoryAttributes):
         _check_ufunc_keywords(_name(self, "clip"), kwargs)
         result = _ops.clip(self, min, max) if min is not None or max is not None \
             else _ops.identity(self)
-        return _into(out, result, _name(self, "clip"))
+        return _into(out, result, _name(self, "clip"), "same_kind")
 
     def round(self, decimals=0, out=None):
         """The values rounded to ``decimals`` places (halves to even), as numpy's."""
-        return _into(out, _ops.round(self, decimals), _name(self, "round"))
+        return _into(out, _ops.round(self, decimals), _name(self, "round"), "same_kind")
 
     def conj(self):
         """The complex conjugate; for other dtypes the tensor itself, as numpy's."""
@@ -374,8 +389,8 @@ class NdarrayMethods(MemoryAttributes):
         return _ops.ravel(self, _check_order(_name(self, "ravel"), order))
 
     def flatten(self, order="C"):
-        """The values as a new 1-D tensor, as :meth:`ravel`."""
-        return _ops.ravel(self, _check_order(_name(self, "flatten"), order))
+        """The values as a new 1-D tensor (a copy, where ``ravel`` may give a view)."""
+        return _ops.copy(_ops.ravel(self, _check_order(_name(self, "flatten"), order)))
 
     def transpose(self, *axes):
         """The axes reversed, or permuted as ``axes`` says."""
@@ -452,24 +467,23 @@ class NdarrayMethods(MemoryAttributes):
     def argpartition(self, kth, axis=-1, kind="introselect", order=None):
         """Indices that partition the values along ``axis`` around each ``kth``: the
         element at ``kth`` is the one a sort would put there, smaller ones come before it
-        and larger ones after, as numpy's ``argpartition`` (whose order within each side
-        is unspecified; here it is sorted)."""
+        and larger ones after (in no given order), as numpy's ``argpartition``."""
         what = _name(self, "argpartition")
         _check_sort_args(what, kind, order, _PARTITION_KINDS)
-        x = _ops.reshape(self, (-1,)) if axis is None else self
-        _kth(what, x, kth, 0 if axis is None else axis)
-        return _ops.argsort(x, axis=0 if axis is None else axis)
+        _kth(what, _ops.reshape(self, (-1,)) if axis is None else self, kth,
+             0 if axis is None else axis)
+        return _ops.argpartition(self, kth, axis=axis)
 
     # -- in place -----------------------------------------------------------------------------
     def fill(self, value):
         """Write ``value`` into every element (cast to the tensor's dtype), as numpy's
         ``fill``."""
-        self[...] = value
+        _write(self, value)
 
     def sort(self, axis=-1, kind=None, order=None, *, stable=None):
         """Sort the values along ``axis`` in place (stably), as numpy's ``ndarray.sort``."""
         _check_sort_args(_name(self, "sort"), kind, order, _SORT_KINDS)
-        self[...] = _ops.sort(self, axis=axis)
+        _write(self, _ops.sort(self, axis=axis))
 
     def partition(self, kth, axis=-1, kind="introselect", order=None):
         """Partition the values along ``axis`` in place around each ``kth`` (see
@@ -477,7 +491,7 @@ class NdarrayMethods(MemoryAttributes):
         what = _name(self, "partition")
         _check_sort_args(what, kind, order, _PARTITION_KINDS)
         _kth(what, self, kth, axis)
-        self[...] = _ops.sort(self, axis=axis)
+        _write(self, _ops.partition(self, kth, axis=axis))
 
     def put(self, indices, values, mode="raise"):
         """Write ``values`` at the flat positions ``indices`` (values repeated as
@@ -504,7 +518,7 @@ class NdarrayMethods(MemoryAttributes):
         if values.shape[0] != count:      # numpy repeats the values to the indices' length
             values = _ops.take(values, _ops.mod(_ops.arange(count), values.shape[0]))
         flat = _ops.put_along_axis(_ops.reshape(self, (-1,)), _ops.mod(indices, n), values, 0)
-        self[...] = _ops.reshape(flat, self.shape)
+        _write(self, _ops.reshape(flat, self.shape))
 
 
 def _check_ufunc_keywords(what, kwargs):
