@@ -61,3 +61,10 @@ from .histograms import *  # noqa: F401,F403
 from .calculus import *  # noqa: F401,F403
 from .scatter import *  # noqa: F401,F403
 from .rank_select import *  # noqa: F401,F403
+from .nan_reductions import *  # noqa: F401,F403
+from .statistics_quantiles import *  # noqa: F401,F403
+from .statistics_moments import *  # noqa: F401,F403
+from .histograms import *  # noqa: F401,F403
+from .calculus import *  # noqa: F401,F403
+from .polynomials import *  # noqa: F401,F403
+from .functional_apply import *  # noqa: F401,F403
