@@ -314,39 +314,7 @@ def _check_supported(func, keywords, allowed):
         raise _unsupported(f"{numpy_name(func)}: {', '.join(extra)}= not supported on tensors")
 
 
-def _size(func, args, kwargs):
-    positional, keywords = _bind(func, args, kwargs)
-    a = positional[0]
-    axis = positional[1] if len(positional) > 1 else keywords.get("axis")
-    return a.size if axis is None else a.shape[axis]
-
-
-def _result_type(func, args, kwargs):
-    return np.result_type(*(a.dtype if isinstance(a, TensorLike) else a
-                            for a in args))
-
-
-def _ravel(func, args, kwargs):
-    positional, keywords = _bind(func, args, kwargs)
-    _check_supported(func, keywords, ())
-    return _en().reshape(positional[0], (-1,))
-
-
-def _copy(func, args, kwargs):
-    positional, keywords = _bind(func, args, kwargs)
-    _check_supported(func, keywords, ())
-    return _en().identity(positional[0])   # a tensor is immutable; a variable is read
-
-
 HANDLERS = {
-    ("numpy", "shape"): lambda func, args, kwargs: tuple(args[0].shape),
-    ("numpy", "ndim"): lambda func, args, kwargs: len(args[0].shape),
-    ("numpy", "size"): _size,
-    ("numpy", "result_type"): _result_type,
-    ("numpy", "iscomplexobj"): lambda func, args, kwargs: args[0].dtype.kind == "c",
-    ("numpy", "isrealobj"): lambda func, args, kwargs: args[0].dtype.kind != "c",
-    ("numpy", "ravel"): _ravel,
-    ("numpy", "copy"): _copy,
     ("numpy", "split"): _split,
     **{("numpy", n): _numpy_reduction(r) for n, r in (
         ("sum", "sum"), ("prod", "prod"), ("max", "max"), ("amax", "max"), ("min", "min"),
@@ -367,8 +335,8 @@ def array_function(func, types, args, kwargs):
     fn = engine_function(module, name)
     if fn is None:
         raise _unsupported(
-            f"{numpy_name(func)} is not implemented by the engine for tensors "
-            f"(no en.{(_NAMESPACES.get(module) or '') and _NAMESPACES[module] + '.'}{name}); "
+            f"{numpy_name(func)} is not an engine function "
+            f"(no en.{(_NAMESPACES.get(module) or '') and _NAMESPACES[module] + '.'}{name}): "
             "call it on t.numpy() to run numpy on the values (eager mode only)")
     positional, keywords = _bind(func, args, kwargs)
     _refuse_out(numpy_name(func), keywords.pop("out", None))

@@ -68,3 +68,7 @@ from .histograms import *  # noqa: F401,F403
 from .calculus import *  # noqa: F401,F403
 from .polynomials import *  # noqa: F401,F403
 from .functional_apply import *  # noqa: F401,F403
+from .set_functions import *  # noqa: F401,F403
+from .index_helpers import *  # noqa: F401,F403
+from .array_facts import *  # noqa: F401,F403
+from .numeric_helpers import *  # noqa: F401,F403
