@@ -35,6 +35,7 @@ import numpy as np
 from .errors import UnsupportedError, format_location, user_frame
 from .lifting import TensorLike
 from . import names
+from . import numpy_inplace
 from .op import REGISTRY
 
 # numpy's module of a function -> the engine's namespace holding the same names.
@@ -316,6 +317,7 @@ def _check_supported(func, keywords, allowed):
 
 HANDLERS = {
     ("numpy", "split"): _split,
+    **numpy_inplace.HANDLERS,     # copyto, place, put, putmask, fill_diagonal: they write
     **{("numpy", n): _numpy_reduction(r) for n, r in (
         ("sum", "sum"), ("prod", "prod"), ("max", "max"), ("amax", "max"), ("min", "min"),
         ("amin", "min"), ("all", "all"), ("any", "any"), ("mean", "mean"))},
@@ -379,8 +381,15 @@ def array_ufunc(ufunc, method, inputs, kwargs):
                        "or needs index arrays; use en.scatter_add or numpy on t.numpy())")
 
 
+# numpy's ufuncs that have no meaning for tensors, with the reason said when refused.
+_MEANINGLESS_UFUNCS = {"isnat": "tensors have no datetime or timedelta dtypes, so no NaT"}
+
+
 def _ufunc_function(ufunc, what):
     fn = engine_function("numpy", ufunc.__name__)
+    reason = _MEANINGLESS_UFUNCS.get(ufunc.__name__)
+    if fn is None and reason is not None:
+        raise _unsupported(f"{what} is refused on tensors: {reason}")
     if fn is None:
         raise _unsupported(f"{what} is not implemented by the engine for tensors "
                            f"(no en.{ufunc.__name__}); call it on t.numpy() to run numpy "

@@ -59,11 +59,12 @@ def modf(x):
         dtype = np.asarray(x).dtype
     if dtype in dtypes.INTS or dtype == dtypes.bool_:
         x = creation.cast(x, dtypes.float_result(dtype))
-    whole = math_unary.trunc(x)
-    # x - trunc(x) is NaN for infinities (numpy: 0) and +0.0 for negative whole numbers
-    # (numpy: -0.0); copysign puts x's sign back on the zeros.
-    frac = compare.where(math_unary.isinf(x), 0.0, ew.sub(x, whole))
-    return math_binary.copysign(frac, x), whole
+    # x - trunc(x) would be inf - inf for infinities (numpy's part is 0, and no warning):
+    # they take 0 first. A negative whole number gives +0.0 (numpy: -0.0): copysign puts
+    # x's sign back on the zeros.
+    finite = compare.where(math_unary.isinf(x), 0.0, x)
+    frac = ew.sub(finite, math_unary.trunc(finite))
+    return math_binary.copysign(frac, x), math_unary.trunc(x)
 
 
 def angle(z, deg=False):
