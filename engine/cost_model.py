@@ -93,7 +93,7 @@ THRESHOLDS = (
     Threshold("compile_calls", 100, "calls", EPYC, "2026-12-01", "ddc16f9",
               "under en.config.lowering 'auto' code is compiled where what it saves over "
               "this many calls exceeds its compile time",
-              "graph/lowering/numba/whole_graph.py, graph/lowering/policy.py"),
+              "graph/lowering/policy.py"),
     Threshold("long_run_calls", 1000, "calls", EPYC_512, "2026-12-04", "6b051de",
               "a fused kernel that pays in C only over this many calls starts with numpy and "
               "moves to C in the background once hot",
@@ -130,8 +130,7 @@ THRESHOLDS = (
               "graph/lowering/numba/lowering.py, graph/lowering/numba/numba_fused.py"),
     Threshold("numpy_call_seconds", 1.5e-6, "seconds", EPYC_512, "2026-12-02", "e9b2465",
               "the overhead of one numpy call, saved per op by a compiled kernel or graph",
-              "graph/lowering/numba/whole_graph.py, graph/lowering/numba/lowering.py, "
-              "graph/lowering/numba/numba_fused.py"),
+              "graph/lowering/numba/lowering.py, graph/lowering/numba/numba_fused.py"),
     Threshold("numba_call_seconds", 2e-6, "seconds", EPYC_512, "2026-12-02", "e9b2465",
               "the overhead of one call of a numba-compiled fused kernel (tanh(a + b) over "
               "(32, 64): 5.1 us against numpy's two calls 6.7)",
@@ -151,7 +150,7 @@ THRESHOLDS = (
               "2026-12-01", "adf85fd",
               "OpenBLAS runs a product on all its threads above this work (its "
               "SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD, read from its source)",
-              "graph/lowering/numba/whole_graph.py"),
+              "graph/lowering/numba/lowering.py, graph/lowering/numba/whole_graph.py"),
     Threshold("parallel_matmul_min_work", 1 << 25, "multiply-adds", EPYC, "2026-12-01",
               "91623f5",
               "a graph matrix product of at least this work is split by rows over the "

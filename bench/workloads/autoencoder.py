@@ -353,7 +353,7 @@ def make_mode(mode, problem):
 
 def _compiled_mode(en, vg, args):
     """``graph_compiled``: traced (and compiled) now, with the numba lowering on."""
-    from engine.graph.lowering.numba.whole_graph import numba_available
+    from engine.graph.lowering.numba.lowering import numba_available
     if not numba_available():
         return "numba is not installed (pip install '.[jit]')"
     return _lowered_mode(en, vg, args, "numba", "no fused kernel could be written")

@@ -67,7 +67,7 @@ DESCRIPTION = "custom GRU, LSTM and tanh cells, 50 steps, batch 32, hidden 64: l
 MODES = ["eager", "graph_cell", "graph_cell_compiled", "graph", "graph_unrolled",
          "graph_compiled", "graph_unrolled_compiled", "torch", "torch_cell_compiled", "jax"]
 # --full (or --modes): every framework, and the compiled modes (their first run in a
-# process with a cold cache compiles for 10-60 s; see graph/lowering/compile_numba.py).
+# process with a cold cache compiles for 10-60 s; see graph/lowering/numba/whole_graph.py).
 FULL_ONLY_MODES = ("torch_cell_compiled", "jax", "graph_compiled", "graph_unrolled_compiled",
                    "graph_cell_compiled")
 
@@ -276,7 +276,7 @@ def _engine_mode(mode, problem):
 
     cell_fn = {"gru": gru_cell, "lstm": lstm_cell, "tanh": tanh_cell}[problem.cell]
     if mode in COMPILED_MODES:
-        from engine.graph.lowering.numba.whole_graph import numba_available
+        from engine.graph.lowering.numba.lowering import numba_available
         if not numba_available():
             return "numba is not installed (pip install '.[jit]')"
     params, xs, targets = problem.arrays()

@@ -1,7 +1,7 @@
 """Stage 3, lowering: a graph becomes code that runs.
 
 ``pipeline`` runs the structural passes, then the steps that pick or build a lowering:
-``compile_numba`` (a whole graph or a scan as one compiled function), ``fusion``
+``compile_numba`` (asks the policy for a whole graph or a loop as one compiled function), ``fusion``
 (finds elementwise regions and writes their numpy kernels), ``parallel_matmul`` and
 ``memory_planning``. ``codegen`` writes the Python source, ``executor`` runs it, and the
 run-time helpers (``output_recycling``, ``concat_in_place``, ``parallel``,

@@ -5,8 +5,9 @@ default pipeline, in order:
 
 1. ``simplify``, ``layout``, ``constant_folding``, ``cse``, ``batch_products``, ``dce`` --
    repeated until none changes the graph (each can expose work for the others);
-2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one numba-compiled
-   function where numba is installed and it pays (``en.config.lowering``);
+2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one compiled function
+   where a registered lowering writes it (numba, where it is installed) and it pays
+   (the lowering policy, ``en.config.lowering``);
 3. ``scan_sums`` -- a scan's per-step results that only their sum over the steps reads
    are added up in the loop instead of stacked (the numpy lowering's scans);
    ``scan_unread`` -- the stacks of a scan's carries and random draws that nothing reads
@@ -28,7 +29,7 @@ from engine.config import config
 
 from ..passes.batch_products import batch_products
 from ..passes.constant_folding import constant_folding
-from .numba.whole_graph import compile_numba
+from .compile_numba import compile_numba
 from ..passes.cse import cse
 from ..passes.dce import dce
 from .fusion import fusion

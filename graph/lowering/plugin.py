@@ -12,6 +12,11 @@ order), the values it reads, its results as ``(member, kind)`` pairs (kind None 
 value, ``"sum"``, ``"mean"`` or ``"rows"`` for a reduction the kernel finishes), and the
 kernel threads the graph chose.
 
+A lowering that ``writes_graphs`` also writes a whole graph, or each of its loops, as one
+function: the policy hands it a :class:`~.graph_part.GraphPart` (``graph_source``,
+``graph_pieces``, ``graph_cost``, ``build_graph``; ``loop_members`` names the loops it
+writes where the whole graph is not written). By default a lowering writes no graphs.
+
 Example:
     >>> class Doubler(Lowering):
     ...     name = "doubler"
@@ -25,11 +30,22 @@ from typing import Any
 
 from engine.errors import EngineError, InvalidArgumentError
 
-__all__ = ["Lowering", "Region", "Unsupported", "register", "unregister", "registered", "get"]
+__all__ = ["Declined", "Lowering", "Region", "Unsupported", "register", "unregister",
+           "registered", "get"]
 
 
 class Unsupported(EngineError):
     """A lowering cannot write the region (or graph); the numpy lowering runs it."""
+
+
+class Declined(Unsupported):
+    """A lowering could write the graph part but declines it (too large, or too long to
+    build): the policy notes the reason on the graph, and warns too where ``warn`` is set
+    and the lowering was asked for by name."""
+
+    def __init__(self, why: str, warn: bool = False) -> None:
+        super().__init__(why)
+        self.warn = warn
 
 
 @dataclasses.dataclass
@@ -80,6 +96,8 @@ class Lowering:
     groups regions that feed one another into one kernel).
     ``background``: whether a region that pays only over a long run may be built on a
     background thread once hot (``graph/lowering/hot_swap.py``).
+    ``writes_graphs``: whether it writes whole graphs (and loops) as one function (the
+    ``graph_*`` methods; the numpy lowering's writer, ``codegen``, runs where none does).
     """
 
     name: str | None = None
@@ -125,6 +143,35 @@ class Lowering:
         """The kernel built on the hot swap's thread (``background`` lowerings): may raise,
         and the hot swap then warns once and keeps the numpy kernel."""
         return self.build_region(region, source)
+
+    # ---- whole graphs and loops (``writes_graphs``) -------------------------------------
+    def loop_members(self, graph: Any) -> list[list[Any]]:
+        """The loops of ``graph`` it writes as one function each where the whole graph is
+        not written: each a list of members (the loop node, then the nodes unpacking its
+        results). None by default."""
+        return []
+
+    def graph_source(self, part: Any) -> str:
+        """The source of a :class:`~.graph_part.GraphPart`'s function; raises
+        :class:`Unsupported` naming what it cannot write, or :class:`Declined` where it
+        could but will not."""
+        raise Unsupported(f"the {self.name} lowering writes no whole graphs")
+
+    def graph_pieces(self, part: Any, source: str) -> list[list[Any]] | None:
+        """Consecutive runs of ``part``'s members to write one by one instead of ``part``
+        (whose ``source`` is too long to build at once), or None: write it whole."""
+        return None
+
+    def graph_cost(self, part: Any, calls: int, source: str | None = None) -> float:
+        """Estimated seconds that ``calls`` calls of ``part`` written by this lowering cost
+        beyond the numpy lowering's, building included (negative: it pays; without
+        ``source``, the build left out). By default it never pays."""
+        return math.inf
+
+    def build_graph(self, part: Any, source: str) -> Any:
+        """The callable the compiled node runs (``part``'s inputs in, a tuple of its
+        outputs' values back), built from ``source``; None where the build is refused."""
+        return None
 
 
 _REGISTRY: dict[str, Lowering] = {}

@@ -5,8 +5,10 @@
   can write the region and whose estimated cost over ``compile_calls`` calls (the cost
   model's, ``en.config.cost``), building included, beats the numpy lowering's is built. Where none pays, a lowering that
   builds in the background (C) is given the region as a hot swap when it pays over
-  ``long_run_calls`` calls (``graph/lowering/hot_swap.py``). Whole small graphs and
-  scans go to numba where it pays (the ``compile_numba`` pass).
+  ``long_run_calls`` calls (``graph/lowering/hot_swap.py``). Whole graphs and loops
+  (the ``compile_numba`` pass) are asked of the lowerings that write graphs the same way
+  (numba): the first that writes the whole graph, or else its loops, and pays over
+  ``compile_calls`` calls replaces them by compiled nodes.
 - a lowering's name (``"numpy"``, ``"c"``, ``"numba"``, ``"numba_ufunc"`` or one
   registered later): that lowering wherever it can write, the numpy lowering elsewhere;
   ``"numpy"`` compiles nothing.
@@ -20,12 +22,15 @@ Example:
 """
 import functools
 import logging
+import warnings
 
+from engine.backend import NUMPY
 from engine.config import config
 from engine.cost_model import cost
 
 from . import hot_swap, registry   # registry: the shipped lowerings register themselves
-from .plugin import Unsupported, get
+from .graph_part import GraphPart
+from .plugin import Declined, Unsupported, get
 
 log = logging.getLogger("engine.graph")
 
@@ -51,13 +56,55 @@ def groups_regions():
     return all(lowering.groups_regions for lowering in candidates)
 
 
-def graph_mode():
-    """How whole graphs and scans are compiled with numba: None (not at all), "auto"
-    (where it pays) or "numba" (wherever it can be written)."""
+def compile_graph(graph):
+    """Replace ``graph``, or each of its loops, by one compiled node where a lowering that
+    writes graphs can and it pays (forced by name: wherever it can); True if anything was
+    replaced. The graph's back end must allow compiled lowerings."""
     name = mode()
-    if name == "auto":
-        return "auto"
-    return name if name == "numba" else None
+    if name == "numpy" or not getattr(graph, "backend", NUMPY).compiled_lowerings:
+        return False
+    candidates, forced = _candidates(name)
+    for lowering in candidates:
+        if not lowering.writes_graphs or not lowering.available():
+            continue
+        whole = GraphPart.whole(graph)
+        done = _write_part(lowering, whole, forced) if whole is not None else 0
+        if not done:
+            done = sum(_write_part(lowering, GraphPart(graph, members, "scan"), forced)
+                       for members in lowering.loop_members(graph))
+        if done:
+            graph.notes.append(f"compiled {done} region{'s' if done != 1 else ''} with "
+                               f"{lowering.name}")
+            return True
+    return False
+
+
+def _write_part(lowering, part, forced):
+    """The number of compiled nodes ``part`` was replaced by (0: none)."""
+    try:
+        source = lowering.graph_source(part)
+    except Declined as why:
+        part.graph.notes.append(str(why))
+        log.debug("%s", why)
+        if forced and why.warn:
+            warnings.warn(str(why), stacklevel=2)
+        return 0
+    except Unsupported as why:
+        log.debug("%s lowering: %s of %d nodes not written: %s", lowering.name, part.kind,
+                  len(part.members), why)
+        return 0
+    pieces = lowering.graph_pieces(part, source)
+    if pieces is not None:
+        # Each piece is made when its turn comes: it reads what the earlier ones became.
+        return sum(_write_part(lowering, GraphPart(part.graph, members, "piece"), forced)
+                   for members in pieces)
+    if not forced and lowering.graph_cost(part, cost.compile_calls, source) >= 0:
+        return 0
+    run = lowering.build_graph(part, source)
+    if run is None:
+        return 0
+    part.replace(run, source, lowering.name)
+    return 1
 
 
 def fused_kernel(region, numpy_out_impl):

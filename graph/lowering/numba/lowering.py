@@ -1,7 +1,7 @@
 """The numba lowerings as plug-ins.
 
 ``numba``: a fused region as one numba loop nest (``numba_fused.CompiledFusedKernel``),
-and whole small graphs and scans as one numba function (the ``compile_numba`` pass).
+and a whole small graph, or each scan, as one numba function (``whole_graph``).
 ``numba_ufunc``: a single-result fused region as one numba ``vectorize`` ufunc
 (``fusion_numba``); chosen only when forced by name.
 
@@ -10,22 +10,22 @@ Example:
     >>> get("numba").writes_graphs, get("numba_ufunc").auto
     (True, False)
 """
-import importlib
+import importlib.util
 import logging
+import math
 import sys
 
 from engine.cost_model import cost
 
-from . import fusion_numba, numba_cache, numba_fused
-from ..plugin import Lowering, Unsupported
+from . import fusion_numba, numba_blas, numba_cache, numba_fused, numba_source, whole_graph
+from ..plugin import Declined, Lowering, Unsupported
 
 log = logging.getLogger("engine.graph")
 
 
-def _whole_graph_pass():
-    # The pass that writes whole graphs holds the test hook ``numba_available``; loaded
-    # by name, since it imports this folder.
-    return importlib.import_module("engine.graph.lowering.numba.whole_graph")
+def numba_available():
+    """Whether numba is installed (found, not imported: importing it takes a second)."""
+    return importlib.util.find_spec("numba") is not None
 
 
 class NumbaLowering(Lowering):
@@ -37,7 +37,7 @@ class NumbaLowering(Lowering):
     writes_graphs = True
 
     def available(self):
-        return _whole_graph_pass().numba_available()
+        return numba_available()
 
     def saved_per_call(self, region):
         return region.size * region.n_ops * cost.numba_saved_seconds_per_element_op + \
@@ -62,6 +62,53 @@ class NumbaLowering(Lowering):
             log.debug("numba refused fused region %s: %s: %s", region.name,
                       type(err).__name__, err)
             return None
+
+    # ---- whole graphs and scans (graph/lowering/numba/whole_graph.py) ------------------
+    def loop_members(self, graph):
+        return whole_graph.loop_members(graph)
+
+    def graph_source(self, part):
+        """The part's function; a whole graph too large, or a piece or scan too long to
+        compile, is declined (see ``whole_graph``)."""
+        if part.kind == "graph":
+            why = whole_graph.too_large(part.members)
+            if why:
+                # A graph of large values is left to the fused kernels and numpy's threaded
+                # BLAS: written whole, each value would be a fresh array and each product
+                # one BLAS thread.
+                raise Declined("compiled lowering: the graph is not written whole: " + why)
+        try:
+            source, ops, largest = numba_source.emit(part.members, part.inputs, part.outputs,
+                                                     whole_graph.NAME)
+        except numba_source.Unsupported as err:
+            raise Unsupported(str(err)) from err
+        part.meta["compiled_ops"], part.meta["largest_product"] = ops, largest
+        if part.kind != "graph" and whole_graph.too_long(source):
+            raise Declined(whole_graph.too_long_note(part, source), warn=True)
+        return source
+
+    def graph_pieces(self, part, source):
+        if part.kind == "graph" and whole_graph.too_long(source):
+            return whole_graph.pieces(part.members, source.count("\n"))
+        return None
+
+    def graph_cost(self, part, calls, source=None):
+        if not whole_graph.small_enough(part.members):
+            return math.inf   # numpy's threaded BLAS and fused kernels serve it better
+        ops = part.meta.get("compiled_ops")
+        if ops is None:
+            ops = numba_source.op_count(part.members)
+        build = 0.0 if source is None or numba_cache.is_cached(source) else \
+            whole_graph.compile_seconds(source)
+        return build - ops * cost.numpy_call_seconds * calls
+
+    def build_graph(self, part, source):
+        run, part.meta["from_cache"] = whole_graph.compile_function(source, part.inputs)
+        if run is None:
+            return None
+        if part.meta["largest_product"] > cost.openblas_threaded_work:
+            run = numba_blas.one_thread(run)   # see graph/lowering/numba/numba_blas.py
+        return run
 
 
 class _UfuncKernel:

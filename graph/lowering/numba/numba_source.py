@@ -29,7 +29,7 @@ from .numba_emitter import (Emitter, Unsupported, _np_type, _Value, check_writab
                             count_users, scalar_expression)
 from .numba_scan import plan_reuse, scan_loop
 
-__all__ = ["PATTERNS", "Unsupported", "check_writable", "emit", "scalar_expression"]
+__all__ = ["PATTERNS", "Unsupported", "check_writable", "emit", "op_count", "scalar_expression"]
 
 
 # ---- patterns (named by ops' numba_form rules) ---------------------------------------------
@@ -254,17 +254,18 @@ def emit(nodes, inputs, outputs, name):
         returned.append(em.array(o, 1))
     em.line(f"return ({', '.join(returned)}{',' if len(returned) == 1 else ''})")
     source = f"def {name}({', '.join(args)}):\n" + "\n".join(em.lines) + "\n"
-    return source, _op_count(nodes), em.largest_product
+    return source, op_count(nodes), em.largest_product
 
 
-def _op_count(nodes):
+def op_count(nodes):
+    """The ops one call of ``nodes`` runs (a scan's body once per step)."""
     total = 0
     for n in nodes:
         if n.op in (placeholder_op, constant_op, unpack_op):
             continue
         if n.op.rules.get("numba_form") == "time_loop":
             body = n.params["body"].graph
-            total += n.params["length"] * _op_count(body.topo_order())
+            total += n.params["length"] * op_count(body.topo_order())
         else:
             total += 1
     return total

@@ -20,7 +20,7 @@ from support.paths import REPO
 
 c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
 c_fused = importlib.import_module("engine.graph.lowering.c.c_fused")
-compile_numba = importlib.import_module("engine.graph.lowering.numba.whole_graph")
+numba_plugin = importlib.import_module("engine.graph.lowering.numba.lowering")
 
 pytestmark = pytest.mark.skipif(not c_compiler.available(),
                                 reason="the C lowering needs a C compiler (gcc or cc)")
@@ -170,7 +170,7 @@ def test_policy(config, monkeypatch):
     big = rng.standard_normal((600, 600)).astype(np.float32)
     fn = lambda x: en.tanh(x) * 2.0 + 1.0   # noqa: E731
     # Without numba in the choice, "auto" takes C where it pays: not for a small region.
-    monkeypatch.setattr(compile_numba, "numba_available", lambda: False)
+    monkeypatch.setattr(numba_plugin, "numba_available", lambda: False)
     assert _run(fn, [small], "auto")[1] == ["numpy"]
     assert _run(fn, [big], "numpy")[1] == ["numpy"]
     assert _run(fn, [small], "c")[1] == ["c"]
@@ -237,7 +237,7 @@ def test_a_second_process_loads_the_library_from_disk(tmp_path):
 
 def test_a_hot_kernel_moves_to_c_in_the_background(config, monkeypatch, tmp_path):
     monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path))       # nothing on disk yet
-    monkeypatch.setattr(compile_numba, "numba_available", lambda: False)
+    monkeypatch.setattr(numba_plugin, "numba_available", lambda: False)
     rng = np.random.default_rng(8)
     z = rng.standard_normal((1000, 784)).astype(np.float32)
     b = rng.standard_normal(784).astype(np.float32)

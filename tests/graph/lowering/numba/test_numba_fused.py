@@ -14,7 +14,6 @@ from support.programs import flat
 numba = pytest.importorskip("numba",
                             reason="the compiled lowering needs numba (pip install '.[jit]')")
 
-compile_numba = importlib.import_module("engine.graph.lowering.numba.whole_graph")
 numba_fused = importlib.import_module("engine.graph.lowering.numba.numba_fused")
 
 

@@ -18,7 +18,8 @@ from support.paths import REPO
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
-compile_numba = importlib.import_module("engine.graph.lowering.numba.whole_graph")
+whole_graph = importlib.import_module("engine.graph.lowering.numba.whole_graph")
+numba_plugin = importlib.import_module("engine.graph.lowering.numba.lowering")
 ROOT = pathlib.Path(REPO)
 # The numeric suite's tolerances (tests/ops/test_ops_numeric.py).
 TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}
@@ -62,7 +63,7 @@ def _one_region_program(dtype):
             probe = en.function(_apply_case(info, sample), passes=["cleanup"])
             args = [en.tensor(a) for a in sample.args if isinstance(a, np.ndarray)]
             try:
-                compile_numba.whole_graph_source(probe.graph_for(*args))
+                whole_graph.whole_graph_source(probe.graph_for(*args))
             except Unsupported:
                 continue
             cases.append((info, sample, slice(len(arrays), len(arrays) + n)))
@@ -235,7 +236,7 @@ def test_auto_declines_a_cold_compile_that_cannot_pay_and_numpy_never_compiles(
 
 
 def test_without_numba_the_numpy_lowering_runs(lowering, monkeypatch):
-    monkeypatch.setattr(compile_numba, "numba_available", lambda: False)
+    monkeypatch.setattr(numba_plugin, "numba_available", lambda: False)
     lowering("numba")
     x = en.tensor(np.linspace(0.5, 1.5, 8))
     fn = en.function(_thirty_ops)
@@ -330,7 +331,7 @@ def test_fast_float32_exp_and_tanh_are_within_a_few_ulp():
 def test_an_inlined_value_is_computed_once_even_where_its_user_reads_it_twice():
     graph = en.function(lambda x: en.square(en.tanh(x)) + 1.0,
                         passes=["cleanup"]).graph_for(en.ones((2, 3), dtype="float32"))
-    source = compile_numba.whole_graph_source(graph)
+    source = whole_graph.whole_graph_source(graph)
     assert source.count("tanh32(") == 1, source   # square is {0} * {0}: tanh is an array
 
 

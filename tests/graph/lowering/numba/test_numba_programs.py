@@ -3,14 +3,13 @@
 The generated programs of ``test_graph_mode`` (elementwise ops, broadcasting, scalars,
 reductions, matrix products, transposes) are traced with
 ``en.config.lowering = "numba"``, so small graphs become one numba function
-each (``graph/lowering/compile_numba.py``); bigger ones, with the bound between small and
+each (``graph/lowering/numba/whole_graph.py``); bigger ones, with the bound between small and
 large values lowered, keep their products and get their fused regions as numba loop nests
 (``graph/lowering/numba/numba_fused.py``). Both must agree with eager mode to the numeric
 suite's float64 tolerances, and enough programs must really be compiled that the
 comparison means something (a guard against the strategy drifting to programs nothing
 compiles).
 """
-import importlib
 
 import numpy as np
 import pytest
@@ -21,7 +20,6 @@ from support.programs import BIG_SHAPES, big_reshapes, flat, program_case, progr
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
-compile_numba = importlib.import_module("engine.graph.lowering.numba.whole_graph")
 
 # The numeric suite's float64 tolerances (tests/ops/test_ops_numeric.py); the compiled code
 # sums in another order than numpy's pairwise sums.

@@ -12,7 +12,7 @@ from bench.workloads import rnn
 
 numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
 
-compile_numba = importlib.import_module("engine.graph.lowering.numba.whole_graph")
+whole_graph = importlib.import_module("engine.graph.lowering.numba.whole_graph")
 numba_blas = importlib.import_module("engine.graph.lowering.numba.numba_blas")
 SMALL = {"steps": 6, "batch": 3, "hidden": 5, "features": 4, "repeats": 1}
 CELLS = {"gru": rnn.gru_cell, "lstm": rnn.lstm_cell, "tanh": rnn.tanh_cell}
@@ -136,7 +136,7 @@ def test_a_scalar_carry_and_results_nobody_reads(numba_lowering):
     fn = en.function(f)
     args = (en.tensor(0.5), en.tensor(xs))
     graph = fn.graph_for(*args)
-    source = compile_numba.whole_graph_source(graph) if not [
+    source = whole_graph.whole_graph_source(graph) if not [
         n for n in graph.nodes if n.op.name == "compiled_region"] else \
         [n for n in graph.nodes if n.op.name == "compiled_region"][0].meta["kernel_source"]
     assert "np.sin" not in source, source     # the unread ys are not computed
@@ -172,7 +172,7 @@ def test_a_graph_too_long_for_one_function_is_compiled_in_parts(numba_lowering, 
         return en.sum(en.stack(outs) ** 2.0), h
     x = np.linspace(0.5, 1.5, 8)
     args = [en.tensor(v) for v in (x, x * 0.5, x)]
-    one = compile_numba.whole_graph_source(en.function(f, passes=["cleanup"]).graph_for(*args))
+    one = whole_graph.whole_graph_source(en.function(f, passes=["cleanup"]).graph_for(*args))
     monkeypatch.setattr(en.config.cost, "numba_max_source_lines", one.count("\n") // 2)
     fn = en.function(f)
     graph = fn.graph_for(*args)
