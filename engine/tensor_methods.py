@@ -30,6 +30,7 @@ from .errors import (ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeE
                      UnsupportedError, format_location, user_frame)
 from .lifting import TensorLike
 from .modes import current_mode
+from .numpy_inplace import write_all
 from .ops.subgradients import root_with_zero_subgradient
 from .tensor_memory import MemoryAttributes
 
@@ -66,18 +67,9 @@ def _into(out, result, what, casting="unsafe"):
     if not np.can_cast(result.dtype, out.dtype, casting):
         raise DTypeError(f"{what}: cannot store the {result.dtype} result in out= of dtype "
                          f"{out.dtype} under numpy's {casting} casting{_at()}")
-    _write(out, result)
+    write_all(out, result)
     return out
 
-
-def _write(x, values):
-    """Store ``values`` (broadcast and cast to ``x``'s shape and dtype) as all of ``x``'s
-    elements: a tensor by ``x[...] = values``; a variable, whose value is replaced
-    whole, by ``assign``."""
-    if hasattr(x, "assign"):
-        x.assign(_ops.broadcast_to(_ops.cast(values, x.dtype), x.shape))
-    else:
-        x[...] = values
 
 
 def _check_order(what, order, allowed=_ORDERS):
@@ -111,6 +103,13 @@ def _check_sort_args(what, kind, order, kinds):
     if order is not None:
         raise UnsupportedError(f"{what}: order= sorts the fields of a structured dtype, "
                                f"which tensors do not have{_at()}")
+
+
+def _in_place_axis(what, axis):
+    if axis is None:     # numpy: a tensor cannot be flattened in place
+        raise ArgumentTypeError(f"{what}: axis=None would flatten the tensor, which an "
+                                f"in-place method cannot; use np.{what.split('.')[1]}"
+                                f"(t, ..., axis=None) for a flat copy{_at()}")
 
 
 def _kth(what, x, kth, axis):
@@ -478,47 +477,71 @@ class NdarrayMethods(MemoryAttributes):
     def fill(self, value):
         """Write ``value`` into every element (cast to the tensor's dtype), as numpy's
         ``fill``."""
-        _write(self, value)
+        write_all(self, value)
 
     def sort(self, axis=-1, kind=None, order=None, *, stable=None):
         """Sort the values along ``axis`` in place (stably), as numpy's ``ndarray.sort``."""
-        _check_sort_args(_name(self, "sort"), kind, order, _SORT_KINDS)
-        _write(self, _ops.sort(self, axis=axis))
+        what = _name(self, "sort")
+        _check_sort_args(what, kind, order, _SORT_KINDS)
+        _in_place_axis(what, axis)
+        write_all(self, _ops.sort(self, axis=axis))
 
     def partition(self, kth, axis=-1, kind="introselect", order=None):
         """Partition the values along ``axis`` in place around each ``kth`` (see
         :meth:`argpartition`)."""
         what = _name(self, "partition")
         _check_sort_args(what, kind, order, _PARTITION_KINDS)
+        _in_place_axis(what, axis)
         _kth(what, self, kth, axis)
-        _write(self, _ops.partition(self, kth, axis=axis))
+        write_all(self, _ops.partition(self, kth, axis=axis))
 
     def put(self, indices, values, mode="raise"):
         """Write ``values`` at the flat positions ``indices`` (values repeated as
         needed; with repeated indices the last write wins), as numpy's ``put``."""
         what = _name(self, "put")
         _check_mode(what, mode)
-        indices = _ops.reshape(indices if isinstance(indices, TensorLike)
-                               else _ops.identity(np.asarray(indices, dtype=np.int64)), (-1,))
-        if indices.dtype.kind not in "iu":
-            raise DTypeError(f"{what}: indices must be integers, got {indices.dtype}{_at()}")
-        n = self.size
-        known = _known_values(indices) if mode == "raise" else None
-        if known is not None and known.size and (known.min() < -n or known.max() >= n):
-            raise InvalidArgumentError(f"{what}: an index is out of bounds for {n} elements "
-                                       f"(shape {self.shape}){_at()}")
-        indices = _index_by_mode(indices, n, mode)
+        flat = _flat_positions(what, self, indices, mode)
         values = _ops.reshape(_ops.cast(values, self.dtype) if isinstance(values, TensorLike)
                               else _ops.identity(np.asarray(values, dtype=self.dtype)), (-1,))
-        if values.shape[0] == 0:
-            return
-        count = indices.shape[0]
-        if count == 0:
+        count = flat.shape[0]
+        if values.shape[0] == 0 or count == 0:
             return
         if values.shape[0] != count:      # numpy repeats the values to the indices' length
             values = _ops.take(values, _ops.mod(_ops.arange(count), values.shape[0]))
-        flat = _ops.put_along_axis(_ops.reshape(self, (-1,)), _ops.mod(indices, n), values, 0)
-        _write(self, _ops.reshape(flat, self.shape))
+        if self.ndim == 0:
+            write_all(self, values[-1])
+        elif hasattr(self, "assign"):     # a variable: its new value, assigned whole
+            new = _ops.put_along_axis(_ops.reshape(self, (-1,)), flat, values, 0)
+            write_all(self, _ops.reshape(new, self.shape))
+        else:
+            # Written through an index per axis, not through a flat view of the tensor:
+            # a tape may hold such a view, and a write under it is refused.
+            self[_unravel(flat, self.shape)] = values
+
+
+def _flat_positions(what, x, indices, mode):
+    """``indices`` into ``x``'s flat elements as a 1-D tensor in ``[0, size)``: checked
+    (``'raise'``: numpy's range, negative counting from the end), wrapped or clipped."""
+    indices = indices if isinstance(indices, TensorLike) else \
+        _ops.identity(np.asarray(indices, dtype=np.int64))
+    indices = _ops.reshape(indices, (-1,))
+    if indices.dtype.kind not in "iu":
+        raise DTypeError(f"{what}: indices must be integers, got {indices.dtype}{_at()}")
+    n = x.size
+    known = _known_values(indices) if mode == "raise" else None
+    if known is not None and known.size and (known.min() < -n or known.max() >= n):
+        raise InvalidArgumentError(f"{what}: an index is out of bounds for {n} elements "
+                                   f"(shape {x.shape}){_at()}")
+    return _ops.mod(_index_by_mode(indices, n, mode), n)
+
+
+def _unravel(flat, shape):
+    """Flat positions as one index tensor per axis of ``shape`` (row-major), in ops."""
+    coords = []
+    for d in reversed(shape):
+        coords.append(_ops.mod(flat, d))
+        flat = _ops.floor_divide(flat, d)
+    return tuple(reversed(coords))
 
 
 def _check_ufunc_keywords(what, kwargs):
