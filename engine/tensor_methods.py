@@ -71,7 +71,6 @@ def _into(out, result, what, casting="unsafe"):
     return out
 
 
-
 def _check_order(what, order, allowed=_ORDERS):
     if order is None and None in allowed:
         return "C"
@@ -137,16 +136,19 @@ def _masked_variance(x, axis, ddof, keepdims, where, mean):
     """numpy's ``var`` with ``where=`` (the elements counted) and ``mean=`` (a mean
     given with kept dims): the mean of ``|x - mean|**2`` over the counted elements,
     divided by ``count - ddof`` instead of ``count``."""
+    if x.dtype.kind not in "fc":          # numpy computes integers' moments in float64
+        x = _ops.cast(x, "float64")
     mask = _ops.broadcast_to(where, x.shape)
-    count = _ops.sum(_ops.cast(mask, "float64"), axis=axis, keepdims=True)
+    count = _ops.sum(_ops.cast(mask, np.finfo(x.dtype).dtype), axis=axis, keepdims=True)
     if mean is _NoValue:
         mean = _ops.sum(_ops.where(mask, x, 0), axis=axis, keepdims=True) / count
     dev = x - mean
     square = _ops.real(dev * _ops.conj(dev)) if x.dtype.kind == "c" else dev * dev
     total = _ops.sum(_ops.where(mask, square, 0), axis=axis, keepdims=True)
     variance = total / _ops.maximum(count - ddof, 0)
-    return variance if keepdims else _ops.squeeze(variance, axis) if axis is not None \
-        else _ops.reshape(variance, ())
+    if keepdims:
+        return variance
+    return _ops.reshape(variance, ()) if axis is None else _ops.squeeze(variance, axis)
 
 
 class NdarrayMethods(MemoryAttributes):

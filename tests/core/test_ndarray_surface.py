@@ -164,7 +164,8 @@ def test_methods_on_a_variable_match_numpy(method, args, kwargs):
                       getattr(a, method)(*args, **kwargs))
 
 
-@pytest.mark.parametrize("key", ["float 2x3", "float 3x4x2", "int 4x3", "complex 3x2"])
+@pytest.mark.parametrize("key", ["float 2x3", "float 3x4x2", "int 4x3", "complex 3x2",
+                                 "float32 5", "int32 6"])
 @pytest.mark.parametrize("method", ["sum", "prod", "max", "min", "mean", "all", "any", "var",
                                     "std"])
 def test_reductions_with_where_match_numpy(method, key):
