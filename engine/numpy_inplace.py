@@ -7,13 +7,13 @@ tensor (``t[...] = values``; a variable is assigned), so a write records on tape
 and traces as any other. When the target is a numpy array and only another
 argument is a tensor, numpy writes the tensor's values into its own array.
 
-Example:
+Example (on a variable; a tensor is written the same way):
     >>> import numpy as np
     >>> import engine as en
-    >>> t = en.zeros((3, 3))
-    >>> np.fill_diagonal(t, 2.0)
-    >>> np.putmask(t, t == 0, -1.0)
-    >>> t.tolist()
+    >>> v = en.Variable(en.zeros((3, 3)))
+    >>> np.fill_diagonal(v, 2.0)
+    >>> np.putmask(v, v == 0, -1.0)
+    >>> v.tolist()
     [[2.0, -1.0, -1.0], [-1.0, 2.0, -1.0], [-1.0, -1.0, 2.0]]
 """
 import inspect
