@@ -16,6 +16,7 @@ from engine.modes import Mode, read_variable
 from engine.ops.join import stack_nested
 from engine.op import freeze_params
 from engine.tensor import Tensor, wrap, wrap_on
+from engine.writes import note_alias
 from engine.variable import Variable, check_scatter
 
 from . import buffer_cache
@@ -159,7 +160,7 @@ class EagerMode(Mode):
         aval, large = checked
         if op.multiple_results:
             result = op.impl(*[t._value for t in tensors], **params)
-            out = tuple(_as_output(r, a[1]) for r, a in zip(result, aval))
+            out = tuple(note_alias(op, _as_output(r, a[1]), tensors) for r, a in zip(result, aval))
         else:
             if large:
                 result = _run_large(op, tensors, params, aval[0], aval[1])
@@ -180,6 +181,9 @@ class EagerMode(Mode):
             out._node = None
             if large:
                 buffer_cache.adopt(out, result)
+            elif result.base is not None or n and (result is tensors[0]._value or n > 1 and any(
+                    result is t._value for t in tensors[1:])):
+                note_alias(op, out, tensors)    # a view (numpy's), or a copy where numpy copies
         if _CHECK_NUMERICS.get():
             check_outputs(op, out, tensors)
         return out
@@ -214,6 +218,9 @@ class EagerMode(Mode):
         # Values of tensors and variables never change: they need no copy (a
         # tensor's array that is a writable view is copied all the same).
         from_variable, from_tensor = isinstance(value, Variable), isinstance(value, Tensor)
+        # A tensor's memory can be shared only while nothing views it: its array turns
+        # read-only, which a view made earlier would not see (engine/writes.py).
+        from_tensor = from_tensor and getattr(value, "_alias", None) is None
         value = _plain_array(value, var.dtype)   # 1.5 into an int variable is an error
         immutable = from_variable or (from_tensor and (value.base is None
                                                        or not value.flags.writeable))

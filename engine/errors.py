@@ -28,6 +28,11 @@ class AxisError(ShapeError, IndexError):
     numpy's ``AxisError`` is and the Array API standard asks."""
 
 
+class IndexShapeError(ShapeError, IndexError):
+    """An index does not fit the indexed tensor (out of range, a mask of the wrong
+    length); an ``IndexError`` too, as numpy's and PyTorch's."""
+
+
 class DTypeError(EngineError, TypeError):
     """Input dtypes do not fit the op, or the dtype is not supported."""
 

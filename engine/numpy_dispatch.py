@@ -13,7 +13,7 @@ tracing, recorded on tapes like any op call.
 
 Arguments are bound to numpy's own signature first. Keywords left at numpy's
 default are dropped; ``dtype=`` casts the inputs when the engine function takes
-no ``dtype``; ``out=`` is refused (tensors are immutable); ``where=`` works for
+no ``dtype``; ``out=`` stores the result into the given tensor (engine/writes.py); ``where=`` works for
 reductions and is refused elsewhere (without ``out=`` numpy leaves the masked
 places uninitialized). Anything else the engine function does not take, and
 every numpy function the engine lacks, raises :class:`UnsupportedError` naming
@@ -35,6 +35,7 @@ import numpy as np
 from .errors import UnsupportedError, format_location, user_frame
 from .lifting import TensorLike
 from . import names
+from . import writes
 from . import numpy_inplace
 from .op import REGISTRY
 
@@ -214,12 +215,26 @@ def _cast_arrays(value, dtype):
     return value
 
 
-def _refuse_out(where, out):
+def _with_out(where, out, result):
+    """numpy's ``out=``: ``result`` stored into the given tensor(s) (or numpy arrays),
+    which are returned; ``result`` itself without ``out=`` (engine/writes.py)."""
     outs = out if isinstance(out, tuple) else (out,)
-    if any(o is not None for o in outs):
-        raise _unsupported(
-            f"{where}: out= is not supported, because tensors are immutable; "
-            "use the returned tensor (or Variable.assign to store it)")
+    if all(o is None for o in outs):
+        return result
+    results = result if isinstance(result, tuple) else (result,)
+    if len(outs) != len(results):
+        raise _unsupported(f"{where}: out= gives {len(outs)} array(s) for "
+                           f"{len(results)} result(s)")
+    stored = []
+    for o, r in zip(outs, results):
+        if o is None:
+            stored.append(r)
+        elif isinstance(o, np.ndarray):        # numpy's own array: numpy stores into it
+            np.copyto(o, np.asarray(r), casting="same_kind")
+            stored.append(o)
+        else:
+            stored.append(writes.out_argument(r, o, where))
+    return tuple(stored) if isinstance(result, tuple) else stored[0]
 
 
 def _check_keywords(what, fn, keywords):
@@ -290,10 +305,10 @@ def _numpy_reduction(name):
             bound = _signature(func).bind(*args, **kwargs).arguments
         except TypeError as err:
             raise _unsupported(f"{what}: {err}") from None
-        _refuse_out(what, bound.pop("out", None))
+        out = bound.pop("out", None)
         x = bound.pop(next(iter(_signature(func).parameters)))
         _check_supported(func, bound, {"axis", "keepdims", "dtype", "initial", "where"})
-        return reduction(name, x, what=what, **bound)
+        return _with_out(what, out, reduction(name, x, what=what, **bound))
     return call
 
 
@@ -343,7 +358,7 @@ def array_function(func, types, args, kwargs):
             f"(no en.{(_NAMESPACES.get(module) or '') and _NAMESPACES[module] + '.'}{name}): "
             "call it on t.numpy() to run numpy on the values (eager mode only)")
     positional, keywords = _bind(func, args, kwargs)
-    _refuse_out(numpy_name(func), keywords.pop("out", None))
+    out = keywords.pop("out", None)
     for ignored in IGNORED_KEYWORDS.get(name, ()):
         keywords.pop(ignored, None)
     for numpy_kw, engine_kw in KEYWORD_NAMES.get(name, {}).items():
@@ -354,7 +369,7 @@ def array_function(func, types, args, kwargs):
         del keywords["dtype"]
         positional = [_cast_arrays(positional[0], dtype), *positional[1:]]
     _check_keywords(numpy_name(func), fn, keywords)
-    return fn(*positional, **keywords)
+    return _with_out(numpy_name(func), out, fn(*positional, **keywords))
 
 
 def array_ufunc(ufunc, method, inputs, kwargs):
@@ -370,15 +385,15 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         if fn is not None:
             return fn(*inputs)
     what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-    _refuse_out(what, kwargs.pop("out", None))
+    out = kwargs.pop("out", None)
     if method == "__call__":
-        return _ufunc_call(ufunc, what, inputs, kwargs)
+        return _with_out(what, out, _ufunc_call(ufunc, what, inputs, kwargs))
     if method == "reduce":
-        return _ufunc_reduce(ufunc, what, inputs, kwargs)
+        return _with_out(what, out, _ufunc_reduce(ufunc, what, inputs, kwargs))
     if method == "accumulate":
-        return _ufunc_accumulate(ufunc, what, inputs, kwargs)
+        return _with_out(what, out, _ufunc_accumulate(ufunc, what, inputs, kwargs))
     if method == "outer":
-        return _ufunc_outer(ufunc, what, inputs, kwargs)
+        return _with_out(what, out, _ufunc_outer(ufunc, what, inputs, kwargs))
     raise _unsupported(f"{what} is not supported on tensors (ufunc.{method} writes in place "
                        "or needs index arrays; use en.scatter_add or numpy on t.numpy())")
 

@@ -25,6 +25,7 @@ from . import backend as _backends
 from . import default_dtype as _default_dtype
 from . import numpy_dispatch as _numpy_dispatch
 from . import ops as _ops
+from . import writes as _writes
 from .backend import NUMPY
 from .devices import check_device
 from .errors import (ArgumentTypeError, InvalidArgumentError, ShapeError, SharingError,
@@ -170,7 +171,9 @@ class Tensor(TensorOps):
         ((2, 2), dtype('int64'))
     """
 
-    __slots__ = ("_value", "shape", "dtype", "_node", "__weakref__")
+    # _alias and _version are set only when needed (engine/writes.py): a view's root,
+    # a captured tensor's write count.
+    __slots__ = ("_value", "shape", "dtype", "_node", "_alias", "_version", "__weakref__")
 
     def __init__(self, data, dtype=None):
         value = as_array(data, dtype)
@@ -217,14 +220,15 @@ class Tensor(TensorOps):
 
     # -- concrete values ------------------------------------------------
     def numpy(self):
-        """The value as a numpy array (a read-only view: tensors are immutable)."""
+        """The value as a numpy array that shares the tensor's memory, as PyTorch's
+        ``.numpy()``: writable where the tensor is (a write through it changes the
+        tensor, unseen by tapes and traces), read-only where the memory is shared
+        read-only (a variable's value, a graph constant). ``np.asarray(t)`` is this."""
         if self._value is None:
             raise TracingError(
                 f"cannot take the value of a traced tensor {self._describe()} while tracing; "
                 "use en.py_function to run numpy code at graph run time")
-        view = self._value.view()
-        view.flags.writeable = False
-        return view
+        return self._value.view()
 
     def __array__(self, dtype=None, copy=None):
         if _active_tapes():   # refuse silently dropping a tensor that a tape differentiates
@@ -235,13 +239,14 @@ class Tensor(TensorOps):
                 raise InvalidArgumentError(f"converting a {self.dtype} tensor to {np.dtype(dtype)} "
                                  "needs a copy, but copy=False")
             return value.astype(dtype)
-        return value.copy() if copy else value  # read-only view unless a copy is asked for
+        return value.copy() if copy else value  # a view of the tensor's memory
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """Export the values by DLPack (read-only: a consumer must not write them).
+        """Export the values by DLPack, sharing the tensor's memory (as ``numpy()``).
 
-        DLPack before 1.0 cannot mark memory read-only, so for such a consumer
-        the export is a copy (refused with ``copy=False``, as the protocol says)."""
+        DLPack before 1.0 cannot mark memory read-only, so read-only memory (a
+        variable's value, a graph constant) is copied for such a consumer (refused
+        with ``copy=False``, as the protocol says)."""
         if dl_device is not None and tuple(dl_device) != (1, 0):
             raise SharingError(f"__dlpack__: the tensor is on the CPU (1, 0), not {dl_device}")
         if copy:
@@ -249,6 +254,8 @@ class Tensor(TensorOps):
         view = self.numpy()
         if max_version is not None and tuple(max_version) >= (1, 0):
             return view.__dlpack__(max_version=max_version, copy=False)
+        if view.flags.writeable:
+            return view.__dlpack__()
         if copy is False:
             raise SharingError("__dlpack__: DLPack before 1.0 cannot export read-only memory "
                               "without a copy, and copy=False")
@@ -264,9 +271,24 @@ class Tensor(TensorOps):
     def __complex__(self): return complex(self._concrete("complex()"))
 
     def __setitem__(self, index, value):
-        raise ArgumentTypeError("tensors are immutable: build the new values instead, e.g. "
-                        "en.where(mask, value, x), or keep them in an en.Variable "
-                        "(scatter_update writes rows)")
+        """``x[index] = value`` in place, with numpy's semantics (engine/writes.py):
+        views share the write, gradients flow through it, traces record it.
+
+        Example:
+            >>> import engine as en
+            >>> x = en.zeros(3)
+            >>> x[1] = 2.0
+            >>> x.tolist()
+            [0.0, 2.0, 0.0]
+        """
+        _writes.setitem(self, index, value)
+
+    def _trace_state(self):
+        """What a trace that captured this tensor depends on: its memory's write count."""
+        return (("writes", getattr(_writes.root_of(self), "_version", 0)),)
+
+    def _trace_label(self):
+        return f"captured tensor {self._describe()}"
 
     def __bool__(self):
         return bool(self._concrete("bool() (an `if` or `while` on a tensor)"))
@@ -337,16 +359,15 @@ def _in_place(name):
     binary = getattr(TensorOps, f"__{name}__")
 
     def method(self, other):
-        return binary(self, other)
+        return _writes.in_place(self, name, other, binary)
     method.__name__ = f"__i{name}__"
-    method.__doc__ = (f"``x {name}= y``: tensors are immutable, so this makes a new tensor and "
-                      "rebinds ``x`` (as in JAX); other references keep the old values.")
+    method.__doc__ = (f"``x {name}= y`` in place, as numpy: the tensor object itself is "
+                      "updated (its views too); its shape and dtype stay.")
     return method
 
 
-# The in-place operators, for every binary operator tensors have. (Without them
-# Python would fall back to the binary operator just the same; defining them says
-# so, and gives the standard's full operator set.)
+# The in-place operators, for every binary operator tensors have: each updates the
+# tensor object (engine/writes.py), so ``for p in params: p += g`` works as in numpy.
 for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and",
               "or", "xor", "lshift", "rshift"):
     if hasattr(TensorOps, f"__{_name}__"):

@@ -17,6 +17,7 @@ from ..recording import (active_tapes, complex_refusal, has_complex_vjp, paused,
                          push_tape)
 from ..transforms.batching import vmap
 from ..variable import Variable
+from ..writes import LIVE_TAPES
 
 _FLOATS = dtypes.FLOATS
 _COMPLEX = dtypes.COMPLEX
@@ -59,6 +60,7 @@ class GradientTape:
             raise EngineError("this GradientTape is already active; make a new one")
         self._recording = True
         self._token = push_tape(self)
+        LIVE_TAPES.add(self)     # a write to memory its entries hold is checked
         return self
 
     def __exit__(self, *exc):

@@ -23,7 +23,7 @@ import operator
 import numpy as np
 
 from .. import dtypes
-from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
+from ..errors import DTypeError, IndexShapeError, ShapeError, TracingError, describe_inputs
 from ..lifting import TensorLike
 from ..modes import apply
 from ..op import Op, declare, register
@@ -143,7 +143,7 @@ def _mask_to_arrays(mask, x_shape, dim):
     for i, size in enumerate(value.shape):
         d = x_shape[dim + i]
         if d is not None and d != size:
-            raise ShapeError(f"getitem: boolean index did not match the indexed tensor along "
+            raise IndexShapeError(f"getitem: boolean index did not match the indexed tensor along "
                              f"dimension {dim + i}: the dimension has size {d}, the mask {size}")
     return [np.asarray(a, dtype=np.int64) for a in np.nonzero(value)]
 
@@ -197,7 +197,7 @@ def index_shape(name, x, index_avals, spec):
         d = shape[dim]
         if kind == "int":
             if d is not None and not -d <= it[1] < d:
-                raise ShapeError(f"{name}: index {it[1]} is out of range for dimension {dim} "
+                raise IndexShapeError(f"{name}: index {it[1]} is out of range for dimension {dim} "
                                  f"of {describe_inputs([x])} (size {d})")
             if has_arrays and adv_at is None:
                 adv_at = len(out)
@@ -220,7 +220,7 @@ def index_shape(name, x, index_avals, spec):
 
 
 def _range_error(name, x, index, err):
-    return ShapeError(f"{name}: {err} (indexing {describe_inputs([(x.shape, x.dtype)])} "
+    return IndexShapeError(f"{name}: {err} (indexing {describe_inputs([(x.shape, x.dtype)])} "
                       f"with {index!r})")
 
 
@@ -260,8 +260,43 @@ def getitem(x, index):
         >>> x[x > 2].numpy()
         array([3, 4, 5])
     """
+    index, empty_axis = zero_d_masks(index)
     spec, arrays = parse_index(_shape_of(x), index)
-    return apply(getitem_op, x, *_on_backend_of(x, arrays), spec=spec)
+    out = apply(getitem_op, x, *_on_backend_of(x, arrays), spec=spec)
+    if empty_axis is not None:     # x[False]: the new axis has length 0
+        out = getitem(out, (slice(None),) * empty_axis + (slice(0, 0),))
+    return out
+
+
+def _is_zero_d_bool(item):
+    if isinstance(item, (bool, np.bool_)):
+        return True
+    return (getattr(item, "dtype", None) == np.bool_ and tuple(getattr(item, "shape", (1,))) == ()
+            and getattr(item, "_value", 0) is not None)
+
+
+def zero_d_masks(index):
+    """numpy reads 0-d boolean index items (``x[True]``, ``x[en.tensor(False)]``) together
+    as one new axis of length 1 (all true) or 0: the index with ``None`` in their place,
+    and the result axis to empty (or None)."""
+    items = index if isinstance(index, tuple) else (index,)
+    flags = [_is_zero_d_bool(i) for i in items]
+    if not any(flags):
+        return index, None
+    if any(_array_item(i) is not None and not f for i, f in zip(items, flags)
+           if not isinstance(i, (slice, int, np.integer)) and i is not None and i is not Ellipsis):
+        raise ShapeError("getitem: a 0-d boolean index together with index arrays is not "
+                         "supported; apply the boolean first (x[mask]) or use en.where")
+    first = flags.index(True)
+    on = all(bool(np.asarray(i)) for i, f in zip(items, flags) if f)
+    kept = tuple(None if k == first else i for k, (i, f) in enumerate(zip(items, flags))
+                 if not f or k == first)
+    # the new axis' place in the result: one per slice or None before it (ints drop a dim)
+    place = sum(1 for i in kept[:first] if isinstance(i, slice) or i is None)
+    if not on and any(i is Ellipsis for i in kept[:first]):
+        raise ShapeError("getitem: x[..., False] (a false 0-d boolean after an ellipsis) is "
+                         "not supported; use en.where")
+    return kept, (None if on else place)
 
 
 def _on_backend_of(x, arrays):

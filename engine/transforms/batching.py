@@ -23,6 +23,7 @@ from .. import ops
 from ..autodiff.custom import custom_gradient
 from ..conversion import user_function
 from ..errors import EngineError, ShapeError, TracingError, format_location, user_frame
+from ..writes import VIEW_OPS, note_traced_view
 from ..modes import apply, current_mode, use_mode
 from ..recording import active_tapes
 from ..pytree import flatten, unflatten
@@ -119,7 +120,10 @@ class BatchMode(TransformMode):
             out, dim = result
         if op.multiple_results:
             return tuple(self._wrap(o, d) for o, d in zip(out, dim))
-        return self._wrap(out, dim)
+        result = self._wrap(out, dim)
+        if op.name in VIEW_OPS:      # numpy's view: writes through it reach the base
+            note_traced_view(op, result, tensors, params)
+        return result
 
     def _wrap(self, out, dim):
         return out if dim is None else batched(out, dim, self.tag)

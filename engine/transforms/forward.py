@@ -24,6 +24,7 @@ from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
 from ..conversion import user_function
 from ..errors import ArgumentTypeError, EngineError, NotDifferentiableError, ShapeError
+from ..writes import VIEW_OPS, note_traced_view
 from ..modes import apply, current_mode, use_mode
 from ..numpy_conversion import check_conversion, refuse_from_user_code
 from ..pytree import flatten, unflatten
@@ -129,7 +130,10 @@ class ForwardMode(TransformMode):
         if op.multiple_results:
             tangent = tangent if isinstance(tangent, (tuple, list)) else (tangent,)
             return tuple(self._wrap(o, t) for o, t in zip(out, tangent))
-        return self._wrap(out, tangent)
+        result = self._wrap(out, tangent)
+        if op.name in VIEW_OPS:      # numpy's view: writes through it reach the base
+            note_traced_view(op, result, tensors, params)
+        return result
 
     def _wrap(self, out, tangent):
         if tangent is None or out.dtype not in _TANGENT_DTYPES:

@@ -10,7 +10,7 @@ from engine.autodiff import GradientTape
 from engine.backend import NUMPY, mismatch
 from engine.config import config
 from engine.cost_model import cost
-from engine.errors import EngineError
+from engine.errors import EngineError, TracingError
 from engine.modes import default_mode, read_variable, use_mode
 from engine.pytree import LEAF, flatten, unflatten
 from engine.recording import TapeRule, active_tapes, no_tapes, record
@@ -129,7 +129,10 @@ class ConcreteFunction:
         mode = TraceMode(graph)
         with no_tapes(), use_mode(mode):   # eager tapes must not see traced tensors
             args, kwargs = self._traced_arguments(mode)
+            placeholders = [(t, t._node) for t in flatten((args, kwargs))[0]
+                            if isinstance(t, Tensor) and t._value is None]
             result = self.python_function(*args, **kwargs)
+        _refuse_written_arguments(self.name, placeholders)
         out_leaves, out_tree = flatten(result, is_leaf=_out_leaf)
         graph.outputs = mode.output_nodes(out_leaves)
         graph.output_tree = out_tree
@@ -395,3 +398,15 @@ def _supported(p, backend):
     """Whether pass ``p`` (a function or its name) may run on ``backend``."""
     need = _NEEDS.get(getattr(p, "__name__", p))
     return need is None or getattr(backend, need)
+
+
+def _refuse_written_arguments(name, placeholders):
+    """A traced function that wrote to an argument would, called eagerly, change the
+    caller's tensor; its graph cannot yet, so it is refused rather than diverge."""
+    for i, (t, node) in enumerate(placeholders):
+        if t._node is not node:
+            raise TracingError(
+                f"{name}: the function writes to its tensor argument {i} "
+                f"({t._describe()}, x[...] = v or an in-place operator); a compiled function "
+                "cannot change its caller's tensors: return the new value instead "
+                "(x = f(x)), or keep the state in an en.Variable")

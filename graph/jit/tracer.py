@@ -18,6 +18,7 @@ from engine.modes import Mode, current_mode, read_variable, use_mode
 from engine.ops.join import stack_nested
 from engine.tensor import Tensor, traced
 from engine.variable import Variable, check_scatter
+from engine.writes import VIEW_OPS, capture_version, note_traced_view
 
 from ..control.control_flow import traced_cond
 from ..ir.graph_ops import (VarRef, assign_variable_op, body_variables, constant_op,
@@ -68,6 +69,8 @@ class TraceMode(Mode):
         t = traced(node.shape, node.dtype, node)
         if key is not None:
             self._consts[key] = (source_obj, t)
+            if isinstance(source_obj, Tensor):   # a write to it later must retrace
+                capture_version(source_obj)
         return t
 
     def _capture(self, t):
@@ -126,7 +129,10 @@ class TraceMode(Mode):
         except EngineError as err:
             raise _located(err) from None
         node = self.add_node(op, [t._node for t in tensors], params, aval)
-        return self.outputs_of(node)
+        out = self.outputs_of(node)
+        if op.name in VIEW_OPS:      # numpy's view: writes through it reach the base
+            note_traced_view(op, out, tensors, params)
+        return out
 
     def cond(self, pred, true_fn, false_fn, *operands):
         return traced_cond(self, pred, true_fn, false_fn, operands)

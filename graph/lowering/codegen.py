@@ -96,7 +96,14 @@ def _constant(node, backend):
     if origin is not None and origin != backend.name:
         raise mismatch(f"graph {graph_name(node)} (a tensor captured as constant {node.name})",
                        backend, get(origin))
-    return value if backend.numpy_arrays else backend.from_numpy(np.asarray(value))
+    if not backend.numpy_arrays:
+        return backend.from_numpy(np.asarray(value))
+    if origin is None and isinstance(value, np.ndarray) and value.flags.writeable:
+        # The graph's own constant (folded, or made from Python data): a result that is
+        # this array must not let a write reach it -- read-only, a write copies first.
+        value = value.view()
+        value.flags.writeable = False
+    return value
 
 
 class _Namespace:

@@ -61,3 +61,29 @@ add(OpInfo("scatter_add",
                           en.ShapeError),
                ErrorInput(Sample((np.zeros((4, 3), np.int64), np.ones(3)), dict(index=(1,))),
                           en.DTypeError)]))
+
+
+def _index_update_samples(dtype, rng):
+    x = make(rng, (4, 3), dtype)
+    for index, vshape in [((1,), (3,)), ((slice(1, 3),), (2, 3)), ([0, 2], (2, 3)),
+                          ((np.array([1, 3]), np.array([0, 2])), (2,)),
+                          ((slice(None), 1), ()), ((Ellipsis, [2, 0]), (4, 1)),
+                          ((np.array([True, False, True, False]),), (3,)),
+                          (np.array([], dtype=np.int64), (0, 3))]:
+        yield Sample((x, make(rng, vshape, dtype)), dict(index=index))
+
+
+def _index_update_ref(x, values, index):
+    out = np.array(x, copy=True)
+    out[index] = values
+    return out
+
+
+add(OpInfo("index_update",
+           lambda x, values, index: en.index_update(x, _tensor_index(index), values),
+           _index_update_ref, _index_update_samples, op_dtypes("index_update"),
+           error_inputs=lambda: [
+               ErrorInput(Sample((np.zeros((4, 3)), np.ones(2)), dict(index=(1,))), en.ShapeError),
+               ErrorInput(Sample((np.zeros((4, 3)), np.ones(3)), dict(index=(5,))), en.ShapeError),
+               ErrorInput(Sample((np.zeros((4, 3)), np.ones(3) + 1j), dict(index=(1,))),
+                          en.DTypeError)]))

@@ -1,0 +1,121 @@
+"""``index_update``: a copy of ``x`` with ``x[index]`` set to ``values``, the functional
+form of a write ``x[index] = values``.
+
+A write to a tensor (``engine/writes.py``) is this op: eagerly its result's values
+are stored into the tensor's own memory; on a tape it is the recorded entry (so
+gradients flow through writes); while tracing it is the node the written tensor
+stands for from then on (as PyTorch's functionalization and TensorFlow's scatter
+updates). The index takes every form ``x[index]`` reads (``engine/ops/indexing.py``);
+``values`` broadcast to the shape of ``x[index]`` and are cast to ``x``'s dtype,
+as numpy's assignment casts them.
+
+Repeated positions of an integer-array index: the last write wins, as in numpy, and
+the gradient of the values then goes to every repeat (as JAX documents for ``.at[].set``).
+
+Example:
+    >>> import engine as en
+    >>> en.index_update(en.zeros(4), slice(1, 3), 7.0).numpy()
+    array([0., 7., 7., 0.])
+"""
+import numpy as np
+
+from .. import dtypes
+from ..errors import DTypeError, ShapeError, describe_inputs
+from ..modes import apply
+from ..op import Op, declare, register
+from ..shapes import broadcast_shapes
+from . import _rules, creation
+from ._define import unbroadcast
+from .indexing import (_ALL, _advanced_split, _on_backend_of, _range_error, _shape_of,
+                       build_index, getitem_op, index_shape, parse_index,
+                       zero_d_masks)
+from .shape_ops import broadcast_to_op
+
+
+def _eval(x, values, *index_avals, spec):
+    if x[1].kind != "c" and values[1].kind == "c":
+        raise DTypeError(f"index_update: cannot store complex values {describe_inputs([values])} "
+                         f"into {describe_inputs([x])} (numpy would drop the imaginary part; "
+                         "take en.real first)")
+    target = index_shape("index_update", x, index_avals, spec)
+    try:
+        shape = broadcast_shapes(values[0], target, op_name="index_update")
+    except ShapeError:
+        shape = None
+    if shape is None or len(shape) != len(target) or any(
+            a is not None and b is not None and a != b for a, b in zip(shape, target)):
+        raise ShapeError(f"index_update: values {describe_inputs([values])} do not broadcast "
+                         f"to the indexed shape {target} of {describe_inputs([x])}")
+    return x
+
+
+def store(out, index, values):
+    """``out[index] = values`` in place, with the op's error for an index out of range."""
+    try:
+        out[index] = values
+    except IndexError as err:
+        raise _range_error("index_update", out, index, err) from None
+
+
+def _impl(x, values, *arrays, spec):
+    out = np.array(x, copy=True)
+    store(out, build_index(spec, arrays), values)
+    return out
+
+
+def _vjp(g, out, x, values, *arrays, spec):
+    gx = apply(index_update_op, g, creation.zeros((), g.dtype), *arrays, spec=spec)
+    gv = unbroadcast(apply(getitem_op, g, *arrays, spec=spec), values.shape)
+    return (gx, gv) + (None,) * len(arrays)
+
+
+def _batch(size, args, dims, *, spec):
+    if any(d is not None for d in dims[2:]) or _advanced_split(spec):
+        return NotImplemented          # batched index arrays: one write per element
+    (x, values), arrays = args[:2], args[2:]
+    dx, dv = dims[:2]
+    element = tuple(x.shape) if dx is None else tuple(x.shape[:dx] + x.shape[dx + 1:])
+    x = _rules.move_to_front(x, dx) if dx is not None else \
+        apply(broadcast_to_op, x, shape=(size,) + element)
+    if dv is not None:
+        values = _rules.move_to_front(values, dv)
+        target = index_shape("index_update", (element, x.dtype),
+                             [(tuple(a.shape), a.dtype) for a in arrays], spec)
+        lead = len(target) - (values.ndim - 1)
+        if lead > 0:
+            values = values.reshape((size,) + (1,) * lead + tuple(values.shape[1:]))
+    return apply(index_update_op, x, values, *arrays, spec=(_ALL,) + tuple(spec)), 0
+
+
+index_update_op = register(Op("index_update", _impl, _eval, _vjp, dtypes=dtypes.ALL,
+                              doc="A copy of ``x`` with ``x[index]`` set to ``values``."))
+declare(index_update_op, onnx=None,
+        jvp=_rules.jvp_linear(index_update_op, linear=(0, 1)), batch=_batch)
+
+
+def index_update_apply(x, values, arrays, spec):
+    """Apply ``index_update`` with an already parsed index (used by writes)."""
+    return apply(index_update_op, x, values, *arrays, spec=spec)
+
+
+def index_update(x, index, values):
+    """A copy of ``x`` with ``x[index]`` set to ``values`` (JAX's ``x.at[index].set``).
+
+    ``index`` takes the same forms as ``x[index]``; ``values`` must broadcast to
+    the shape of ``x[index]`` and are cast to ``x.dtype``. ``x[index] = values``
+    on a tensor does the same and stores the result in ``x``.
+
+    Example:
+        >>> import engine as en
+        >>> en.index_update(en.zeros((2, 2)), (0, 1), 5.0).numpy()
+        array([[0., 5.],
+               [0., 0.]])
+    """
+    index, empty_axis = zero_d_masks(index)
+    if empty_axis is not None:     # x[False]: no position is written, x is kept (a copy)
+        return creation.cast(x, x.dtype)
+    spec, arrays = parse_index(_shape_of(x), index)
+    return apply(index_update_op, x, values, *_on_backend_of(x, arrays), spec=spec)
+
+
+__all__ = ["index_update", "index_update_op"]

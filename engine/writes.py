@@ -1,0 +1,588 @@
+"""Writes to tensors: ``x[index] = v``, in-place operators (``x += y``) and ``out=``.
+
+Tensors are writable with numpy's semantics:
+
+* **In place.** A write changes the tensor object itself, so ``for p in params:
+  p -= lr * g`` updates every parameter, as in numpy and PyTorch.
+* **Views share writes.** The ops numpy answers with a view (basic indexing,
+  ``reshape``, ``transpose``, ``squeeze`` ... :data:`VIEW_OPS`) give tensors that
+  share memory with their input: a write through either is seen by both. Where an op
+  of the engine shares memory and numpy's would not, the result is copied, so no
+  write reaches a tensor numpy would have kept apart.
+* **Read-only memory is copied on first write.** A variable's value, a graph's
+  constant, weakly typed scalars and ``en.tensor`` of read-only data are shared
+  without a copy until a tensor holding them is written: that tensor then gets its
+  own copy. A view of such memory cannot be written (the copy would leave the view
+  behind): the error says to write the base or a copy. A ``broadcast_to`` view is
+  refused as numpy refuses it.
+* **Gradients flow through writes.** On a tape a write is the op ``index_update``
+  (``engine/ops/index_update.py``); the tensor's earlier value is kept for the
+  entries that used it, so a write never changes what the backward pass sees. A
+  write that would change another tensor a tape holds (a view of the written
+  memory) is refused before anything is written.
+* **Inside en.function** a write is a functional update: the tensor stands for the
+  ``index_update`` node from then on (PyTorch's functionalization); writes through
+  views of traced tensors reach their base and every other view of it.
+
+Example:
+    >>> import engine as en
+    >>> x = en.zeros(4)
+    >>> row = x[1:3]              # a view, as in numpy
+    >>> row[0] = 5.0
+    >>> x += 1.0
+    >>> x.numpy()
+    array([1., 6., 1., 1.])
+"""
+from __future__ import annotations
+
+import dis
+import sys
+import weakref
+
+import numpy as np
+
+from . import trace_state
+from .errors import (ArgumentTypeError, DTypeError, ShapeError, TracingError, format_location,
+                     user_frame)
+from .modes import current_mode
+
+#: Ops whose numpy counterparts return a view of their (first) input: their results
+#: share memory with it, and writes through either are seen by both.
+VIEW_OPS = frozenset({
+    "getitem", "reshape", "transpose", "squeeze", "expand_dims", "broadcast_to",
+    "swapaxes", "moveaxis", "permute_dims", "diagonal", "real", "imag", "matrix_transpose",
+    "flip", "ravel", "unstack", "split", "atleast_1d", "atleast_2d", "atleast_3d",
+})
+
+#: The ops whose views can be written back through while tracing: the view's new
+#: values give the base's new values (``index_update`` for ``getitem``, the inverse
+#: reshape or permutation for the others).
+_INVERTIBLE = frozenset({"getitem", "reshape", "transpose", "squeeze", "expand_dims",
+                         "permute_dims", "swapaxes", "moveaxis", "matrix_transpose", "ravel"})
+
+
+class _Viewed:
+    """The ``_alias`` of a tensor others view (see :func:`note_alias`)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<has views>"
+
+
+#: ``t._alias``: unset or None (t owns its memory, nobody views it), VIEWED (t owns
+#: its memory and views of it were made) or the root tensor whose memory t views.
+#: While tracing: ``(root, steps)`` for a view (the ops that make it from its root),
+#: and on a root the list of its views as ``(weakref, steps)``, so a write to the
+#: root (or through one view) re-derives every other view from the root.
+VIEWED = _Viewed()
+
+# Tapes that hold entries (a tape adds itself on entry): a write to memory one of them
+# refers to takes the careful path. Weak: a tape that is dropped leaves by itself.
+LIVE_TAPES: weakref.WeakSet = weakref.WeakSet()
+
+
+
+def _Tensor():
+    from .tensor import Tensor
+    return Tensor
+
+
+def root_of(t):
+    """The tensor whose memory ``t`` views, or ``t`` itself (eager tensors)."""
+    alias = getattr(t, "_alias", None)
+    return alias if alias is not None and alias is not VIEWED and not isinstance(
+        alias, (tuple, list)) else t
+
+
+# ---- eager aliasing of op results --------------------------------------------------------
+def note_alias(op, out, tensors):
+    """Called by eager mode for a result whose array is a view (``base`` set) or one of
+    its inputs' arrays: a view op's result is marked as a view of its input's root; any
+    other op's result is copied (numpy would have made new memory). Returns ``out``."""
+    result = out._value
+    owner = result.base if result.base is not None else result
+    for t in tensors:
+        value = t._value
+        if type(value) is not np.ndarray:
+            continue
+        if value is owner or value.base is owner or value is result:
+            if op.name not in VIEW_OPS or result is value:
+                out._value = result.copy()
+                return out
+            root = root_of(t)
+            out._alias = root
+            if getattr(root, "_alias", None) is None:
+                root._alias = VIEWED
+            return out
+    return out
+
+
+# ---- x[index] = value -----------------------------------------------------------------------
+def setitem(x, index, value):
+    """``x[index] = value`` (see the module docstring). Called by ``Tensor.__setitem__``."""
+    from .ops.indexing import zero_d_masks
+    from .tensor import Tensor
+    if zero_d_masks(index)[1] is not None:     # x[False] = v: no position is written
+        return
+    if x._value is None or type(x) is not Tensor or current_mode().name != "eager":
+        return _functional_write(x, index, value)
+    _eager_write(x, index, value)
+
+
+def _parsed(x, index, value):
+    """Validate a write before anything is written: the index, the values' shape and
+    dtype, with the op's error. Returns (spec, index arrays, values as a tensor)."""
+    from .ops.index_update import index_update_op
+    from .ops.indexing import parse_index
+    from .ops.indexing import zero_d_masks
+    from .tensor import Tensor, tensor
+    index = zero_d_masks(index)[0]
+    spec, arrays = parse_index(x.shape, index)
+    v = value if isinstance(value, Tensor) else tensor(value)
+    if v._value is None and x._value is not None:
+        raise TracingError(f"x[index] = value: the value {v._describe()} is traced but "
+                           f"{x._describe()} is a concrete tensor made outside the traced "
+                           f"function (at {format_location(user_frame())}); pass it as an "
+                           "argument, or keep it in an en.Variable")
+    avals = [(tuple(a.shape), a.dtype) for a in arrays]
+    index_update_op.abstract_eval((x.shape, x.dtype), (v.shape, v.dtype), *avals, spec=spec)
+    return spec, arrays, v
+
+
+def _eager_write(x, index, value):
+    spec, arrays, v = _parsed(x, index, value)
+    from .ops.indexing import build_index
+    np_index = build_index(spec, [np.asarray(a) for a in arrays])
+    values = v._value if v.backend.numpy_arrays else np.asarray(v.numpy())
+    if LIVE_TAPES and _on_a_tape(x, v):
+        _recorded_write(x, spec, arrays, v)
+        return
+    _store(x, np_index, values)
+
+
+def _writable_buffer(x, what="x[index] = value"):
+    """x's array, ready to be written: read-only memory that x alone holds is copied
+    first; a view of read-only memory is refused (see the module docstring)."""
+    buf = x._value
+    if buf.flags.writeable:
+        return buf
+    alias = getattr(x, "_alias", None)
+    if alias is not None and alias is not VIEWED:
+        kind = "a broadcast" if 0 in buf.strides and buf.size > 1 else "read-only memory"
+        raise ArgumentTypeError(
+            f"{what}: {x._describe()} is a view of {kind} (a broadcast_to result, a "
+            f"variable's value or en.tensor of read-only data), at "
+            f"{format_location(user_frame())}; numpy refuses such a write too: write to a "
+            "copy (t = t.copy()) or to the base")
+    if alias is VIEWED:
+        raise ArgumentTypeError(
+            f"{what}: {x._describe()} shares read-only memory (a variable's value, a "
+            f"graph constant or en.tensor of read-only data) with views made from it, at "
+            f"{format_location(user_frame())}; writing it would need a copy the views do "
+            "not see: write to a copy (t = t.copy()) and take the views from that")
+    x._value = buf = buf.copy()
+    return buf
+
+
+def _store(x, np_index, values):
+    buf = _writable_buffer(x)
+    from .ops.index_update import store
+    store(buf, np_index, values)
+    _bump(x)
+
+
+def _bump(x):
+    """A tensor captured by a trace was written: its traces must not use the old value."""
+    root = root_of(x)
+    if getattr(root, "_version", None) is not None:
+        root._version += 1
+        trace_state.changed()
+
+
+# ---- writes under tapes ------------------------------------------------------------------------
+def _on_a_tape(x, v):
+    """Whether a live tape watches the value written, or refers to x's memory."""
+    for tape in list(LIVE_TAPES):
+        if tape._entries is None:
+            continue
+        if id(v) in tape._watched or id(x) in tape._watched or _refers_to(tape, x):
+            return True
+    return False
+
+
+def _refers_to(tape, x):
+    buf = x._value
+    for entry in tape._entries:
+        for t in _tensors_of(entry):
+            if t is x or _shares(t, buf):
+                return True
+    return False
+
+
+def _tensors_of(entry):
+    _, inputs, out, _ = entry
+    yield from inputs
+    if isinstance(out, tuple):
+        yield from out
+    else:
+        yield out
+
+
+def _shares(t, buf):
+    value = getattr(t, "_value", None)
+    return type(value) is np.ndarray and value is not buf and np.shares_memory(value, buf)
+
+
+def _recorded_write(x, spec, arrays, v):
+    """A write a tape sees: keep x's old value for the entries that used it (and the old
+    values of temporaries sharing x's memory, as ``y[1:]`` in ``y[1:] *= 2``), record
+    ``index_update``, write in place. A write that changes another tensor the tape holds
+    and the program still names is refused before anything is written."""
+    from .ops.index_update import index_update_apply
+    from .tensor import wrap
+    tapes = [t for t in list(LIVE_TAPES) if t._entries is not None]
+    held = _sharing_holders(tapes, x)
+    for t, (count, entry) in held.items():
+        if sys.getrefcount(t) - count - _HOLDER_REFS > 0:    # a name still binds it
+            raise ArgumentTypeError(
+                f"x[index] = value at {format_location(user_frame())} would change "
+                f"{t._describe()}, which shares memory with {x._describe()} and is held by "
+                f"a GradientTape for op '{entry[0].name}'; write to a copy (t = t.copy()) "
+                "or write the base tensor instead of a view")
+    _writable_buffer(x)       # a copy now if it must be copied: before anything changes
+    for t in held:
+        snapshot = wrap(t._value.copy())
+        for tape in tapes:
+            _redirect(tape, t, snapshot)
+    old = wrap(x._value.copy())
+    for tape in tapes:
+        _redirect(tape, x, old)
+    new = index_update_apply(old, v, arrays, spec)    # recorded: old and v -> new
+    _store(x, Ellipsis, new._value)
+    for tape in tapes:
+        _adopt(tape, new, x)
+
+
+# sys.getrefcount of a holder in _recorded_write beyond the tapes' references when no
+# name binds it: the holders dict's key, the loop variable, getrefcount's own argument
+# and the interpreter's (measured; tests/core/test_writes.py checks both sides of it).
+_HOLDER_REFS = 4
+
+
+def _sharing_holders(tapes, x):
+    """Tensors other than x that tapes hold and that share x's memory: {tensor: (number
+    of references from the tapes' entries and watched tables, an entry holding it)}."""
+    buf = x._value
+    held = {}
+    for tape in tapes:
+        for entry in tape._entries:
+            for t in _tensors_of(entry):
+                if t is not x and _shares(t, buf):
+                    count, first = held.get(t, (0, entry))
+                    held[t] = (count + 1, first)
+        for t in list(held):
+            if tape._watched.get(id(t)) is t:
+                count, first = held[t]
+                held[t] = (count + 1, first)
+    return held
+
+
+def _redirect(tape, x, old):
+    """Entries recorded before the write refer to x's old value: make them refer to
+    ``old``, which holds it (the backward pass keys cotangents by identity)."""
+    entries = tape._entries
+    for i in range(len(entries) - 1, -1, -1):
+        rule, inputs, out, params = entries[i]
+        hit = False
+        if any(t is x for t in inputs):
+            inputs = tuple(old if t is x else t for t in inputs)
+            hit = True
+        if out is x:
+            out, hit = old, True
+        elif isinstance(out, tuple) and any(t is x for t in out):
+            out, hit = tuple(old if t is x else t for t in out), True
+        if hit:
+            entries[i] = (rule, inputs, out, params)
+    watched = tape._watched
+    if id(x) in watched:
+        del watched[id(x)]
+        watched[id(old)] = old
+
+
+def _adopt(tape, new, x):
+    """The write's entry names ``new`` as its result: make it x (x now holds those values)."""
+    entries = tape._entries
+    for i in range(len(entries) - 1, -1, -1):
+        rule, inputs, out, params = entries[i]
+        if out is new:
+            entries[i] = (rule, inputs, x, params)
+            watched = tape._watched
+            watched.pop(id(new), None)
+            watched[id(x)] = x
+            return
+
+
+# ---- functional writes: traced tensors, transformation tensors --------------------------------
+def _functional_write(x, index, value):
+    """``x`` becomes ``index_update(x, index, value)``: the write as a new node (while
+    tracing) or a new wrapped value (under a transformation); views follow."""
+    from .ops.index_update import index_update
+    if x._value is not None and current_mode().name == "trace" and type(x) is _Tensor():
+        raise TracingError(
+            f"x[index] = value: {x._describe()} is a concrete tensor made outside the "
+            f"traced function (at {format_location(user_frame())}); a write to it would "
+            "happen once, while tracing, not at each call: pass it as an argument and "
+            "return the new value, or keep it in an en.Variable")
+    new = index_update(x, index, value)
+    _become(x, new)
+
+
+def _become(x, new):
+    """Make ``x`` stand for ``new`` (same shape and dtype), then its base and views."""
+    alias = getattr(x, "_alias", None)
+    if isinstance(alias, tuple):          # a traced view: write its base, then re-derive
+        root, steps = alias
+        _become(root, _written_back(root, steps, new))
+        return
+    _take_state(x, new)
+    views = alias if isinstance(alias, list) else ()
+    for ref, steps in views:
+        view = ref()
+        if view is not None:
+            _take_state(view, _derive(x, steps))
+
+
+_STATE_SKIP = frozenset({"_alias", "_version", "__weakref__"})
+
+
+def _state_slots(t):
+    names = []
+    for cls in type(t).__mro__:
+        names.extend(n for n in getattr(cls, "__slots__", ()) if n not in _STATE_SKIP)
+    return names
+
+
+def _take_state(x, new):
+    """x stands for new's value from now on. Tapes key cotangents by identity: entries
+    made before refer to x's old value, so they get a clone holding it, and the entry
+    that made ``new`` names x as its result."""
+    if type(new) is not type(x):
+        raise TracingError(
+            f"x[index] = value at {format_location(user_frame())}: {x._describe()} cannot "
+            f"hold the value written into it, a {new._describe()} of a transformation "
+            "(en.jvp / en.vmap) that x does not belong to (x was made without the "
+            "transformed inputs, e.g. by en.zeros): write the functional form "
+            "x = en.index_update(x, index, value) instead")
+    tapes = [t for t in list(LIVE_TAPES) if t._entries is not None]
+    if tapes:
+        old = object.__new__(type(x))
+        for name in _state_slots(x):
+            if hasattr(x, name):
+                setattr(old, name, getattr(x, name))
+        for tape in tapes:
+            _redirect(tape, x, old)
+    for name in _state_slots(x):
+        if hasattr(new, name):
+            setattr(x, name, getattr(new, name))
+    for tape in tapes:
+        _adopt(tape, new, x)
+
+
+def _derive(root, steps):
+    """The view ``steps`` make of ``root``'s current value."""
+    t = root
+    from .modes import apply
+    for op, inputs, params in steps:
+        t = apply(op, t, *inputs, **params)
+    return t
+
+
+def _written_back(root, steps, new_view):
+    """The root's new value when the view ``steps`` make of it is given ``new_view``."""
+    from .modes import apply
+    from .ops.index_update import index_update_op
+    from .ops.shape_ops import reshape, transpose
+    parents = [root]
+    for op, inputs, params in steps[:-1]:
+        parents.append(apply(op, parents[-1], *inputs, **params))
+    child = new_view
+    for (op, inputs, params), parent in zip(reversed(steps), reversed(parents)):
+        if op.name == "getitem":
+            child = apply(index_update_op, parent, child, *inputs, **params)
+        elif op.name in ("transpose", "permute_dims", "matrix_transpose", "swapaxes",
+                         "moveaxis") and child.ndim > 1:
+            perm = _permutation(op.name, params, child.ndim)
+            inverse = tuple(int(i) for i in np.argsort(perm))
+            child = transpose(child, inverse)
+        else:                                    # reshape, squeeze, expand_dims, ravel
+            child = reshape(child, tuple(parent.shape))
+    return child
+
+
+def _permutation(name, params, ndim):
+    if name in ("transpose", "permute_dims"):
+        axes = params.get("axes")
+        return tuple(range(ndim))[::-1] if axes is None else tuple(a % ndim for a in axes)
+    order = list(range(ndim))
+    if name == "matrix_transpose":
+        order[-1], order[-2] = order[-2], order[-1]
+        return tuple(order)
+    raise TracingError(f"writing through a {name} view while tracing is not supported; "
+                       "write the base tensor instead")
+
+
+def note_traced_view(op, out, inputs, params):
+    """While tracing: ``out`` (a traced view op's result) views ``inputs[0]``; remember
+    how, so writes through either reach the other (numpy's view semantics)."""
+    if op.name not in _INVERTIBLE:
+        return
+    x = inputs[0]
+    if getattr(x, "_value", 0) is not None or type(out) is not type(x) or op.name in (
+            "swapaxes", "moveaxis"):
+        return
+    alias = getattr(x, "_alias", None)
+    root, steps = alias if isinstance(alias, tuple) else (x, ())
+    steps = steps + ((op, tuple(inputs[1:]), params),)
+    out._alias = (root, steps)
+    views = getattr(root, "_alias", None)
+    if not isinstance(views, list):
+        views = root._alias = []
+    views.append((weakref.ref(out), steps))
+
+
+# ---- in-place operators -------------------------------------------------------------------------
+_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+           "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+           "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+           "lshift": np.left_shift, "rshift": np.right_shift}
+
+
+def in_place(x, name, other, binary):
+    """``x <name>= other``: ``binary(x, other)`` stored into x, which keeps its shape and
+    dtype (numpy's ``same_kind`` cast; a result that broadcasts to a larger shape or a
+    dtype x cannot hold is refused before anything is written). Returns x."""
+    from .tensor import Tensor
+    if type(x) is Tensor and x._value is not None and not LIVE_TAPES:
+        fast = _fast_in_place(x, name, other)
+        if fast is not None:
+            return fast
+    if LIVE_TAPES and _temporary_view(x):
+        # ``x[i] += v`` under a tape: Python stores the result with x.__setitem__ next,
+        # which writes the base as the tape needs; this temporary view is not written.
+        return binary(x, other)
+    result = binary(x, other)
+    symbol = _SYMBOLS.get(name, name)
+    if tuple(result.shape) != tuple(x.shape):
+        raise ShapeError(f"x {symbol}= y: the result has shape {tuple(result.shape)}, but "
+                         f"{x._describe()} keeps its shape (numpy: non-broadcastable output)")
+    if result.dtype != x.dtype and not np.can_cast(result.dtype, x.dtype, "same_kind"):
+        raise DTypeError(f"x {symbol}= y: cannot store the {result.dtype} result in "
+                         f"{x._describe()} (numpy's same_kind casting); write x = x {symbol} y "
+                         "instead")
+    setitem(x, Ellipsis, result)
+    return x
+
+
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+            "pow": "**", "matmul": "@", "and": "&", "or": "|", "xor": "^", "lshift": "<<",
+            "rshift": ">>"}
+
+
+def _fast_in_place(x, name, other):
+    """numpy's own in-place ufunc, where it computes what the engine would: a tensor or
+    number operand of x's dtype (or a Python number of x's kind), no tape, writable
+    memory. None where the general path must run."""
+    ufunc = _UFUNCS.get(name)
+    if ufunc is None or current_mode().name != "eager":
+        return None
+    from .tensor import Tensor
+    if type(other) is Tensor:
+        operand = other._value
+        if operand is None or operand.dtype != x.dtype or len(operand.shape) > len(x.shape):
+            return None
+    elif type(other) is float and x.dtype.kind == "f" or type(other) is int and \
+            x.dtype.kind in "fi" and name not in ("truediv",) or type(other) is bool and \
+            x.dtype.kind == "b":
+        operand = other
+    else:
+        return None
+    if name == "truediv" and x.dtype.kind != "f" or name in ("and", "or", "xor", "lshift",
+                                                               "rshift") and x.dtype.kind == "f":
+        return None
+    buf = x._value
+    if not buf.flags.writeable:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            ufunc(buf, operand, out=buf, casting="same_kind")
+    except (ValueError, TypeError):
+        return None       # the general path names the op, the shapes and the dtypes
+    _bump(x)
+    return x
+
+
+def _temporary_view(x):
+    """Whether x is an eager view whose ``op=`` result the running statement stores back
+    with ``base[index] = ...`` (``y[1:] *= 2``): the caller's next store is a subscript."""
+    alias = getattr(x, "_alias", None)
+    if alias is None or alias is VIEWED or isinstance(alias, (tuple, list)):
+        return False
+    frame = sys._getframe(3)     # this, in_place, the operator method, the user's code
+    return _stores_into_item(frame.f_code, frame.f_lasti)
+
+
+_NEXT_STORE: dict = {}
+
+
+def _stores_into_item(code, offset):
+    """Whether the first store after the instruction at ``offset`` is ``STORE_SUBSCR``."""
+    key = (code, offset)
+    found = _NEXT_STORE.get(key)
+    if found is None:
+        after = False
+        found = False
+        for ins in dis.get_instructions(code):
+            if ins.offset == offset:
+                after = True
+            elif after and ins.opname.startswith("STORE_"):
+                found = ins.opname == "STORE_SUBSCR"
+                break
+            elif after and ins.opname not in ("SWAP", "COPY", "CACHE", "ROT_TWO", "ROT_THREE",
+                                               "DUP_TOP_TWO", "NOP"):
+                break
+        if len(_NEXT_STORE) < 4096:
+            _NEXT_STORE[key] = found
+    return found
+
+
+def out_argument(result, out, name):
+    """numpy's ``out=``: store ``result`` into the tensor ``out`` (same shape; a dtype it
+    can hold under ``same_kind``) and return ``out``."""
+    from .tensor import Tensor
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            raise ArgumentTypeError(f"{name}: out= must be one tensor (or a 1-tuple of one)")
+        out = out[0]
+    if not isinstance(out, Tensor):
+        raise ArgumentTypeError(f"{name}: out= must be an engine tensor, got "
+                                f"{type(out).__name__}")
+    if tuple(out.shape) != tuple(result.shape):
+        raise ShapeError(f"{name}: out= has shape {tuple(out.shape)}, the result "
+                         f"{tuple(result.shape)}")
+    if result.dtype != out.dtype and not np.can_cast(result.dtype, out.dtype, "same_kind"):
+        raise DTypeError(f"{name}: cannot store the {result.dtype} result in out= of dtype "
+                         f"{out.dtype} (numpy's same_kind casting)")
+    setitem(out, Ellipsis, result)
+    return out
+
+
+def capture_version(t):
+    """A trace captured ``t``: writes to its memory from now on move its version."""
+    root = root_of(t)
+    if getattr(root, "_version", None) is None:
+        root._version = 0
+    trace_state.depend_on(t)
+
+
+__all__ = ["setitem", "in_place", "out_argument", "VIEW_OPS"]
