@@ -266,27 +266,51 @@ _cummax = _public(cummax_op, "cummax")
 _cummin = _public(cummin_op, "cummin")
 
 
-def cummax(x, axis=None):
+def cummax(x, axis=None, return_indices=False):
     """Running maximum along ``axis`` (``np.maximum.accumulate``; flattened when None).
     The gradient goes to the element holding the maximum (the latest one on ties).
+    With ``return_indices``, ``(values, indices)`` as PyTorch's ``torch.cummax``: the
+    index along ``axis`` of the element holding each running maximum (the latest on
+    ties; after a NaN, the latest NaN's).
 
     Example:
         >>> import engine as en
         >>> en.cummax(en.tensor([1, 3, 2, 5])).numpy()
         array([1, 3, 3, 5])
+        >>> en.cummax(en.tensor([1, 3, 3, 2]), return_indices=True)[1].numpy()
+        array([0, 1, 2, 2])
     """
-    return _cummax(x, axis)
+    out = _cummax(x, axis)
+    return (out, _held_indices(x, out, axis)) if return_indices else out
 
 
-def cummin(x, axis=None):
-    """Running minimum along ``axis`` (``np.minimum.accumulate``; flattened when None).
+def cummin(x, axis=None, return_indices=False):
+    """Running minimum along ``axis`` (``np.minimum.accumulate``; flattened when None);
+    ``return_indices`` as for :func:`cummax` (PyTorch's ``torch.cummin``).
 
     Example:
         >>> import engine as en
         >>> en.cummin(en.tensor([3, 1, 2])).numpy()
         array([3, 1, 1])
     """
-    return _cummin(x, axis)
+    out = _cummin(x, axis)
+    return (out, _held_indices(x, out, axis)) if return_indices else out
+
+
+def _held_indices(x, out, axis):
+    """The index along ``axis`` of the element each running extreme ``out`` comes from:
+    the latest ``k <= j`` with ``x_k == out_j`` or ``x_k`` NaN (PyTorch's choice)."""
+    x = as_tensor(x)
+    if axis is None:
+        x, axis = shape_ops.reshape(x, (-1,)), 0
+    axis = user_axis(axis, x.ndim, "cummax")
+    ones = creation.cast(creation.ones_like(x), dtypes.int64)
+    positions = apply(cumsum_op, ones, axis=axis) - 1
+    held = compare.equal(x, out)
+    if x.dtype in dtypes.INEXACT:   # a NaN holds the extreme from where it is
+        held = compare.logical_or(held, compare.not_equal(x, x))
+    held = compare.where(held, positions, creation.zeros_like(positions))
+    return apply(cummax_op, held, axis=axis)
 
 
 def scatter_along(x, index, updates, axis):

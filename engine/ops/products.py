@@ -124,33 +124,56 @@ def vecdot(x1, x2, axis=-1):
     return einsum("...i,...i->...", x1, x2)
 
 
-def cross(a, b, axis=-1):
-    """Cross product of 3-vectors (or the z component for 2-vectors) along ``axis``.
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """Cross product of 3-vectors along an axis, as ``np.cross``: the vectors lie along
+    ``axisa`` of ``a`` and ``axisb`` of ``b`` (``axis``, when given, sets all three), the
+    other axes broadcast, and the result's vectors lie along ``axisc``. A 2-vector is
+    taken with a zero z; two 2-vectors give the z component alone (no vector axis).
 
     Example:
         >>> import engine as en
         >>> en.cross(en.tensor([1.0, 0, 0]), en.tensor([0.0, 1, 0])).numpy().tolist()
         [0.0, 0.0, 1.0]
+        >>> en.cross(en.tensor([[1.0, 0], [0, 0], [0, 1]]), en.tensor([0.0, 1, 0]),
+        ...          axisa=0).numpy().tolist()
+        [[-1.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
     """
+    if axis is not None:
+        axisa = axisb = axisc = axis
     a, b = _tensors(a, b)
     if a.ndim == 0 or b.ndim == 0:
-        raise ShapeError(f"cross: inputs need at least one dim{at_user_line()}")
-    n = a.shape[normalize_axis(axis, a.ndim, "cross")]
-    nb = b.shape[normalize_axis(axis, b.ndim, "cross")]
-    if n != nb or n not in (2, 3):
-        raise ShapeError(f"cross: the vectors along axis {axis} must both have 2 or 3 "
-                         f"elements, got {a.dtype}{list(a.shape)} and {b.dtype}{list(b.shape)}"
+        raise ShapeError(f"cross: inputs need at least one dim, got {a.dtype}{list(a.shape)} "
+                         f"and {b.dtype}{list(b.shape)}{at_user_line()}")
+    axisa = _user_axis(axisa, a.ndim, "axisa")
+    axisb = _user_axis(axisb, b.ndim, "axisb")
+    na, nb = a.shape[axisa], b.shape[axisb]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ShapeError(f"cross: the vectors (axisa {axisa} of {a.dtype}{list(a.shape)}, axisb "
+                         f"{axisb} of {b.dtype}{list(b.shape)}) must have 2 or 3 elements"
                          f"{at_user_line()}")
-    a = shape_ops.transpose(a, _axis_last(a.ndim, axis))
-    b = shape_ops.transpose(b, _axis_last(b.ndim, axis))
-    x = [a[..., i] for i in range(n)]
-    y = [b[..., i] for i in range(n)]
-    if n == 2:
+    a = shape_ops.transpose(a, _axis_last(a.ndim, axisa))
+    b = shape_ops.transpose(b, _axis_last(b.ndim, axisb))
+    x = [a[..., i] for i in range(na)]
+    y = [b[..., i] for i in range(nb)]
+    if na == 2 and nb == 2:
         return x[0] * y[1] - x[1] * y[0]
-    parts = [x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]]
+    z = x[0] * y[1] - x[1] * y[0]
+    if na == 2:        # a's z is zero
+        parts = [x[1] * y[2], -(x[0] * y[2]), z]
+    elif nb == 2:      # b's z is zero
+        parts = [-(x[2] * y[1]), x[2] * y[0], z]
+    else:
+        parts = [x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], z]
     out = stack(parts, axis=-1)
-    ax = normalize_axis(axis, out.ndim, "cross")
-    return shape_ops.transpose(out, _axis_back(out.ndim, ax)) if ax != out.ndim - 1 else out
+    axc = _user_axis(axisc, out.ndim, "axisc")
+    return shape_ops.transpose(out, _axis_back(out.ndim, axc)) if axc != out.ndim - 1 else out
+
+
+def _user_axis(axis, ndim, what):
+    try:
+        return normalize_axis(axis, ndim, f"cross ({what})")
+    except ShapeError as err:
+        raise ShapeError(f"{err}{at_user_line()}") from None
 
 
 def _axis_last(nd, axis):
