@@ -136,7 +136,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         [0.0, 0.0, 1.0]
         >>> en.cross(en.tensor([[1.0, 0], [0, 0], [0, 1]]), en.tensor([0.0, 1, 0]),
         ...          axisa=0).numpy().tolist()
-        [[-1.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
+        [[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0]]
     """
     if axis is not None:
         axisa = axisb = axisc = axis
