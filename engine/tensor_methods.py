@@ -88,7 +88,11 @@ def _check_mode(what, mode):
 
 def _index_by_mode(indices, n, mode):
     """``indices`` into ``n`` places: wrapped around (``'wrap'``) or clipped to the ends
-    (``'clip'``, which, as in numpy, reads no index as counting from the end)."""
+    (``'clip'``, which, as in numpy, reads no index as counting from the end).
+    Constant indices stay constants (the op lifts them to its tensor's back end)."""
+    if not isinstance(indices, TensorLike) and mode != "raise":
+        indices = np.asarray(indices)
+        return np.mod(indices, n) if mode == "wrap" else np.clip(indices, 0, n - 1)
     if mode == "wrap":
         return _ops.mod(indices, n)
     if mode == "clip":
@@ -138,7 +142,8 @@ def _masked_variance(x, axis, ddof, keepdims, where, mean):
     divided by ``count - ddof`` instead of ``count``."""
     if x.dtype.kind not in "fc":          # numpy computes integers' moments in float64
         x = _ops.cast(x, "float64")
-    mask = _ops.broadcast_to(where, x.shape)
+    # where= broadcast to x's shape, on x's back end (as the ops lift a Python list)
+    mask = _ops.logical_and(_ops.ones_like(x, dtype="bool"), where)
     count = _ops.sum(_ops.cast(mask, np.finfo(x.dtype).dtype), axis=axis, keepdims=True)
     if mean is _NoValue:
         mean = _ops.sum(_ops.where(mask, x, 0), axis=axis, keepdims=True) / count
@@ -238,8 +243,7 @@ class NdarrayMethods(MemoryAttributes):
         x = self if dtype is None else _ops.cast(self, dtype)
         if where is True and mean is _NoValue:
             return getattr(_ops, name)(x, axis=axis, ddof=ddof, keepdims=keepdims)
-        mask = where if isinstance(where, TensorLike) else _ops.identity(np.asarray(where))
-        variance = _masked_variance(x, axis, ddof, keepdims, mask, mean)
+        variance = _masked_variance(x, axis, ddof, keepdims, where, mean)
         return root_with_zero_subgradient(variance) if name == "std" else variance
 
     def argmax(self, axis=None, out=None, *, keepdims=False):

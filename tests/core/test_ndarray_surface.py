@@ -27,6 +27,7 @@ REFUSED_ON_PURPOSE = {
     "resize": "in place it changes the shape, which tapes and traced graphs rely on",
 }
 
+MASK_2X3 = np.array([[True, False, True], [True, True, False]])
 NDARRAY_NAMES = sorted(n for n in dir(np.ndarray) if not n.startswith("_"))
 
 RNG = np.random.default_rng(48)
@@ -162,6 +163,23 @@ def test_methods_on_a_variable_match_numpy(method, args, kwargs):
     a = INPUTS["float 2x3"]
     assert_like_numpy(getattr(en.Variable(a), method)(*args, **kwargs),
                       getattr(a, method)(*args, **kwargs))
+
+
+STRICT_CASES = [     # (a mask as a list: a numpy array would be data of the numpy back end)
+    ("sum", (), {"axis": 0, "initial": 1.0, "where": MASK_2X3.tolist()}),
+    ("var", (1,), {"ddof": 1}), ("std", (), {"axis": 0, "where": MASK_2X3.tolist()}), ("take", ([0, 7, -8],), {"mode": "wrap"}),
+    ("take", ([[0, 9]],), {"axis": 1, "mode": "clip"}), ("reshape", (3, 2), {"order": "F"}),
+    ("argsort", (None,), {"kind": "stable"}), ("clip", (-0.5, 0.5), {}), ("cumsum", (0,), {}),
+    ("compress", ([True, False, True],), {"axis": 1}), ("round", (1,), {}), ("diagonal", (), {}),
+]
+
+
+@pytest.mark.parametrize("method, args, kwargs", STRICT_CASES, ids=[c[0] for c in STRICT_CASES])
+def test_methods_on_another_back_end_stay_there_and_match_numpy(method, args, kwargs):
+    a = INPUTS["float 2x3"]
+    got = getattr(en.tensor(a, backend="array_api_strict"), method)(*args, **kwargs)
+    assert got.backend.name == "array_api_strict"
+    assert_like_numpy(got.to("numpy"), getattr(a, method)(*args, **kwargs))
 
 
 @pytest.mark.parametrize("key", ["float 2x3", "float 3x4x2", "int 4x3", "complex 3x2",
