@@ -163,19 +163,13 @@ class NdarrayMethods(MemoryAttributes):
 
     # -- reductions ---------------------------------------------------------------------------
     def _reduce(self, name, axis, keepdims, dtype, initial, where, out):
-        what = _name(self, name)
-        if initial is _NoValue and where is True:
-            kw = {} if dtype is None else {"dtype": dtype}
-            if dtype is not None and name in ("max", "min", "all", "any"):
-                kw, x = {}, _ops.cast(self, dtype)
-            else:
-                x = self
-            result = getattr(_ops, name)(x, axis=axis, keepdims=keepdims, **kw)
+        if initial is _NoValue and where is True and dtype is None:    # the common case
+            result = getattr(_ops, name)(self, axis=axis, keepdims=keepdims)
         else:
             result = _numpy_dispatch.reduction(name, self, axis=axis, keepdims=keepdims,
                                                dtype=dtype, initial=initial, where=where,
-                                               what=what)
-        return _into(out, result, what)
+                                               what=_name(self, name))
+        return result if out is None else _into(out, result, _name(self, name))
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue,
             where=True):
