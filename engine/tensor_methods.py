@@ -476,11 +476,27 @@ class NdarrayMethods(MemoryAttributes):
     # -- in place -----------------------------------------------------------------------------
     def fill(self, value):
         """Write ``value`` into every element (cast to the tensor's dtype), as numpy's
-        ``fill``."""
+        ``fill``.
+
+        Example:
+            >>> import engine as en
+            >>> t = en.zeros(3)
+            >>> t.fill(2)
+            >>> t.tolist()
+            [2.0, 2.0, 2.0]
+        """
         write_all(self, value)
 
     def sort(self, axis=-1, kind=None, order=None, *, stable=None):
-        """Sort the values along ``axis`` in place (stably), as numpy's ``ndarray.sort``."""
+        """Sort the values along ``axis`` in place (stably), as numpy's ``ndarray.sort``.
+
+        Example:
+            >>> import engine as en
+            >>> t = en.tensor([3, 1, 2])
+            >>> t.sort()
+            >>> t.tolist()
+            [1, 2, 3]
+        """
         what = _name(self, "sort")
         _check_sort_args(what, kind, order, _SORT_KINDS)
         _in_place_axis(what, axis)
@@ -497,7 +513,15 @@ class NdarrayMethods(MemoryAttributes):
 
     def put(self, indices, values, mode="raise"):
         """Write ``values`` at the flat positions ``indices`` (values repeated as
-        needed; with repeated indices the last write wins), as numpy's ``put``."""
+        needed; with repeated indices the last write wins), as numpy's ``put``.
+
+        Example:
+            >>> import engine as en
+            >>> t = en.tensor([[0, 0], [0, 0]])
+            >>> t.put([0, 3], [7, 9])
+            >>> t.tolist()
+            [[7, 0], [0, 9]]
+        """
         what = _name(self, "put")
         _check_mode(what, mode)
         flat = _flat_positions(what, self, indices, mode)
