@@ -44,7 +44,7 @@ import numpy as np
 from . import trace_state
 from .errors import (ArgumentTypeError, DTypeError, ShapeError, TracingError, format_location,
                      user_frame)
-from .modes import current_mode
+from .modes import current_mode, pushed_mode
 
 #: Ops whose numpy counterparts return a view of their (first) input: their results
 #: share memory with it, and writes through either are seen by both.
@@ -88,6 +88,16 @@ def _Tensor():
     return Tensor
 
 
+_TENSOR = []      # [Tensor], bound on first use (engine.tensor imports this module)
+
+
+def _tensor_class():
+    if not _TENSOR:
+        from .tensor import Tensor
+        _TENSOR.append(Tensor)
+    return _TENSOR[0]
+
+
 def root_of(t):
     """The tensor whose memory ``t`` views, or ``t`` itself (eager tensors)."""
     alias = getattr(t, "_alias", None)
@@ -119,8 +129,36 @@ def note_alias(op, out, tensors):
 
 
 # ---- x[index] = value -----------------------------------------------------------------------
+_BASIC = (int, slice, type(Ellipsis))
+_NUMBERS = (int, float, bool)
+
+
 def setitem(x, index, value):
     """``x[index] = value`` (see the module docstring). Called by ``Tensor.__setitem__``."""
+    # The common eager case first: a basic index (ints, slices), a number or a numpy
+    # tensor of a real dtype, no tape, writable memory. numpy checks a basic index and
+    # the broadcast before it writes anything; any doubt takes the checked path below.
+    if (not LIVE_TAPES and pushed_mode(None) is None and type(x) is _tensor_class()
+            and x._value is not None and x._value.flags.writeable
+            and (type(index) in _BASIC or type(index) is tuple
+                 and all(type(i) in _BASIC for i in index))):
+        kind = type(value)
+        if kind in _NUMBERS and not (kind is float and x.dtype.kind in "biu"):
+            operand = value
+        elif kind is _tensor_class() and value._value is not None and \
+                value.dtype.kind != "c" and value.dtype == x.dtype:
+            operand = value._value
+        else:
+            operand = None
+        if operand is not None:
+            try:
+                x._value[index] = operand
+            except (IndexError, ValueError, TypeError, OverflowError):
+                pass          # the checked path raises the engine's error
+            else:
+                if getattr(x, "_alias", None) is not None or hasattr(x, "_version"):
+                    _bump(x)
+                return
     from .ops.indexing import zero_d_masks
     from .tensor import Tensor
     if zero_d_masks(index)[1] is not None:     # x[False] = v: no position is written
@@ -462,8 +500,7 @@ def in_place(x, name, other, binary):
     """``x <name>= other``: ``binary(x, other)`` stored into x, which keeps its shape and
     dtype (numpy's ``same_kind`` cast; a result that broadcasts to a larger shape or a
     dtype x cannot hold is refused before anything is written). Returns x."""
-    from .tensor import Tensor
-    if type(x) is Tensor and x._value is not None and not LIVE_TAPES:
+    if type(x) is _tensor_class() and x._value is not None and not LIVE_TAPES:
         fast = _fast_in_place(x, name, other)
         if fast is not None:
             return fast
@@ -494,9 +531,9 @@ def _fast_in_place(x, name, other):
     number operand of x's dtype (or a Python number of x's kind), no tape, writable
     memory. None where the general path must run."""
     ufunc = _UFUNCS.get(name)
-    if ufunc is None or current_mode().name != "eager":
+    if ufunc is None or pushed_mode(None) is not None:
         return None
-    from .tensor import Tensor
+    Tensor = _tensor_class()
     if type(other) is Tensor:
         operand = other._value
         if operand is None or operand.dtype != x.dtype or len(operand.shape) > len(x.shape):
@@ -514,11 +551,11 @@ def _fast_in_place(x, name, other):
     if not buf.flags.writeable:
         return None
     try:
-        with np.errstate(all="ignore"):
-            ufunc(buf, operand, out=buf, casting="same_kind")
+        ufunc(buf, operand, out=buf, casting="same_kind")   # warns as numpy's x op= y does
     except (ValueError, TypeError):
         return None       # the general path names the op, the shapes and the dtypes
-    _bump(x)
+    if getattr(x, "_alias", None) is not None or hasattr(x, "_version"):
+        _bump(x)
     return x
 
 
