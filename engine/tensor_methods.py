@@ -136,6 +136,11 @@ def _known_values(x):
     return np.asarray(x.numpy()) if current_mode().is_concrete else None
 
 
+def _complex(re, im):
+    """``re + i * im`` from real tensors of the same precision."""
+    return re + 1j * im
+
+
 def _masked_variance(x, axis, ddof, keepdims, where, mean):
     """numpy's ``var`` with ``where=`` (the elements counted) and ``mean=`` (a mean
     given with kept dims): the mean of ``|x - mean|**2`` over the counted elements,
@@ -306,10 +311,25 @@ class NdarrayMethods(MemoryAttributes):
         """
         return _ops.real(self)
 
+    @real.setter
+    def real(self, value):
+        # numpy: ``t.real = v`` writes the real parts (all of a real tensor)
+        if self.dtype.kind != "c":
+            write_all(self, value)
+            return
+        write_all(self, _complex(_ops.real(_ops.cast(value, self.dtype)), _ops.imag(self)))
+
     @property
     def imag(self):
         """The imaginary part (zeros for real dtypes)."""
         return _ops.imag(self)
+
+    @imag.setter
+    def imag(self, value):
+        if self.dtype.kind != "c":
+            raise DTypeError(f"{_name(self, 'imag')}: a {self.dtype} tensor has no imaginary "
+                             f"part to set{_at()}")
+        write_all(self, _complex(_ops.real(self), _ops.real(_ops.cast(value, self.dtype))))
 
     def dot(self, b, out=None):
         """The dot product with ``b``, as numpy's ``ndarray.dot``."""

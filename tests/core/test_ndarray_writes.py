@@ -56,6 +56,24 @@ def test_a_write_gives_numpys_values(name, write, make):
     assert_same(x, a)
 
 
+@pytest.mark.parametrize("make", [en.tensor, en.Variable], ids=["Tensor", "Variable"])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "float32"])
+def test_setting_real_and_imag_writes_numpys_parts(dtype, make):
+    start = (RNG.standard_normal((2, 3)) + 1j * RNG.standard_normal((2, 3))).astype(
+        np.dtype(dtype) if dtype.startswith("complex") else np.complex128)
+    a, x = both(start if dtype.startswith("complex") else start.real.astype(dtype), make)
+    a.real = [1.5, -2.0, 0.25]
+    x.real = [1.5, -2.0, 0.25]
+    assert_same(x, a)
+    if a.dtype.kind == "c":
+        a.imag = 3.0
+        x.imag = 3.0
+        assert_same(x, a)
+    else:
+        with pytest.raises(en.DTypeError, match=r"\.imag: a float32 tensor has no imaginary"):
+            x.imag = 3.0
+
+
 @pytest.mark.parametrize("kth, axis", [(1, -1), ((0, 2), -1), (2, 0), (-1, 1)])
 def test_partition_in_place_has_the_partition_property(kth, axis):
     a = RNG.standard_normal((3, 5))
