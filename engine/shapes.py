@@ -1,4 +1,8 @@
 """Shape helpers shared by the shape rules. Dims may be ``None`` (unknown at trace time)."""
+import operator
+
+import numpy as np
+
 from .errors import AxisError, ShapeError
 
 
@@ -36,7 +40,14 @@ def broadcast_shapes(*shapes, op_name="broadcast"):
 def normalize_axis(axis, ndim, op_name):
     """Map a possibly negative axis into ``range(ndim)``, with a clear error."""
     if not isinstance(axis, int) or isinstance(axis, bool):
-        raise ShapeError(f"{op_name}: axis must be an int, got {axis!r}")
+        # numpy takes what operator.index takes (numpy ints, 0-d integer tensors)
+        dtype = getattr(axis, "dtype", None)
+        if isinstance(axis, bool) or dtype is None or np.dtype(dtype).kind not in "iu":
+            raise ShapeError(f"{op_name}: axis must be an int, got {axis!r}")
+        try:
+            axis = operator.index(axis)
+        except TypeError:
+            raise ShapeError(f"{op_name}: axis must be an int, got {axis!r}") from None
     if not -ndim <= axis < ndim:
         raise AxisError(f"{op_name}: axis {axis} is out of range for an input of rank {ndim}")
     return axis % ndim if ndim else 0

@@ -36,6 +36,29 @@ def int_tuple(name, values, what):
     return tuple(out)
 
 
+def is_one_index(value):
+    """Whether ``value`` is one integer as numpy's ``operator.index`` takes it: a Python or
+    numpy int, or a 0-d integer array or tensor (not a bool, not a sequence).
+
+    Example:
+        >>> is_one_index(np.int32(2)), is_one_index(np.array(3)), is_one_index((1, 2))
+        (True, True, False)
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, (int, np.integer)):
+        return True
+    dtype = getattr(value, "dtype", None)
+    return (getattr(value, "ndim", None) == 0 and dtype is not None
+            and np.dtype(dtype).kind in "iu")
+
+
+def one_or_many(value):
+    """``(value,)`` for one integer (see :func:`is_one_index`), else ``tuple(value)``:
+    numpy's reading of an ``axis`` or ``shift`` argument."""
+    return (value,) if is_one_index(value) else tuple(value)
+
+
 def int_beside(value, other):
     """A Python int that does not fit the integer dtype of ``other`` (the tensor it is
     compared with), replaced by a value that compares the same with every element.

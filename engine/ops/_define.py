@@ -24,16 +24,21 @@ def check_arity(name, avals, n):
         raise ShapeError(f"{name}: expected {n} inputs, got {len(avals)}")
 
 
-def unary_rule(name, allowed, what, out_dtype=None, to_float=False):
+def unary_rule(name, allowed, what, out_dtype=None, to_float=False, ufunc=None):
     """Shape rule for a one-input elementwise op: same shape, dtype kept or fixed
     (``out_dtype``: a dtype, or a function of the input's dtype).
     With ``to_float``, bool and integer inputs are accepted too and give numpy's
-    floating result dtype (``exp`` of int64 is float64, see ``dtypes.float_result``)."""
+    floating result dtype (``exp`` of int64 is float64, see ``dtypes.float_result``).
+    With ``ufunc`` (numpy's function of the op), a bool input outside ``allowed`` is
+    typed by its loop where it has one (``abs`` and ``floor`` of bools are bools,
+    ``square`` int8)."""
     def abstract_eval(x):
         dt = x[1]
         if dt not in allowed:
             if to_float and (dt in dtypes.INTS or dt == dtypes.bool_):
                 dt = dtypes.float_result(dt)
+            elif dt == dtypes.bool_ and _has_bool_loop(ufunc):
+                dt = ufunc.resolve_dtypes((dt, None))[-1]
             else:
                 raise DTypeError(f"{name}: expected {what} input, got {describe_inputs([x])}")
         if out_dtype is None:
@@ -47,7 +52,7 @@ def binary_rule(name, allowed, what, out_dtype=None, true_divide=False, ufunc=No
     Two bools promote as numpy's loop for ``ufunc`` does (``True + True`` is bool,
     ``True ** True`` int8, ``True - True`` an error)."""
     def abstract_eval(x, y):
-        if x[1] not in allowed or y[1] not in allowed:
+        if (x[1] not in allowed or y[1] not in allowed) and not _bool_joins(ufunc, x, y, allowed):
             raise DTypeError(f"{name}: expected {what} inputs, got {describe_inputs([x, y])}")
         try:
             shape = broadcast_shapes(x[0], y[0], op_name=name)
@@ -67,6 +72,47 @@ def binary_rule(name, allowed, what, out_dtype=None, true_divide=False, ufunc=No
             dt = dtypes.float64
         return (shape, dt)
     return abstract_eval
+
+
+def _has_bool_loop(ufunc):
+    if ufunc is None:
+        return False
+    try:
+        ufunc.resolve_dtypes((dtypes.bool_, None))
+    except TypeError:
+        return False
+    return True
+
+
+def _bool_joins(ufunc, x, y, allowed):
+    """Whether numpy's ``ufunc`` takes a bool where the op's own dtypes have none: every
+    input outside ``allowed`` is a bool (``float - bool``, ``int >> bool``, ``bool // bool``;
+    numpy reads it as 0 or 1). Its loop then types the result, or refuses (``bool - bool``)."""
+    return ufunc is not None and all(a[1] in allowed or a[1] == dtypes.bool_ for a in (x, y))
+
+
+def _bools_as_int8(generic, ufunc, n):
+    """A generic kernel that also takes bool inputs where numpy's ``ufunc`` has a loop for
+    them and the op's own kernel (the standard's function) has none: all-bool inputs
+    compute as int8 (0 and 1) and the result takes the dtype of numpy's loop."""
+    if generic is None:
+        return None
+    if isinstance(generic, str):
+        name = generic
+
+        def generic(be, *xs):
+            return be.function(name)(*xs)     # (which promotes mixed inputs)
+        generic.__name__ = name
+    inner = generic
+    out_dtype = ufunc.resolve_dtypes((dtypes.bool_,) * n + (None,))[-1]
+
+    def kernel(be, *xs):
+        if not all(be.dtype_of(x) == dtypes.bool_ for x in xs):
+            return inner(be, *xs)
+        result = inner(be, *[be.astype(x, dtypes.int8) for x in xs])
+        return result if be.dtype_of(result) == out_dtype else be.astype(result, out_dtype)
+    kernel.__name__ = getattr(inner, "__name__", "kernel")
+    return kernel
 
 
 def _with_loops(ufunc, candidates):
@@ -128,7 +174,7 @@ def _to_float_generic(generic, allowed):
 
 
 def unary(name, impl, vjp, *, allowed=dtypes.FLOATS, what="floating-point", out_dtype=None,
-          differentiable=True, doc="", out_impl=None, generic=None, to_float=None):
+          differentiable=True, doc="", out_impl=None, generic=None, to_float=None, loops=None):
     """Define and register a one-input elementwise op. ``impl`` is the name of an
     array-namespace function (the kernel on every back end) or numpy's kernel,
     with ``generic`` the kernel written against the namespace.
@@ -136,7 +182,9 @@ def unary(name, impl, vjp, *, allowed=dtypes.FLOATS, what="floating-point", out_
     ``to_float``: the op also takes bool and integer inputs and computes in numpy's
     floating result dtype (``exp`` of an int64 tensor is float64). The default is
     True for an op on floating inputs only whose numpy kernel is a ufunc (the ufunc
-    converts them itself); a custom kernel must handle such inputs to ask for it."""
+    converts them itself); a custom kernel must handle such inputs to ask for it.
+    ``loops``: numpy's ufunc when ``impl`` is a function around it, whose loops type a
+    bool input the op's own dtypes leave out (see :func:`unary_rule`)."""
     impl, generic = _kernels(impl, generic)
     if to_float is None:
         to_float = isinstance(impl, np.ufunc) and not (allowed & (dtypes.INTS | {dtypes.bool_}))
@@ -146,7 +194,11 @@ def unary(name, impl, vjp, *, allowed=dtypes.FLOATS, what="floating-point", out_
         accepted = allowed | dtypes.INTS | {dtypes.bool_}
     if isinstance(impl, np.ufunc):
         accepted = _with_loops(impl, accepted)
-    return register(Op(name, impl, unary_rule(name, allowed, what, out_dtype, to_float), vjp,
+    ufunc = impl if isinstance(impl, np.ufunc) else loops
+    if dtypes.bool_ not in accepted and _has_bool_loop(ufunc):
+        accepted = accepted | {dtypes.bool_}
+        generic = _bools_as_int8(generic, ufunc, 1)
+    return register(Op(name, impl, unary_rule(name, allowed, what, out_dtype, to_float, ufunc), vjp,
                        elementwise=True, n_inputs=1, dtypes=accepted,
                        differentiable=differentiable, doc=doc,
                        out_impl=_default_out_impl(impl, out_impl), generic=generic))
@@ -163,6 +215,9 @@ def binary(name, impl, vjp, *, allowed=dtypes.NUMERIC | {dtypes.bool_}, what="nu
     ufunc = impl if isinstance(impl, np.ufunc) else loops
     if ufunc is not None:   # bool stays: it mixes with numbers even where bool-bool has no loop
         allowed = _with_loops(ufunc, allowed) | (allowed & {dtypes.bool_})
+        if dtypes.bool_ not in allowed and _with_loops(ufunc, {dtypes.bool_}):
+            allowed = allowed | {dtypes.bool_}     # numpy's loop takes two bools (bool // bool)
+            generic = _bools_as_int8(generic, ufunc, 2)
     return register(Op(name, impl, binary_rule(name, allowed, what, out_dtype, true_divide, ufunc),
                        vjp, elementwise=True, commutative=commutative, n_inputs=2, dtypes=allowed,
                        doc=doc, out_impl=_default_out_impl(impl, out_impl),

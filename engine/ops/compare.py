@@ -124,7 +124,24 @@ where_op = register(Op("where", _where_impl, _where_eval, _where_vjp, elementwis
                        n_inputs=3, dtypes=_ALL, out_impl=_where_out, generic=_where_generic,
                        doc="``x`` where ``cond`` is true, else ``y``, with broadcasting."))
 declare(where_op, onnx=("Where",), scalar_form="({1} if {0} else {2})")
-where = call(where_op)
+_where_call = call(where_op)
+
+
+def where(condition, x, y):
+    """``x`` where ``condition`` is true, else ``y``, with broadcasting. A condition that is
+    not bool counts by its truth, as in numpy: non-zero is true (NaN too).
+
+    Example:
+        >>> import engine as en
+        >>> en.where(en.tensor([0, 2, -1]), 1.0, 0.0).tolist()
+        [0.0, 1.0, 1.0]
+    """
+    dtype = getattr(condition, "dtype", None)
+    if dtype is not None and dtype != _B:
+        condition = not_equal(condition, 0)
+    elif type(condition) in (bool, int, float, complex):
+        condition = np.asarray(bool(condition))   # (lifted weakly, True beside floats is 1.0)
+    return _where_call(condition, x, y)
 
 
 # ---- forward mode (see engine.op.RULE_KINDS): comparisons have no float result ---------------

@@ -11,7 +11,7 @@ from ..errors import DomainError, ShapeError
 from ..lifting import TensorLike
 from ..modes import current_mode
 from ..shapes import normalize_axes
-from ._args import at_user_line
+from ._args import at_user_line, one_or_many
 from . import compare, creation, elementwise, reduce, shape_ops
 from .linalg_functions import svdvals
 from .subgradients import root_with_zero_subgradient
@@ -120,7 +120,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         else:
             raise ShapeError(f"norm: ord={ord!r} with axis=None needs a 1-D or 2-D input, got "
                              f"{x.dtype}{list(x.shape)}{at_user_line()}")
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = one_or_many(axis)
     if len(axes) == 1:
         if isinstance(ord, str):
             raise DomainError(f"norm: invalid ord {ord!r} for vectors{at_user_line()}")

@@ -28,7 +28,7 @@ from ..modes import apply
 from ..op import Op, declare, register
 from ..shapes import broadcast_shapes, normalize_axis
 from . import _rules, compare, creation, indexing, join, reduce, shape_ops
-from ._args import at_user_line, int_tuple
+from ._args import at_user_line, int_tuple, one_or_many
 from .cumulative import along, as_tensor, cumsum_op, take_along, user_axes, user_axis
 
 
@@ -77,8 +77,7 @@ def roll(x, shift, axis=None):
     if axis is None:
         shape = _static("roll", x.shape)
         return shape_ops.reshape(roll(shape_ops.reshape(x, (-1,)), shift, 0), shape)
-    shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    shifts, axes = one_or_many(shift), one_or_many(axis)
     if len(shifts) == 1 and len(axes) > 1:
         shifts = shifts * len(axes)
     if len(shifts) != len(axes):
@@ -104,8 +103,7 @@ def moveaxis(x, source, destination):
         (3, 4, 2)
     """
     x = as_tensor(x)
-    src = (source,) if isinstance(source, (int, np.integer)) else tuple(source)
-    dst = (destination,) if isinstance(destination, (int, np.integer)) else tuple(destination)
+    src, dst = one_or_many(source), one_or_many(destination)
     if len(src) != len(dst):
         raise ShapeError(f"moveaxis: source {source!r} and destination {destination!r} must "
                          f"have the same number of elements{at_user_line()}")

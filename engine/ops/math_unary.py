@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import dtypes
-from ..errors import ShapeTypeError
+from ..errors import DTypeError, ShapeTypeError
 from ..names import also_named as _also_named
 from ..op import declare
 from ._args import at_user_line
@@ -151,7 +151,8 @@ def _rounding(name, ufunc, standard, onnx, form, doc):
     impl.__name__ = generic.__name__ = name
     # numpy rounds real numbers only (its floor, ceil, trunc and rint refuse complex).
     op = unary(name, impl, _zero_vjp, allowed=NUM - dtypes.COMPLEX, what="real", out_impl=out_impl,
-               generic=generic, doc=doc + " Its gradient is zero (piecewise constant).")
+               generic=generic, doc=doc + " Its gradient is zero (piecewise constant).",
+               loops=ufunc)
     declare(op, onnx=onnx, scalar_form=scalar_form, positional_out=True)
     return op
 
@@ -227,6 +228,8 @@ def rint(x):
         dtype('float64')
     """
     dtype = getattr(x, "dtype", None)
+    if dtype in dtypes.COMPLEX or type(x) is complex:
+        return _round_parts(x, _round_op_call)
     if dtype is not None and np.dtype(dtype).kind in "biu":
         x = creation.cast(x, np.promote_types(dtype, np.float16))
     elif isinstance(x, bool):   # numpy: a bool array's float16
@@ -258,9 +261,16 @@ def round(x, decimals=0):
         [0.5, 1.5, 2.68]
     """
     decimals = _check_decimals(decimals)
+    dtype = getattr(x, "dtype", None)
+    if dtype in dtypes.COMPLEX or type(x) is complex:
+        return _round_parts(x, lambda part: round(part, decimals))
+    if dtype == dtypes.bool_:   # numpy rounds bools as rint does: to float16, decimals=0 only
+        if decimals:
+            raise DTypeError(f"round: bools round to 0 decimals only (as in numpy), got "
+                             f"decimals={decimals}{at_user_line()}")
+        x = creation.cast(x, dtypes.float16)
     if decimals == 0:
         return _round_op_call(x)
-    dtype = getattr(x, "dtype", None)
     if dtype in dtypes.INTS or type(x) is int:
         if decimals > 0:
             return _round_op_call(x)
@@ -270,6 +280,12 @@ def round(x, decimals=0):
     if decimals > 0:
         return ew.div(_round_op_call(ew.mul(x, scale)), scale)
     return ew.mul(_round_op_call(ew.div(x, scale)), scale)
+
+
+def _round_parts(z, rounding):
+    """numpy's rounding of a complex ``z``: its real and imaginary parts rounded apart."""
+    from .complex_parts import imag, real   # (a family above this one)
+    return ew.add(rounding(real(z)), ew.mul(rounding(imag(z)), 1j))
 
 
 def _check_decimals(decimals):

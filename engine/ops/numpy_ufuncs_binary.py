@@ -245,9 +245,17 @@ def ldexp(x, n):
         >>> en.ldexp(en.tensor([0.75, 1.0], dtype="float32"), 3).tolist()
         [6.0, 8.0]
     """
-    if type(n) is int:      # lifted beside a float x it would become a float, numpy's is an int
-        if isinstance(x, TensorLike):   # (an int64 tensor on x's back end, traced with x)
-            n = ew.add(creation.zeros_like(x, dtype=dtypes.int64), n)
-        else:
-            n = np.asarray(n, dtype=dtypes.int64)
+    # Python numbers: lifted beside the other input they would take its kind (a float
+    # exponent), so each becomes an array of numpy's choice, on the other's back end.
+    if type(n) in (int, bool):
+        n = _beside(x, int(n), dtypes.int64)
+    elif type(x) in (int, bool, float) and isinstance(n, TensorLike):
+        x = _beside(n, x, np.ldexp(x, np.zeros(0, n.dtype)).dtype)   # (int: float16, as numpy)
     return _ldexp_call(x, n)
+
+
+def _beside(other, value, dtype):
+    """``value`` as a tensor of ``dtype`` on ``other``'s back end (and in its trace)."""
+    if isinstance(other, TensorLike):
+        return ew.add(creation.zeros_like(other, dtype=dtype), value)
+    return np.asarray(value, dtype=dtype)

@@ -6,7 +6,7 @@ import numpy as np
 
 import engine as en
 
-from op_db.core import (BOOL, ErrorInput, OpInfo, Sample, add, binary, binary_errors,
+from op_db.core import (BOOL, F64, ErrorInput, OpInfo, Sample, add, binary, binary_errors,
                         binary_samples, make, make_distinct, make_nonzero, make_positive,
                         op_dtypes, scalar_of, unary)
 
@@ -64,9 +64,19 @@ def _where_samples(dtype, rng):
         yield Sample((make(rng, sc, BOOL), make(rng, sx, dtype), make(rng, sy, dtype)))
     s = scalar_of(dtype)
     yield Sample((make(rng, (2, 3), BOOL), make(rng, (2, 3), dtype), s), desc="python scalar")
+    # numpy reads a condition that is not bool by its truth (non-zero, NaN too)
+    cond = np.array([[0.0, np.nan, -2.0], [0.5, 0.0, 1.0]])
+    yield Sample((cond, make(rng, (2, 3), dtype), make(rng, (3,), dtype)), desc="float condition")
+    yield Sample((np.array([0, 3, -1]), make(rng, (2, 3), dtype), s), desc="int condition")
+
+
+def _where_grad_samples(rng):
+    # (a float condition jumps where finite differences cross its zeros)
+    return [s for s in _where_samples(F64, rng) if s.desc != "float condition"]
 
 
 add(OpInfo("where", en.where, np.where, _where_samples, op_dtypes("where"),
+           grad_samples=_where_grad_samples,
            error_inputs=lambda: [
-               ErrorInput(Sample((np.ones(3), np.ones(3), np.ones(3))), en.DTypeError),
-               ErrorInput(Sample((np.ones(3, bool), np.ones(2), np.ones(3))), en.ShapeError)]))
+               ErrorInput(Sample((np.ones(3, bool), np.ones(2), np.ones(3))), en.ShapeError),
+               ErrorInput(Sample((np.ones(2), np.ones(3), np.ones(3))), en.ShapeError)]))
