@@ -388,7 +388,8 @@ class NdarrayMethods(MemoryAttributes):
 
     def reshape(self, *shape, order="C", copy=None):
         """The values in ``shape`` (one dim may be -1), read and written in ``order``:
-        'C' (row-major) or 'F' (column-major), as numpy's ``reshape``.
+        'C' (row-major) or 'F' (column-major), as numpy's ``reshape``; a view where
+        numpy's is one, a new tensor with ``copy=True``.
 
         Example:
             >>> import engine as en
@@ -399,8 +400,10 @@ class NdarrayMethods(MemoryAttributes):
             shape = shape[0]
         order = _check_order(_name(self, "reshape"), order, ("C", "F", "A"))
         if order == "F":
-            return _ops.transpose(_ops.reshape(_ops.transpose(self), tuple(shape)[::-1]))
-        return _ops.reshape(self, shape)
+            result = _ops.transpose(_ops.reshape(_ops.transpose(self), tuple(shape)[::-1]))
+        else:
+            result = _ops.reshape(self, shape)
+        return _ops.copy(result) if copy else result
 
     def ravel(self, order="C"):
         """The values as a 1-D tensor in ``order`` ('C' row-major, 'F' column-major; 'A'

@@ -122,6 +122,7 @@ def test_out_refuses_a_cast_numpy_refuses():
 def test_copy_and_flatten_are_independent_and_ravel_and_view_share_writes():
     a, x = both(np.arange(6.0).reshape(2, 3))
     for make_alias in (lambda t: t.copy(), lambda t: t.flatten(), lambda t: t.ravel(),
+                       lambda t: t.reshape(6, copy=True), lambda t: t.reshape(3, 2, order="F"),
                        lambda t: t.view(), lambda t: t.reshape(3, 2), lambda t: t.T):
         alias_np, alias_en = make_alias(a), make_alias(x)
         alias_np.flat[0] += 10.0
