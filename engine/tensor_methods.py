@@ -116,10 +116,11 @@ def _in_place_axis(what, axis):
 
 
 def _kth(what, x, kth, axis):
-    """``kth`` (an int or a sequence of them) checked against the axis length, as numpy."""
+    """``kth`` (an int or a sequence of them) checked against the length of ``axis``
+    (of the flattened tensor when None), as numpy."""
     if x.ndim == 0:
         raise ShapeError(f"{what}: a 0-d tensor has no axis to partition{_at()}")
-    n = x.shape[axis]
+    n = x.size if axis is None else x.shape[axis]
     for k in np.ravel(np.asarray(kth)):
         if not isinstance(k.item(), int):
             raise ArgumentTypeError(f"{what}: kth must be integers, got {kth!r}{_at()}")
@@ -492,8 +493,7 @@ class NdarrayMethods(MemoryAttributes):
         and larger ones after (in no given order), as numpy's ``argpartition``."""
         what = _name(self, "argpartition")
         _check_sort_args(what, kind, order, _PARTITION_KINDS)
-        _kth(what, _ops.reshape(self, (-1,)) if axis is None else self, kth,
-             0 if axis is None else axis)
+        _kth(what, self, kth, axis)
         return _ops.argpartition(self, kth, axis=axis)
 
     # -- in place -----------------------------------------------------------------------------
