@@ -215,3 +215,22 @@ def test_bad_writes_are_refused_before_anything_is_written(call, error, pattern)
         call(x)
     assert "test_ndarray_writes.py" in str(info.value)
     assert_same(x, np.array([[1.0, 2.0], [3.0, 4.0]]))
+
+
+def test_in_place_methods_on_a_variable_inside_en_function_assign_it():
+    start = np.array([[3.0, 1.0], [2.0, 0.0]])
+    v = en.Variable(start)
+
+    @en.function
+    def step(x):
+        v.sort(axis=1)
+        v.put([0], x)
+        np.fill_diagonal(v, x * 2.0)
+        return v.sum()
+
+    want = start.copy()
+    want.sort(axis=1)
+    want.put([0], 5.0)
+    np.fill_diagonal(want, 10.0)
+    assert float(step(en.tensor(5.0))) == want.sum()
+    assert_same(v, want)
