@@ -123,6 +123,8 @@ _PUBLIC_FACADE = {
     "int8", "int16", "uint8", "uint16", "uint32", "uint64", "float16", "complex64", "complex128",
     "broadcast_shapes", "config", "Op", "REGISTRY", "apply", "backend", "ops", "compute",
     "set_default_dtype", "get_default_dtype",
+    # numpy's index-trick objects (concatenation by brackets)
+    "r_", "c_",
     # autodiff and the function transformations
     "GradientTape", "custom_gradient", "grad", "value_and_grad",
     "jvp", "linearize", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "custom_jvp",

@@ -37,6 +37,7 @@ from .lifting import TensorLike
 from . import names
 from . import writes
 from . import numpy_inplace
+from . import numpy_scatter
 from .op import REGISTRY
 
 # numpy's module of a function -> the engine's namespace holding the same names.
@@ -335,6 +336,7 @@ def _check_supported(func, keywords, allowed):
 HANDLERS = {
     ("numpy", "split"): _split,
     **numpy_inplace.HANDLERS,     # copyto, place, put, putmask, fill_diagonal: they write
+    **numpy_scatter.HANDLERS,     # put_along_axis: it writes
     **{("numpy", n): _numpy_reduction(r) for n, r in (
         ("sum", "sum"), ("prod", "prod"), ("max", "max"), ("amax", "max"), ("min", "min"),
         ("amin", "min"), ("all", "all"), ("any", "any"), ("mean", "mean"))},
@@ -394,8 +396,10 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         return _with_out(what, out, _ufunc_accumulate(ufunc, what, inputs, kwargs))
     if method == "outer":
         return _with_out(what, out, _ufunc_outer(ufunc, what, inputs, kwargs))
-    raise _unsupported(f"{what} is not supported on tensors (ufunc.{method} writes in place "
-                       "or needs index arrays; use en.scatter_add or numpy on t.numpy())")
+    if method == "at":      # writes into its first argument (engine/numpy_scatter.py)
+        return numpy_scatter.ufunc_at(ufunc, inputs, kwargs)
+    raise _unsupported(f"{what} is not supported on tensors; call it on t.numpy() to run "
+                       "numpy on the values (eager mode only)")
 
 
 # numpy's ufuncs that have no meaning for tensors, with the reason said when refused.

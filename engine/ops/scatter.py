@@ -25,7 +25,7 @@ Example:
 import numpy as np
 
 from .. import dtypes
-from ..errors import DTypeError, ShapeError, describe_inputs
+from ..errors import DTypeError, IndexShapeError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
 from ..shapes import normalize_axis
@@ -97,7 +97,7 @@ def _scatter_impl(x, index, src, *, axis, reduce, include_self):
             out[where] = reduce_identity(reduce, out.dtype)
         _UFUNCS[reduce].at(out, where, np.asarray(src).astype(out.dtype, copy=False))
     except IndexError as err:
-        raise ShapeError(f"scatter_reduce: {err} (index along axis {axis} of "
+        raise IndexShapeError(f"scatter_reduce: {err} (index along axis {axis} of "
                          f"{describe_inputs([(x.shape, x.dtype)])})") from None
     return out
 
