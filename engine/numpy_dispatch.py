@@ -41,7 +41,8 @@ from . import numpy_scatter
 from .op import REGISTRY
 
 # numpy's module of a function -> the engine's namespace holding the same names.
-_NAMESPACES = {"numpy": None, "numpy.linalg": "linalg", "numpy.fft": "fft"}
+_NAMESPACES = {"numpy": None, "numpy.linalg": "linalg", "numpy.fft": "fft",
+               "numpy.lib.stride_tricks": None}    # sliding_window_view
 
 # Keyword names that numpy and the engine spell differently, per numpy function.
 KEYWORD_NAMES = {"clip": {"a_min": "min", "a_max": "max"}}

@@ -260,6 +260,9 @@ def test_sliding_window_view_matches_numpy(window, axis):
     np.testing.assert_array_equal(got.numpy(), want)
     traced = en.function(lambda t: en.sliding_window_view(t, window, axis=axis))(en.tensor(x))
     np.testing.assert_array_equal(traced.numpy(), want)
+    dispatched = np_windows(en.tensor(x), window, axis=axis)     # numpy's function on a tensor
+    assert isinstance(dispatched, en.Tensor)
+    np.testing.assert_array_equal(dispatched.numpy(), want)
 
 
 def test_sliding_window_gradient_counts_the_windows_of_each_element():
