@@ -26,7 +26,7 @@ from ._args import at_user_line, int_tuple
 from .concrete import concrete_values
 from .creation import cast
 from .cumulative import as_tensor
-from .manipulation import constant_for
+from .concrete import constant_like
 from .math_binary import clip
 
 __all__ = ["tril_indices_from", "triu_indices_from", "diag_indices_from", "ix_",
@@ -34,7 +34,7 @@ __all__ = ["tril_indices_from", "triu_indices_from", "diag_indices_from", "ix_",
 
 
 def _constants(like, arrays):
-    return tuple(as_tensor(constant_for(like, np.asarray(a, dtype=np.int64))) for a in arrays)
+    return tuple(constant_like(like, np.asarray(a, dtype=np.int64)) for a in arrays)
 
 
 def _matrix(name, arr):
@@ -108,8 +108,8 @@ def ix_(*args):
             raise ShapeError(f"ix_: argument {k} must be 1-D, got shape {tuple(seq.shape)}"
                              f"{at_user_line()}")
         if seq.dtype == dtypes.bool_:
-            seq = as_tensor(constant_for(seq, np.flatnonzero(
-                concrete_values("ix_", seq, f"argument {k}")).astype(np.int64)))
+            seq = constant_like(seq, np.flatnonzero(
+                concrete_values("ix_", seq, f"argument {k}")).astype(np.int64))
         elif seq.shape[0] == 0:
             seq = cast(seq, dtypes.int64)
         shape = [1] * len(args)

@@ -27,7 +27,8 @@ from ._args import at_user_line
 from .complex_parts import imag, real
 from .creation import cast
 from .cumulative import as_tensor, user_axis
-from .manipulation import constant_for, moveaxis
+from .concrete import constant_like
+from .manipulation import moveaxis
 from .math_unary import trunc
 from .misc import identity
 from .numpy_names import all as _all
@@ -88,12 +89,12 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     start, stop = start / sign, stop / sign
     log_start, log_stop = math_unary.log10(start), math_unary.log10(stop)
     div = (num - 1) if endpoint else num
-    steps = as_tensor(constant_for(start, np.arange(num, dtype=dt).reshape(
-        (-1,) + (1,) * start.ndim)))
+    steps = constant_like(start, np.arange(num, dtype=dt).reshape(
+        (-1,) + (1,) * start.ndim))
     y = steps * ((log_stop - log_start) / div) + log_start if div > 0 else \
         steps * (log_stop - log_start) + log_start
     parts = [shape_ops.reshape(start, (1,) + tuple(start.shape)),
-             elementwise.pow(as_tensor(constant_for(start, np.asarray(10.0, dtype=dt))),
+             elementwise.pow(constant_like(start, np.asarray(10.0, dtype=dt)),
                              y)[1:num - 1 if endpoint else num]]
     if endpoint and num > 1:
         parts.append(shape_ops.reshape(stop, (1,) + tuple(stop.shape)))
@@ -142,10 +143,10 @@ def packbits(a, axis=None, bitorder="big"):
     pad = -n % 8
     if pad:
         bits = join.concat([bits, cast(shape_ops.broadcast_to(
-            as_tensor(constant_for(a, np.zeros((), np.uint8))), tuple(x.shape[:-1]) + (pad,)),
+            constant_like(a, np.zeros((), np.uint8)), tuple(x.shape[:-1]) + (pad,)),
             dtypes.uint8)], axis=-1)
     bits = shape_ops.reshape(bits, tuple(x.shape[:-1]) + ((n + pad) // 8, 8))
-    packed = _sum(bits * as_tensor(constant_for(a, weights.astype(np.uint8))), axis=-1)
+    packed = _sum(bits * constant_like(a, weights.astype(np.uint8)), axis=-1)
     packed = cast(packed, dtypes.uint8)
     return packed if axis is None else moveaxis(packed, -1, axis)
 
@@ -163,11 +164,11 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     a = as_tensor(a)
     if a.dtype != dtypes.uint8:
         raise DTypeError(f"unpackbits: needs uint8 input, got {a.dtype}{at_user_line()}")
-    shifts = as_tensor(constant_for(a, np.log2(_bitorder("unpackbits", bitorder))
-                                    .astype(np.uint8)))
+    shifts = constant_like(a, np.log2(_bitorder("unpackbits", bitorder))
+                                    .astype(np.uint8))
     x, axis = _along_last("unpackbits", a, axis)
     bits = (shape_ops.reshape(x, tuple(x.shape) + (1,)) >> shifts) & \
-        as_tensor(constant_for(a, np.ones((), np.uint8)))
+        constant_like(a, np.ones((), np.uint8))
     bits = shape_ops.reshape(bits, tuple(x.shape[:-1]) + (x.shape[-1] * 8,))
     if count is not None:
         count = operator.index(count)
@@ -176,7 +177,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
         bits = bits[..., :keep]
         if keep > total:
             bits = join.concat([bits, shape_ops.broadcast_to(
-                as_tensor(constant_for(a, np.zeros((), np.uint8))),
+                constant_like(a, np.zeros((), np.uint8)),
                 tuple(x.shape[:-1]) + (keep - total,))], axis=-1)
     return bits if axis is None else moveaxis(bits, -1, axis)
 

@@ -25,10 +25,10 @@ from ..lifting import TensorLike
 from ..modes import current_mode
 from . import compare, join, shape_ops
 from ._args import at_user_line
-from .concrete import concrete_values
+from .concrete import concrete_values, constant_like
 from .creation import cast
 from .cumulative import as_tensor, user_axis
-from .manipulation import broadcast_arrays, constant_for, moveaxis, take, take_along_axis, unstack
+from .manipulation import broadcast_arrays, moveaxis, take, take_along_axis, unstack
 from .math_binary import clip
 from .rearranging import full_like
 
@@ -118,7 +118,8 @@ def insert(arr, obj, values, axis=None):
         values = shape_ops.reshape(values, (1,) * (arr.ndim - values.ndim) + tuple(values.shape))
         values = moveaxis(values, 0, axis)
         shape[axis] = values.shape[axis]
-        new_at = int(indices) % (n + 1) + np.arange(shape[axis])
+        index = int(indices) + (n if indices < 0 else 0)
+        new_at = index + np.arange(shape[axis])
     else:                                       # one value before each index
         indices = np.where(indices < 0, indices + n, indices).reshape(-1)
         shape[axis] = len(indices)
@@ -245,7 +246,7 @@ def select(condlist, choicelist, default=0):
     choices = [as_tensor(c) for c in choicelist]
     if isinstance(default, (bool, int, float, complex)):   # a Python scalar is weak, as in numpy
         dtype = np.result_type(*(c.dtype for c in choices), default)
-        result = as_tensor(constant_for(choices[0], np.asarray(default, dtype=dtype)))
+        result = constant_like(choices[0], np.asarray(default, dtype=dtype))
     else:
         default = as_tensor(default)
         dtype = np.result_type(*(c.dtype for c in choices), default.dtype)

@@ -24,7 +24,8 @@ from . import join, misc, shape_ops
 from ._args import at_user_line, int_tuple
 from .creation import cast
 from .cumulative import as_tensor, cumprod, user_axis
-from .manipulation import constant_for, diag, flip, tile
+from .concrete import constant_like
+from .manipulation import diag, flip, tile
 
 __all__ = ["fliplr", "flipud", "rot90", "rollaxis", "ravel", "copy", "resize", "empty_like",
            "full_like", "diagflat", "vander"]
@@ -189,7 +190,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
     if isinstance(fill_value, TensorLike):
         value = cast(fill_value, dtype)
     else:
-        value = as_tensor(constant_for(a, np.asarray(fill_value).astype(dtype)))
+        value = constant_like(a, np.asarray(fill_value).astype(dtype))
     try:
         return shape_ops.broadcast_to(value, shape)
     except ShapeError as err:
@@ -234,6 +235,7 @@ def vander(x, N=None, increasing=False):  # noqa: N803  (numpy's name)
     if x.ndim != 1:
         raise ShapeError(f"vander: x must be one-dimensional, got shape {tuple(x.shape)}"
                          f"{at_user_line()}")
+    x = cast(x, np.promote_types(x.dtype, np.int64))    # numpy's: at least the default int
     n = x.shape[0]
     N = n if N is None else operator.index(N)  # noqa: N806
     if N < 0:
