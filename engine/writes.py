@@ -83,12 +83,7 @@ LIVE_TAPES: weakref.WeakSet = weakref.WeakSet()
 
 
 
-def _Tensor():
-    from .tensor import Tensor
-    return Tensor
-
-
-_TENSOR = []      # [Tensor], bound on first use (engine.tensor imports this module)
+_TENSOR: list = []      # [Tensor], bound on first use (engine.tensor imports this module)
 
 
 def _tensor_class():
@@ -366,7 +361,7 @@ def _functional_write(x, index, value):
     """``x`` becomes ``index_update(x, index, value)``: the write as a new node (while
     tracing) or a new wrapped value (under a transformation); views follow."""
     from .ops.index_update import index_update
-    if x._value is not None and current_mode().name == "trace" and type(x) is _Tensor():
+    if x._value is not None and current_mode().name == "trace" and type(x) is _tensor_class():
         raise TracingError(
             f"x[index] = value: {x._describe()} is a concrete tensor made outside the "
             f"traced function (at {format_location(user_frame())}); a write to it would "
