@@ -68,7 +68,4 @@ from .logcumsumexp import *  # noqa: F401,F403
 from .functional_apply import *  # noqa: F401,F403
 from .trunc_divide import *  # noqa: F401,F403
 from .windows import *  # noqa: F401,F403
-from .logcumsumexp import *  # noqa: F401,F403
-from .trunc_divide import *  # noqa: F401,F403
-from .windows import *  # noqa: F401,F403
 from .index_tricks import *  # noqa: F401,F403
