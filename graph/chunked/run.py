@@ -168,6 +168,11 @@ class ChunkedFunction:
 
     def __call__(self, tensors):
         graph, plan = self.graph, self.plan
+        if graph.written_inputs:
+            raise TracingError(
+                f"graph {graph.name!r} writes to its argument(s) {graph.written_inputs} "
+                f"(at {format_location(user_frame())}); the chunked (Dask) run cannot write "
+                "a caller's chunked tensor: return the new value instead (x = f(x))")
         args, post_values = self._chunk_call(tensors)
         partials, row_arrays = self.backend.run_chunks(*args)
         reduced = [wrap(np.asarray(v, dtype=n.dtype)) for v, n in zip(partials, self._reduce)]

@@ -72,6 +72,7 @@ import numpy as np
 
 from engine import dtypes
 from engine.errors import (ArgumentTypeError, EngineError, InvalidArgumentError, LoadError,
+                           UnsupportedError,
                            describe_aval, format_location)
 from engine.op import REGISTRY
 from engine.pytree import LEAF, NONE, TreeDef, is_namedtuple_type
@@ -285,6 +286,11 @@ class _Encoder:
         self._var_index = {id(v): i for i, v in enumerate(variables)}
 
     def graph(self, graph, depth):
+        if graph.written_inputs:
+            raise UnsupportedError(
+                f"graph {graph.name!r} writes to its argument(s) {graph.written_inputs}; a "
+                "saved graph takes its inputs by value and cannot write a caller's tensor: "
+                "return the new values instead (x = f(x)) and save that function")
         index = {}
         nodes = []
         for i, node in enumerate(graph.topo_order()):

@@ -119,6 +119,9 @@ class Graph:
         self.inputs: list[Node] = []        # placeholder nodes, in call order
         self.outputs: list[Node] = []       # nodes, flattened
         self.output_tree: Any = None  # pytree TreeDef of the outputs
+        # Inputs the traced function wrote (positions in ``inputs``): their new values
+        # are the last outputs, after the ``output_tree``'s, and a call writes them back.
+        self.written_inputs: list[int] = []
         self.variables: list[Any] = []     # captured variables, in first-use order
         self.names: set[str] = set()
         self._next_suffix: dict[str, int] = {}  # base name -> the suffix to try first
@@ -265,6 +268,7 @@ class Graph:
         new.inputs = [mapping[n] for n in self.inputs]
         new.outputs = [mapping[n] for n in self.outputs]
         new.output_tree = self.output_tree
+        new.written_inputs = list(self.written_inputs)
         new.variables = list(self.variables)
         return new
 

@@ -10,11 +10,12 @@ from engine.autodiff import GradientTape
 from engine.backend import NUMPY, mismatch
 from engine.config import config
 from engine.cost_model import cost
-from engine.errors import EngineError, TracingError
+from engine.errors import EngineError
 from engine.modes import default_mode, read_variable, use_mode
 from engine.pytree import LEAF, flatten, unflatten
 from engine.recording import TapeRule, active_tapes, no_tapes, record
 from engine.tensor import Tensor
+from engine.writes import setitem
 from engine.variable import Variable
 
 from ..lowering.executor import CompiledGraph, wrap_outputs
@@ -31,13 +32,27 @@ def _out_leaf(x):
     return isinstance(x, (Tensor, Variable, np.ndarray))
 
 
-def _finisher(out_dtypes, single_output, tree, backend):
+def _finisher(out_dtypes, single_output, tree, backend, written=()):
     """``finish(results)``: tensors (on ``backend``) for the graph's output arrays, in
-    the structure the function returned."""
+    the structure the function returned. With ``written`` inputs it is
+    ``finish(results, inputs)``, and writes their new values (the last results) back."""
     def finish(results):
         outs = wrap_outputs(results, out_dtypes, backend)
         return outs[0] if single_output else unflatten(tree, outs)
-    return finish
+
+    def finish_writing(results, inputs):
+        outs = wrap_outputs(results, out_dtypes, backend)
+        return _write_back(outs, inputs, written, tree)
+    return finish_writing if written else finish
+
+
+def _write_back(outs, inputs, written, tree):
+    """Store the new values of the written inputs (the last of ``outs``) into the
+    caller's tensors; the function's own results, in their structure."""
+    n = len(outs) - len(written)
+    for position, value in zip(written, outs[n:]):
+        setitem(inputs[position], Ellipsis, value)
+    return unflatten(tree, outs[:n])
 
 
 def _weak_method(method):
@@ -104,7 +119,8 @@ class ConcreteFunction:
                                           plan=self.graph.memory_plan, recycle_outputs=True)
         self.source = self.compiled.source
         self._out_dtypes = [o.dtype for o in self.graph.outputs]
-        self._single_output = self.graph.output_tree == LEAF
+        written = self.graph.written_inputs
+        self._single_output = self.graph.output_tree == LEAF and not written
         # entry(tensors): the whole call on concrete tensors, one generated function.
         # guarded_entry(args): the same, checking first that args are such tensors.
         single = self._out_dtypes[0] if self._single_output else None
@@ -113,14 +129,16 @@ class ConcreteFunction:
         # cycle would leave a dropped trace (evicted, or its en.function deleted)
         # to the cycle collector, arrays and all.
         finish = _finisher(self._out_dtypes, self._single_output, self.graph.output_tree,
-                           backend)
+                           backend, written)
         on_tape = _weak_method(self._on_tape)
-        self.entry = self.compiled.tensor_entry(n, on_tape, finish, single)
+        self.entry = self.compiled.tensor_entry(n, on_tape, finish, single,
+                                                finish_takes_inputs=bool(written))
         self.guarded_entry = None
         if specs is None:   # traced for these very shapes
             guard = [(p.shape, p.dtype) for p in self.graph.inputs]
             self.guarded_entry = self.compiled.tensor_entry(n, on_tape, finish,
-                                                            single, guard)
+                                                            single, guard,
+                                                            finish_takes_inputs=bool(written))
         self._float_vars = [v for v in self.graph.variables
                             if v.trainable and v.dtype in dtypes.FLOATS]
 
@@ -132,10 +150,16 @@ class ConcreteFunction:
             placeholders = [(t, t._node) for t in flatten((args, kwargs))[0]
                             if isinstance(t, Tensor) and t._value is None]
             result = self.python_function(*args, **kwargs)
-        _refuse_written_arguments(self.name, placeholders)
         out_leaves, out_tree = flatten(result, is_leaf=_out_leaf)
         graph.outputs = mode.output_nodes(out_leaves)
         graph.output_tree = out_tree
+        # Arguments the function wrote (x[...] = v, x += y): called eagerly it would change
+        # the caller's tensors, so the graph returns their new values as extra outputs and
+        # each call writes them back (PyTorch's functionalization epilogue).
+        for t, node in placeholders:
+            if t._node is not node:
+                graph.written_inputs.append(graph.inputs.index(node))
+                graph.outputs.append(t._node)
         return graph
 
     def _traced_arguments(self, mode, replace=None):
@@ -218,7 +242,7 @@ class ConcreteFunction:
         reads = [read_variable(v, mode) for v in self._float_vars]
         record(_call_rule(self, residuals, cut if saving else None), list(tensors) + reads,
                tuple(outs), {})
-        return unflatten(self.graph.output_tree, outs)
+        return _write_back(outs, tensors, self.graph.written_inputs, self.graph.output_tree)
 
     def _all_wanted(self, inputs):
         n_in = len(inputs) - len(self._float_vars)
@@ -399,14 +423,3 @@ def _supported(p, backend):
     need = _NEEDS.get(getattr(p, "__name__", p))
     return need is None or getattr(backend, need)
 
-
-def _refuse_written_arguments(name, placeholders):
-    """A traced function that wrote to an argument would, called eagerly, change the
-    caller's tensor; its graph cannot yet, so it is refused rather than diverge."""
-    for i, (t, node) in enumerate(placeholders):
-        if t._node is not node:
-            raise TracingError(
-                f"{name}: the function writes to its tensor argument {i} "
-                f"({t._describe()}, x[...] = v or an in-place operator); a compiled function "
-                "cannot change its caller's tensors: return the new value instead "
-                "(x = f(x)), or keep the state in an en.Variable")

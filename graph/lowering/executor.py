@@ -65,12 +65,14 @@ class CompiledGraph:
         finally:
             self._buffer_sets.append(buffers)
 
-    def tensor_entry(self, n_inputs, on_tape, finish, single_dtype=None, guard=None):
+    def tensor_entry(self, n_inputs, on_tape, finish, single_dtype=None, guard=None,
+                     finish_takes_inputs=False):
         """A generated ``entry(tensors)``: the graph run on ``n_inputs`` concrete tensors,
         in one Python call (the per-call path of ``en.function``, where a few hundred
         nanoseconds count). Under active tapes it returns ``on_tape(tensors)``; else
-        ``finish(results)`` of the output arrays, except that a lone output array of
-        ``single_dtype`` is wrapped at once.
+        ``finish(results)`` of the output arrays (``finish(results, tensors)`` with
+        ``finish_takes_inputs``), except that a lone output array of ``single_dtype`` is
+        wrapped at once.
 
         With ``guard``, a ``(shape, dtype)`` per input, the entry first checks that it
         was given exactly such concrete tensors (the dtype by identity) and returns
@@ -122,7 +124,8 @@ class CompiledGraph:
                       "        t.dtype = dtype",
                       "        t._node = None",
                       "        return t"]
-        lines.append("    return finish(results)")
+        lines.append("    return finish(results, tensors)" if finish_takes_inputs
+                     else "    return finish(results)")
         source = "\n".join(lines) + "\n"
         exec(compile(source, f"<entry {self.graph.name}>", "exec"), namespace)
         return namespace.pop("entry")   # not kept in its own globals: no cycle
