@@ -54,8 +54,41 @@ def _topk_eval(x, *, k, axis, largest):
 
 
 def _topk_impl(x, *, k, axis, largest):
-    order = _slice_axis(_argsort_values(x, axis, largest), axis, k).astype(np.int64, copy=False)
+    n = x.shape[axis]
+    if n >= _SELECT_FROM and k * 4 <= n and x.size:
+        order = _selected_order(x, k, axis, largest)
+    else:
+        order = _slice_axis(_argsort_values(x, axis, largest), axis, k)
+    order = order.astype(np.int64, copy=False)
     return np.take_along_axis(x, order, axis), order
+
+
+# From this axis length on, a small k selects with a partition (O(n)) before sorting the
+# k chosen, rather than sorting the whole axis.
+_SELECT_FROM = 64
+
+
+def _selected_order(x, k, axis, largest):
+    """The order a stable sort gives the first ``k`` of, found by a partition: every
+    element better than the k-th value, then the earliest ones equal to it."""
+    rows = np.moveaxis(x, axis, -1)
+    n = rows.shape[-1]
+    at = n - k if largest else k - 1
+    kth = np.partition(rows, at, axis=-1)[..., at:at + 1]        # NaN sorts last
+    floats = rows.dtype.kind == "f"
+    if floats:
+        nan, kth_nan = np.isnan(rows), np.isnan(kth)
+        better = ((rows > kth) | (nan & ~kth_nan)) if largest else \
+            ((rows < kth) | (kth_nan & ~nan))
+        tied = (rows == kth) | (nan & kth_nan)
+    else:
+        better = rows > kth if largest else rows < kth
+        tied = rows == kth
+    need = k - better.sum(axis=-1, keepdims=True)
+    chosen = better | (tied & (np.cumsum(tied, axis=-1) <= need))
+    picked = np.nonzero(chosen.reshape(-1, n))[1].reshape(rows.shape[:-1] + (k,))
+    inner = _argsort_values(np.take_along_axis(rows, picked, -1), -1, largest)
+    return np.moveaxis(np.take_along_axis(picked, inner, -1), -1, axis)
 
 
 def _topk_generic(be, x, *, k, axis, largest):

@@ -139,6 +139,25 @@ def test_topk_matches_a_stable_sort(largest):
     np.testing.assert_array_equal(i0.numpy(), order0)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "bool"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_on_long_axes_selects_as_a_stable_sort(dtype, largest):
+    # k much smaller than the axis: chosen by a partition, then sorted; many ties and NaNs
+    x = RNG.integers(0, 5, size=(4, 150)).astype(dtype)
+    if dtype.startswith("float"):
+        x[RNG.random(x.shape) < 0.1] = np.nan
+    for k in (1, 7, 37):
+        values, indices = en.topk(en.tensor(x), k, largest=largest)
+        for r in range(4):
+            def key(i, row=x[r]):
+                v = row[i].item()
+                rank = (1, 0) if v != v else (0, v)
+                return ((-rank[0], -rank[1]), i) if largest else (rank, i)
+            want = sorted(range(150), key=key)[:k]
+            assert indices.numpy()[r].tolist() == want
+            np.testing.assert_array_equal(values.numpy()[r], x[r, want])
+
+
 def test_topk_gradient_is_one_hot_on_the_chosen():
     x = RNG.permutation(10).astype(np.float64)
     g = en.grad(lambda t: en.sum(en.topk(t, 3)[0] * en.tensor([1.0, 2.0, 3.0])))(en.tensor(x))
