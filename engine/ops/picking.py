@@ -23,7 +23,7 @@ from .. import dtypes
 from ..errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
 from ..lifting import TensorLike
 from ..modes import current_mode
-from . import compare, join, shape_ops
+from . import compare, join, misc, shape_ops
 from ._args import at_user_line
 from .concrete import concrete_values, constant_like
 from .creation import cast
@@ -254,7 +254,9 @@ def select(condlist, choicelist, default=0):
     for cond, choice in zip(reversed(conds), reversed(choices)):
         result = compare.where(cond, cast(choice, dtype), result)
     shape = np.broadcast_shapes(*(tuple(t.shape) for t in conds + choices), tuple(result.shape))
-    return shape_ops.broadcast_to(result, shape) if tuple(result.shape) != shape else result
+    if tuple(result.shape) != shape:   # its own memory, writable as numpy's (not a broadcast view)
+        result = misc.identity(shape_ops.broadcast_to(result, shape))
+    return result
 
 
 def _wrap_condlist(condlist, ndim):

@@ -79,7 +79,7 @@ def rot90(m, k=1, axes=(0, 1)):
         raise ShapeError(f"rot90: the axes {axes} name the same axis{at_user_line()}")
     k = operator.index(k) % 4
     if k == 0:
-        return misc.identity(m)
+        return m[(slice(None),) * m.ndim]      # numpy's m[:], a view
     if k == 2:
         return flip(flip(m, a0), a1)
     perm = list(range(m.ndim))
@@ -111,7 +111,7 @@ def rollaxis(a, axis, start=0):
     if axis < start:
         start -= 1
     if axis == start:
-        return misc.identity(a)
+        return a[(slice(None),) * n]           # numpy's a[...], a view
     order = [i for i in range(n) if i != axis]
     order.insert(start, axis)
     return shape_ops.transpose(a, tuple(order))
@@ -163,7 +163,8 @@ def resize(a, new_shape):
     if total == 0 or flat.shape[0] == 0:
         return full_like(a, 0, shape=new_shape)
     copies = -(-total // flat.shape[0])
-    return shape_ops.reshape(tile(flat, (copies,))[:total], new_shape)
+    # its own memory, writable as numpy's (tile may give a view of a broadcast)
+    return misc.identity(shape_ops.reshape(tile(flat, (copies,))[:total], new_shape))
 
 
 def _shape(name, shape, what):
@@ -192,9 +193,10 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
     else:
         value = constant_like(a, np.asarray(fill_value).astype(dtype))
     try:
-        return shape_ops.broadcast_to(value, shape)
+        filled = shape_ops.broadcast_to(value, shape)
     except ShapeError as err:
         raise ShapeError(f"full_like: {err}") from None
+    return misc.identity(filled)   # its own memory, writable as numpy's (not a broadcast view)
 
 
 def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):

@@ -18,7 +18,7 @@ Example:
 import operator
 
 from ..errors import ShapeError
-from . import join, shape_ops
+from . import join, misc, shape_ops
 from .creation import cast
 from ._args import at_user_line
 from .cumulative import as_tensor, user_axis
@@ -136,7 +136,7 @@ def block(arrays):
     leaves = [as_tensor(a) for a in _leaves(arrays)]
     ndim = max([list_depth] + [t.ndim for t in leaves])
     if list_depth == 0:
-        return shape_ops.reshape(leaves[0], tuple(leaves[0].shape))   # numpy returns a copy
+        return misc.identity(leaves[0])        # numpy returns a copy
     return _assemble(arrays, 0, list_depth, ndim)
 
 

@@ -482,3 +482,52 @@ def test_a_numpy_function_the_engine_lacks_is_refused_by_name(key, fn):
     message = str(caught.value)
     assert f"{module}.{name} is not an engine function" in message
     assert "call it on t.numpy()" in message and "test_numpy_functions_manipulation.py" in message
+
+
+# ---- results can be written, with numpy's sharing ---------------------------------------------------
+def _arrays(value):
+    if isinstance(value, (np.ndarray, np.generic)):
+        yield np.asarray(value)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _arrays(v)
+
+
+def _copied(value):
+    """A copy, numpy scalars as 0-d arrays (what a 0-d tensor stands for)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.array(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copied(v) for v in value)
+    return value
+
+
+WRITABLE = [(n, a, k) for n, a, k in CASES
+            if isinstance(getattr(np, n)(*_copied(a), **k), np.ndarray)
+            and getattr(np, n)(*_copied(a), **k).size and n not in ("astype", "geomspace")]
+
+
+@pytest.mark.parametrize("name,args,kwargs", WRITABLE,
+                         ids=[f"{n}-{k}" for k, (n, _, _) in enumerate(WRITABLE)])
+def test_a_write_to_the_result_reaches_what_numpys_reaches(name, args, kwargs):
+    """Write the first element of the result, in numpy and in the engine: the result and
+    every input array end up the same (a view's write reaches its base in both)."""
+    np_args = _copied(args)
+    t_args = _tensors(_copied(args))
+    expected = getattr(np, name)(*np_args, **kwargs)
+    got = (getattr(en, name, None) or engine_function("numpy", name))(*t_args, **kwargs)
+    first = (0,) * expected.ndim
+    value = np.logical_not(expected[first]) if expected.dtype == np.bool_ else expected[first] + 1
+    expected[first] = value
+    got[first] = value
+    assert_same(got, expected, f"{name}: the result after the write")
+    for t, a in zip(_arrays_of(t_args), _arrays(np_args)):
+        np.testing.assert_array_equal(t.numpy(), a, err_msg=f"{name}: an input after the write")
+
+
+def _arrays_of(value):
+    if isinstance(value, en.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _arrays_of(v)
