@@ -95,11 +95,14 @@ class NumbaLowering(Lowering):
     def graph_cost(self, part, calls, source=None):
         if not whole_graph.small_enough(part.members):
             return math.inf   # numpy's threaded BLAS and fused kernels serve it better
+        if source is not None and numba_cache.is_cached(source):
+            # On disk already: loading takes milliseconds and the calls cost no more than
+            # numpy's, so it is taken whatever it saves (a graph of constants too).
+            return -math.inf
         ops = part.meta.get("compiled_ops")
         if ops is None:
             ops = numba_source.op_count(part.members)
-        build = 0.0 if source is None or numba_cache.is_cached(source) else \
-            whole_graph.compile_seconds(source)
+        build = 0.0 if source is None else whole_graph.compile_seconds(source)
         return build - ops * cost.numpy_call_seconds * calls
 
     def build_graph(self, part, source):
