@@ -26,7 +26,7 @@ from ..errors import DTypeError, ShapeError, ShapeTypeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
 from ..shapes import normalize_axis
-from . import _rules, shape_ops
+from . import _rules, creation, shape_ops
 from ._args import at_user_line
 from .cumulative import as_tensor, scatter_along, take_along, user_axis
 from .sorting import _argsort_values, _check_sortable, _real
@@ -99,7 +99,6 @@ def _topk_generic(be, x, *, k, axis, largest):
 
 
 def _topk_vjp(g, out, x, *, k, axis, largest):
-    from . import creation
     return (scatter_along(creation.zeros_like(x), out[1], g[0], axis),)
 
 
