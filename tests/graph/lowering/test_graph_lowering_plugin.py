@@ -219,3 +219,27 @@ def test_a_part_reads_array_constants_as_inputs_and_refuses_effects():
         return t * 2.0
 
     assert GraphPart.whole(en.function(writes, passes=["cleanup"]).graph_for(x)) is None
+
+
+def test_the_numba_lowerings_graph_cost_is_the_cost_models(monkeypatch):
+    from engine.graph.lowering.numba import numba_cache
+    numba = plugin.get("numba")
+    c = en.config.cost
+    graph = en.function(lambda x: en.tanh(x) * 2.0 + 1.0,
+                        passes=["cleanup"]).graph_for(en.ones((4, 4)))
+    part = GraphPart.whole(graph)
+    source = numba.graph_source(part)   # writing needs no numba; nothing is compiled
+    assert part.meta["compiled_ops"] == 3   # tanh, mul, add: constants cost no call
+    monkeypatch.setattr(numba_cache, "is_cached", lambda s: False)
+    build = c.numba_compile_seconds + c.numba_compile_seconds_per_line * source.count("\n")
+    for calls in (1, 100, 10 ** 6):
+        assert numba.graph_cost(part, calls, source) == pytest.approx(
+            build - 3 * c.numpy_call_seconds * calls)
+    assert numba.graph_cost(part, 100) == pytest.approx(-3 * c.numpy_call_seconds * 100)
+    monkeypatch.setattr(numba_cache, "is_cached", lambda s: True)
+    assert numba.graph_cost(part, 1, source) < 0   # on disk: taken
+    monkeypatch.setattr(c, "whole_graph_small_elements", 8)
+    monkeypatch.setattr(c, "whole_graph_max_elements", 8)
+    assert numba.graph_cost(part, 10 ** 6, source) == float("inf")   # values too large
+    with pytest.raises(plugin.Declined, match="not written whole: a value of 16 elements"):
+        numba.graph_source(part)
