@@ -17,7 +17,8 @@ import operator
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, ShapeError, ShapeTypeError, describe_inputs
+from ..errors import (InvalidArgumentError, ShapeError, ShapeTypeError, TracingError,
+                      describe_inputs)
 from . import indexing, shape_ops
 from ._args import at_user_line
 from .cumulative import as_tensor, user_axis
@@ -78,6 +79,10 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
         sizes[a] = None if sizes[a] is None else sizes[a] - w + 1
     out = x
     for a, w in zip(axes, window):
+        if out.shape[a] is None:
+            raise TracingError(f"sliding_window_view: axis {a} of "
+                               f"{describe_inputs([(tuple(x.shape), x.dtype)])} has an unknown "
+                               f"size while tracing; windows need it known{at_user_line()}")
         n = out.shape[a] - w + 1
         # positions (n, w): row i holds i, i + 1, ..., i + w - 1
         index = np.arange(n)[:, None] + np.arange(w)[None, :]

@@ -294,6 +294,13 @@ def test_sliding_window_gradient_counts_the_windows_of_each_element():
                                                              axis=1))
 
 
+def test_sliding_window_view_needs_a_known_size_while_tracing():
+    f = en.function(lambda t: en.sliding_window_view(t, 2),
+                    input_signature=[en.TensorSpec((None,), "float64")])
+    with pytest.raises(en.TracingError, match="sliding_window_view: axis 0 .* unknown size"):
+        f(en.ones(4))
+
+
 # ---- cross ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("sa,sb,kw", [((3, 4), (4, 3), dict(axisa=0)),
                                       ((3, 4), (2, 4), dict(axisa=0, axisb=0, axisc=0)),
