@@ -39,6 +39,8 @@ import os
 import numpy as np
 
 from engine.errors import ArgumentTypeError, BackendError, InvalidArgumentError, LoadError
+from engine import backend as backends
+from engine.backend import NUMPY
 from engine.files import open_regular
 from engine.modes import current_mode
 from engine.op import REGISTRY
@@ -64,13 +66,25 @@ from ..control.subgraph import SubGraph
 _ASSIGN_KINDS = ("assign", "assign_add", "assign_sub", "scatter_update")
 
 
-def load(path):
+def load(path, backend=None):
     """Load a function saved by ``en.save``: a :class:`LoadedFunction`.
 
     Call it with tensors (or arrays) matching the saved inputs, in order;
-    ``.variables`` holds fresh variables with the saved values. Raises
+    ``.variables`` holds fresh variables with the saved values. ``backend`` (a
+    name or a Backend; numpy by default) is the back end it runs on: its variables
+    hold that back end's arrays and it takes that back end's tensors. Raises
     :class:`LoadError` for a malformed or unsafe file.
+
+    Example:
+        >>> import os, tempfile
+        >>> import engine as en
+        >>> path = os.path.join(tempfile.mkdtemp(), "double")
+        >>> en.save(lambda x: x * 2.0, path, en.ones(2))
+        >>> f = en.load(path, backend="array_api_strict")
+        >>> f(en.ones(2, backend="array_api_strict")).backend.name
+        'array_api_strict'
     """
+    target = backends.get(backend) if backend is not None else NUMPY
     json_path, legacy_npz = paths_for(path)
     try:
         for attempt in range(_ATTEMPTS):
@@ -97,7 +111,7 @@ def load(path):
             with f:
                 arrays = read_arrays(f, os.fstat(f.fileno()).st_size, reader.array_avals,
                                      npz_path)
-            return reader.finish(arrays)
+            return reader.finish(arrays, target)
     except LoadError:
         raise
     except (RecursionError, MemoryError) as err:
@@ -453,11 +467,15 @@ class _Reader:
         sub.graph.variables = list(variables)
 
     # -- finishing ---------------------------------------------------------------------
-    def finish(self, arrays):
-        """Put the arrays in place, make the variables, and compile: a LoadedFunction."""
+    def finish(self, arrays, backend=None):
+        """Put the arrays in place, make the variables (on ``backend``, numpy by
+        default), and compile: a LoadedFunction."""
+        backend = backend or NUMPY
         for node, index in self.pending:
             node.params["value"] = arrays[index]
-        variables = [Variable(arrays[index], name=label, trainable=trainable)
+        variables = [Variable(arrays[index] if backend.numpy_arrays
+                              else backend.from_numpy(arrays[index]),
+                              name=label, trainable=trainable)
                      for label, trainable, index in self.var_specs]
         for ref, var in zip(self.var_refs, variables):
             ref.var = var
@@ -465,7 +483,7 @@ class _Reader:
             self._set_variables(sub)
         self.graph.variables = variables
         try:
-            return LoadedFunction(self.graph, self.name, variables)
+            return LoadedFunction(self.graph, self.name, variables, backend)
         except Exception as err:
             raise LoadError(f"the graph {self.name} cannot be compiled: "
                             f"{type(err).__name__}: {err}") from err
@@ -527,10 +545,12 @@ def _param_keys(op):
 class _LoadedConcrete(ConcreteFunction):
     """A ConcreteFunction whose graph comes from a file instead of a trace."""
 
-    def __init__(self, graph, name, specs, body):
+    def __init__(self, graph, name, specs, body, backend=NUMPY):
         self._loaded_graph = graph
-        super().__init__(body, name, ("input_signature",), None, None, specs=specs,
-                         compile_function=named_function)
+        graph.backend = backend
+        key = ("input_signature",) if backend.numpy_arrays else ("input_signature", backend.name)
+        super().__init__(body, name, key, None, None, specs=specs,
+                         compile_function=named_function, backend=backend)
 
     def _trace(self, graph):
         return self._loaded_graph
@@ -545,16 +565,20 @@ class LoadedFunction(Function):
     ``unoptimized_graph`` the one read from the file.
     """
 
-    def __init__(self, graph, name, variables):
+    def __init__(self, graph, name, variables, backend=NUMPY):
         specs = tuple(TensorSpec(n.shape, n.dtype, name=n.name) for n in graph.inputs)
         super().__init__(_python_body(graph, name), input_signature=specs, name=name)
         self.variables = list(variables)
-        self.concrete = _LoadedConcrete(graph, name, specs, self.python_function)
+        self.backend = backend
+        self.concrete = _LoadedConcrete(graph, name, specs, self.python_function, backend)
 
     def _trace(self, key, tensors, leaves, treedef, specs=None):
-        if key != ("input_signature",):   # ("input_signature", back end): not numpy
-            raise BackendError(f"{self.name}: a loaded graph runs on numpy, got tensors on "
-                               f"back end {key[1]}; move them with t.to('numpy')")
+        if key != self.concrete.key:   # ("input_signature"[, back end]): another back end
+            given = key[1] if len(key) > 1 else "numpy"
+            raise BackendError(f"{self.name}: this loaded graph runs on {self.backend.name} "
+                               f"(en.load(path, backend=...)), got tensors on back end "
+                               f"{given}; move them with t.to({self.backend.name!r}) or load "
+                               "it for that back end")
         self._cache[key] = self.concrete
         return self.concrete
 
