@@ -210,8 +210,6 @@ def test_keywords_the_engine_does_not_take_are_named():
         np.exp(t, where=t > 0)
     with pytest.raises(en.UnsupportedError, match="needs initial="):
         np.max(t, where=t > 0)
-    with pytest.raises(en.UnsupportedError, match=r"numpy.add.at is not supported"):
-        np.add.at(t, [0], 1.0)
 
 
 def test_other_array_types_are_left_to_their_own_protocols():
