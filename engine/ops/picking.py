@@ -20,7 +20,8 @@ import operator
 import numpy as np
 
 from .. import dtypes
-from ..errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError
+from ..errors import (DTypeError, IndexShapeError, InvalidArgumentError, ShapeError,
+                      UnsupportedError)
 from ..lifting import TensorLike
 from ..modes import current_mode
 from . import compare, join, misc, shape_ops
@@ -44,7 +45,8 @@ def _flat_or_axis(name, arr, axis):
 
 
 def _out_of_bounds(name, index, n):
-    return ShapeError(f"{name}: index {index} is out of bounds for an axis of size {n}"
+    # an IndexError too, as numpy's
+    return IndexShapeError(f"{name}: index {index} is out of bounds for an axis of size {n}"
                       f"{at_user_line()}")
 
 
@@ -55,7 +57,7 @@ def _index_values(name, obj, n):
     values = concrete_values(name, obj, "obj")
     if values.dtype == np.bool_:
         if values.shape != (n,):
-            raise ShapeError(f"{name}: a boolean obj must have the shape ({n},) of the axis, "
+            raise IndexShapeError(f"{name}: a boolean obj must have the shape ({n},) of the axis, "
                              f"got {values.shape}{at_user_line()}")
         return np.flatnonzero(values)
     if values.size == 0:

@@ -432,6 +432,14 @@ def test_bad_input_raises_the_engines_error_naming_the_function_and_line(name, c
     assert "test_numpy_functions_manipulation.py" in str(caught.value)
 
 
+@pytest.mark.parametrize("call", [lambda: en.delete(en.ones(3), 5), lambda: en.insert(en.ones(3), 4, 1.0),
+                                  lambda: en.compress([0, 0, 0, 1], en.ones(3)),
+                                  lambda: en.extract([0, 0, 0, 1], en.ones(3))])
+def test_an_index_out_of_range_is_an_index_error_as_in_numpy(call):
+    with pytest.raises(IndexError, match="out of bounds"):
+        call()
+
+
 def test_memory_facts_follow_views():
     x = en.zeros((3, 4))
     row, col = x[1], x[:, 2]
