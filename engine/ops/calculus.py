@@ -117,7 +117,9 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         raise ShapeError(f"gradient: a 0-d input has no axis to differentiate along"
                          f"{at_user_line()}")
     hs = _spacings(varargs, f, axes)
-    out = tuple(_gradient_1(f, ax, h, edge_order) for ax, h in zip(axes, hs))
+    # numpy writes every derivative into an array of f's dtype
+    out = tuple(creation.cast(_gradient_1(f, ax, h, edge_order), f.dtype)
+                for ax, h in zip(axes, hs))
     return out[0] if len(out) == 1 else out
 
 

@@ -26,15 +26,14 @@ from ..modes import current_mode
 from . import compare, creation, indexing, join, numpy_names, reduce, shape_ops, sorting
 from ._args import at_user_line
 from .cumulative import as_tensor, diff
-from .manipulation import constant_for
+from .constants import constant_like
 
 __all__ = ["bincount", "digitize", "histogram_bin_edges", "histogram", "histogram2d",
            "histogramdd"]
 
 
 def _constant(like, array):
-    """The numpy ``array`` as a tensor on ``like``'s back end."""
-    return as_tensor(constant_for(like, array))
+    return constant_like(like, array)
 
 
 def _concrete(name, what):
@@ -180,7 +179,8 @@ def _bin_edges(a, bins, range_, weights, name):
                                        f"{bins!r}{at_user_line()}")
         first, last = _outer_edges(a, range_, name)
         return _linspace_edges(a, first, last, int(bins), _edge_dtype(a)), True
-    edges = as_tensor(bins)
+    # edges given as data (a list, a numpy array) live where the values do
+    edges = bins if isinstance(bins, TensorLike) else _constant(a, np.asarray(bins))
     if edges.ndim != 1:
         raise ShapeError(f"{name}: bins must be an int, a string or a 1-D sequence of "
                          f"edges, got shape {tuple(edges.shape)}{at_user_line()}")
@@ -297,12 +297,13 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):  # noq
             raise InvalidArgumentError(f"histogramdd: bins must be ints or edges, got "
                                        f"{b!r}{at_user_line()}")
         e, _ = _bin_edges(col, b, r, None, "histogramdd")
-        e = creation.cast(e, dtypes.float64) if e.dtype != dtypes.float64 else e
+        if r is not None and _is_count(b):
+            e = creation.cast(e, dtypes.float64)   # numpy's linspace of the Python range
         edges.append(e)
         n = e.shape[0] - 1
-        values = creation.cast(col, dtypes.float64)
-        index = sorting.searchsorted(e, values, side="right")   # 0: below, n + 1: above
-        index = compare.where(compare.equal(values, e[n:]), index - 1, index)
+        values, e64 = creation.cast(col, dtypes.float64), creation.cast(e, dtypes.float64)
+        index = sorting.searchsorted(e64, values, side="right")   # 0: below, n + 1: above
+        index = compare.where(compare.equal(values, e64[n:]), index - 1, index)
         flat = index if flat is None else flat * (n + 2) + index
         sizes.append(n + 2)
     total = int(np.prod(sizes))

@@ -152,6 +152,7 @@ def nanstd(a, axis=None, dtype=None, ddof=0, keepdims=False, *, mean=None, corre
         >>> float(en.nanstd(en.tensor([1.0, float("nan"), 3.0])))
         1.0
     """
+    _axis(axis, _checked(a, "nanstd"), "nanstd")   # errors name nanstd
     return root_with_zero_subgradient(
         nanvar(a, axis, dtype, ddof, keepdims, mean=mean, correction=correction))
 
@@ -253,6 +254,8 @@ def nancumsum(a, axis=None, dtype=None):
         [1.0, 1.0, 4.0]
     """
     x = _checked(a, "nancumsum")
+    if axis is not None:
+        user_axis(axis, x.ndim, "nancumsum")
     return cumulative.cumsum(_filled(x, 0), axis=axis, dtype=dtype)
 
 
@@ -265,6 +268,8 @@ def nancumprod(a, axis=None, dtype=None):
         [2.0, 2.0, 6.0]
     """
     x = _checked(a, "nancumprod")
+    if axis is not None:
+        user_axis(axis, x.ndim, "nancumprod")
     return cumulative.cumprod(_filled(x, 1), axis=axis, dtype=dtype)
 
 

@@ -24,7 +24,8 @@ from ..modes import current_mode
 from . import complex_parts, creation, join, linalg, linalg_functions, reduce, shape_ops
 from ._args import at_user_line
 from .cumulative import as_tensor
-from .manipulation import constant_for, take
+from .constants import constant_like
+from .manipulation import take
 
 __all__ = ["convolve", "correlate", "poly", "polyadd", "polysub", "polymul", "polydiv",
            "polyder", "polyint", "polyval", "polyfit", "roots"]
@@ -41,7 +42,7 @@ def _vector(x, name, what="input"):
 
 
 def _constant(like, array):
-    return as_tensor(constant_for(like, array))
+    return constant_like(like, array)
 
 
 # ---- convolve / correlate ------------------------------------------------------------------
@@ -367,4 +368,4 @@ def roots(p):
         raise TracingError(f"roots: the number of roots depends on the values (zero "
                            f"coefficients are dropped), which are not known while tracing"
                            f"{at_user_line()}")
-    return as_tensor(constant_for(p, np.roots(np.asarray(p.numpy()))))
+    return constant_like(p, np.roots(np.asarray(p.numpy())))

@@ -44,8 +44,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         axis = tuple(axis)
     if weights is None:
         avg = reduce.mean(x, axis=axis, keepdims=keepdims)
-        scale = creation.full(tuple(avg.shape), x.size // max(avg.size, 1) if avg.size else 0,
-                              dtype=avg.dtype) if returned else None
+        count = x.size // max(avg.size, 1) if avg.size else 0
+        scale = creation.zeros_like(avg) + count if returned else None
         return (avg, scale) if returned else avg
     w = as_tensor(weights)
     if tuple(w.shape) != tuple(x.shape):
@@ -103,8 +103,8 @@ def _variables(m, y, rowvar, dtype, name):
             raise ShapeError(f"{name}: y has more than 2 dimensions, shape {tuple(y.shape)}"
                              f"{at_user_line()}")
         parts.append(y)
-    if dtype is None:
-        dtype = _float_dtype(*parts)
+    if dtype is None:   # numpy's: at least float64
+        dtype = np.result_type(*[np.dtype(p.dtype) for p in parts], np.float64)
     rows = []
     for p in parts:
         p = shape_ops.reshape(p, (1, -1) if p.ndim < 2 else tuple(p.shape))

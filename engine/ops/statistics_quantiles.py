@@ -27,7 +27,8 @@ from ..modes import current_mode
 from . import compare, creation, cumulative, elementwise, math_unary, reduce, shape_ops, sorting
 from ._args import at_user_line
 from .cumulative import as_tensor, user_axes
-from .manipulation import constant_for, take_along_axis
+from .constants import constant_like
+from .manipulation import take_along_axis
 
 __all__ = ["median", "quantile", "percentile", "nanmedian", "nanquantile", "nanpercentile"]
 
@@ -165,7 +166,7 @@ def _take(folded, index):
     """``folded[..., index]``: ``index`` (quantiles) for every kept position."""
     kept = tuple(folded.shape[:-1])
     if not isinstance(index, TensorLike):
-        index = constant_for(folded, np.broadcast_to(
+        index = constant_like(folded, np.broadcast_to(
             np.asarray(index, dtype=np.int64).reshape((1,) * len(kept) + (-1,)),
             kept + (int(np.size(index)),)))
     return take_along_axis(folded, index, axis=-1)
@@ -181,10 +182,10 @@ def _sorted_quantiles(s, q, method, weak, counts=None):
         if gamma is None:
             return _take(s, previous)
         gamma_dtype = np.asarray(gamma).dtype
-        gamma = constant_for(s, np.asarray(gamma, dtype=_result_dtype(
+        gamma = constant_like(s, np.asarray(gamma, dtype=_result_dtype(
             s.dtype, gamma_dtype, weak)))
     else:
-        qt = constant_for(s, np.asarray(q, dtype=np.float64).reshape(
+        qt = constant_like(s, np.asarray(q, dtype=np.float64).reshape(
             (1,) * (s.ndim - 1) + (-1,)))
         previous, following, gamma = _index_and_gamma(_Tensors, method, counts, qt)
         previous = creation.cast(elementwise.maximum(previous, 0), dtypes.int64)
@@ -216,7 +217,7 @@ def _weighted(s_values, order, weights, folded_shape, q, axes, x):
     if q.dtype.kind == "f":
         cdf = creation.cast(cdf, q.dtype)
     cdf = compare.where(compare.equal(cdf, 0), -1.0, cdf)
-    qt = constant_for(s_values, np.asarray(q).reshape(-1))
+    qt = constant_like(s_values, np.asarray(q).reshape(-1))
     below = compare.less(shape_ops.expand_dims(cdf, -2), shape_ops.reshape(qt, (-1, 1)))
     index = reduce.sum(creation.cast(below, dtypes.int64), axis=-1)
     return take_along_axis(s_values, elementwise.minimum(index, s_values.shape[-1] - 1),
