@@ -106,7 +106,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     Example:
         >>> import engine as en
         >>> en.gradient(en.tensor([0.0, 1.0, 4.0]), en.tensor([0.0, 1.0, 3.0])).tolist()
-        [1.0, 1.6666666666666665, 1.5]
+        [1.0, 1.1666666666666665, 1.5]
     """
     f = _float(as_tensor(f))
     if edge_order not in (1, 2):

@@ -15,7 +15,7 @@ Example:
     >>> import engine as en
     >>> counts, edges = en.histogram(en.tensor([0.0, 0.5, 1.0, 3.0]), bins=3)
     >>> counts.tolist(), edges.tolist()
-    ([3, 0, 1], [0.0, 1.0, 2.0, 3.0])
+    ([2, 1, 1], [0.0, 1.0, 2.0, 3.0])
 """
 import numpy as np
 
