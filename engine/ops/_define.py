@@ -195,6 +195,8 @@ def unary(name, impl, vjp, *, allowed=dtypes.FLOATS, what="floating-point", out_
     if isinstance(impl, np.ufunc):
         accepted = _with_loops(impl, accepted)
     ufunc = impl if isinstance(impl, np.ufunc) else loops
+    if isinstance(impl, np.ufunc):   # (the rule refuses what numpy's loops refuse: signbit(1j))
+        allowed = allowed & (accepted | dtypes.INTS | {dtypes.bool_})
     if dtypes.bool_ not in accepted and _has_bool_loop(ufunc):
         accepted = accepted | {dtypes.bool_}
         generic = _bools_as_int8(generic, ufunc, 1)

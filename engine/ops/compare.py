@@ -1,4 +1,5 @@
-"""Comparisons, logical ops and ``where``. Comparisons have no gradient (bool output)."""
+"""Comparisons, logical ops and ``where``. Comparisons have no gradient (bool output);
+complex numbers compare in numpy's lexicographic order."""
 import numpy as np
 
 from .. import dtypes
@@ -8,11 +9,13 @@ from ..op import Op, declare, register
 from ..shapes import broadcast_shapes
 from ._args import int_beside
 from ._define import binary, call, unary, unbroadcast
-from . import creation
+from . import complex_order, creation
 
 _B = dtypes.bool_
 _ALL = dtypes.ALL
-_ORDERED = dtypes.REAL | {_B}   # complex numbers have no order (the standard's rule)
+# Complex numbers compare as numpy orders them, lexicographically (the standard leaves
+# their order out; see complex_order.py).
+_ORDERED = dtypes.NUMERIC | {_B}
 
 equal_op = binary("equal", "equal", None, allowed=_ALL, what="any", out_dtype=_B,
                   commutative=True, doc="Elementwise ``x == y`` (bool).")
@@ -20,20 +23,23 @@ declare(equal_op, onnx=("compare", "Equal"), scalar_form="{0} == {1}", positiona
 not_equal_op = binary("not_equal", "not_equal", None, allowed=_ALL, what="any", out_dtype=_B,
                       commutative=True, doc="Elementwise ``x != y`` (bool).")
 declare(not_equal_op, onnx=("compare", "Equal", "not"), scalar_form="{0} != {1}", positional_out=True)
-less_op = binary("less", "less", None, out_dtype=_B, allowed=_ORDERED,
-                 what="real or bool", doc="Elementwise ``x < y`` (bool).")
-declare(less_op, onnx=("compare", "Less"), scalar_form="{0} < {1}", positional_out=True)
-less_equal_op = binary("less_equal", "less_equal", None, out_dtype=_B, allowed=_ORDERED,
-                       what="real or bool", doc="Elementwise ``x <= y``.")
-declare(less_equal_op, onnx=("compare", "LessOrEqual"), scalar_form="{0} <= {1}",
-        positional_out=True)
-greater_op = binary("greater", "greater", None, out_dtype=_B, allowed=_ORDERED,
-                    what="real or bool", doc="Elementwise ``x > y``.")
-declare(greater_op, onnx=("compare", "Greater"), scalar_form="{0} > {1}", positional_out=True)
-greater_equal_op = binary("greater_equal", "greater_equal", None, out_dtype=_B, allowed=_ORDERED,
-                          what="real or bool", doc="Elementwise ``x >= y``.")
-declare(greater_equal_op, onnx=("compare", "GreaterOrEqual"), scalar_form="{0} >= {1}",
-        positional_out=True)
+
+
+def _ordering(name, symbol, onnx, doc):
+    op = binary(name, getattr(np, name), None, out_dtype=_B, allowed=_ORDERED, what="numeric or bool",
+                generic=complex_order.comparison_kernel(name), doc=doc)
+    declare(op, onnx=onnx, scalar_form=complex_order.real_only("{0} %s {1}" % symbol),
+            positional_out=True)
+    return op
+
+
+less_op = _ordering("less", "<", ("compare", "Less"), "Elementwise ``x < y`` (bool).")
+less_equal_op = _ordering("less_equal", "<=", ("compare", "LessOrEqual"), "Elementwise ``x <= y``.")
+greater_op = _ordering("greater", ">", ("compare", "Greater"), "Elementwise ``x > y``.")
+greater_equal_op = _ordering("greater_equal", ">=", ("compare", "GreaterOrEqual"),
+                             "Elementwise ``x >= y``.")
+
+
 def _logical(name):
     """A logical op written against the namespace: numbers count as ``x != 0``
     (numpy's truth), the standard's logical functions take only bools."""

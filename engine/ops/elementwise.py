@@ -17,7 +17,7 @@ from ..names import also_named as _also_named
 from ._args import at_user_line
 from ._define import binary, call, unary, unbroadcast
 from ._define import binary_rule as _binary_rule
-from . import compare, complex_kernels, creation, fp_errors
+from . import compare, complex_kernels, complex_order, creation, fp_errors
 
 if TYPE_CHECKING:
     from ..contracts import OpFunction
@@ -383,19 +383,32 @@ def _pow_generic(be, x, y):
         raise _negative_power_error(be.to_numpy(x), be.to_numpy(y)) from None
 
 
+def _namespace(name):
+    """The generic kernel that is the namespace's function ``name``."""
+    def kernel(be, x, y):
+        return be.function(name)(x, y)
+    kernel.__name__ = name
+    return kernel
+
+
 pow_op = binary("pow", _pow_impl, _pow_vjp, vjp_needs=True, doc="Elementwise ``x ** y``.",
                 out_impl=_pow_out, generic=_pow_generic)
 # Two bools are typed by numpy's power loop (int8), which the wrapped kernels run.
 pow_op.abstract_eval = _binary_rule("pow", pow_op.dtypes, "numeric or bool", ufunc=np.power)
 declare(pow_op, onnx=("node", "Pow"), scalar_form=_pow_scalar_form, positional_out=True)
-maximum_op = binary("maximum", "maximum", _minmax_vjp, vjp_needs=True, commutative=True,
-                    allowed=REAL_OR_BOOL, what="real or bool",
+# Complex numbers in numpy's lexicographic order (compiled loops: real numbers only).
+maximum_op = binary("maximum", np.maximum, _minmax_vjp, vjp_needs=True, commutative=True,
+                    allowed=REAL_OR_BOOL | dtypes.COMPLEX, what="numeric or bool",
+                    generic=complex_order.extremum_kernel("maximum", _namespace("maximum")),
                     doc="Elementwise maximum; ties share the gradient.")
-declare(maximum_op, onnx=("node", "Max"), scalar_form="({0} if ({0} > {1} or {0} != {0}) else {1})")  # numpy: no positional out
-minimum_op = binary("minimum", "minimum", _minmax_vjp, vjp_needs=True, commutative=True,
-                    allowed=REAL_OR_BOOL, what="real or bool",
+declare(maximum_op, onnx=("node", "Max"),
+        scalar_form=complex_order.real_only("({0} if ({0} > {1} or {0} != {0}) else {1})"))  # numpy: no positional out
+minimum_op = binary("minimum", np.minimum, _minmax_vjp, vjp_needs=True, commutative=True,
+                    allowed=REAL_OR_BOOL | dtypes.COMPLEX, what="numeric or bool",
+                    generic=complex_order.extremum_kernel("minimum", _namespace("minimum")),
                     doc="Elementwise minimum; ties share the gradient.")
-declare(minimum_op, onnx=("node", "Min"), scalar_form="({0} if ({0} < {1} or {0} != {0}) else {1})")  # numpy: no positional out
+declare(minimum_op, onnx=("node", "Min"),
+        scalar_form=complex_order.real_only("({0} if ({0} < {1} or {0} != {0}) else {1})"))  # numpy: no positional out
 
 add = call(add_op)
 sub = call(sub_op)

@@ -61,8 +61,9 @@ def _scaled(name, ufunc, factor, doc):
     generic.__name__ = name
     op = unary(name, ufunc, lambda g, out, x: (g * factor,), allowed=REAL_FLOATS,
                what="real floating-point", generic=generic, doc=doc)
-    # (numpy multiplies by the factor rounded to the loop's dtype: so does its kernel)
-    declare(op, onnx=("expr", f"Mul(x0, {factor!r})"), scalar_form=f"np.{name}({{0}})",
+    # (numpy multiplies by the factor rounded to the loop's dtype, as the C kernels do;
+    # numba's multiply in float64 and round once)
+    declare(op, onnx=("expr", f"Mul(x0, {factor!r})"), scalar_form=f"({{0}} * {factor!r})",
             positional_out=True)
     return op
 

@@ -27,7 +27,7 @@ from ..lifting import TensorLike
 from ..op import declare
 from ..shapes import broadcast_shapes
 from ._define import binary, call, unbroadcast
-from . import compare, creation, math_unary
+from . import compare, complex_order, creation, math_unary
 from . import elementwise as ew
 
 __all__ = ["fmax", "fmin", "float_power", "heaviside", "ldexp", "logaddexp2", "gcd", "lcm"]
@@ -50,25 +50,24 @@ def _nan_ignoring(name, ufunc, keeps_first):
         return (unbroadcast(compare.where(first, g, zero), x.shape) if needs[0] else None,
                 unbroadcast(compare.where(first, zero, g), y.shape) if needs[1] else None)
 
-    def generic(be, x, y):
-        x, y = be.promote(x, y)
+    def real_generic(be, x, y):
         xp = be.xp
         if be.dtype_of(x) == dtypes.bool_:   # the standard compares no bools
             return xp.logical_or(x, y) if keeps_first == ">=" else xp.logical_and(x, y)
         wins = (x >= y) if keeps_first == ">=" else (x <= y)
         return xp.where(wins | (y != y), x, y)
-    generic.__name__ = name
 
-    op = binary(name, ufunc, vjp, allowed=REAL_OR_BOOL, what="real or bool", vjp_needs=True,
-                generic=generic,
+    op = binary(name, ufunc, vjp, allowed=dtypes.NUMERIC | {dtypes.bool_}, what="numeric or bool",
+                vjp_needs=True, generic=complex_order.extremum_kernel(name, real_generic),
                 doc=f"Elementwise {'maximum' if keeps_first == '>=' else 'minimum'}, ignoring "
                     "NaN (NaN only where both are); the gradient goes to the input returned, "
                     "the first on ties.")
     # Not NaN-propagating, so ONNX's Max / Min alone would differ: the NaN tests
     # (x == x) also hold for integers, which IsNaN does not take.
     pick = "Max" if keeps_first == ">=" else "Min"
+    form = f"({{0}} if ({{0}} {keeps_first} {{1}} or {{1}} != {{1}}) else {{1}})"   # numpy's rule
     declare(op, onnx=("expr", f"Where(Equal(x0, x0), Where(Equal(x1, x1), {pick}(x0, x1), x0), x1)"),
-            scalar_form=f"np.{name}({{0}}, {{1}})", positional_out=True)
+            scalar_form=complex_order.real_only(form), positional_out=True)
     return op
 
 
@@ -249,8 +248,13 @@ def ldexp(x, n):
     # exponent), so each becomes an array of numpy's choice, on the other's back end.
     if type(n) in (int, bool):
         n = _beside(x, int(n), dtypes.int64)
-    elif type(x) in (int, bool, float) and isinstance(n, TensorLike):
-        x = _beside(n, x, np.ldexp(x, np.zeros(0, n.dtype)).dtype)   # (int: float16, as numpy)
+    elif type(x) in (int, bool, float) and isinstance(n, TensorLike) and n.dtype in dtypes.INTS:
+        try:
+            dtype = np.ldexp(x, np.zeros(0, n.dtype)).dtype     # (int: float16, as numpy)
+        except TypeError:
+            dtype = None        # (no loop: the shape rule says so, naming the op)
+        if dtype is not None:
+            x = _beside(n, x, dtype)
     return _ldexp_call(x, n)
 
 

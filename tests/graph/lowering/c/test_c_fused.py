@@ -28,9 +28,11 @@ ROOT = pathlib.Path(REPO)
 # The numeric suite's tolerances (tests/ops/test_ops_numeric.py), as the numba lowering's.
 TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}
 # Elementwise ops with a scalar form that the C lowering does not write: integer
-# division and shifts (numpy's edge rules live in numba_math), complex conjugation.
+# division and shifts (numpy's edge rules live in numba_math), complex conjugation;
+# ldexp (an integer exponent, where a C kernel computes in the result's dtype), spacing
+# and logaddexp2 (numpy's edge rules, not in libm).
 NOT_IN_C = {"floor_divide", "remainder", "mod", "left_shift", "right_shift", "conj", "bitwise_invert",
-            "bitwise_and", "bitwise_or", "bitwise_xor"}
+            "bitwise_and", "bitwise_or", "bitwise_xor", "ldexp", "spacing", "logaddexp2"}
 # Shape-only ops: folded into constants before fusion, so never a kernel's member here.
 FOLDED = {"ones_like", "zeros_like"}
 
