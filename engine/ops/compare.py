@@ -143,8 +143,8 @@ def where(condition, x, y):
         [0.0, 1.0, 1.0]
     """
     dtype = getattr(condition, "dtype", None)
-    if dtype is not None and dtype != _B:
-        condition = not_equal(condition, 0)
+    if (dtype is not None and dtype != _B) or isinstance(condition, (list, tuple)):
+        condition = not_equal(condition, 0)     # (a nested list: its truth, as numpy reads it)
     elif type(condition) in (bool, int, float, complex):
         condition = np.asarray(bool(condition))   # (lifted weakly, True beside floats is 1.0)
     return _where_call(condition, x, y)

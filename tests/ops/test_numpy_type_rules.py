@@ -150,6 +150,9 @@ def test_where_with_a_python_condition_and_a_gradient():
     x = en.tensor([1.0, 2.0])
     np.testing.assert_array_equal(en.where(1, x, 0.0).numpy(), np.where(1, x.numpy(), 0.0))
     np.testing.assert_array_equal(en.where(0.0, x, -1).numpy(), np.where(0.0, x.numpy(), -1))
+    np.testing.assert_array_equal(en.where([0, 3], x, -1).numpy(), np.where([0, 3], x.numpy(), -1))
+    np.testing.assert_array_equal(en.where([[True], [False]], x, -1).numpy(),
+                                  np.where([[True], [False]], x.numpy(), -1))
     g = en.grad(lambda x: en.sum(en.where(en.tensor([0, 2]), x * 3.0, x)))(x)
     np.testing.assert_array_equal(g.numpy(), [1.0, 3.0])
 
