@@ -64,9 +64,9 @@ THRESHOLDS = (
               "engine/ops/linalg.py"),
     Threshold("segment_sum_block_elements", 1 << 22, "elements", NOT_MEASURED, "2026-12-01",
               "9880c50",
-              "segment_sum's generic (Array API) kernel compares targets with positions in "
-              "blocks of about this many elements, bounding its temporary",
-              "engine/ops/index_generic.py"),
+              "segment_sum's and index_update's generic (Array API) kernels compare targets "
+              "with positions in blocks of about this many elements, bounding the temporary",
+              "engine/ops/index_generic.py, engine/ops/index_update.py"),
     Threshold("lbfgs_chunk_bytes", 16 << 20, "bytes", EPYC, "2026-11-29", "b929598",
               "L-BFGS multiplies its history in chunks of rows of about this many bytes (a "
               "traced step skips the empty ones)",

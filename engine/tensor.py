@@ -471,3 +471,7 @@ def tensor(data: Any, dtype: DTypeLike = None, backend: Any = None) -> Tensor:
     if owner is not None and owner is not target:
         data = owner.to_numpy(data)
     return wrap_on(target, target.asarray(data, dtype))
+
+
+# engine/writes.py makes and checks tensors; it cannot import this module (which imports it).
+_writes.bind_tensor_type(Tensor, tensor, wrap)

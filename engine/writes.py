@@ -44,7 +44,10 @@ import numpy as np
 from . import trace_state
 from .errors import (ArgumentTypeError, DTypeError, ShapeError, TracingError, format_location,
                      user_frame)
-from .modes import current_mode, pushed_mode
+from .modes import apply, current_mode, pushed_mode
+from .ops.index_update import index_update, index_update_apply, index_update_op, store
+from .ops.indexing import build_index, parse_index, zero_d_masks
+from .ops.shape_ops import reshape, transpose
 
 #: Ops whose numpy counterparts return a view of their (first) input: their results
 #: share memory with it, and writes through either are seen by both.
@@ -83,14 +86,18 @@ LIVE_TAPES: weakref.WeakSet = weakref.WeakSet()
 
 
 
-_TENSOR: list = []      # [Tensor], bound on first use (engine.tensor imports this module)
+# The tensor type and its constructors, bound by engine/tensor.py when it is defined
+# (it imports this module, so this one cannot import it).
+_BOUND: dict = {}
+
+
+def bind_tensor_type(tensor_class, make, wrap):
+    """Called once by engine/tensor.py: the Tensor class, ``en.tensor`` and ``wrap``."""
+    _BOUND.update(Tensor=tensor_class, tensor=make, wrap=wrap)
 
 
 def _tensor_class():
-    if not _TENSOR:
-        from .tensor import Tensor
-        _TENSOR.append(Tensor)
-    return _TENSOR[0]
+    return _BOUND["Tensor"]
 
 
 def root_of(t):
@@ -154,11 +161,9 @@ def setitem(x, index, value):
                 if getattr(x, "_alias", None) is not None or hasattr(x, "_version"):
                     _bump(x)
                 return
-    from .ops.indexing import zero_d_masks
-    from .tensor import Tensor
     if zero_d_masks(index)[1] is not None:     # x[False] = v: no position is written
         return
-    if x._value is None or type(x) is not Tensor or current_mode().name != "eager":
+    if x._value is None or type(x) is not _tensor_class() or not current_mode().is_concrete:
         return _functional_write(x, index, value)
     _eager_write(x, index, value)
 
@@ -166,13 +171,9 @@ def setitem(x, index, value):
 def _parsed(x, index, value):
     """Validate a write before anything is written: the index, the values' shape and
     dtype, with the op's error. Returns (spec, index arrays, values as a tensor)."""
-    from .ops.index_update import index_update_op
-    from .ops.indexing import parse_index
-    from .ops.indexing import zero_d_masks
-    from .tensor import Tensor, tensor
     index = zero_d_masks(index)[0]
     spec, arrays = parse_index(x.shape, index)
-    v = value if isinstance(value, Tensor) else tensor(value)
+    v = value if isinstance(value, _tensor_class()) else _BOUND["tensor"](value)
     if v._value is None and x._value is not None:
         raise TracingError(f"x[index] = value: the value {v._describe()} is traced but "
                            f"{x._describe()} is a concrete tensor made outside the traced "
@@ -185,7 +186,6 @@ def _parsed(x, index, value):
 
 def _eager_write(x, index, value):
     spec, arrays, v = _parsed(x, index, value)
-    from .ops.indexing import build_index
     np_index = build_index(spec, [np.asarray(a) for a in arrays])
     values = v._value if v.backend.numpy_arrays else np.asarray(v.numpy())
     if LIVE_TAPES and _on_a_tape(x, v):
@@ -220,7 +220,6 @@ def _writable_buffer(x, what="x[index] = value"):
 
 def _store(x, np_index, values):
     buf = _writable_buffer(x)
-    from .ops.index_update import store
     store(buf, np_index, values)
     _bump(x)
 
@@ -272,8 +271,6 @@ def _recorded_write(x, spec, arrays, v):
     values of temporaries sharing x's memory, as ``y[1:]`` in ``y[1:] *= 2``), record
     ``index_update``, write in place. A write that changes another tensor the tape holds
     and the program still names is refused before anything is written."""
-    from .ops.index_update import index_update_apply
-    from .tensor import wrap
     tapes = [t for t in list(LIVE_TAPES) if t._entries is not None]
     held = _sharing_holders(tapes, x)
     for t, (count, entry) in held.items():
@@ -285,10 +282,10 @@ def _recorded_write(x, spec, arrays, v):
                 "or write the base tensor instead of a view")
     _writable_buffer(x)       # a copy now if it must be copied: before anything changes
     for t in held:
-        snapshot = wrap(t._value.copy())
+        snapshot = _BOUND["wrap"](t._value.copy())
         for tape in tapes:
             _redirect(tape, t, snapshot)
-    old = wrap(x._value.copy())
+    old = _BOUND["wrap"](x._value.copy())
     for tape in tapes:
         _redirect(tape, x, old)
     new = index_update_apply(old, v, arrays, spec)    # recorded: old and v -> new
@@ -357,11 +354,26 @@ def _adopt(tape, new, x):
 
 
 # ---- functional writes: traced tensors, transformation tensors --------------------------------
+def _outer_traced(x):
+    """Whether x is a traced tensor of another graph than the one being traced now
+    (a loop or branch body's enclosing function)."""
+    node = getattr(x, "_node", None)
+    graph = getattr(current_mode(), "graph", None)
+    return node is not None and graph is not None and node.graph is not graph
+
+
 def _functional_write(x, index, value):
     """``x`` becomes ``index_update(x, index, value)``: the write as a new node (while
     tracing) or a new wrapped value (under a transformation); views follow."""
-    from .ops.index_update import index_update
-    if x._value is not None and current_mode().name == "trace" and type(x) is _tensor_class():
+    if _outer_traced(x):
+        raise TracingError(
+            f"x[index] = value at {format_location(user_frame())}: {x._describe()} belongs "
+            "to the function around this loop or branch body, which cannot write it: "
+            "carry it through the loop (assign x = en.index_update(x, index, value)) or "
+            "write it outside the body")
+    mode = current_mode()
+    if x._value is not None and not mode.is_concrete and not getattr(mode, "transforms", False) \
+            and type(x) is _tensor_class():
         raise TracingError(
             f"x[index] = value: {x._describe()} is a concrete tensor made outside the "
             f"traced function (at {format_location(user_frame())}); a write to it would "
@@ -425,7 +437,6 @@ def _take_state(x, new):
 def _derive(root, steps):
     """The view ``steps`` make of ``root``'s current value."""
     t = root
-    from .modes import apply
     for op, inputs, params in steps:
         t = apply(op, t, *inputs, **params)
     return t
@@ -433,9 +444,6 @@ def _derive(root, steps):
 
 def _written_back(root, steps, new_view):
     """The root's new value when the view ``steps`` make of it is given ``new_view``."""
-    from .modes import apply
-    from .ops.index_update import index_update_op
-    from .ops.shape_ops import reshape, transpose
     parents = [root]
     for op, inputs, params in steps[:-1]:
         parents.append(apply(op, parents[-1], *inputs, **params))
@@ -499,6 +507,11 @@ def in_place(x, name, other, binary):
         fast = _fast_in_place(x, name, other)
         if fast is not None:
             return fast
+    if _outer_traced(x):
+        # A tensor of an enclosing trace inside a loop or branch body: the body cannot
+        # change it (it is an input there), so ``x op= y`` rebinds x, as Python's own
+        # fallback would; AutoGraph carries a rebound loop variable.
+        return binary(x, other)
     if LIVE_TAPES and _temporary_view(x):
         # ``x[i] += v`` under a tape: Python stores the result with x.__setitem__ next,
         # which writes the base as the tape needs; this temporary view is not written.
@@ -591,12 +604,11 @@ def _stores_into_item(code, offset):
 def out_argument(result, out, name):
     """numpy's ``out=``: store ``result`` into the tensor ``out`` (same shape; a dtype it
     can hold under ``same_kind``) and return ``out``."""
-    from .tensor import Tensor
     if isinstance(out, tuple):
         if len(out) != 1:
             raise ArgumentTypeError(f"{name}: out= must be one tensor (or a 1-tuple of one)")
         out = out[0]
-    if not isinstance(out, Tensor):
+    if not isinstance(out, _tensor_class()):
         raise ArgumentTypeError(f"{name}: out= must be an engine tensor, got "
                                 f"{type(out).__name__}")
     if tuple(out.shape) != tuple(result.shape):

@@ -20,11 +20,12 @@ Example:
 import numpy as np
 
 from .. import dtypes
+from ..cost_model import cost
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
 from ..shapes import broadcast_shapes
-from . import _rules, creation
+from . import _rules, creation, index_generic
 from ._define import unbroadcast
 from .indexing import (_ALL, _advanced_split, _on_backend_of, _range_error, _shape_of,
                        build_index, getitem_op, index_shape, parse_index,
@@ -87,7 +88,34 @@ def _batch(size, args, dims, *, spec):
     return apply(index_update_op, x, values, *arrays, spec=(_ALL,) + tuple(spec)), 0
 
 
+def _generic(be, x, values, *arrays, spec):
+    """The write against an Array API namespace: each position of ``x`` takes the value
+    of the last index entry that names it (numpy's last write wins), else keeps its own."""
+    xp = be.xp
+    n = int(np.prod(tuple(x.shape), dtype=np.int64))
+    where = index_generic.getitem(be, xp.reshape(xp.arange(n, dtype=xp.int64), tuple(x.shape)),
+                                  *arrays, spec=spec, name="index_update")
+    values = xp.reshape(xp.broadcast_to(be.astype(values, be.dtype_of(x)), tuple(where.shape)),
+                        (-1,))
+    positions = xp.reshape(where, (1, -1))
+    m = positions.shape[1]
+    flat = xp.reshape(x, (-1,))
+    if m == 0 or n == 0:
+        return xp.reshape(flat, tuple(x.shape))
+    order = xp.reshape(xp.arange(m, dtype=xp.int64), (1, m))
+    step = max(1, cost.segment_sum_block_elements // m)
+    parts = []
+    for start in range(0, n, step):
+        targets = xp.reshape(xp.arange(start, min(n, start + step), dtype=xp.int64), (-1, 1))
+        last = xp.max(xp.where(positions == targets, order, -1), axis=1)
+        taken = xp.take(values, xp.where(last >= 0, last, 0), axis=0)
+        parts.append(xp.where(last >= 0, taken, flat[start:min(n, start + step)]))
+    out = parts[0] if len(parts) == 1 else xp.concat(parts)
+    return xp.reshape(out, tuple(x.shape))
+
+
 index_update_op = register(Op("index_update", _impl, _eval, _vjp, dtypes=dtypes.ALL,
+                              generic=_generic,
                               doc="A copy of ``x`` with ``x[index]`` set to ``values``."))
 declare(index_update_op, onnx=None,
         jvp=_rules.jvp_linear(index_update_op, linear=(0, 1)), batch=_batch)
