@@ -131,7 +131,9 @@ def nanvar(a, axis=None, dtype=None, ddof=0, keepdims=False, *, mean=None, corre
     count = _not_nan_count(x, axis, True, dtypes.float64 if dt.kind == "c" else dt)
     if mean is None:
         mean = elementwise.div(reduce.sum(_filled(xf, 0), axis=axis, keepdims=True), count)
-    centered = _filled(xf - mean, 0)
+    # zero where x itself is NaN only: an inf's NaN deviation must stay (numpy's NaN)
+    centered = compare.where(math_unary.isnan(xf), 0, xf - mean) if _has_nans(xf) else \
+        xf - mean
     if dt.kind == "c":
         re, im = complex_parts.real(centered), complex_parts.imag(centered)
         squares = re * re + im * im
