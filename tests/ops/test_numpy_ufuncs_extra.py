@@ -399,3 +399,27 @@ def test_bad_input_names_the_op_and_the_line(call, error, words):
 def test_isnat_is_refused_by_name():
     with pytest.raises(en.UnsupportedError, match="isnat.*datetime"):
         np.isnat(en.tensor([1.0]))
+
+
+# ---- forward mode and vmap, from the elementwise flags ------------------------------------------------
+_FORWARD = [("cbrt", lambda x, y: en.cbrt(x) * y, lambda x, y: np.cbrt(x) * y),
+            ("logaddexp2", en.logaddexp2, np.logaddexp2),
+            ("fmax", en.fmax, np.fmax),
+            ("float_power", lambda x, y: en.float_power(en.abs(x), y),
+             lambda x, y: np.float_power(np.abs(x), y)),
+            ("heaviside", lambda x, y: en.heaviside(x, y) * y, lambda x, y: np.heaviside(x, y) * y)]
+
+
+@pytest.mark.parametrize("name, fn, ref", _FORWARD, ids=[f[0] for f in _FORWARD])
+def test_jvp_and_vmap_match_numpy(name, fn, ref):
+    rng = np.random.default_rng(11)
+    x, y = rng.uniform(0.5, 2.0, (2, 3, 4)) * rng.choice([-1, 1], (2, 3, 4)), rng.uniform(0.5, 2.0, (2, 3, 4))
+    tx, ty = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4))
+    out, tangent = en.jvp(fn, (en.tensor(x), en.tensor(y)), (en.tensor(tx), en.tensor(ty)))
+    eps = 1e-6
+    fd = (ref(x + eps * tx, y + eps * ty) - ref(x - eps * tx, y - eps * ty)) / (2 * eps)
+    np.testing.assert_allclose(out.numpy(), ref(x, y), rtol=1e-12)
+    np.testing.assert_allclose(tangent.numpy(), fd, rtol=1e-6, atol=1e-8)
+    batched = en.vmap(fn, in_axes=(1, None))(en.tensor(x), en.tensor(y[:, 0]))
+    np.testing.assert_allclose(batched.numpy(), np.stack([ref(x[:, i], y[:, 0]) for i in range(3)]),
+                               rtol=1e-12)
