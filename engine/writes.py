@@ -493,8 +493,10 @@ def note_traced_view(op, out, inputs, params):
 
 
 # ---- in-place operators -------------------------------------------------------------------------
+# numpy's own in-place ufunc where the engine's op computes what numpy's does (floor
+# division and remainder follow the Array API's special cases instead: the checked path).
 _UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-           "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+           "pow": np.power,
            "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
            "lshift": np.left_shift, "rshift": np.right_shift}
 
@@ -525,7 +527,11 @@ def in_place(x, name, other, binary):
         raise DTypeError(f"x {symbol}= y: cannot store the {result.dtype} result in "
                          f"{x._describe()} (numpy's same_kind casting); write x = x {symbol} y "
                          "instead")
-    setitem(x, Ellipsis, result)
+    if x._value is None and type(result) is type(x) and result.dtype == x.dtype \
+            and not isinstance(getattr(x, "_alias", None), tuple):
+        _become(x, result)     # traced: x stands for the result itself (no index_update)
+    else:
+        setitem(x, Ellipsis, result)
     return x
 
 
@@ -619,6 +625,25 @@ def out_argument(result, out, name):
                          f"{out.dtype} (numpy's same_kind casting)")
     setitem(out, Ellipsis, result)
     return out
+
+
+def adopt_value(target, array, others):
+    """Give ``target`` the new memory ``array`` instead of copying it in, where nobody can
+    tell: no tape, nothing views target (nor is it a view), no trace captured it, and
+    ``array`` is fresh writable memory that no tensor of ``others`` holds. Returns
+    whether it did (else the caller writes the values in)."""
+    if (LIVE_TAPES or type(target) is not _tensor_class() or type(array) is not np.ndarray
+            or getattr(target, "_alias", None) is not None or hasattr(target, "_version")
+            or not array.flags.writeable or array.shape != target.shape
+            or array.dtype != target.dtype):
+        return False
+    owner = array if array.base is None else array.base
+    for t in others:
+        value = getattr(t, "_value", None)
+        if value is array or value is owner or getattr(value, "base", None) is owner:
+            return False
+    target._value = array
+    return True
 
 
 def capture_version(t):

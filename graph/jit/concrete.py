@@ -15,7 +15,7 @@ from engine.modes import default_mode, read_variable, use_mode
 from engine.pytree import LEAF, flatten, unflatten
 from engine.recording import TapeRule, active_tapes, no_tapes, record
 from engine.tensor import Tensor
-from engine.writes import setitem
+from engine.writes import adopt_value, setitem
 from engine.variable import Variable
 
 from ..lowering.executor import CompiledGraph, wrap_outputs
@@ -51,7 +51,8 @@ def _write_back(outs, inputs, written, tree):
     caller's tensors; the function's own results, in their structure."""
     n = len(outs) - len(written)
     for position, value in zip(written, outs[n:]):
-        setitem(inputs[position], Ellipsis, value)
+        if not adopt_value(inputs[position], value._value, inputs):
+            setitem(inputs[position], Ellipsis, value)
     return unflatten(tree, outs[:n])
 
 

@@ -87,7 +87,8 @@ def test_dlpack_round_trip_and_devices():
     assert x.__dlpack_device__() == (1, 0)
     y = np.from_dlpack(x)
     np.testing.assert_array_equal(y, [[1, 2], [3, 4]])
-    assert not y.flags.writeable      # the tensor's memory, read-only
+    y[0, 0] = 7                       # the tensor's memory, shared (as PyTorch's)
+    assert int(x[0, 0]) == 7
     z = xp.from_dlpack(np.arange(3))
     assert z.tolist() == [0, 1, 2]
     assert x.device == xp.__array_namespace_info__().default_device()
@@ -95,8 +96,10 @@ def test_dlpack_round_trip_and_devices():
     with pytest.raises(ValueError, match="device"):
         xp.zeros(2, device="gpu:7")
     x.__dlpack__(copy=True)
+    x.__dlpack__(copy=False)          # writable memory: shared
+    frozen = en.Variable([1.0]).value()
     with pytest.raises(BufferError):
-        x.__dlpack__(copy=False)      # DLPack 0.x cannot mark memory read-only
+        frozen.__dlpack__(copy=False)  # DLPack 0.x cannot mark a variable's memory read-only
 
 
 def test_array_object_extras():
@@ -108,11 +111,10 @@ def test_array_object_extras():
     assert np.asarray(x, copy=True).flags.writeable
     with pytest.raises(ValueError, match="copy=False"):
         np.asarray(x, dtype=np.float32, copy=False)
-    with pytest.raises(TypeError, match="immutable"):
-        x[0] = 1.0
+    x[0, 0, 0] = 5.0
     y = x
-    y += 1.0          # a new tensor bound to y; x keeps its values
-    assert float(x[0, 0, 0]) == 0.0 and float(y[0, 0, 0]) == 1.0
+    y += 1.0          # in place, as numpy's: x and y are the same tensor
+    assert y is x and float(x[0, 0, 0]) == 6.0 and float(x[0, 0, 1]) == 2.0
 
 
 def test_info():
