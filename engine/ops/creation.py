@@ -13,7 +13,7 @@ from ..errors import (DTypeError, ScalarOverflowError, ShapeError, ShapeTypeErro
 from ..modes import apply
 from ..op import Op, declare, register
 from ..op import lookup as _lookup
-from ._args import at_user_line, int_tuple, is_one_index
+from ._args import at_user_line, int_tuple, is_one_index as _is_one_index
 from ._define import call
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def check_shape(name, shape):
     """A static shape as a tuple of non-negative ints, or a ShapeError naming ``name``
     (a ShapeTypeError, also a TypeError as in numpy, for a dim that is not an int)."""
-    if is_one_index(shape):      # (a 0-d integer tensor too, as numpy takes it)
+    if _is_one_index(shape):      # (a 0-d integer tensor too, as numpy takes it)
         shape = (shape,)
     try:
         dims = tuple(shape)

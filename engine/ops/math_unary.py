@@ -26,7 +26,7 @@ from ..names import also_named as _also_named
 from ..op import declare
 from ._args import at_user_line
 from ._define import call, unary
-from . import creation, erf_kernel
+from . import complex_parts, creation, erf_kernel
 from . import elementwise as ew
 
 if TYPE_CHECKING:
@@ -284,8 +284,7 @@ def round(x, decimals=0):
 
 def _round_parts(z, rounding):
     """numpy's rounding of a complex ``z``: its real and imaginary parts rounded apart."""
-    from .complex_parts import imag, real   # (a family above this one)
-    return ew.add(rounding(real(z)), ew.mul(rounding(imag(z)), 1j))
+    return ew.add(rounding(complex_parts.real(z)), ew.mul(rounding(complex_parts.imag(z)), 1j))
 
 
 def _check_decimals(decimals):
