@@ -67,6 +67,10 @@ THRESHOLDS = (
               "segment_sum's and index_update's generic (Array API) kernels compare targets "
               "with positions in blocks of about this many elements, bounding the temporary",
               "engine/ops/index_generic.py, engine/ops/index_update.py"),
+    Threshold("topk_select_from", 64, "elements", NOT_MEASURED, "2026-12-05", "27fcf80",
+              "from this axis length on, topk with a small k selects with a partition (O(n)) "
+              "before sorting the k chosen, rather than sorting the whole axis",
+              "engine/ops/rank_select.py"),
     Threshold("lbfgs_chunk_bytes", 16 << 20, "bytes", EPYC, "2026-11-29", "b929598",
               "L-BFGS multiplies its history in chunks of rows of about this many bytes (a "
               "traced step skips the empty ones)",

@@ -69,8 +69,11 @@ def int_beside(value, other):
     an int64 rounds to, so only its sign decides, as it should.
     """
     dtype = getattr(other, "dtype", None)
-    if dtype is None or dtype.kind not in "iub":
+    if dtype is not None and not isinstance(dtype, np.dtype):   # another back end's dtype
+        dtype = getattr(dtype, "_np_dtype", None) or getattr(dtype, "numpy_dtype", None)
+    if dtype is None or np.dtype(dtype).kind not in "iub":
         return value
+    dtype = np.dtype(dtype)
     info = np.iinfo(dtype if dtype.kind != "b" else np.int64)
     if info.min <= value <= info.max:
         return value

@@ -143,6 +143,7 @@ def where(condition, x, y):
         [0.0, 1.0, 1.0]
     """
     dtype = getattr(condition, "dtype", None)
+    dtype = getattr(dtype, "_np_dtype", dtype)     # another back end's array: numpy's dtype
     if (dtype is not None and dtype != _B) or isinstance(condition, (list, tuple)):
         condition = not_equal(condition, 0)     # (a nested list: its truth, as numpy reads it)
     elif type(condition) in (bool, int, float, complex):

@@ -22,6 +22,7 @@ import operator
 import numpy as np
 
 from .. import dtypes
+from ..cost_model import cost
 from ..errors import DTypeError, ShapeError, ShapeTypeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
@@ -55,17 +56,12 @@ def _topk_eval(x, *, k, axis, largest):
 
 def _topk_impl(x, *, k, axis, largest):
     n = x.shape[axis]
-    if n >= _SELECT_FROM and k * 4 <= n and x.size:
+    if n >= cost.topk_select_from and k * 4 <= n and x.size:
         order = _selected_order(x, k, axis, largest)
     else:
         order = _slice_axis(_argsort_values(x, axis, largest), axis, k)
     order = order.astype(np.int64, copy=False)
     return np.take_along_axis(x, order, axis), order
-
-
-# From this axis length on, a small k selects with a partition (O(n)) before sorting the
-# k chosen, rather than sorting the whole axis.
-_SELECT_FROM = 64
 
 
 def _selected_order(x, k, axis, largest):
