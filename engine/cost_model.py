@@ -22,6 +22,7 @@ Example:
 import contextlib
 import dataclasses
 import numbers
+from typing import TYPE_CHECKING, Any
 
 from .errors import ArgumentTypeError, InvalidArgumentError
 
@@ -226,6 +227,12 @@ class CostModel:
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, _checked(name, value))
+
+    if TYPE_CHECKING:
+        # The thresholds are set from THRESHOLDS in __init__, so the type checker cannot
+        # see their names. Each is an int or a float as its default is (_checked makes
+        # sure), which a per-name type could say only by listing them twice: Any.
+        def __getattr__(self, name: str) -> Any: ...
 
     def __delattr__(self, name):
         raise AttributeError(f"threshold {name!r} cannot be deleted; reset it instead")
