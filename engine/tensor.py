@@ -293,6 +293,22 @@ class Tensor(TensorOps):
     def __bool__(self):
         return bool(self._concrete("bool() (an `if` or `while` on a tensor)"))
 
+    def __format__(self, spec):
+        """``f"{t:.3g}"`` formats a 0-d tensor's value, as numpy formats a 0-d array;
+        without a spec any tensor formats as its ``str``.
+
+        Example:
+            >>> import engine as en
+            >>> f"{en.tensor(3.14159):.3g}"
+            '3.14'
+        """
+        if not spec:
+            return str(self)
+        if self.shape != ():
+            raise ArgumentTypeError(f"unsupported format string {spec!r} for a tensor of "
+                                    f"shape {self.shape} (only 0-d tensors take one)")
+        return format(self._concrete("format()").item(), spec)
+
     def _concrete(self, what):
         if self._value is None:
             raise TracingError(
@@ -456,9 +472,11 @@ def tensor(data: Any, dtype: DTypeLike = None, backend: Any = None) -> Tensor:
     if type(data) in NESTED_TYPES and holds_tensors(data):
         # [x, 3 * x]: stacked through the engine, so the tensor keeps x's gradient
         data = _ops.join.stack_nested(data)
-    if isinstance(data, Tensor):
-        if dtype is not None and np.dtype(dtype) != data.dtype:
-            data = _ops.cast(data, dtype)
+    if isinstance(data, Tensor):     # a new tensor, as np.array and torch.tensor make:
+        if dtype is not None and np.dtype(dtype) != data.dtype:   # a write to it never
+            data = _ops.cast(data, dtype)                          # reaches ``data``
+        elif data._value is not None:
+            data = _ops.identity(data)     # (eager: a copy; recorded, so gradients flow)
         return data if backend is None else data.to(backend)
     if dtype is None:     # Python floats: the default dtype when one is set
         dtype = _default_dtype.python_data_dtype(data)

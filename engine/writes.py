@@ -161,8 +161,13 @@ def setitem(x, index, value):
                 if getattr(x, "_alias", None) is not None or hasattr(x, "_version"):
                     _bump(x)
                 return
-    if zero_d_masks(index)[1] is not None:     # x[False] = v: no position is written
-        return
+    new_axis = zero_d_masks(index, len(x.shape))[1]
+    if new_axis is not None:
+        if new_axis[1]:                        # x[False] = v: no position is written
+            return
+        raise ArgumentTypeError(              # (numpy would move the new axis first)
+            "x[index] = value: a true 0-d boolean apart from integer index items is not "
+            "supported in a write; write x[...] with the integers alone")
     if x._value is None or type(x) is not _tensor_class() or not current_mode().is_concrete:
         return _functional_write(x, index, value)
     _eager_write(x, index, value)
@@ -171,7 +176,7 @@ def setitem(x, index, value):
 def _parsed(x, index, value):
     """Validate a write before anything is written: the index, the values' shape and
     dtype, with the op's error. Returns (spec, index arrays, values as a tensor)."""
-    index = zero_d_masks(index)[0]
+    index = zero_d_masks(index, len(x.shape))[0]
     spec, arrays = parse_index(x.shape, index)
     v = value if isinstance(value, _tensor_class()) else _BOUND["tensor"](value)
     if v._value is None and x._value is not None:
@@ -201,8 +206,14 @@ def _writable_buffer(x, what="x[index] = value"):
     if buf.flags.writeable:
         return buf
     alias = getattr(x, "_alias", None)
+    if alias is not None and alias is not VIEWED and 0 in buf.strides and buf.size > 1:
+        # A broadcast view (numpy refuses the write, and array-api-compat cannot tell it
+        # is read-only): it gets its own copy, its base never changes either way.
+        x._value = buf = np.array(buf, copy=True)
+        x._alias = None
+        return buf
     if alias is not None and alias is not VIEWED:
-        kind = "a broadcast" if 0 in buf.strides and buf.size > 1 else "read-only memory"
+        kind = "read-only memory"
         raise ArgumentTypeError(
             f"{what}: {x._describe()} is a view of {kind} (a broadcast_to result, a "
             f"variable's value or en.tensor of read-only data), at "

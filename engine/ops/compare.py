@@ -144,8 +144,14 @@ def where(condition, x, y):
     """
     dtype = getattr(condition, "dtype", None)
     dtype = getattr(dtype, "_np_dtype", dtype)     # another back end's array: numpy's dtype
-    if (dtype is not None and dtype != _B) or isinstance(condition, (list, tuple)):
-        condition = not_equal(condition, 0)     # (a nested list: its truth, as numpy reads it)
+    if isinstance(condition, (list, tuple)):
+        # a nested list: its truth, as numpy reads it, kept a list (lifted onto the back
+        # end of x and y, as lists are)
+        values = np.asarray(condition)
+        if values.dtype != _B:
+            condition = (values != 0).tolist()
+    elif dtype is not None and dtype != _B:
+        condition = not_equal(condition, 0)
     elif type(condition) in (bool, int, float, complex):
         condition = np.asarray(bool(condition))   # (lifted weakly, True beside floats is 1.0)
     return _where_call(condition, x, y)

@@ -139,9 +139,12 @@ def index_update(x, index, values):
         array([[0., 5.],
                [0., 0.]])
     """
-    index, empty_axis = zero_d_masks(index)
-    if empty_axis is not None:     # x[False]: no position is written, x is kept (a copy)
+    index, new_axis = zero_d_masks(index, len(_shape_of(x)))
+    if new_axis is not None and new_axis[1]:   # x[False]: no position is written (a copy)
         return creation.cast(x, x.dtype)
+    if new_axis is not None:
+        raise ShapeError("index_update: a true 0-d boolean apart from integer index items "
+                         "is not supported; index with the integers alone")
     spec, arrays = parse_index(_shape_of(x), index)
     return apply(index_update_op, x, values, *_on_backend_of(x, arrays), spec=spec)
 

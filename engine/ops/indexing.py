@@ -33,7 +33,7 @@ from . import index_generic
 from ._define import unbroadcast
 from . import creation
 from . import _rules
-from .shape_ops import broadcast_to_op
+from .shape_ops import broadcast_to_op, transpose
 
 _INDEX_DTYPES = dtypes.INTS
 
@@ -260,11 +260,17 @@ def getitem(x, index):
         >>> x[x > 2].numpy()
         array([3, 4, 5])
     """
-    index, empty_axis = zero_d_masks(index)
+    index, new_axis = zero_d_masks(index, len(_shape_of(x)))
     spec, arrays = parse_index(_shape_of(x), index)
     out = apply(getitem_op, x, *_on_backend_of(x, arrays), spec=spec)
-    if empty_axis is not None:     # x[False]: the new axis has length 0
-        out = getitem(out, (slice(None),) * empty_axis + (slice(0, 0),))
+    if new_axis is not None:       # a 0-d boolean's axis: moved first, or emptied
+        place, empty, front = new_axis
+        if front and place:
+            order = (place,) + tuple(a for a in range(len(out.shape)) if a != place)
+            out = transpose(out, order)
+            place = 0
+        if empty:
+            out = getitem(out, (slice(None),) * place + (slice(0, 0),))
     return out
 
 
@@ -275,10 +281,13 @@ def _is_zero_d_bool(item):
             and getattr(item, "_value", 0) is not None)
 
 
-def zero_d_masks(index):
+def zero_d_masks(index, ndim=None):
     """numpy reads 0-d boolean index items (``x[True]``, ``x[en.tensor(False)]``) together
     as one new axis of length 1 (all true) or 0: the index with ``None`` in their place,
-    and the result axis to empty (or None)."""
+    and where that axis is: None (no 0-d boolean, or a true one in place), else
+    ``(place, empty)``. ``ndim`` (the indexed tensor's) places it after an ellipsis.
+    Integers apart from the boolean make numpy put the axis first, as for advanced
+    indices: ``place`` is then 0 and the axis moves there."""
     items = index if isinstance(index, tuple) else (index,)
     flags = [_is_zero_d_bool(i) for i in items]
     if not any(flags):
@@ -291,12 +300,21 @@ def zero_d_masks(index):
     on = all(bool(np.asarray(i)) for i, f in zip(items, flags) if f)
     kept = tuple(None if k == first else i for k, (i, f) in enumerate(zip(items, flags))
                  if not f or k == first)
-    # the new axis' place in the result: one per slice or None before it (ints drop a dim)
-    place = sum(1 for i in kept[:first] if isinstance(i, slice) or i is None)
-    if not on and any(i is Ellipsis for i in kept[:first]):
-        raise ShapeError("getitem: x[..., False] (a false 0-d boolean after an ellipsis) is "
-                         "not supported; use en.where")
-    return kept, (None if on else place)
+    at = kept.index(None, sum(1 for f in flags[:first] if not f))   # the new axis' item
+    # its place in the result: one per slice or None before it (ints drop a dim), and
+    # the dims an ellipsis before it stands for
+    place = sum(1 for i in kept[:at] if isinstance(i, slice) or i is None)
+    if any(i is Ellipsis for i in kept[:at]):
+        if ndim is None:
+            raise ShapeError("getitem: a 0-d boolean after an ellipsis needs the tensor's "
+                             "rank; use en.where")
+        place += ndim - sum(1 for i in kept if i is not None and i is not Ellipsis)
+    advanced = [k for k, (i, f) in enumerate(zip(items, flags))
+                if f or isinstance(i, (int, np.integer)) and not isinstance(i, bool)]
+    front = len(advanced) > 1 and advanced[-1] - advanced[0] + 1 != len(advanced)
+    if on and not front:
+        return kept, None
+    return kept, (place, not on, front)
 
 
 def _on_backend_of(x, arrays):

@@ -92,7 +92,9 @@ def test_shape_dtype_ndim_size():
 
 def test_tensor_of_a_tensor():
     t = en.tensor([1.0, 2.0])
-    assert en.tensor(t) is t
+    copy = en.tensor(t)           # a new tensor, as np.array(a) and torch.tensor(t)
+    copy[0] = 5.0
+    assert t.tolist() == [1.0, 2.0]
     assert_same(en.tensor(t, dtype="float32"), np.array([1.0, 2.0], dtype=np.float32))
 
 

@@ -108,10 +108,29 @@ def test_no_op_result_shares_memory_that_numpy_keeps_apart():
             assert getattr(r, "_alias", None) is t, fn
 
 
-def test_broadcast_view_refuses_a_write_as_numpy():
-    t = en.broadcast_to(en.tensor([1.0, 2.0]), (3, 2))
-    with pytest.raises(TypeError, match="broadcast"):
-        t[0, 0] = 5.0
+def test_a_broadcast_view_is_copied_on_write_and_its_base_kept():
+    base = en.tensor([1.0, 2.0])
+    t = en.broadcast_to(base, (3, 2))
+    t[0, 0] = 5.0          # numpy refuses; the tensor writes its own copy
+    np.testing.assert_array_equal(t.numpy(), [[5.0, 2.0], [1.0, 2.0], [1.0, 2.0]])
+    np.testing.assert_array_equal(base.numpy(), [1.0, 2.0])
+
+
+def test_zero_d_boolean_items_beside_others_place_the_axis_as_numpy():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    t = en.tensor(a)
+    for index in [(Ellipsis, False), (0, Ellipsis, False), (0, slice(None), False),
+                  (False, 0), (slice(None), 0, False), (slice(None), True, 1, slice(None)),
+                  (1, slice(None), True), (None, False), (0, True)]:
+        np.testing.assert_array_equal(t[index].numpy(), a[index], err_msg=repr(index))
+        assert t[index].shape == a[index].shape
+
+
+def test_format_of_a_zero_d_tensor():
+    assert f"{en.tensor(2.0 / 3.0):.3g}" == f"{2.0 / 3.0:.3g}"
+    assert f"{en.tensor([1, 2])}" == str(en.tensor([1, 2]))
+    with pytest.raises(TypeError):
+        f"{en.tensor([1.0, 2.0]):.3g}"
 
 
 def test_variable_value_is_copied_on_write():
