@@ -38,6 +38,7 @@ from __future__ import annotations
 import dis
 import sys
 import weakref
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -45,9 +46,18 @@ from . import trace_state
 from .errors import (ArgumentTypeError, DTypeError, ShapeError, TracingError, format_location,
                      user_frame)
 from .modes import apply, current_mode, pushed_mode
+from .ops import compare
 from .ops.index_update import index_update, index_update_apply, index_update_op, store
 from .ops.indexing import build_index, parse_index, zero_d_masks
 from .ops.shape_ops import reshape, transpose
+
+if TYPE_CHECKING:
+    from .contracts import AbstractEval
+    from .lifting import TensorLike
+
+# index_update's shape rule, which checks a write before anything is written (Op types
+# the rule as optional, for ops made without one; index_update always has one).
+_check_write = cast("AbstractEval", index_update_op.abstract_eval)
 
 #: Ops whose numpy counterparts return a view of their (first) input: their results
 #: share memory with it, and writes through either are seen by both.
@@ -185,7 +195,7 @@ def _parsed(x, index, value):
                            f"function (at {format_location(user_frame())}); pass it as an "
                            "argument, or keep it in an en.Variable")
     avals = [(tuple(a.shape), a.dtype) for a in arrays]
-    index_update_op.abstract_eval((x.shape, x.dtype), (v.shape, v.dtype), *avals, spec=spec)
+    _check_write((x.shape, x.dtype), (v.shape, v.dtype), *avals, spec=spec)
     return spec, arrays, v
 
 
@@ -315,7 +325,7 @@ def _sharing_holders(tapes, x):
     """Tensors other than x that tapes hold and that share x's memory: {tensor: (number
     of references from the tapes' entries and watched tables, an entry holding it)}."""
     buf = x._value
-    held = {}
+    held: dict[TensorLike, tuple[int, tuple]] = {}
     for tape in tapes:
         for entry in tape._entries:
             for t in _tensors_of(entry):
@@ -390,8 +400,25 @@ def _functional_write(x, index, value):
             f"traced function (at {format_location(user_frame())}); a write to it would "
             "happen once, while tracing, not at each call: pass it as an argument and "
             "return the new value, or keep it in an en.Variable")
-    new = index_update(x, index, value)
+    masked = _masked_where(x, index, value)
+    new = masked if masked is not None else index_update(x, index, value)
     _become(x, new)
+
+
+def _masked_where(x, index, value):
+    """``x[mask] = value`` with a boolean tensor ``mask`` over x's leading dims and a value
+    of one element or one row (numpy gives each selected place the same value): the
+    shape-keeping ``where(mask, value, x)``, which a traced mask allows. Else None."""
+    mask = index[0] if isinstance(index, tuple) and len(index) == 1 else index
+    if getattr(mask, "dtype", None) != np.bool_ or not hasattr(mask, "_node"):
+        return None
+    k = len(mask.shape)
+    shape = getattr(value, "shape", ())
+    if k == 0 or tuple(mask.shape) != tuple(x.shape[:k]) or \
+            tuple(shape) not in ((), tuple(x.shape[k:])):
+        return None
+    expanded = reshape(mask, tuple(mask.shape) + (1,) * (len(x.shape) - k))
+    return compare.where(expanded, value, x).astype(x.dtype)
 
 
 def _become(x, new):
@@ -413,7 +440,7 @@ _STATE_SKIP = frozenset({"_alias", "_version", "__weakref__"})
 
 
 def _state_slots(t):
-    names = []
+    names: list[str] = []
     for cls in type(t).__mro__:
         names.extend(n for n in getattr(cls, "__slots__", ()) if n not in _STATE_SKIP)
     return names

@@ -15,11 +15,11 @@ from engine.modes import default_mode, read_variable, use_mode
 from engine.pytree import LEAF, flatten, unflatten
 from engine.recording import TapeRule, active_tapes, no_tapes, record
 from engine.tensor import Tensor
-from engine.writes import adopt_value, setitem
+from engine.writes import VIEW_OPS, adopt_value, setitem
 from engine.variable import Variable
 
 from ..lowering.executor import CompiledGraph, wrap_outputs
-from ..ir.graph import Graph
+from ..ir.graph import Graph, Node
 from ..ir.graph_ops import assign_variable_op, body_variables, read_variable_op
 from ..control.interpret import interpret, replay_nodes
 from ..lowering.pipeline import DEFAULT_PIPELINE, optimize
@@ -32,18 +32,49 @@ def _out_leaf(x):
     return isinstance(x, (Tensor, Variable, np.ndarray))
 
 
-def _finisher(out_dtypes, single_output, tree, backend, written=()):
+def _finisher(out_dtypes, single_output, tree, backend, written=(), fresh=()):
     """``finish(results)``: tensors (on ``backend``) for the graph's output arrays, in
-    the structure the function returned. With ``written`` inputs it is
-    ``finish(results, inputs)``, and writes their new values (the last results) back."""
+    the structure the function returned (the ``fresh`` ones copied). With ``written``
+    inputs it is ``finish(results, inputs)``, and writes their new values (the last
+    results) back."""
     def finish(results):
-        outs = wrap_outputs(results, out_dtypes, backend)
+        outs = wrap_outputs(_copied(results, fresh), out_dtypes, backend)
         return outs[0] if single_output else unflatten(tree, outs)
 
     def finish_writing(results, inputs):
-        outs = wrap_outputs(results, out_dtypes, backend)
+        outs = wrap_outputs(_copied(results, fresh), out_dtypes, backend)
         return _write_back(outs, inputs, written, tree)
     return finish_writing if written else finish
+
+
+def _copied(results, fresh):
+    if not fresh:
+        return results
+    results = list(results)
+    for i in fresh:
+        results[i] = copy_array(results[i])
+    return results
+
+
+def copy_array(array):
+    """A copy of a result array, on its own back end."""
+    copy = getattr(array, "copy", None)
+    if copy is not None:
+        return copy()
+    namespace = array.__array_namespace__()
+    return namespace.asarray(array, copy=True)
+
+
+def _results_on_arguments(graph):
+    """Positions of the outputs that may share an input's memory: an input itself, or
+    reached from one through view ops only (numpy's views, identity)."""
+    fresh = []
+    for i, node in enumerate(graph.outputs):
+        while node.op.name in VIEW_OPS or node.op.name == "identity":
+            node = node.inputs[0]
+        if node.op.name == "placeholder":
+            fresh.append(i)
+    return tuple(fresh)
 
 
 def _write_back(outs, inputs, written, tree):
@@ -103,7 +134,7 @@ class ConcreteFunction:
         self._specs = specs
         self._backward = None
         self._forward = None
-        self._replay = None
+        self._replay: list[Node] | None = None    # set with the forward (_replayed)
         self._saving = None         # a SavedCut once the backward is split; False: it cannot be
         self._recomputed = 0        # backward passes run by recomputing the forward
         self._passes = passes
@@ -121,7 +152,12 @@ class ConcreteFunction:
         self.source = self.compiled.source
         self._out_dtypes = [o.dtype for o in self.graph.outputs]
         written = self.graph.written_inputs
-        self._single_output = self.graph.output_tree == LEAF and not written
+        # Results that may be an argument's memory (an argument, or a view of one, once
+        # the passes removed what stood between): copied, so a write to a result never
+        # reaches an argument (a compiled function's results are new tensors).
+        self._fresh = _results_on_arguments(self.graph)
+        self._single_output = (self.graph.output_tree == LEAF and not written
+                               and not self._fresh)
         # entry(tensors): the whole call on concrete tensors, one generated function.
         # guarded_entry(args): the same, checking first that args are such tensors.
         single = self._out_dtypes[0] if self._single_output else None
@@ -130,7 +166,7 @@ class ConcreteFunction:
         # cycle would leave a dropped trace (evicted, or its en.function deleted)
         # to the cycle collector, arrays and all.
         finish = _finisher(self._out_dtypes, self._single_output, self.graph.output_tree,
-                           backend, written)
+                           backend, written, self._fresh)
         on_tape = _weak_method(self._on_tape)
         self.entry = self.compiled.tensor_entry(n, on_tape, finish, single,
                                                 finish_takes_inputs=bool(written))
@@ -204,6 +240,13 @@ class ConcreteFunction:
         return self._call_recorded(tensors, [t._value for t in tensors])
 
     # -- gradients -----------------------------------------------------------------
+    def _replayed(self) -> list[Node]:
+        """The nodes whose values the forward also returns (``replay_nodes``)."""
+        # Found where the forward is compiled: every reader runs _forward_with_residuals
+        # (or reads a split made after it) first.
+        assert self._replay is not None, "the forward with residuals is compiled first"
+        return self._replay
+
     def _forward_with_residuals(self):
         """The graph again, also returning the values a backward re-run cannot
         reproduce (variable reads, random draws, effect results)."""
@@ -215,9 +258,9 @@ class ConcreteFunction:
     def _residual_graph(self):
         """A copy of the unoptimized graph whose outputs are followed by the replayed
         nodes (``self._replay``), and those nodes in the copy."""
-        mapping = {}
+        mapping: dict[Node, Node] = {}
         graph = self.unoptimized_graph.copy(name=f"{self.name}_forward", mapping=mapping)
-        replayed = [mapping[n] for n in self._replay]
+        replayed = [mapping[n] for n in self._replayed()]
         graph.outputs = graph.outputs + replayed
         return graph, replayed
 
@@ -235,9 +278,10 @@ class ConcreteFunction:
         so nothing runs twice; before that, the backward recomputes them."""
         saving = self._saving
         compiled, dtypes_ = saving.forward if saving else self._forward_with_residuals()
-        results = wrap_outputs(compiled.run(arrays), dtypes_, self.backend)
+        results = wrap_outputs(_copied(compiled.run(arrays), self._fresh), dtypes_,
+                               self.backend)
         n = len(self.graph.outputs)
-        n_res = n + len(self._replay)
+        n_res = n + len(self._replayed())
         outs, residuals, cut = results[:n], results[n:n_res], results[n_res:]
         mode = default_mode()   # the values are concrete whatever mode is current
         reads = [read_variable(v, mode) for v in self._float_vars]
@@ -300,7 +344,7 @@ class ConcreteFunction:
         n_in = len(graph.inputs)
         variables = self._float_vars
         assigned = _assigned_variables(graph)
-        replay_nodes_ = self._replay
+        replay_nodes_ = self._replayed()
 
         def backward(*flat):
             xs = list(flat[:n_in])
