@@ -59,18 +59,19 @@ def value_and_grad(f: Callable[..., Any], argnums: int | tuple[int, ...] | list[
             if not -len(args) <= i < len(args):
                 raise EngineError(f"value_and_grad({name}): argnums {argnums} out of range "
                                   f"for {len(args)} positional arguments")
-        args = list(args)
-        sources, trees = [], []
+        call_args = list(args)
+        sources: list[Tensor | Variable] = []
+        trees = []
         for i in nums:
             # An argument may be a tuple/list/dict of tensors (the parameters of a model).
-            leaves, tree = flatten(args[i], is_leaf=_is_value)
+            leaves, tree = flatten(call_args[i], is_leaf=_is_value)
             leaves = [_as_source(x, i, f"grad({name})") for x in leaves]
-            args[i] = unflatten(tree, leaves)
+            call_args[i] = unflatten(tree, leaves)
             trees.append((tree, len(sources), len(leaves)))
             sources += leaves
         with GradientTape() as tape:
             tape.watch(sources)
-            result = user_function(f)(*args, **kwargs)
+            result = user_function(f)(*call_args, **kwargs)
         value, aux = result if has_aux else (result, None)
         if not isinstance(value, Tensor):
             value = tensor(value)

@@ -16,6 +16,7 @@ from ..errors import EngineError, NotDifferentiableError, NumericsError
 from ..recording import (active_tapes, complex_refusal, has_complex_vjp, paused, pop_tape,
                          push_tape)
 from ..transforms.batching import vmap
+from ..tensor import Tensor
 from ..variable import Variable
 from ..writes import LIVE_TAPES
 
@@ -48,9 +49,11 @@ class GradientTape:
     def __init__(self, persistent=False, watch_accessed_variables=True):
         self.persistent = persistent
         self._watch_accessed_variables = watch_accessed_variables
-        self._entries = []
-        self._watched = {}
-        self._variables = []
+        # The record; a non-persistent tape drops entries and watched (None) once it
+        # has computed its gradient, so their arrays are freed.
+        self._entries: list[tuple] | None = []
+        self._watched: dict[int, Tensor] | None = {}
+        self._variables: list[Variable] = []
         self._recording = False
         self._used = False
         self._token = None
@@ -58,6 +61,7 @@ class GradientTape:
     def __enter__(self):
         if self._token is not None:
             raise EngineError("this GradientTape is already active; make a new one")
+        self._check_not_spent("GradientTape.__enter__")
         self._recording = True
         self._token = push_tape(self)
         LIVE_TAPES.add(self)     # a write to memory its entries hold is checked
@@ -71,11 +75,20 @@ class GradientTape:
 
     def watch(self, x):
         """Watch a tensor or variable (or a list/tuple/dict of them)."""
+        watched = self._check_not_spent("GradientTape.watch")
         for t in _flatten(x)[0]:
             if not _is_float(t):
                 raise NotDifferentiableError(
                     f"GradientTape.watch: only floating-point values can be watched, got dtype {t.dtype}")
-            self._watched[id(t)] = t
+            watched[id(t)] = t
+
+    def _check_not_spent(self, what):
+        """The watched table; an error if a non-persistent tape has given its gradient."""
+        if self._watched is None:
+            raise EngineError(
+                f"{what}: this non-persistent GradientTape has computed its gradient and "
+                "dropped its record; make a new tape, or use GradientTape(persistent=True)")
+        return self._watched
 
     @contextlib.contextmanager
     def stop_recording(self):
@@ -216,7 +229,7 @@ def backward(entries, targets, seeds, sources):
             if o.dtype in _COMPLEX:
                 complex_reach.add(id(o))
 
-    cot = {}
+    cot: dict[int, Tensor] = {}
     for t, seed in zip(targets, seeds):
         if id(t) not in reach:
             continue
@@ -224,7 +237,7 @@ def backward(entries, targets, seeds, sources):
         _accumulate(cot, t, g)
 
     keep = {id(s) for s in sources}
-    owned = set()      # sums made here, added to in place (see _accumulate)
+    owned: set[int] = set()      # sums made here, added to in place (see _accumulate)
     for op, inputs, out, params in reversed(relevant):
         if op.multiple_results:
             gs = [cot.get(id(o)) if id(o) in keep else cot.pop(id(o), None) for o in out]

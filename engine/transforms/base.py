@@ -14,6 +14,7 @@ Each tensor carries its transformation's ``tag``; a tensor with another tag
 through to the parent unchanged.
 """
 import warnings
+from typing import Protocol
 
 from ..errors import DTypeError, EngineError
 from ..lifting import WEAK_SCALAR_TYPES, lift_error, weak_scalar_array
@@ -39,13 +40,19 @@ def warn_fallback(transform, op, how):
                   TransformFallbackWarning, stacklevel=4)
 
 
+class TaggedTensor(Protocol):
+    """What a transformation's tensor class declares: the tag of its transformation."""
+
+    _tag: object
+
+
 class TransformMode(Mode):
     """A mode whose tensors (``tensor_class``, tagged ``tag``) wrap its parent's."""
 
     is_concrete = False
     transforms = True
     value_type = None
-    tensor_class: type | None = None
+    tensor_class: type[TaggedTensor] | None = None
     label = "transform"
 
     def __init__(self, parent, tag):

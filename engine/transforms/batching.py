@@ -37,6 +37,9 @@ class BatchTensor(Tensor):
     element along axis ``bdim``; ``shape`` is one element's shape."""
 
     __slots__ = ("raw", "bdim", "_tag")
+    raw: Tensor
+    bdim: int
+    _tag: object
 
     @property
     def backend(self):

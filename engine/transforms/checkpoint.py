@@ -107,9 +107,9 @@ class _Recorder:
         self.kept = []          # (what, value or None)
         self.replaying = False
         self.position = 0
-        self.tape = None
+        self.tape: GradientTape | None = None       # set for a recomputation
         self.reads = []         # (variable, value) per variable read of the first run
-        self.replay_reads = None
+        self.replay_reads: list | None = None       # set for a recomputation
         self.read_position = 0
 
     def start_replay(self, tape, reads):
@@ -131,6 +131,7 @@ class _Recorder:
             raise EngineError(f"checkpoint({self.fname}): the recomputation read other "
                               f"variables than the first run")
         self.read_position += 1
+        assert self.replay_reads is not None   # replaying: start_replay set them
         return self.replay_reads[k]
 
     def substitute(self, x, saved):
@@ -138,12 +139,16 @@ class _Recorder:
         recomputed ``x``. The tape entry that made ``x`` is given ``saved`` as its result,
         so its VJP reads the kept value and the recomputation of ``x`` is left unused
         (a graph drops it); a value no entry made is linked to ``x`` by an entry of its own."""
-        entries = self.tape._entries
+        tape = self.tape
+        # A recomputation runs inside its own tape (start_replay), open and not yet used,
+        # so the tape still holds its record.
+        assert tape is not None and tape._entries is not None and tape._watched is not None
+        entries = tape._entries
         for k in range(len(entries) - 1, -1, -1):
             rule, inputs, out, params = entries[k]
             if out is x and not rule.multiple_results:
                 entries[k] = (rule, inputs, saved, params)
-                self.tape._watched[id(saved)] = saved
+                tape._watched[id(saved)] = saved
                 return saved
         out = ops.identity(saved)
         record(_NAMED, [x], out, {})

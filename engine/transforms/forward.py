@@ -58,6 +58,9 @@ class DualTensor(Tensor):
     reads the primal's value where the primal has one."""
 
     __slots__ = ("primal", "tangent", "_tag")
+    primal: Tensor
+    tangent: Tensor | None
+    _tag: object
 
     @property
     def backend(self):

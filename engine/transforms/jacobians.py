@@ -107,16 +107,16 @@ def jacfwd(f, argnums=0):
     @functools.wraps(f)
     def jac(*args):
         nums, multiple = _argnums(name, argnums, len(args))
-        args = list(args)
+        values = list(args)
         for i in nums:
-            args[i] = _float_arg(name, args[i], i)
+            values[i] = _float_arg(name, values[i], i)
         per_arg = []
         for i in nums:
-            x = args[i]
+            x = values[i]
 
             def push(t, i=i):
-                tangents = [t if j == i else _zero_tangent(a) for j, a in enumerate(args)]
-                return jvp(f, tuple(args), tuple(tangents))[1]
+                tangents = [t if j == i else _zero_tangent(a) for j, a in enumerate(values)]
+                return jvp(f, tuple(values), tuple(tangents))[1]
             cols = vmap(push)(_basis(x))       # (n_in,) + out.shape per output leaf
             leaves, tree = flatten(cols)
             per_arg.append((tree, [_columns_to_jacobian(c, x) for c in leaves]))
@@ -151,21 +151,21 @@ def jacrev(f, argnums=0):
     @functools.wraps(f)
     def jac(*args):
         nums, multiple = _argnums(name, argnums, len(args))
-        args = list(args)
+        values = list(args)
         for i in nums:
-            args[i] = _float_arg(name, args[i], i)
-        fixed = {j: a for j, a in enumerate(args) if j not in nums}
+            values[i] = _float_arg(name, values[i], i)
+        fixed = {j: a for j, a in enumerate(values) if j not in nums}
         run = user_function(f)   # converted inside a converting trace
 
         def g(*xs):
-            call = [fixed[j] if j in fixed else None for j in range(len(args))]
+            call = [fixed[j] if j in fixed else None for j in range(len(values))]
             for i, x in zip(nums, xs):
                 call[i] = x
             return run(*call)
-        out, vjp_fn = vjp(g, *[args[i] for i in nums])
+        out, vjp_fn = vjp(g, *[values[i] for i in nums])
         o_leaves, o_tree = flatten(out)
         # One entry per output leaf, each a tuple over argnums when argnums is one.
-        per_out = [_rows_for(vjp_fn, o_leaves, o_tree, k, nums, args)
+        per_out = [_rows_for(vjp_fn, o_leaves, o_tree, k, nums, values)
                    for k in range(len(o_leaves))]
         return unflatten(o_tree, [tuple(p) if multiple else p[0] for p in per_out])
     return jac
