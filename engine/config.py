@@ -18,7 +18,9 @@ class _Config:
 
     def __init__(self):
         self._check_numerics = contextvars.ContextVar("check_numerics", default=False)
-        self._run_eagerly = contextvars.ContextVar("run_functions_eagerly", default=None)
+        # None: this context has no setting of its own (the global switch decides).
+        self._run_eagerly: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
+            "run_functions_eagerly", default=None)
         self.run_functions_eagerly_global = False
         # Default optimization passes for en.function (filled in by graph.lowering.pipeline).
         self.default_passes = None

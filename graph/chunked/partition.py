@@ -31,6 +31,7 @@ import numpy as np
 from engine import chunk_rules
 from engine.errors import TracingError, describe_inputs, format_location
 
+from ..ir.graph import Node
 from ..ir.graph_ops import constant_op, placeholder_op, unpack_op
 
 
@@ -131,7 +132,7 @@ def _resize_free_inputs(plan, node, axes):
         return None
     (k,) = from_end
     out = list(axes)
-    marks = {}      # committed only when every input can run per chunk
+    marks: dict[Node, tuple] = {}      # committed only when every input can run per chunk
     for i, (inp, a) in enumerate(zip(node.inputs, axes)):
         nd = len(inp.shape)
         if a is not None or nd < k or inp.shape[nd - k] == 1:

@@ -41,8 +41,8 @@ class ChunkProgram:
         self.check_numerics = False     # set per call, from en.debug.check_numerics
         self.token = (name, next(_TOKENS), id(self))
 
-    def _replay(self, *values):
-        values = list(values)
+    def _replay(self, *args):
+        values = list(args)     # the inputs, then each step's result
         rows = values[0].shape[0]
         for op_name, slots, params, resize in self.steps:
             if resize:

@@ -217,7 +217,7 @@ def _recompute_views(plan, chunk_nodes):
 def _same_objects(values):
     """``values`` with arrays that are the same bytes seen the same way (two reads of
     one variable) replaced by one object, so that they are serialized once."""
-    seen = {}
+    seen: dict[tuple, np.ndarray] = {}
     out = []
     for v in values:
         key = (v.__array_interface__["data"][0], v.shape, v.strides, v.dtype.str)

@@ -308,8 +308,8 @@ def _scan_impl(*rest, body, n_carry, n_x, length, reverse, summed=(), unread=())
         outs = body.run(carry + [x[t] for x in xs] + caps)
         carry = list(outs[:n_carry])
         for k in stacked:
-            ys[k] = _stack_buffer(length, y_avals[k], ys[k], outs[n_carry + k])
-            ys[k][t] = outs[n_carry + k]
+            ys[k] = buf = _stack_buffer(length, y_avals[k], ys[k], outs[n_carry + k])
+            buf[t] = outs[n_carry + k]
         for k, total in sums.items():
             total.add(t, outs[n_carry + k])
         for k in res_kept:

@@ -28,7 +28,7 @@ class SubGraph:
     def __init__(self, fn, in_avals, in_tree, name, parent):
         self.name = name
         graph = Graph(name)
-        graph.backend = getattr(parent.graph, "backend", NUMPY)   # the enclosing graph's
+        graph.backend = parent.graph.backend   # the enclosing graph's
         mode = parent.nested(graph)
         with no_tapes(), use_mode(mode):
             phs = [mode.placeholder(shape, dtype, name=f"{name}_in{i}")

@@ -59,7 +59,7 @@ from ..ir.graph_ops import (STRUCTURAL, VarRef, assign_variable_op, constant_op,
                         read_variable_op, unpack_op)
 from ..control.interpret import interpret
 from .load_arrays import read_arrays
-from ..ir.graph import Graph
+from ..ir.graph import Graph, Node
 from ..ir.signature import TensorSpec
 from ..control.subgraph import SubGraph
 
@@ -280,7 +280,8 @@ class _Reader:
     def _graph(self, desc, depth, where, n_replay):
         desc = check_object(desc, where, ("name", "inputs", "outputs", "output_tree", "nodes"))
         graph = Graph(check_name(desc["name"], f"{where}.name"))
-        nodes, suffixes = [], {}
+        nodes: list[Node] = []
+        suffixes: dict[str, int] = {}    # base name -> the next suffix to try
         for i, nd in enumerate(check_list(desc["nodes"], f"{where}.nodes")):
             self.n_nodes += 1
             if self.n_nodes > MAX_NODES:
@@ -453,7 +454,8 @@ class _Reader:
 
     @staticmethod
     def _set_variables(sub):
-        variables, assigned = [], []
+        variables: list[Variable] = []
+        assigned: list[Variable] = []
         for node in sub.graph.topo_order():
             nested = [p for p in node.params.values() if isinstance(p, SubGraph)]
             direct = node.op in (read_variable_op, assign_variable_op)

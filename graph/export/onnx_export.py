@@ -23,6 +23,8 @@ Example:
     ['Tanh', 'Mul', 'Identity']
 """
 import ast
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -324,7 +326,7 @@ def _getitem(b, node):
         spec = spec[:at] + (("slice", None, None, None),) + spec[at + 1:]
     nd = len(x.shape)
     used = sum(1 for item in spec if item[0] in ("int", "slice"))
-    items = []
+    items: list[tuple] = []
     for item in spec:
         items.extend([("slice", None, None, None)] * (nd - used) if item[0] == "ellipsis"
                      else [item])
@@ -337,7 +339,9 @@ def _getitem(b, node):
             continue
         if item[0] == "int":
             i = item[1]
-            starts.append(i), ends.append(INT64_MAX if i == -1 else i + 1), steps.append(1)
+            starts.append(i)
+            ends.append(INT64_MAX if i == -1 else i + 1)
+            steps.append(1)
             squeeze.append(axis)
         else:
             _, start, stop, step = item
@@ -401,6 +405,7 @@ def _emit_expr(b, expr, inputs, dtype):
     """The ONNX nodes of ``expr`` on the value names ``inputs``, numbers as ``dtype``."""
     def build(e):
         if isinstance(e, ast.Call):
+            assert isinstance(e.func, ast.Name)     # the rules call ONNX ops by name
             return b.emit(e.func.id, [build(a) for a in e.args])
         if isinstance(e, ast.Name):
             return inputs[int(e.id[1:])]
@@ -578,7 +583,7 @@ def _mod(b, node, kind):
 # node, *args)``, which emits the ONNX nodes and returns the value name(s) of the result.
 # Families of ops have lower-case patterns; a pattern built around one ONNX op (with the
 # engine's params turned into its attributes) has that op's name.
-PATTERNS = {
+PATTERNS: dict[str, Callable[..., Any]] = {
     "input": _input, "initializer": _initializer, "variable": _variable,
     "tuple_item": _unpack, "value_at_export": _constant,
     "node": _node, "expr": _expr, "compare": _compare, "logical": _logical,

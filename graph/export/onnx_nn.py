@@ -6,6 +6,8 @@ Images are NHWC in the engine and NCHW in ONNX: a pattern transposes in and
 out (onnxruntime's optimizer folds the pairs between consecutive layers).
 """
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -196,6 +198,7 @@ def average_pool(b, node):
     return b.emit("Mul", [out, b.const(real / counted, "window_share")])
 
 
-PATTERNS = {"attrs_node": attrs_node, "Softplus": softplus, "Gelu": gelu, "Conv": conv,
-            "ConvTranspose": conv_transpose, "MaxPool": max_pool,
-            "MaxPoolIndices": max_pool_indices, "AveragePool": average_pool}
+PATTERNS: dict[str, Callable[..., Any]] = {
+    "attrs_node": attrs_node, "Softplus": softplus, "Gelu": gelu, "Conv": conv,
+    "ConvTranspose": conv_transpose, "MaxPool": max_pool,
+    "MaxPoolIndices": max_pool_indices, "AveragePool": average_pool}

@@ -3,6 +3,9 @@
 Each is a function ``(builder, node, *args) -> value name(s)`` like those of
 :data:`graph.export.onnx_export.PATTERNS`, which takes these in with one update.
 """
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from engine.ops.scatter import reduce_identity
@@ -48,4 +51,4 @@ def scatter_reduce(b, node, reductions):
     return b.emit("ScatterElements", [data, idx, upd], axis=axis, reduction=reduction)
 
 
-PATTERNS = {"TopKSelect": top_k, "ScatterReduce": scatter_reduce}
+PATTERNS: dict[str, Callable[..., Any]] = {"TopKSelect": top_k, "ScatterReduce": scatter_reduce}

@@ -30,6 +30,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from engine.backend import NUMPY, Backend
 from engine.contracts import Aval, Params
 from engine.op import Op
 
@@ -127,6 +128,7 @@ class Graph:
         self._next_suffix: dict[str, int] = {}  # base name -> the suffix to try first
         self.notes: list[Any] = []         # what passes did, read by the optimization report
         self.memory_plan: Any = None  # set by the memory_planning pass; lowering takes it
+        self.backend: Backend = NUMPY  # where its kernels run (en.function sets the caller's)
 
     # -- building ---------------------------------------------------------
     def add(self, op: Op, inputs: Sequence[Node], params: Params, aval: Any,

@@ -182,7 +182,7 @@ class Explanation:
 
 
 def _op_counts(graph):
-    counts = {}
+    counts: dict[str, int] = {}
     for node in graph.nodes:
         if node not in graph.inputs:
             counts[node.op.name] = counts.get(node.op.name, 0) + 1

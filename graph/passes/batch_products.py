@@ -40,6 +40,7 @@ from engine import ops
 from engine.cost_model import cost
 
 from .batched_bias import fold_bias
+from ..ir.graph import Node
 from ..ir.queries import remove_node
 
 # The thresholds are en.config.cost's: batched_product_max_work (multiply-adds of one
@@ -57,7 +58,7 @@ def batch_products(graph):
     # A product in a sum may share an operand too; it goes to the larger batch.
     sharing = {m: len(g) for g in _shared_groups(graph, order) for m in g}
     summed = 0
-    stacks = {}     # the concatenations made here, by their parts in any order
+    stacks: dict[tuple[int, ...], Node] = {}     # the concatenations made here, by their parts in any order
     trees = _sum_trees(graph, order, outputs)
     for root, leaves, inner in trees:
         products = [x for x in leaves if _weight_gradient_term(x) and x not in outputs and
@@ -119,7 +120,7 @@ def _weight_gradient_term(node):
 def _shared_groups(graph, order):
     """Lists (``cost.batched_min_products`` or more) of small products ``a_i @ W`` of one
     ``W`` and one shape of ``a_i`` that can run as one product."""
-    candidates = {}
+    candidates: dict[tuple[Node, tuple], list[Node]] = {}    # (W, a's shape) -> products
     for node in order:
         if _small_product(node) and _small_block(node.inputs[0]):
             a, w = node.inputs

@@ -2,6 +2,7 @@
 from engine.op import freeze_params
 
 from ..ir.queries import is_constant, replace_node
+from ..ir.graph import Node
 from ..ir.graph_ops import placeholder_op
 
 _CONST_BYTES = 4096   # small constants are merged by value
@@ -24,7 +25,7 @@ def _key(node):
 
 def cse(graph):
     """Merge nodes that compute the same thing from the same inputs. Returns True if any were."""
-    seen = {}
+    seen: dict[tuple, Node] = {}
     merged = 0
     for node in graph.topo_order():
         if node.op is placeholder_op or node.side_effects:

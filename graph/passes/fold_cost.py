@@ -85,7 +85,7 @@ def _pool(node, ins, out):
 
 def _einsum(node, ins, out):
     # One multiply-add per combination of the labels' values (exact for two operands).
-    sizes = {}
+    sizes: dict[str, int] = {}     # label -> its length
     for word, i in zip(node.params["subscripts"].split("->")[0].split(","), node.inputs):
         sizes.update(zip(word, i.shape))
     return _count(sizes.values()), 0
