@@ -50,7 +50,7 @@ def _tuple_fast_key(args):
     them (one level: an RNN cell's weights), else None: such a call skips the general
     signature (a pytree and a key per leaf). The ``tuple`` marker and length keep the
     key apart from any flat one, whose items alternate shapes and dtypes."""
-    key = []
+    key: list[Any] = []     # shapes and dtypes, with a marker and length per tuple
     tensors = []
     for a in args:
         if type(a) is Tensor:
@@ -130,14 +130,14 @@ class Function:
             result = self._last_entry(args)
             if result is not MISS:
                 return result
-            key = []
+            parts: list[Any] = []      # shape, dtype, shape, dtype...
             for a in args:
                 if type(a) is not Tensor or a._value is None:
                     break
-                key.append(a.shape)
-                key.append(a.dtype)
+                parts.append(a.shape)
+                parts.append(a.dtype)
             else:
-                key = tuple(key)
+                key = tuple(parts)
                 concrete = self._fast.get(key)
                 if concrete is None:
                     concrete = self._remember_fast(key, self.get_concrete_function(*args))

@@ -30,7 +30,7 @@ Example:
     0.361413
 """
 from ..ir.graph_ops import constant_op, placeholder_op, read_variable_op
-from ..ir.graph import Graph
+from ..ir.graph import Graph, Node
 from ..ir.queries import is_view
 
 
@@ -122,7 +122,7 @@ def _cotangent_graph(backward, kept, cut):
     the constants and views made again), with the ``cut`` values as inputs after the
     backward's own."""
     graph = Graph(f"{backward.name}_cotangent")
-    graph.backend = getattr(backward, "backend", None)
+    graph.backend = backward.backend
     at = {}
     for node in backward.inputs:
         at[node] = graph.add(placeholder_op, (), {}, (node.shape, node.dtype), name=node.name)
@@ -144,7 +144,7 @@ def _cotangent_graph(backward, kept, cut):
 
 def variable_read_sources(forward, variables):
     """For each variable, the forward's node that read it (its first read), or None."""
-    first = {}
+    first: dict[int, Node] = {}     # id(variable) -> its first read
     for node in forward.topo_order():
         if node.op is read_variable_op:
             first.setdefault(id(node.params["var"].var), node)

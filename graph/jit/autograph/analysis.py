@@ -40,11 +40,11 @@ class Scope:
     __slots__ = ("modified", "composites", "live_out", "live_head", "lists")
 
     def __init__(self):
-        self.modified = set()
-        self.composites = {}
-        self.live_out = set()
-        self.live_head = set()
-        self.lists = {}
+        self.modified: set[str] = set()
+        self.composites: dict[str, ast.expr] = {}     # source text -> the target
+        self.live_out: set[str] = set()
+        self.live_head: set[str] = set()
+        self.lists: dict[str, ast.expr] = {}
 
     def __repr__(self):
         return (f"Scope(modified={sorted(self.modified)}, composites={sorted(self.composites)}, "
@@ -85,7 +85,8 @@ def composite_base(node):
 
 def assigned(stmts):
     """``(names, composites)`` assigned by ``stmts`` (not inside nested functions)."""
-    names, composites = set(), {}
+    names: set[str] = set()
+    composites: dict[str, ast.expr] = {}
     for stmt in stmts:
         _assigned(stmt, names, composites)
     # An attribute of an object the block rebinds is not state that survives the block.
@@ -192,13 +193,13 @@ class _Liveness:
 
     def stmt(self, s, live):
         if isinstance(s, ast.If):
-            scope = s._ag
+            scope = scope_of(s)
             scope.live_out = set(live) | self.always
             branches = self.block(s.body, live) | self.block(s.orelse, live)
             scope.live_head = branches | self.always
             return reads(s.test) | branches
         if isinstance(s, ast.While):
-            scope = s._ag
+            scope = scope_of(s)
             scope.live_out = set(live) | self.always
             test = reads(s.test) | set(getattr(s, "_ag_exits", ()))   # break/return flags
             head = set(live) | test
@@ -210,7 +211,7 @@ class _Liveness:
             scope.live_head = head | self.always
             return head
         if isinstance(s, ast.For):
-            scope = s._ag
+            scope = scope_of(s)
             scope.live_out = set(live) | self.always
             targets, _ = assigned([ast.Assign(targets=[s.target], value=ast.Constant(None))])
             exits = set(getattr(s, "_ag_exits", ()))   # break/return flags, read at the head
@@ -237,10 +238,16 @@ class _Liveness:
             # Conservative: anything read anywhere inside, and nothing is killed.
             for sub in ast.walk(s):
                 if sub is not s and isinstance(sub, (ast.If, ast.While, ast.For)):
-                    sub._ag.live_out = set(live) | reads(s) | self.always
-                    sub._ag.live_head = set(sub._ag.live_out)
+                    inner = scope_of(sub)
+                    inner.live_out = set(live) | reads(s) | self.always
+                    inner.live_head = set(inner.live_out)
             return set(live) | reads(s)
         return set(live) | reads(s)
+
+
+def scope_of(node: ast.stmt) -> Scope:
+    """The :class:`Scope` :func:`annotate` stored on the if/while/for ``node``."""
+    return vars(node)["_ag"]
 
 
 def annotate(fn_node, always_live=()):
@@ -249,14 +256,14 @@ def annotate(fn_node, always_live=()):
     for stmt in body:
         for sub in _walk_same_scope(stmt):
             if isinstance(sub, (ast.If, ast.While, ast.For)):
-                sub._ag = Scope()
-                part = [sub] if not isinstance(sub, ast.If) else sub.body + sub.orelse
+                # The AST's classes declare no such field; vars() is the node's own dict.
+                vars(sub)["_ag"] = scope = Scope()
                 if isinstance(sub, ast.If):
-                    sub._ag.modified, sub._ag.composites = assigned(sub.body + sub.orelse)
-                    sub._ag.lists = list_mutations(sub.body + sub.orelse)
+                    scope.modified, scope.composites = assigned(sub.body + sub.orelse)
+                    scope.lists = list_mutations(sub.body + sub.orelse)
                 else:
-                    sub._ag.modified, sub._ag.composites = assigned(part)
-                    sub._ag.lists = list_mutations(sub.body)
+                    scope.modified, scope.composites = assigned([sub])
+                    scope.lists = list_mutations(sub.body)
     always = set(always_live) | closure_reads(fn_node)
     _Liveness(always).block(body, set())
 

@@ -79,6 +79,7 @@ def _contains(stmts, kinds, into_loops):
 class _BlockRewriter:
     """Rewrites jumps of one kind in a block; subclasses say what a jump becomes."""
 
+    kinds: type[ast.stmt]     # the jump statement rewritten (a subclass sets it)
     into_loops = False
 
     def is_jump(self, stmt):
@@ -109,10 +110,10 @@ class _BlockRewriter:
                 body, b = self.block(s.body)
                 orelse, o = self.block(s.orelse)
                 moved = False
-                if rest and b == ALWAYS and o != ALWAYS:
+                if pristine is not None and b == ALWAYS and o != ALWAYS:
                     orelse, o = self.block(pristine[1] + rest)
                     moved = True
-                elif rest and o == ALWAYS and b != ALWAYS:
+                elif pristine is not None and o == ALWAYS and b != ALWAYS:
                     body, b = self.block(pristine[0] + rest)
                     moved = True
                 s.body, s.orelse = body or [ast.copy_location(ast.Pass(), s)], orelse

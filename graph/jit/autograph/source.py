@@ -23,6 +23,7 @@ import itertools
 import linecache
 import os
 import re
+import sys
 import sysconfig
 import threading
 import types
@@ -76,7 +77,7 @@ def _find_node(fn):
     """The FunctionDef or Lambda node of ``fn`` in its file."""
     code = fn.__code__
     tree = _module_tree(code.co_filename, fn.__globals__)
-    found = []
+    found: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
                 node.name == code.co_name:
@@ -98,7 +99,9 @@ def _pick_lambda(nodes, code):
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     nodes = [n for n in nodes if tuple(a.arg for a in n.args.posonlyargs + n.args.args +
                                        n.args.kwonlyargs) == names]
-    if len(nodes) > 1:   # the columns its instructions come from
+    # The columns its instructions come from (Python 3.11's co_positions; on 3.10 the
+    # lambdas of one line that take the same arguments cannot be told apart).
+    if len(nodes) > 1 and sys.version_info >= (3, 11):
         cols = {c for _, _, c, _ in code.co_positions() if c is not None}
         nodes = [n for n in nodes if any(n.body.col_offset <= c < (n.body.end_col_offset or 0)
                                          for c in cols)]
@@ -119,7 +122,7 @@ def convert_code(fn):
             text = ast.unparse(converted)
             inner = ast.Return(value=converted)
             ast.copy_location(inner, converted)
-            body = [inner]
+            body: list[ast.stmt] = [inner]
         else:
             text = ast.unparse(converted)
             # Named apart inside the factory, so the function's own name still means the
@@ -141,8 +144,11 @@ def convert_code(fn):
         factory_code = compile(module, code.co_filename, "exec", dont_inherit=True)
         inner_name = "<lambda>" if isinstance(converted, ast.Lambda) else "_ag_fn"
         inner = _find_code(factory_code, inner_name)
-        new_code = _named_like_the_user(inner, code.co_name, code.co_qualname,
-                                        inner.co_qualname)
+        # co_qualname is Python 3.11's; on 3.10 the names are the function's and the one
+        # the factory gives the inner function.
+        new_code = _named_like_the_user(
+            inner, code.co_name, getattr(code, "co_qualname", fn.__qualname__),
+            getattr(inner, "co_qualname", f"_ag_factory.<locals>.{inner_name}"))
         _remember(new_code)
         done = (new_code, text)
         _BY_CODE[code] = done
@@ -182,12 +188,36 @@ def _named_like_the_user(code, name, qualname, compiled_qualname):
         if isinstance(const, types.CodeType):
             if _generated(const):
                 const = _named_like_the_user(const, name, qualname, compiled_qualname)
-            else:
+            elif sys.version_info >= (3, 11):
                 own = const.co_qualname.replace(compiled_qualname, qualname, 1)
                 const = _named_like_the_user(const, const.co_name, _HELPER_SCOPE.sub("", own),
                                              compiled_qualname)
+            else:
+                const = _named_like_the_user(const, const.co_name, qualname, compiled_qualname)
+        elif sys.version_info < (3, 11) and isinstance(const, str) and \
+                const.startswith(compiled_qualname + "."):
+            # Python 3.10 (code objects have no co_qualname): the qualified name that
+            # MAKE_FUNCTION gives a nested function is a string constant of its maker.
+            const = _qualified_name_constant(const, qualname, compiled_qualname)
         consts.append(const)
-    return code.replace(co_name=name, co_qualname=qualname, co_consts=tuple(consts))
+    if sys.version_info >= (3, 11):
+        return code.replace(co_name=name, co_qualname=qualname, co_consts=tuple(consts))
+    return code.replace(co_name=name, co_consts=tuple(consts))
+
+
+def _qualified_name_constant(text, qualname, compiled_qualname):
+    """A nested function's qualified name as compiled (``text``) as the user's code would
+    have it: a helper the conversion made takes its function's name ``qualname``.
+
+    >>> _qualified_name_constant("_ag_factory.<locals>._ag_fn.<locals>._ag_if_true_0."
+    ...                          "<locals>.inner", "f", "_ag_factory.<locals>._ag_fn")
+    'f.<locals>.inner'
+    >>> _qualified_name_constant("_ag_factory.<locals>._ag_fn.<locals>._ag_if_true_0",
+    ...                          "f", "_ag_factory.<locals>._ag_fn")
+    'f'
+    """
+    own = _HELPER_SCOPE.sub("", text.replace(compiled_qualname, qualname, 1))
+    return qualname if own.rpartition(".")[2].startswith("_ag_") else own
 
 
 def _find_code(module_code, name):
@@ -233,7 +263,7 @@ def converted_function(fn):
     new.__doc__ = fn.__doc__
     new.__module__ = fn.__module__
     new.__dict__.update(fn.__dict__)
-    new.__wrapped__ = fn
+    vars(new)["__wrapped__"] = fn     # as functools.wraps does (not a declared attribute)
     try:
         _BY_FUNCTION[fn] = new
     except TypeError:

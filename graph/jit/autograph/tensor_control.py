@@ -9,6 +9,8 @@ values when the bodies agree on them; numbers meeting tensors become
 tensors; anything else that differs is an error naming the variable and the
 user's line.
 """
+from typing import Any
+
 import numpy as np
 
 from engine import dtypes, ops
@@ -150,8 +152,9 @@ def lazy_bool(pred, value, rest, kind):
     mode = tracing()
     if mode.transforms:   # jvp, vmap: both run through the transformation
         operand = (lambda: (rest(),), lambda: (value,))
-        t, f = operand if kind == "and" else operand[::-1]
-        return transform_select.select(pred, t, f, (f"the '{kind}' expression",), f"'{kind}'")[0]
+        on_true, on_false = operand if kind == "and" else operand[::-1]
+        return transform_select.select(pred, on_true, on_false, (f"the '{kind}' expression",),
+                                       f"'{kind}'")[0]
     later = _Traced(lambda: (rest(),), "cond_true" if kind == "and" else "cond_false", mode)
     (tree, leaves), = later.slots
     if value.dtype == dtypes.bool_ and tuple(value.shape) == () and tree == LEAF and \
@@ -377,7 +380,7 @@ def lists_guard(lists, kind):
 
 def _retrying(run, names, get_state, set_state, kind, lists):
     """Trace a loop with ``run(state)``; retrace when a first value must change type."""
-    templates = {}
+    templates: dict[int, Any] = {}    # state slot -> the value a retrace gives it first
     entry = get_state()
     check = lists_guard(lists, kind)
     for _ in range(2 * len(names) + 2):

@@ -42,11 +42,11 @@ def _place(tree, ref):
     # statement's operator call must report the statement's first line.
     one_line = getattr(ref, "end_lineno", None) == ref.lineno
     end_col = ref.end_col_offset if one_line else ref.col_offset + 1
+    location = {"lineno": ref.lineno, "end_lineno": ref.lineno, "col_offset": ref.col_offset,
+                "end_col_offset": end_col}
     for node in ast.walk(tree):
-        if "lineno" in node._attributes:
-            node.lineno = node.end_lineno = ref.lineno
-            node.col_offset = ref.col_offset
-            node.end_col_offset = end_col
+        if "lineno" in node._attributes:    # the node kinds that carry a location
+            vars(node).update(location)
     return tree
 
 
@@ -96,12 +96,12 @@ class _Statements:
         self.counter = counter
         self.globals = globals_
         self.exprs = _Expressions()
-        self.undefined = set()
+        self.undefined: set[str] = set()
 
     def block(self, stmts, bound, seen, defined=frozenset()):
         """Convert ``stmts``: ``bound`` names have a binding (a value or Undefined),
         ``seen`` may have been assigned before, ``defined`` surely have a value."""
-        out = []
+        out: list[ast.stmt] = []
         for s in stmts:
             start = len(out)
             if isinstance(s, ast.If):
@@ -120,7 +120,7 @@ class _Statements:
             else:
                 out.append(self.simple(s, bound, seen))
             for node in out[start:]:
-                node._ag_defined = defined    # loads of these names need no check
+                vars(node)["_ag_defined"] = defined    # loads of these names need no check
             names, _ = analysis.assigned([s])
             if not isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
                 bound = bound | names
@@ -149,7 +149,7 @@ class _Statements:
     # -- shared pieces -----------------------------------------------------------
     def inits(self, scope, bound, seen, ref):
         """Bind names the statement may assign that have no value yet (to Undefined)."""
-        out = []
+        out: list[ast.stmt] = []
         for name in sorted(scope.modified - bound - self.globals):
             self.undefined.add(name)
             if name in seen:    # assigned on some earlier path only: keep that value
@@ -158,7 +158,7 @@ class _Statements:
                 src = f"{name} = ag__.Undefined({name!r})"
             out.extend(_place(stmt, ref) for stmt in _parse(src))
         for stmt in out:
-            stmt._ag_skip = True
+            vars(stmt)["_ag_skip"] = True
         return out
 
     def helper(self, name, params, body, scope, ref):
@@ -197,7 +197,7 @@ class _Statements:
                f"def _ag_set_state_{n}(_ag_vars):\n{decl}" + "\n".join(writes) + "\n")
         defs = [_place(d, ref) for d in _parse(src)]
         for d in defs:
-            d._ag_skip = True
+            vars(d)["_ag_skip"] = True
         labels = tuple(f"global {x}" if x in self.globals else x for x in names) + \
             tuple(sorted(composites))
         return defs, f"_ag_get_state_{n}", f"_ag_set_state_{n}", repr(labels)
@@ -300,7 +300,7 @@ def _thunk(expr):
     """``lambda: expr`` at expr's location."""
     lam = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
                                         kw_defaults=[], kwarg=None, defaults=[]), body=expr)
-    lam._ag_thunk = True   # named like the user's function once compiled (source.py)
+    vars(lam)["_ag_thunk"] = True   # named like the user's function once compiled (source.py)
     return ast.copy_location(lam, expr)
 
 
@@ -316,7 +316,7 @@ def _has_walrus(node):
 class _Expressions(ast.NodeTransformer):
     """Conditional expressions, and/or/not and calls inside one statement's expressions."""
 
-    super_args = None   # what a zero-argument super() is given: ("__class__", "self")
+    super_args: tuple[str, str] | None = None   # what a zero-argument super() is given: ("__class__", "self")
 
     def visit_Lambda(self, node):
         node.body = self.visit(node.body)
@@ -393,7 +393,7 @@ class _LoadChecks(ast.NodeTransformer):
 
     def __init__(self, names):
         self.names = names
-        self.defined = [frozenset()]
+        self.defined: list[frozenset[str]] = [frozenset()]
 
     def visit(self, node):
         if getattr(node, "_ag_skip", False):
