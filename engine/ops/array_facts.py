@@ -20,7 +20,7 @@ Example:
 """
 import numpy as np
 
-from ..errors import TracingError
+from ..errors import TracingError, describe_args
 from ..lifting import TensorLike
 from ..modes import current_mode
 from ._args import at_user_line
@@ -45,9 +45,16 @@ def _values(name, x):
     if not isinstance(x, TensorLike):
         return np.asarray(x)
     if not current_mode().is_concrete:
-        raise TracingError(f"{name}: needs the values of {x._describe()}, which are not known "
+        raise TracingError(f"{name}: needs the values of {_describe(x)}, which are not known "
                            f"while tracing; call it eagerly{at_user_line()}")
     return np.asarray(x.numpy())
+
+
+def _describe(x):
+    """A tensor as it describes itself (a batched or dual one says so); a variable, which
+    has no such method, by its dtype and shape."""
+    describe = getattr(x, "_describe", None)
+    return describe() if describe is not None else describe_args([x])
 
 
 def ndim(a):

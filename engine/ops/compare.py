@@ -44,8 +44,8 @@ def _logical(name):
     """A logical op written against the namespace: numbers count as ``x != 0``
     (numpy's truth), the standard's logical functions take only bools."""
     def kernel(be, *arrays):
-        arrays = [a if be.dtype_of(a) == _B else a != 0 for a in arrays]
-        return getattr(be.xp, name)(*arrays)
+        truths = [a if be.dtype_of(a) == _B else a != 0 for a in arrays]
+        return getattr(be.xp, name)(*truths)
     kernel.__name__ = name
     return kernel
 

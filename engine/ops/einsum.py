@@ -91,7 +91,7 @@ def _np_reduce_term(xp, x, word, keep):
 
 
 def _work(arrays, words):
-    sizes = {}
+    sizes: dict[str, int] = {}
     for a, w in zip(arrays, words):
         sizes.update(zip(w, a.shape))
     return math.prod(sizes.values())
@@ -138,7 +138,7 @@ def _einsum_eval(*avals, subscripts):
     if len(words) != len(avals) or any(len(w) != len(a[0]) for w, a in zip(words, avals)):
         raise ShapeError(f"einsum: subscripts {subscripts!r} do not fit inputs "
                          f"{describe_inputs(avals)}")
-    sizes = {}
+    sizes: dict[str, int | None] = {}   # None: not known yet
     for w, (shape, _) in zip(words, avals):
         for c, d in zip(w, shape):
             if d is not None and sizes.get(c) not in (None, d):
@@ -335,11 +335,11 @@ def tensordot(a, b, axes=2):
     if na + nb - len(ax_a) > len(LETTERS):
         raise ShapeError(f"tensordot: more than {len(LETTERS)} dims{at_user_line()}")
     wa = LETTERS[:na]
-    wb = [None] * nb
+    paired: list[str | None] = [None] * nb   # b's labels: a's where contracted
     for i, j in zip(ax_a, ax_b):
-        wb[j] = wa[i]
+        paired[j] = wa[i]
     spare = iter(LETTERS[na:])
-    wb = "".join(c if c is not None else next(spare) for c in wb)
+    wb = "".join(c if c is not None else next(spare) for c in paired)
     out = "".join(c for i, c in enumerate(wa) if i not in ax_a) + \
         "".join(c for j, c in enumerate(wb) if j not in ax_b)
     return contract([a, b], (wa, wb), out)

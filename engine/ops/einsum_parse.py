@@ -105,7 +105,7 @@ def _canonical(subscripts, shapes):
         words.append(t.replace("...", ell_letters[width - k:]) if "..." in t else t)
 
     if rhs is None:   # implicit: the "..." dims, then letters used once, in ASCII order
-        counts = {}
+        counts: dict[str, int] = {}
         for c in "".join(terms).replace(".", ""):
             counts[c] = counts.get(c, 0) + 1
         out = ell_letters + "".join(sorted(c for c, n in counts.items() if n == 1))
@@ -122,7 +122,7 @@ def _canonical(subscripts, shapes):
             raise ShapeError(f"einsum: output {rhs!r} of {subscripts!r} repeats a label")
 
     # Sizes per label; size-1 dims that broadcast get labels of their own.
-    sizes = {}
+    sizes: dict[str, int] = {}
     for w, shape in zip(words, shapes):
         for c, d in zip(w, shape):
             if d is not None and d != 1:
@@ -148,7 +148,7 @@ def parse_explicit(subscripts):
 
 
 def label_sizes(words, shapes):
-    sizes = {}
+    sizes: dict[str, int | None] = {}
     for w, shape in zip(words, shapes):
         for c, d in zip(w, shape):
             if sizes.get(c) is None:
@@ -183,7 +183,7 @@ def greedy_path(words, out, sizes):
     words = list(words)
     path = []
     while len(words) > 1:
-        best = None
+        best: tuple[tuple, int, int, str] | None = None
         for i, j in itertools.combinations(range(len(words)), 2):
             a, b = words[i], words[j]
             others = [w for k, w in enumerate(words) if k not in (i, j)]
@@ -194,6 +194,7 @@ def greedy_path(words, out, sizes):
             key = (not shares, cost, work, i, j)
             if best is None or key < best[0]:
                 best = (key, i, j, r)
+        assert best is not None   # two or more words make at least one pair
         _, i, j, r = best
         path.append((i, j))
         words = [w for k, w in enumerate(words) if k not in (i, j)] + [r]

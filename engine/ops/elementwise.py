@@ -426,7 +426,7 @@ def pow(x, y):
         if type(value) is int:
             if value < 0:
                 _negative_int_power(x, y)
-        elif isinstance(value, (np.ndarray, np.generic)) and (value < 0).any():
+        elif isinstance(value, (np.ndarray, np.generic)) and np.any(np.less(value, 0)):
             _negative_int_power(x, y)
     return apply(pow_op, x, y)
 

@@ -171,8 +171,8 @@ def _bin_edges(a, bins, range_, weights, name):
     if isinstance(bins, str):
         _concrete(name, f"bins={bins!r} (numpy's estimator of the bin width)")
         w = None if weights is None else np.asarray(as_tensor(weights).numpy())
-        edges = np.histogram_bin_edges(np.asarray(a.numpy()), bins, range_, w)
-        return _constant(a, edges.astype(np.dtype(_edge_dtype(a)))), True
+        found = np.histogram_bin_edges(np.asarray(a.numpy()), bins, range_, w)
+        return _constant(a, found.astype(np.dtype(_edge_dtype(a)))), True
     if _is_count(bins):
         if int(bins) != bins or int(bins) < 1:
             raise InvalidArgumentError(f"{name}: bins must be a positive integer, got "

@@ -77,6 +77,7 @@ def getitem(be, x, *arrays, spec, name="getitem"):
     for index, _size, stride in zip(indices, sizes, _strides(sizes)):
         term = index * stride
         flat = term if flat is None else flat + term
+    assert flat is not None   # this path is taken only when spec holds an index array
     batch = tuple(flat.shape)
     y = xp.reshape(y, (_prod(sizes),) + rest_shape)
     out = xp.take(y, xp.reshape(flat, (-1,)), axis=0)

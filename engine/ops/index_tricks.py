@@ -69,7 +69,7 @@ class AxisConcatenator:
         start = 0 if item.start is None else item.start
         step = 1 if item.step is None else item.step
         if isinstance(step, (complex, np.complexfloating)):
-            piece = linspace(start, item.stop, int(abs(step)))
+            piece = linspace(start, item.stop, int(abs(complex(step))))
         else:
             piece = creation.arange(start, item.stop, step)
         if ndmin > 1:

@@ -90,7 +90,8 @@ def parse_index(x_shape, index):
     if used > ndim:
         raise ShapeError(f"getitem: too many indices for a tensor of shape {tuple(x_shape)}: "
                          f"{ndim} dimension(s), but {used} were indexed")
-    spec, arrays = [], []
+    spec: list[tuple] = []   # ("newaxis",), ("slice", start, stop, step), ("array", k) ...
+    arrays: list = []
     dim = 0  # the dim of x the next item indexes
     for item in index:
         if item is None:
@@ -182,7 +183,7 @@ def index_shape(name, x, index_avals, spec):
     has_arrays = any(it[0] == "array" for it in spec)
     advanced = [i for i, it in enumerate(spec)
                 if it[0] == "array" or (has_arrays and it[0] == "int")]
-    out = []         # the output dims of the basic part, with a marker where arrays go
+    out: list[int | None] = []   # the output dims of the basic part, with a marker where arrays go
     adv_at = None    # position in ``out`` of the first advanced item
     dim = 0
     for it in spec:

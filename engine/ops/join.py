@@ -54,7 +54,7 @@ def _concat_eval(*avals, axis):
         raise ShapeError(f"concat: all inputs must have the same rank, got {describe_inputs(avals)}")
     ax = normalize_axis(axis, nd, "concat")
     shape = list(avals[0][0])
-    total = 0
+    total: int | None = 0   # None once a size is not known
     for s, _ in avals:
         for i in range(nd):
             if i != ax:
@@ -281,6 +281,7 @@ def split(x, num_or_sizes, axis=0):
         >>> a.shape, b.shape
         ((2, 2), (3, 2))
     """
+    spec: int | tuple[int, ...]
     if isinstance(num_or_sizes, (list, tuple, np.ndarray)):
         spec = tuple(int(s) for s in num_or_sizes)
     else:

@@ -82,7 +82,7 @@ def roll(x, shift, axis=None):
         shifts = shifts * len(axes)
     if len(shifts) != len(axes):
         raise ShapeError(f"roll: {len(shifts)} shifts for {len(axes)} axes{at_user_line()}")
-    total = {}
+    total: dict[int, int] = {}   # the shift per axis (an axis named twice adds up)
     for s, a in zip(int_tuple("roll", shifts, "shift"), axes):
         a = user_axis(a, x.ndim, "roll")
         total[a] = total.get(a, 0) + s
@@ -292,9 +292,9 @@ def diag(v, k=0):
 # ---- several arrays ----------------------------------------------------------------------------
 def broadcast_arrays(*xs):
     """The inputs broadcast against each other (a tuple, as ``np.broadcast_arrays``)."""
-    xs = [as_tensor(x) for x in xs]
-    shape = broadcast_shapes(*[tuple(x.shape) for x in xs], op_name="broadcast_arrays")
-    return tuple(x if tuple(x.shape) == shape else shape_ops.broadcast_to(x, shape) for x in xs)
+    ts = [as_tensor(x) for x in xs]
+    shape = broadcast_shapes(*[tuple(t.shape) for t in ts], op_name="broadcast_arrays")
+    return tuple(t if tuple(t.shape) == shape else shape_ops.broadcast_to(t, shape) for t in ts)
 
 
 def unstack(x, axis=0):
@@ -324,10 +324,10 @@ def meshgrid(*xs, indexing="xy", sparse=False, copy=True):
     """
     if indexing not in ("xy", "ij"):
         raise ShapeError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-    xs = [shape_ops.reshape(as_tensor(x), (-1,)) for x in xs]
-    nd = len(xs)
+    vectors = [shape_ops.reshape(as_tensor(x), (-1,)) for x in xs]
+    nd = len(vectors)
     outs = []
-    for i, x in enumerate(xs):
+    for i, x in enumerate(vectors):
         shape = [1] * nd
         shape[i] = -1
         if indexing == "xy" and nd > 1 and i < 2:

@@ -274,6 +274,8 @@ def clip(x, min=None, max=None):
     if min is None and max is None:
         return misc.identity(x)
     dtype = getattr(x, "dtype", None)
+    lo: float
+    hi: float
     if dtype is not None and dtype.kind in "iu":
         info = np.iinfo(dtype)
         lo, hi = info.min, info.max

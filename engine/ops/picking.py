@@ -16,6 +16,7 @@ Example:
     [1, 9, 2, 3]
 """
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -264,7 +265,10 @@ def select(condlist, choicelist, default=0):
 def _wrap_condlist(condlist, ndim):
     """numpy's reading of ``condlist``: one condition, or a list of them."""
     if isinstance(condlist, (TensorLike, np.ndarray)):
-        return [condlist] if np.ndim(condlist) == ndim else list(condlist)
+        # np.ndim and list() take tensors and variables as they take arrays, but TensorLike
+        # declares neither the array protocol nor iteration to the type checker.
+        conds: Any = condlist
+        return [conds] if np.ndim(conds) == ndim else list(conds)
     if isinstance(condlist, (bool, np.bool_)) or (
             ndim != 0 and not isinstance(condlist[0], (list, np.ndarray, TensorLike))):
         return [condlist]
@@ -340,6 +344,8 @@ def trim_zeros(filt, trim="fb", axis=None):
     if not axes:
         return filt
     where = np.argwhere(concrete_values("trim_zeros", filt, "filt"))
+    start: np.ndarray | list[int | None]    # per axis; None: that end is not trimmed
+    stop: np.ndarray | list[int | None]
     if where.size == 0:
         start = stop = [0] * filt.ndim
     else:

@@ -192,7 +192,8 @@ def _sorted_quantiles(s, q, method, weak, counts=None):
         if gamma is None:
             return _take(s, previous)
         following = creation.cast(elementwise.maximum(following, 0), dtypes.int64)
-        gamma_dtype = np.asarray(q).dtype if np.asarray(q).dtype.kind == "f" else np.float64
+        gamma_dtype = np.asarray(q).dtype if np.asarray(q).dtype.kind == "f" \
+            else np.dtype(np.float64)
         gamma = creation.cast(gamma, _result_dtype(s.dtype, gamma_dtype, weak))
     out_dtype = _result_dtype(s.dtype, gamma_dtype, weak)
     return _interpolate(_take(s, previous), _take(s, following), gamma, out_dtype)

@@ -17,7 +17,7 @@ from .. import dtypes
 from ..errors import ShapeError
 from ..lifting import TensorLike
 from ..shapes import broadcast_shapes
-from . import math_binary, math_unary
+from . import creation, math_binary, math_unary
 from ._args import at_user_line
 from .cumulative import as_tensor
 
@@ -32,7 +32,7 @@ def _is_exact(v):
 def _no_bools(v):
     # numpy divides two bools in its int8 loop; the engine's fmod takes numbers only.
     if isinstance(v, TensorLike) and v.dtype == dtypes.bool_:
-        return v.astype(dtypes.int8)
+        return creation.cast(v, dtypes.int8)
     return v
 
 
