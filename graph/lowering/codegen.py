@@ -24,6 +24,7 @@ from engine.errors import BackendError
 
 from . import concat_in_place, output_recycling
 from ..ir.graph_ops import constant_op, placeholder_op, unpack_op
+from ..ir.graph import Node
 
 _counter = itertools.count()
 _RESERVED = ("k_", "c_", "p_", "_b", "run_", "__", output_recycling.PREV, output_recycling.HELD,
@@ -182,7 +183,7 @@ def _liveness(order, outputs):
     for i, node in enumerate(order):
         for inp in node.inputs:
             last_use[inp] = i
-    dying = {}
+    dying: dict[int, list[Node]] = {}     # step -> the inputs last used there
     for i, node in enumerate(order):
         for inp in dict.fromkeys(node.inputs):  # each input once, in order
             if last_use[inp] == i and inp not in outputs:

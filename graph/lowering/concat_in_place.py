@@ -30,6 +30,7 @@ import numpy as np
 
 from engine import ops
 
+from ..ir.graph import Node
 from ..ir.graph_ops import unpack_op
 from ..ir.queries import static_shape
 
@@ -73,7 +74,7 @@ class Placement:
         its size (then the result is allocated as a stack of them, and a part is one
         index into it, 0.15 us where a slice and a reshape take 0.4), else None."""
         if not self._units:          # every result's at once: the placement is complete
-            runs = {}                  # k -> [(start, shape)] of its parts and copies
+            runs: dict[int, list] = {}     # k -> [(start, shape)] of its parts and copies
             for kk, lo, _, shape in self.part_of.values():
                 runs.setdefault(kk, []).append((lo, tuple(shape)))
             for concat, (kk, _) in self.result_of.items():
@@ -180,7 +181,7 @@ def place_concats(graph, order, plan, backend):
         return placement
     position = {n: i for i, n in enumerate(order)}
     outputs = set(graph.outputs)
-    writers = {}      # per k: the nodes whose kernels write its parts
+    writers: dict[int, list[Node]] = {}      # per k: the nodes whose kernels write its parts
     for concat in order:
         if not _leading_join(concat) or concat in outputs or concat.side_effects:
             continue

@@ -48,6 +48,7 @@ class CompiledGraph:
         try:
             return self._buffer_sets.pop()
         except IndexError:
+            assert self._plan is not None     # only planned graphs take buffer sets
             return self._plan.allocate()
 
     def run(self, arrays):
@@ -83,7 +84,7 @@ class CompiledGraph:
                      "reraise": self._reraise, "finish": finish, "ndarray": np.ndarray,
                      "dtype": single_dtype, "new": object.__new__, "Tensor": Tensor,
                      "buffer_sets": self._buffer_sets, "MISS": MISS,
-                     "allocate": self._plan.allocate if self._planned else None}
+                     "allocate": self._plan.allocate if self._plan is not None else None}
         lines = ["def entry(tensors):"]
         if guard is not None:
             lines += [f"    if len(tensors) != {n_inputs}:",

@@ -41,6 +41,7 @@ import functools
 import itertools
 import math
 import re
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from engine.cost_model import cost
 from engine.op import Op, declare
 from engine.warning_location import TRACED_LINES
 
+from ..ir.graph import Node
 from ..ir.graph_ops import unpack_op
 from .parallel import kernel_threads, row_bounds, run_split, threads_for
 from . import policy
@@ -96,7 +98,7 @@ def find_regions(graph):
             if users and all(region_of.get(u) == rid and any(i is p for i in u.inputs)
                              for u in users):
                 region_of[p] = rid
-    regions = {}
+    regions: dict[int, list[Node]] = {}
     for node in order:
         if node in region_of:
             regions.setdefault(region_of[node], []).append(node)
@@ -122,8 +124,8 @@ def _assign_slots(members, member_index, in_scratch, out_dtype=None):
     free = {}
     if out_dtype is not None:
         free[np.dtype(out_dtype).name] = ["out"]
-    slot_of = {}
-    slots = []
+    slot_of: dict[Node, str] = {}
+    slots: list[tuple[str, str]] = []      # (name, dtype)
 
     def release(m):
         k = member_index[m]
@@ -218,6 +220,12 @@ def _fresh_source(name, members, inputs, member_index):
         lines.append("    small_scratch.append(scratch)")
     lines.append("    return out")
     return "\n".join(lines) + "\n", [dt for _, dt in slots]
+
+
+def _scratch_maker(shape, dtypes):
+    """A function making one small-path scratch set, an array of ``shape`` per dtype
+    (the small path runs only where the traced shape is static)."""
+    return lambda: [np.empty(shape, d) for d in dtypes]
 
 
 def _small_static(shape):
@@ -351,7 +359,7 @@ class FusedKernel:
         self.source, self.scratch_dtypes = _kernel_source(name, members, inputs, member_index,
                                                           spec)
         # ``threads``: what "auto" kernel threads chose for the graph (parallel.threads_for).
-        namespace = {"np": np, "math": math,
+        namespace: dict[str, Any] = {"np": np, "math": math,
                      "kernel_threads": functools.partial(kernel_threads, threads),
                      "run_split": run_split, "row_bounds": row_bounds}
         for k, m in enumerate(members):
@@ -369,7 +377,7 @@ class FusedKernel:
         # back from L2 on every call. Concurrent calls each pop a set of their own.
         pools = {} if scratch_pools is None else scratch_pools
         namespace["small_scratch"] = pools.setdefault((static, tuple(small_dtypes)), [])
-        namespace["new_small_scratch"] = lambda: [np.empty(static, d) for d in small_dtypes]
+        namespace["new_small_scratch"] = _scratch_maker(static, small_dtypes)
         fresh = dict(namespace)   # before exec: the fresh kernel keeps its own scratch
         namespace[TRACED_LINES] = _member_lines(self.source, members)
         exec(compile(self.source, f"<fused kernel {name}>", "exec"), namespace)
@@ -394,11 +402,12 @@ class FusedKernel:
             fresh.update(empty=np.empty, out_dtype=np.dtype(members[-1].dtype),
                          small_scratch=pools.setdefault(
                              (static, tuple(np.dtype(d) for d in fresh_dtypes)), []),
-                         new_small_scratch=lambda: [
-                             np.empty(static, d) for d in fresh_dtypes])
+                         new_small_scratch=_scratch_maker(static, fresh_dtypes))
             fresh[TRACED_LINES] = _member_lines(fresh_source, members)
             exec(compile(fresh_source, f"<fused kernel {name}_fresh>", "exec"), fresh)
-            self.impl = fresh.pop(name + "_fresh")
+            # Per instance, so a call skips impl's checks; mypy refuses assigning to a
+            # method, which is meant here.
+            self.impl = fresh.pop(name + "_fresh")  # type: ignore[method-assign]
             self.source += "\n" + fresh_source
         self.results = [r if r is not None else m for m, r in outputs]
         self.avals = [(r.shape, r.dtype) for r in self.results]
@@ -509,7 +518,7 @@ def fusion(graph):
     fused_ops = 0
     kernels = multi = 0
     threads = threads_for(graph)
-    scratch_pools = {}
+    scratch_pools: dict[tuple, list] = {}
     regions = find_regions(graph)
     reductions = {rid: _full_reduction(graph, ms[-1]) for rid, ms in regions.items()}
     index = {n: i for i, n in enumerate(graph.topo_order())}

@@ -16,6 +16,8 @@ is convex: no path leaves it and comes back, which would make the fused node
 its own ancestor. Each group's results are the values of its regions that are used
 outside it (or are graph outputs) and its regions' full reductions.
 """
+from typing import Any
+
 
 
 # Vertices a merge's cycle search may visit before giving up (the merge is then
@@ -46,7 +48,7 @@ class _Contracted:
     def __init__(self, nodes, users, preds, group_of, nodes_of):
         self.users, self.preds = users, preds
         self.group_of, self.nodes_of = group_of, nodes_of
-        self.ord = {}
+        self.ord: dict[Any, int] = {}     # vertex (a node or a group id) -> its place
         verts = list(dict.fromkeys(self._vertex(n) for n in nodes))
         succ = {v: list(dict.fromkeys(self._succ(v))) for v in verts}
         waiting = dict.fromkeys(verts, 0)
@@ -156,7 +158,7 @@ def group_regions(graph, regions, reductions):
     # A merge refused stays refused while its groups are unchanged (merging others
     # only adds paths), so each root is tried again only once one of them grew.
     grown = dict.fromkeys(nodes_of, 0)
-    refused = {}
+    refused: dict[int, tuple] = {}     # region id -> the (group, growth) pairs refused
     changed = True
     while changed:
         changed = False

@@ -31,6 +31,7 @@ import numpy as np
 from engine.backend import NUMPY
 
 from . import concat_in_place
+from ..ir.graph import Node
 from ..ir.graph_ops import unpack_op
 from ..ir.queries import fresh_results, nbytes, static_shape
 
@@ -89,7 +90,7 @@ def _roots(order):
         elif fresh_results(node):
             roots[node] = frozenset()
         else:
-            acc = set()
+            acc: set[Node] = set()
             for i in node.inputs:
                 acc |= roots[i]
             roots[node] = frozenset(acc)
@@ -98,7 +99,7 @@ def _roots(order):
 
 def _unplanned_peak(order, last_use, outputs, roots):
     live, peak = 0, 0
-    dying = {}
+    dying: dict[int, list[Node]] = {}     # step -> the values last used there
     for n, i in last_use.items():
         dying.setdefault(i, []).append(n)
 
@@ -106,7 +107,7 @@ def _unplanned_peak(order, last_use, outputs, roots):
         return roots[node] == {node} and static_shape(node.shape)
     # A multi-output kernel makes all its results where it runs, not at the unpacks.
     position = {n: i for i, n in enumerate(order)}
-    born = {}
+    born: dict[int, list[Node]] = {}      # step -> the values made there
     for i, node in enumerate(order):
         if fresh(node):
             at = position[node.inputs[0]] if node.op is unpack_op else i
@@ -128,8 +129,9 @@ def _assign_slots(lifetimes):
     "greedy by size" planner of TFLite). Placed along the schedule instead, a small value
     kept long (a checkpointed block's narrow input) took a large buffer that happened to be
     free and pinned it, and the large values after it needed new ones."""
-    slot_of = [None] * len(lifetimes)
-    slot_bytes, spans = [], []      # per slot: its size, its (first, last) spans sorted
+    slot_of: list[int | None] = [None] * len(lifetimes)
+    slot_bytes: list[int] = []      # per slot: its size,
+    spans: list[list[tuple[int, int]]] = []     # and its (first, last) spans, sorted
     for k in sorted(range(len(lifetimes)), key=lambda k: (-lifetimes[k][0], lifetimes[k][1])):
         need, first, last = lifetimes[k]
         # Slots are made largest first, so the last one free is the smallest that fits.
@@ -160,7 +162,8 @@ class _Liveness:
     def __init__(self, graph, order, unplanned=frozenset()):
         self.unplanned = unplanned
         self.roots = roots = _roots(order)
-        self.last_use = last_use = {}
+        self.last_use: dict[Node, int] = {}
+        last_use = self.last_use
         for i, node in enumerate(order):
             for inp in node.inputs:
                 for r in roots[inp]:
@@ -172,7 +175,7 @@ class _Liveness:
             if node.side_effects or (node.op.multiple_results and not fresh_results(node)):
                 for inp in node.inputs:
                     escaping |= roots[inp]
-        self.dying = {}
+        self.dying: dict[int, list[Node]] = {}     # step -> the values last used there
         for r, i in last_use.items():
             self.dying.setdefault(i, []).append(r)
 

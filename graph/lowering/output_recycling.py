@@ -36,6 +36,7 @@ Example:
     False
 """
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,7 @@ def _calibrate():
     asks (the list, the ``_prev`` local and the call's argument in CPython 3.11),
     measured with the same expression in a function of the same shape. 0 (never
     recycle) if one more reference does not show as one more."""
-    namespace = {HELD: [np.empty(1)], REFS: sys.getrefcount}
+    namespace: dict[str, Any] = {HELD: [np.empty(1)], REFS: sys.getrefcount}
     exec(compile(f"def probe():\n    {PREV} = {HELD}[0]\n    return {REFS}({PREV})\n",
                  "<output recycling probe>", "exec"), namespace)
     probe = namespace.pop("probe")

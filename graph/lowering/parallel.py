@@ -70,7 +70,7 @@ class _Worker:
     """One daemon thread that runs the parts put on its queue, in order."""
 
     def __init__(self):
-        self._parts = queue.SimpleQueue()
+        self._parts: queue.SimpleQueue[_Part] = queue.SimpleQueue()
         threading.Thread(target=self._loop, name="engine-kernel-worker", daemon=True).start()
 
     def _loop(self):

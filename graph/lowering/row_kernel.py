@@ -14,6 +14,7 @@ once). A subclass says how a function is compiled for an aliasing pattern
 addresses are compared (``_same_start``).
 """
 import math
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,8 @@ class RowKernel:
         self.outputs = [(np.dtype(m.dtype), kind) for m, kind in outputs]
         self.input_dtypes = [np.dtype(i.dtype) for i in inputs]
         self.fn = fn
-        self._variants = {(): fn}
+        # (input, output) pairs that alias -> the kernel compiled for them
+        self._variants: dict[tuple[tuple[int, int], ...], Any] = {(): fn}
         row = self.size // self.shape[0] if self.shape[0] else 1
         # Rows of one part of a split: about cost.row_kernel_block_elements elements.
         self.rows = max(1, cost.row_kernel_block_elements // max(row, 1))
@@ -113,10 +115,10 @@ class RowKernel:
                     arrays[k] = a = a.copy()
         if not aliases:
             return self.fn
-        aliases = tuple(aliases)
-        fn = self._variants.get(aliases)
+        key = tuple(aliases)
+        fn = self._variants.get(key)
         if fn is None:
-            fn = self._variants[aliases] = self._compile_variant(aliases)
+            fn = self._variants[key] = self._compile_variant(key)
         return fn
 
     def _same_start(self, a, b):

@@ -76,5 +76,5 @@ def one_thread(fn):
             return fn(*arrays)
         finally:
             set_local(previous)
-    run.dispatcher = getattr(fn, "dispatcher", fn)
+    vars(run)["dispatcher"] = getattr(fn, "dispatcher", fn)   # as _caller's (whole_graph.py)
     return run

@@ -26,6 +26,7 @@ import importlib.util
 import pathlib
 import platform
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ _MATH = pathlib.Path(__file__).with_name("numba_math.py")
 FASTMATH = frozenset({"contract"})
 # The dispatchers this process holds, by (key, function name): a region met again (an
 # unrolled loop's steps, a graph traced again) neither compiles nor reads the disk.
-_LOADED: dict[tuple[str, str], object] = {}
+_LOADED: dict[tuple[str, str], Any] = {}     # numba Dispatchers (numba is optional)
 _HEADER = "import math\n\nimport numpy as np\nimport numba\n" + HELPERS_IMPORT + "\n"
 
 
@@ -83,6 +84,7 @@ def is_cached(source):
 
 def _module_from_file(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None    # a .py file's path always has them
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module   # numba's cache finds the function's module by name
     spec.loader.exec_module(module)
@@ -91,7 +93,7 @@ def _module_from_file(path, name):
 
 def _in_memory(source, fn_name):
     import numba   # optional, imported when a region is compiled
-    namespace = {}
+    namespace: dict[str, Any] = {}
     exec(compile(_HEADER + source, f"<numba region {fn_name}>", "exec"), namespace)
     return numba.njit(namespace[fn_name], nogil=True, error_model="numpy",
                       fastmath=set(FASTMATH))

@@ -9,6 +9,7 @@ patterns the emitter is given (``numba_source.PATTERNS``).
 """
 import numpy as np
 
+from ...ir.graph import Node
 from ...ir.graph_ops import constant_op, placeholder_op, unpack_op
 # The dtype rule both compiled lowerings follow, and the refusal every lowering raises
 # (the plug-in interface's), re-exported here for the numba writers.
@@ -289,7 +290,7 @@ def _inlinable_user(user, node):
 
 def count_users(nodes, outputs):
     """``{node: [users]}`` within ``nodes`` (each user once per input position)."""
-    users = {}
+    users: dict[Node, list[Node]] = {}
     for n in nodes:
         for i in n.inputs:
             users.setdefault(i, []).append(n)

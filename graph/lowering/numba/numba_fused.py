@@ -161,7 +161,9 @@ class CompiledFusedKernel(RowKernel):
             # call takes the short path (``_one_value``), on this thread.
             self._loose = [k for k, i in enumerate(inputs) if not i.shape]
             self._arrays = [k for k, i in enumerate(inputs) if i.shape]
-            self.out_impl = self._one_value
+            # Per instance (RowKernel.out_impl stays the general path); mypy refuses
+            # assigning to a method, which is meant here.
+            self.out_impl = self._one_value  # type: ignore[method-assign]
         self._numba_same_start = _same_start(len(self.shape), members[-1].dtype)
 
     def _same_start(self, a, b):

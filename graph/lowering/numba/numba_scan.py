@@ -10,6 +10,7 @@ import numpy as np
 
 from engine.errors import UnsupportedError
 
+from ...ir.graph import Node
 from ...ir.graph_ops import placeholder_op, unpack_op
 from .numba_emitter import Unsupported, _Value, check_writable, count_users
 
@@ -209,7 +210,7 @@ def _summed_products(em, node, x_of, summed, reused):
     loop, and the sum is one product of the stacked factors after it."""
     graph = node.params["body"].graph
     n_carry = node.params["n_carry"]
-    readers = {}
+    readers: dict[Node, list[Node]] = {}
     for n in graph.nodes:
         for i in n.inputs:
             readers.setdefault(i, []).append(n)
@@ -390,7 +391,7 @@ def _match(earlier, later):
     for ph, u in zip(lg.inputs[lnc + lnx:], later.inputs[lnc + lnx:]):
         start[ph] = ("outer", id(u))
     lkeys = _keys(later, start)
-    by_key = {}
+    by_key: dict[tuple, Node] = {}
     for n, k in ekeys.items():
         if n.op is not placeholder_op and k[0] != "unique":
             by_key.setdefault(k, n)
@@ -412,7 +413,7 @@ def _frontier(later, matched):
     """The matched nodes the rest of the later body reads (views are recomputed from
     their inputs: reading them costs nothing)."""
     graph = later.params["body"].graph
-    readers = {}
+    readers: dict[Node, list[Node]] = {}
     for n in graph.nodes:
         for i in n.inputs:
             readers.setdefault(i, []).append(n)

@@ -48,6 +48,7 @@ from . import numba_cache, numba_source
 from ..graph_part import GraphPart
 from ..parallel import product_work
 from ...ir.graph_ops import unpack_op
+from ...ir.graph import Node
 
 # The policy's figures, measured on the benchmark machine (README, "rnn"): the numpy
 # lowering spends 1.5-3 us per op on arrays of a few thousand elements; importing numba
@@ -132,7 +133,8 @@ def pieces(members, lines):
     """
     count = -(-lines // max(1, cost.numba_max_source_lines // 2))
     size = -(-len(members) // count)
-    parts, part = [], []
+    parts: list[list[Node]] = []
+    part: list[Node] = []
     for m in members:
         if len(part) >= size and m.op is not unpack_op:
             parts.append(part)
@@ -211,7 +213,7 @@ def _caller(fn, dtypes):
     scalar from a kernel: then the inputs are made arrays of their dtypes first (and at
     every later call, since a failed attempt costs numba a typing pass each time)."""
     from numba.core.errors import TypingError   # numba is imported: fn is its dispatcher
-    converting = []
+    converting: list[bool] = []     # not empty once the inputs need converting
 
     def convert(arrays):
         return [np.ascontiguousarray(a, dt) if np.ndim(a) else np.asarray(a, dt)
@@ -227,5 +229,5 @@ def _caller(fn, dtypes):
         except (TypeError, TypingError):
             converting.append(True)
             return fn(*convert(arrays))
-    run.dispatcher = fn
+    vars(run)["dispatcher"] = fn     # for inspection (an attribute functions do not declare)
     return run
