@@ -100,7 +100,7 @@ def _give(arr):
     nbytes = arr.nbytes
     limit = config.eager_cache_bytes
     key = (arr.shape, arr.dtype)
-    new_pool = []     # made outside the lock: see _drop
+    new_pool: list[np.ndarray] = []     # made outside the lock: see _drop
     with _lock:
         if _total[0] + nbytes > limit or key not in _wanted:
             return

@@ -160,7 +160,8 @@ class EagerMode(Mode):
         aval, large = checked
         if op.multiple_results:
             result = op.impl(*[t._value for t in tensors], **params)
-            out = tuple(note_alias(op, _as_output(r, a[1]), tensors) for r, a in zip(result, aval))
+            out: Tensor | tuple[Tensor, ...] = tuple(
+                note_alias(op, _as_output(r, a[1]), tensors) for r, a in zip(result, aval))
         else:
             if large:
                 result = _run_large(op, tensors, params, aval[0], aval[1])

@@ -1,6 +1,7 @@
 """``en.compute``: the values of lazy tensors (Dask), computed together."""
 import numpy as np
 
+from .backend import Backend
 from .errors import EngineError
 from .tensor import Tensor, wrap
 
@@ -17,7 +18,7 @@ def compute(*tensors):
         >>> a.backend.name, float(b[0])
         ('numpy', 2.0)
     """
-    by_backend = {}
+    by_backend: dict[Backend, list[int]] = {}
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor) or t._value is None:
             raise EngineError(f"en.compute: argument {i} is {type(t).__name__}, not a "

@@ -6,6 +6,7 @@ that code written against numpy's exceptions keeps working.
 """
 import os
 import sys
+import types
 
 from . import _layout
 
@@ -147,7 +148,7 @@ def user_frame(depth=1):
 
         From a user's file it reads like ``('/home/me/model.py', 12, 'forward')``.
     """
-    frame = sys._getframe(depth)
+    frame: types.FrameType | None = sys._getframe(depth)
     while frame is not None and is_engine_file(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:

@@ -1,8 +1,13 @@
 """Turning op arguments that are not tensors into arrays, shared by every mode."""
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from . import dtypes
 from .errors import DTypeError, ScalarOverflowError, describe_args, format_location, user_frame
+
+if TYPE_CHECKING:
+    from .backend.base import Backend
 
 # complex last: the hot paths test ``type(x) in WEAK_SCALAR_TYPES`` and floats come first.
 WEAK_SCALAR_TYPES = (bool, int, float, complex)
@@ -17,6 +22,24 @@ class TensorLike:
     """
 
     __slots__ = ()
+
+    if TYPE_CHECKING:
+        # What every tensor and variable has, declared for the type checker only (Tensor and
+        # Variable hold shape and dtype in slots; the mixins between define the rest), so
+        # the mixins and code that narrows with isinstance(x, TensorLike) are checked.
+        # A traced tensor's shape may hold None for a dimension not known yet.
+        shape: tuple[Any, ...]
+        dtype: np.dtype[Any]
+
+        @property
+        def ndim(self) -> int: ...
+        @property
+        def size(self) -> int | None: ...
+        @property
+        def backend(self) -> Backend: ...
+        def numpy(self) -> np.ndarray: ...
+        def __getitem__(self, index: Any) -> Any: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
 
 
 NESTED_TYPES = (list, tuple)

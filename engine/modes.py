@@ -167,12 +167,13 @@ def op_function(op: Op) -> Callable[..., Any]:
         tapes = active_tapes()
         if tapes:   # _apply_recorded, inlined
             kept = mode.value_type
+            args: Sequence[Any] = inputs
             for a in inputs:
                 if type(a) is not kept:
-                    inputs = mode.lift(inputs)
+                    args = mode.lift(inputs)
                     break
-            out = mode.apply(op, inputs, params)
-            record(op, inputs, out, params, tapes)
+            out = mode.apply(op, args, params)
+            record(op, args, out, params, tapes)
             return out
         return mode.apply(op, inputs, params)
     f.__name__ = op.name

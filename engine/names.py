@@ -16,10 +16,13 @@ Example:
     >>> numpy_aliases()["power"] is en.pow, array_api_aliases()["permute_dims"] is en.transpose
     (True, True)
 """
+from collections.abc import Callable
+from typing import Any
+
 from .errors import EngineError
 
 # function -> (numpy names, Array API names), in declaration order.
-_DECLARED: dict[object, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+_DECLARED: dict[Callable[..., Any], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 # Engine functions that share a name with a numpy function they are not (``en.split``
 # takes sizes, numpy's split points).
 _NOT_NUMPY: set[object] = set()
@@ -83,7 +86,7 @@ def array_api_aliases():
 
 
 def _table(which):
-    table = {}
+    table: dict[str, Callable[..., Any]] = {}
     for fn, names in _DECLARED.items():
         for name in names[which]:
             other = table.setdefault(name, fn)

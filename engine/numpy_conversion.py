@@ -26,6 +26,7 @@ Example:
 """
 import os
 import sys
+import types
 
 import numpy as np
 
@@ -77,7 +78,7 @@ def refuse_from_user_code(x, by, depth=2):
 def _converting_frame(depth):
     """The frame that asked numpy for the conversion, or None where it is the engine's
     (the engine reads values on purpose)."""
-    frame = sys._getframe(depth)
+    frame: types.FrameType | None = sys._getframe(depth)
     while frame is not None and frame.f_code.co_filename.startswith(_NUMPY_DIR):
         frame = frame.f_back
     if frame is None or is_engine_file(frame.f_code.co_filename):

@@ -114,13 +114,14 @@ def _find(module, name):
     if module not in _NAMESPACES:
         return None
     namespace = _en()
-    if _NAMESPACES[module] is not None:
-        namespace = getattr(namespace, _NAMESPACES[module], None)
+    sub = _NAMESPACES[module]
+    if sub is not None:
+        namespace = getattr(namespace, sub, None)
         if namespace is None:
             return None
     fn = _own_name(module, namespace, name)
     if fn is None:    # numpy's name differs from the engine's: declared beside the function
-        prefix = "" if _NAMESPACES[module] is None else _NAMESPACES[module] + "."
+        prefix = "" if sub is None else sub + "."
         fn = names.numpy_aliases().get(prefix + name)
     return fn
 
@@ -165,7 +166,7 @@ def accepted_keywords(fn):
     params = list(sig.parameters.values())
     kinds = {p.kind for p in params}
     if inspect.Parameter.VAR_KEYWORD in kinds:
-        op = REGISTRY.get(getattr(fn, "__name__", None))
+        op = REGISTRY.get(getattr(fn, "__name__", ""))
         if op is None or inspect.Parameter.VAR_POSITIONAL not in kinds:
             return None
         return accepted_keywords(op.abstract_eval)
@@ -356,9 +357,10 @@ def array_function(func, types, args, kwargs):
         return handler(func, args, kwargs)
     fn = engine_function(module, name)
     if fn is None:
+        sub = _NAMESPACES.get(module)
         raise _unsupported(
             f"{numpy_name(func)} is not an engine function "
-            f"(no en.{(_NAMESPACES.get(module) or '') and _NAMESPACES[module] + '.'}{name}): "
+            f"(no en.{sub + '.' if sub else ''}{name}): "
             "call it on t.numpy() to run numpy on the values (eager mode only)")
     positional, keywords = _bind(func, args, kwargs)
     out = keywords.pop("out", None)

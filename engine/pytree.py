@@ -53,7 +53,7 @@ NONE = TreeDef("none", None, ())
 
 def flatten(tree, is_leaf=None):
     """Return ``(leaves, treedef)``. Tuples, lists and dicts are containers; None is empty."""
-    leaves = []
+    leaves: list = []
     return leaves, _flatten(tree, leaves, is_leaf)
 
 

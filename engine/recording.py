@@ -26,7 +26,11 @@ from typing import Any
 from . import dtypes
 from .errors import NotDifferentiableError
 
-_TAPES = contextvars.ContextVar("engine_tapes", default=())
+# The active tapes, innermost last: engine.autodiff.tape.GradientTape objects. Any: this
+# module appends to their private entry lists, which a tape drops (None) only after its
+# gradient, when it is no longer active.
+_TAPES: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("engine_tapes",
+                                                                          default=())
 _FLOATS = dtypes.FLOATS
 _COMPLEX = dtypes.COMPLEX
 

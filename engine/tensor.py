@@ -198,8 +198,9 @@ class Tensor(TensorOps):
             >>> en.tensor([1.0]).backend.name
             'numpy'
         """
-        if self._value is None:
-            return getattr(self._node.graph, "backend", NUMPY)
+        node = self._node
+        if node is not None:     # traced (a tensor has either a value or a node)
+            return getattr(node.graph, "backend", NUMPY)
         return NUMPY
 
     def to(self, backend):
@@ -397,6 +398,7 @@ class ForeignTensor(Tensor):
     """
 
     __slots__ = ("_backend",)
+    _backend: _backends.Backend     # set by wrap_on, which makes every foreign tensor
 
     @property
     def backend(self):

@@ -397,13 +397,13 @@ class NdarrayMethods(MemoryAttributes):
             >>> en.tensor([1, 2, 3, 4]).reshape(2, 2, order="F").tolist()
             [[1, 3], [2, 4]]
         """
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = shape[0]
+        one = len(shape) == 1 and isinstance(shape[0], (tuple, list))
+        dims = shape[0] if one else shape
         order = _check_order(_name(self, "reshape"), order, ("C", "F", "A"))
         if order == "F":
-            result = _ops.transpose(_ops.reshape(_ops.transpose(self), tuple(shape)[::-1]))
+            result = _ops.transpose(_ops.reshape(_ops.transpose(self), tuple(dims)[::-1]))
         else:
-            result = _ops.reshape(self, shape)
+            result = _ops.reshape(self, dims)
         return _ops.copy(result) if copy else result
 
     def ravel(self, order="C"):
@@ -417,9 +417,9 @@ class NdarrayMethods(MemoryAttributes):
 
     def transpose(self, *axes):
         """The axes reversed, or permuted as ``axes`` says."""
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)) or axes == (None,):
-            axes = axes[0]
-        return _ops.transpose(self, axes or None)
+        one = len(axes) == 1 and isinstance(axes[0], (tuple, list)) or axes == (None,)
+        perm = axes[0] if one else axes
+        return _ops.transpose(self, perm or None)
 
     def swapaxes(self, axis1, axis2):
         """The tensor with ``axis1`` and ``axis2`` exchanged."""

@@ -30,7 +30,8 @@ import contextlib
 import contextvars
 
 # The objects the innermost trace has used so far ({id: object}), or None outside traces.
-_used = contextvars.ContextVar("engine_trace_state_used", default=None)
+_used: contextvars.ContextVar[dict[int, object] | None] = contextvars.ContextVar(
+    "engine_trace_state_used", default=None)
 # Bumped whenever a guarded object's state is set: a cached trace is checked again
 # only when this moved since its function last looked.
 _version = [0]
@@ -59,9 +60,9 @@ def collecting():
     filled when the block ends). An enclosing collection sees them too: an inner trace
     made while an outer one runs is part of the outer graph."""
     outer = _used.get()
-    used = {}
+    used: dict[int, object] = {}
     token = _used.set(used)
-    found = []
+    found: list[object] = []
     try:
         yield found
     finally:

@@ -30,6 +30,7 @@ Example:
     >>> float(a)
     1.0
 """
+import functools
 import sys
 from threading import get_ident
 
@@ -87,6 +88,9 @@ class all_or_nothing:
     """
 
     __slots__ = ("_log", "_mark", "_outer")
+    _log: list | None      # this thread's undo log while the block runs
+    _mark: int             # the log's length when the block began
+    _outer: bool           # whether an enclosing block owns the log
 
     def __enter__(self):
         ident = get_ident()
@@ -142,5 +146,5 @@ def atomic_call(fn, variables):
             for lock in reversed(locks):
                 lock.release()
 
-    call.__wrapped__ = fn
+    functools.update_wrapper(call, fn, assigned=(), updated=())   # call.__wrapped__ = fn
     return call

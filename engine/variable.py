@@ -23,6 +23,7 @@ Example:
 import itertools
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +44,7 @@ class Variable(TensorOps):
 
     __slots__ = ("_value", "name", "trainable", "shape", "dtype", "_uid", "_lock", "_backend",
                  "__weakref__")
+    _value: Any      # the back end's array (a read-only ndarray on numpy)
 
     def __init__(self, initial, name=None, trainable=True, dtype=None):
         backend = _backend_of(initial)

@@ -124,7 +124,8 @@ _REGISTRIES: dict[object, dict] = {}
 
 def install():
     """Wrap ``warnings._showwarnmsg`` (once; the facade calls this)."""
-    shown_by = warnings._showwarnmsg
+    # typeshed leaves out the private hook warnings.warn calls (it exists since Python 3.6)
+    shown_by = warnings._showwarnmsg  # type: ignore[attr-defined]
     if getattr(shown_by, "engine_hook", False):
         return
 
@@ -133,5 +134,6 @@ def install():
         if not _moved(msg, sys._getframe(1)):
             shown_by(msg)
 
-    showwarnmsg.engine_hook = True
-    warnings._showwarnmsg = showwarnmsg
+    # mypy does not model attributes set on a function; the mark survives a module reload
+    showwarnmsg.engine_hook = True  # type: ignore[attr-defined]
+    warnings._showwarnmsg = showwarnmsg  # type: ignore[attr-defined]   # as above: private

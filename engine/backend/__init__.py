@@ -66,7 +66,8 @@ def bind(generic, backend):
     if isinstance(generic, str):
         return backend.function(generic)
     kernel = functools.partial(generic, backend)
-    kernel.__name__ = getattr(generic, "__name__", "kernel")
+    # a partial takes attributes (it has a __dict__), which typeshed does not declare
+    kernel.__name__ = getattr(generic, "__name__", "kernel")  # type: ignore[attr-defined]
     return kernel
 
 
@@ -192,7 +193,7 @@ def kernel_report():
             get(name)
     out = {}
     for name, backend in sorted(BACKENDS.items()):
-        rows = {"generic": [], "override": [], "missing": []}
+        rows: dict[str, list[str]] = {"generic": [], "override": [], "missing": []}
         for op_name, op in sorted(REGISTRY.items()):
             rows[_kind(op, backend)].append(op_name)
         out[name] = rows

@@ -11,6 +11,7 @@ Python never adopted, written as a loader wrapper).
 """
 import importlib
 import importlib.abc
+import importlib.util
 import sys
 
 BACKEND_MODULE = "engine.interop.einops_backend"

@@ -55,7 +55,7 @@ def cast_inputs(module, args, kwargs):
         target = module._compute_dtype()
     if target is None:
         return args, kwargs
-    cast_any = []
+    cast_any: list[Tensor | _ndarray] = []     # the inputs cast, for the warning
     new_args = tuple(_cast_tree(a, target, cast_any) for a in args)
     new_kwargs = {k: _cast_tree(v, target, cast_any) for k, v in kwargs.items()}
     if not cast_any:
