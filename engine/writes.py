@@ -12,9 +12,9 @@ Tensors are writable with numpy's semantics:
 * **Read-only memory is copied on first write.** A variable's value, a graph's
   constant, weakly typed scalars and ``en.tensor`` of read-only data are shared
   without a copy until a tensor holding them is written: that tensor then gets its
-  own copy. A view of such memory cannot be written (the copy would leave the view
-  behind): the error says to write the base or a copy. A ``broadcast_to`` view is
-  refused as numpy refuses it.
+  own copy (a view of such memory too, a ``broadcast_to`` result included, where numpy
+  refuses the write). A tensor with views of its read-only memory cannot be written
+  (the copy would leave the views behind): the error says to write a copy.
 * **Gradients flow through writes.** On a tape a write is the op ``index_update``
   (``engine/ops/index_update.py``); the tensor's earlier value is kept for the
   entries that used it, so a write never changes what the backward pass sees. A
@@ -210,32 +210,24 @@ def _eager_write(x, index, value):
 
 
 def _writable_buffer(x, what="x[index] = value"):
-    """x's array, ready to be written: read-only memory that x alone holds is copied
-    first; a view of read-only memory is refused (see the module docstring)."""
+    """x's array, ready to be written: read-only memory is copied first (see the module
+    docstring); a tensor others view is refused, as the copy would leave them behind."""
     buf = x._value
     if buf.flags.writeable:
         return buf
     alias = getattr(x, "_alias", None)
-    if alias is not None and alias is not VIEWED and 0 in buf.strides and buf.size > 1:
-        # A broadcast view (numpy refuses the write, and array-api-compat cannot tell it
-        # is read-only): it gets its own copy, its base never changes either way.
-        x._value = buf = np.array(buf, copy=True)
-        x._alias = None
-        return buf
-    if alias is not None and alias is not VIEWED:
-        kind = "read-only memory"
-        raise ArgumentTypeError(
-            f"{what}: {x._describe()} is a view of {kind} (a broadcast_to result, a "
-            f"variable's value or en.tensor of read-only data), at "
-            f"{format_location(user_frame())}; numpy refuses such a write too: write to a "
-            "copy (t = t.copy()) or to the base")
     if alias is VIEWED:
         raise ArgumentTypeError(
             f"{what}: {x._describe()} shares read-only memory (a variable's value, a "
             f"graph constant or en.tensor of read-only data) with views made from it, at "
             f"{format_location(user_frame())}; writing it would need a copy the views do "
             "not see: write to a copy (t = t.copy()) and take the views from that")
-    x._value = buf = buf.copy()
+    # A view of read-only memory (numpy refuses the write; array-api-compat cannot tell
+    # such a tensor is read-only) gets its own copy too: its base cannot be written in
+    # place while it is viewed (above), so the two can never be told apart wrongly.
+    x._value = buf = np.array(buf, copy=True)
+    if alias is not None:
+        x._alias = None
     return buf
 
 
