@@ -286,7 +286,9 @@ def _checked(name, value):
                         f"not {value!r}")
     if value < 0:
         raise InvalidArgumentError(f"threshold {name!r} cannot be negative, got {value!r}")
-    return int(value) if integral else float(value)
+    if integral and isinstance(value, numbers.Integral):    # integral: always (checked above)
+        return int(value)
+    return float(value)
 
 
 # The one instance every decision reads (en.config.cost).

@@ -35,6 +35,7 @@ class Info:
 
     def dtypes(self, *, device=None, kind=None):
         check_device(device, "dtypes")
+        kinds: tuple[str, ...]
         if kind is None:
             kinds = ("bool", "numeric")
         elif isinstance(kind, tuple):

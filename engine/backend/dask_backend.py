@@ -17,10 +17,11 @@ Example:
     >>> x.backend.name, float(en.sum(x * 2.0))
     ('dask', 30.0)
 """
-import array_api_compat.dask.array as xpd
+import array_api_compat.dask.array as _compat_dask
 import dask
 import dask.array as da
 import uuid
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,10 @@ from ..errors import ChunkError
 from ..lifting import as_array
 from .base import Backend
 
+
+# array-api-compat's Dask namespace copies dask.array's names into itself when imported
+# (and imports its fft submodule the same way), which a type checker cannot follow.
+xpd: Any = _compat_dask
 
 WHOLE_ARRAY_FAMILIES = ("engine.ops.linalg", "numpy.linalg", "engine.ops.sorting")
 

@@ -36,6 +36,8 @@ class LayerNorm(Module):
         dtype = default_dtype.model_float(dtype)   # float32 unless set
         self.normalized_shape = _normalized_shape("LayerNorm", normalized_shape)
         self.eps = float(eps)
+        self.weight: Variable | None
+        self.bias: Variable | None
         if affine:
             self.weight = Variable(initializers.ones(self.normalized_shape, dtype), name=f"{name}/weight")
             self.bias = Variable(initializers.zeros(self.normalized_shape, dtype), name=f"{name}/bias")
@@ -78,6 +80,8 @@ class BatchNorm(Module):
         self.momentum = float(momentum)
         self.eps = float(eps)
         n = (num_features,)
+        self.weight: Variable | None
+        self.bias: Variable | None
         if affine:
             self.weight = Variable(initializers.ones(n, dtype), name=f"{name}/weight")
             self.bias = Variable(initializers.zeros(n, dtype), name=f"{name}/bias")

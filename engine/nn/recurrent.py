@@ -15,7 +15,7 @@ Example:
 import numpy as np
 
 from .. import default_dtype, ops
-from ..errors import ArgumentTypeError, EngineError, ShapeError
+from ..errors import ArgumentTypeError, EngineError, ShapeError, UnimplementedError
 from ..variable import Variable
 from . import init as initializers
 from .layers import _generator, _positive_int
@@ -40,6 +40,8 @@ class _Cell(Module):
         blocks = [initializers.orthogonal((hidden_size, hidden_size), dtype, gen)
                   for _ in range(self.gates)]
         self.weight_hh = Variable(np.concatenate(blocks, axis=1), name=f"{name}/weight_hh")
+        self.bias_ih: Variable | None
+        self.bias_hh: Variable | None
         if bias:
             self.bias_ih = Variable(initializers.zeros((g,), dtype), name=f"{name}/bias_ih")
             self.bias_hh = Variable(initializers.zeros((g,), dtype), name=f"{name}/bias_hh")
@@ -68,6 +70,14 @@ class _Cell(Module):
         """A zero hidden vector per row of ``x`` (works for an unknown batch size)."""
         column = ops.zeros_like(ops.getitem(x, (slice(None), slice(0, 1))))
         return ops.add(column, ops.zeros((self.hidden_size,), dtype=x.dtype))
+
+    def initial_state(self, x):
+        """The state before the first step for inputs ``x`` (each cell defines it)."""
+        raise UnimplementedError(f"{type(self).__name__} must define initial_state()")
+
+    def step(self, params, x, state):
+        """``(output, new state)`` for inputs ``x`` (each cell defines it)."""
+        raise UnimplementedError(f"{type(self).__name__} must define step()")
 
     def forward(self, x, state=None):
         self._check_input(x)

@@ -18,6 +18,9 @@ Example:
     >>> w.numpy()
     array([0.5, 1.5])
 """
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from .. import ops
@@ -41,6 +44,13 @@ class Optimizer:
     ``vars`` is a list of variables or one variable (for example a single
     flat parameter vector); ``grads`` has the same structure.
     """
+
+    # Set or defined by each subclass: the learning rate (a number, or a schedule called
+    # on the step counter) and the update itself.
+    lr: float | Callable[[Variable], Any]
+    _update: Callable[..., None]
+    # This step's learning rate per dtype while a step runs (learning_rate), else None.
+    _lr_this_step: dict[Any, Tensor] | None
 
     def __init__(self, name):
         self.name = name

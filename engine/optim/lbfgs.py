@@ -111,6 +111,8 @@ class LBFGS(Optimizer):
         array([1., 1.])
     """
 
+    lr: float     # a step length, never a schedule (the line search scales it)
+
     def __init__(self, lr=1.0, history=10, line_search=None, c1=1e-4, max_backtracks=10,
                  curvature_eps=1e-10, name="LBFGS"):
         if line_search not in (None, "backtracking"):
