@@ -180,6 +180,7 @@ class EagerMode(Mode):
             out.shape = result.shape
             out.dtype = result.dtype
             out._node = None
+            out._alias = None
             if large:
                 buffer_cache.adopt(out, result)
             elif result.base is not None or n and (result is tensors[0]._value or n > 1 and any(

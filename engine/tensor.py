@@ -186,6 +186,7 @@ class Tensor(TensorOps):
         self.shape = value.shape
         self.dtype = value.dtype
         self._node = None
+        self._alias = None
 
     # -- back ends --------------------------------------------------------
     @property
@@ -431,6 +432,7 @@ def wrap_on(backend, value):
     t.shape = tuple(value.shape)
     t.dtype = backend.dtype_of(value)
     t._node = None
+    t._alias = None
     t._backend = backend
     return t
 
@@ -442,6 +444,7 @@ def wrap(value):
     t.shape = value.shape
     t.dtype = value.dtype
     t._node = None
+    t._alias = None
     return t
 
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 import dis
 import sys
 import weakref
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -93,6 +93,9 @@ VIEWED = _Viewed()
 # Tapes that hold entries (a tape adds itself on entry): a write to memory one of them
 # refers to takes the careful path. Weak: a tape that is dropped leaves by itself.
 LIVE_TAPES: weakref.WeakSet = weakref.WeakSet()
+# Its set of weak references: testing it is one C call (the WeakSet's own truth test runs
+# Python code), and a dropped tape's reference leaves it by callback.
+_LIVE: set = LIVE_TAPES.data   # type: ignore[attr-defined]  # (typeshed omits WeakSet.data)
 
 
 
@@ -103,7 +106,12 @@ _BOUND: dict = {}
 
 def bind_tensor_type(tensor_class, make, wrap):
     """Called once by engine/tensor.py: the Tensor class, ``en.tensor`` and ``wrap``."""
+    global _TENSOR
     _BOUND.update(Tensor=tensor_class, tensor=make, wrap=wrap)
+    _TENSOR = tensor_class
+
+
+_TENSOR: Any = object       # the Tensor class, once bound (read by the hot paths)
 
 
 def _tensor_class():
@@ -150,14 +158,14 @@ def setitem(x, index, value):
     # The common eager case first: a basic index (ints, slices), a number or a numpy
     # tensor of a real dtype, no tape, writable memory. numpy checks a basic index and
     # the broadcast before it writes anything; any doubt takes the checked path below.
-    if (not LIVE_TAPES and pushed_mode(None) is None and type(x) is _tensor_class()
-            and x._value is not None and x._value.flags.writeable
+    if (not _LIVE and type(x) is _TENSOR and x._value is not None
+            and pushed_mode(None) is None
             and (type(index) in _BASIC or type(index) is tuple
                  and all(type(i) in _BASIC for i in index))):
         kind = type(value)
         if kind in _NUMBERS and not (kind is float and x.dtype.kind in "biu"):
             operand = value
-        elif kind is _tensor_class() and value._value is not None and \
+        elif kind is _TENSOR and value._value is not None and \
                 value.dtype.kind != "c" and value.dtype == x.dtype:
             operand = value._value
         else:
@@ -166,9 +174,11 @@ def setitem(x, index, value):
             try:
                 x._value[index] = operand
             except (IndexError, ValueError, TypeError, OverflowError):
-                pass          # the checked path raises the engine's error
+                pass          # read-only memory, or an error: the checked path
             else:
-                if getattr(x, "_alias", None) is not None or hasattr(x, "_version"):
+                # a view, a root with views, or captured by a trace (capture_version
+                # marks it): its version moves. (Most tensors are made with _alias None.)
+                if getattr(x, "_alias", None) is not None:
                     _bump(x)
                 return
     new_axis = zero_d_masks(index, len(x.shape))[1]
@@ -535,7 +545,7 @@ def in_place(x, name, other, binary):
     """``x <name>= other``: ``binary(x, other)`` stored into x, which keeps its shape and
     dtype (numpy's ``same_kind`` cast; a result that broadcasts to a larger shape or a
     dtype x cannot hold is refused before anything is written). Returns x."""
-    if type(x) is _tensor_class() and x._value is not None and not LIVE_TAPES:
+    if type(x) is _TENSOR and x._value is not None and not _LIVE:
         fast = _fast_in_place(x, name, other)
         if fast is not None:
             return fast
@@ -577,8 +587,7 @@ def _fast_in_place(x, name, other):
     ufunc = _UFUNCS.get(name)
     if ufunc is None or pushed_mode(None) is not None:
         return None
-    Tensor = _tensor_class()
-    if type(other) is Tensor:
+    if type(other) is _TENSOR:
         operand = other._value
         if operand is None or operand.dtype != x.dtype or len(operand.shape) > len(x.shape):
             return None
@@ -592,13 +601,11 @@ def _fast_in_place(x, name, other):
                                                                "rshift") and x.dtype.kind == "f":
         return None
     buf = x._value
-    if not buf.flags.writeable:
-        return None
-    try:
+    try:                   # (read-only memory raises ValueError: the checked path copies)
         ufunc(buf, operand, out=buf, casting="same_kind")   # warns as numpy's x op= y does
     except (ValueError, TypeError):
         return None       # the general path names the op, the shapes and the dtypes
-    if getattr(x, "_alias", None) is not None or hasattr(x, "_version"):
+    if getattr(x, "_alias", None) is not None:
         _bump(x)
     return x
 
@@ -681,6 +688,8 @@ def capture_version(t):
     root = root_of(t)
     if getattr(root, "_version", None) is None:
         root._version = 0
+    if getattr(root, "_alias", None) is None:
+        root._alias = VIEWED      # so the fast write paths, which look at _alias only, bump it
     trace_state.depend_on(t)
 
 

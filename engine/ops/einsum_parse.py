@@ -17,7 +17,7 @@ import functools
 import itertools
 import string
 
-from ..errors import ShapeError
+from ..errors import EngineError, ShapeError
 
 LETTERS = string.ascii_letters          # what numpy allows as labels (52)
 _UNKNOWN_SIZE = 64                       # a dim unknown at trace time, for costs only
@@ -194,7 +194,8 @@ def greedy_path(words, out, sizes):
             key = (not shares, cost, work, i, j)
             if best is None or key < best[0]:
                 best = (key, i, j, r)
-        assert best is not None   # two or more words make at least one pair
+        if best is None:     # (two or more words make at least one pair)
+            raise EngineError("einsum: no pair to contract (internal error)")
         _, i, j, r = best
         path.append((i, j))
         words = [w for k, w in enumerate(words) if k not in (i, j)] + [r]

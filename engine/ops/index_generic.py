@@ -15,7 +15,7 @@ Example:
 """
 from .. import dtypes
 from ..cost_model import cost
-from ..errors import ShapeError
+from ..errors import EngineError, ShapeError
 
 
 def _prod(dims):
@@ -77,7 +77,8 @@ def getitem(be, x, *arrays, spec, name="getitem"):
     for index, _size, stride in zip(indices, sizes, _strides(sizes)):
         term = index * stride
         flat = term if flat is None else flat + term
-    assert flat is not None   # this path is taken only when spec holds an index array
+    if flat is None:     # (this path is taken only when spec holds an index array)
+        raise EngineError(f"{name}: no index array in the index (internal error)")
     batch = tuple(flat.shape)
     y = xp.reshape(y, (_prod(sizes),) + rest_shape)
     out = xp.take(y, xp.reshape(flat, (-1,)), axis=0)

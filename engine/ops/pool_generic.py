@@ -15,6 +15,7 @@ Example:
 """
 import math
 
+from ..errors import EngineError
 from .conv_generic import _dilate, _spatial, pad, tap
 from .index_generic import segment_sum
 
@@ -140,7 +141,8 @@ def avg_pool2d_grad(be, g, *, input_hw, pool_size, strides, padding, ceil_mode,
             spread = _spread(be, share, strides)
             placed = pad(be, spread, ((a, hp - a - spread.shape[1]), (b, wp - b - spread.shape[2])))
             total = placed if total is None else total + placed
-    assert total is not None   # a pool has at least one tap (the shape rule checks)
+    if total is None:    # (a pool has at least one tap: the shape rule checks)
+        raise EngineError("pooling: a window without taps (internal error)")
     return total[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd, :]
 
 

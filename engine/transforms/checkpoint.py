@@ -131,7 +131,9 @@ class _Recorder:
             raise EngineError(f"checkpoint({self.fname}): the recomputation read other "
                               f"variables than the first run")
         self.read_position += 1
-        assert self.replay_reads is not None   # replaying: start_replay set them
+        if self.replay_reads is None:     # (replaying: start_replay set them)
+            raise EngineError("checkpoint: a replay read before the replay started "
+                              "(internal error)")
         return self.replay_reads[k]
 
     def substitute(self, x, saved):
@@ -142,7 +144,8 @@ class _Recorder:
         tape = self.tape
         # A recomputation runs inside its own tape (start_replay), open and not yet used,
         # so the tape still holds its record.
-        assert tape is not None and tape._entries is not None and tape._watched is not None
+        if tape is None or tape._entries is None or tape._watched is None:
+            raise EngineError("checkpoint: the recomputation's tape is gone (internal error)")
         entries = tape._entries
         for k in range(len(entries) - 1, -1, -1):
             rule, inputs, out, params = entries[k]

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from engine import dtypes
-from engine.errors import format_location
+from engine.errors import EngineError, format_location
 from engine.op import REGISTRY
 
 from .native import concrete_function_for, safe_name
@@ -405,7 +405,8 @@ def _emit_expr(b, expr, inputs, dtype):
     """The ONNX nodes of ``expr`` on the value names ``inputs``, numbers as ``dtype``."""
     def build(e):
         if isinstance(e, ast.Call):
-            assert isinstance(e.func, ast.Name)     # the rules call ONNX ops by name
+            if not isinstance(e.func, ast.Name):     # (the rules call ONNX ops by name)
+                raise EngineError("ONNX rule: an op called by an expression (internal error)")
             return b.emit(e.func.id, [build(a) for a in e.args])
         if isinstance(e, ast.Name):
             return inputs[int(e.id[1:])]

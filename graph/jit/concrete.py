@@ -244,7 +244,8 @@ class ConcreteFunction:
         """The nodes whose values the forward also returns (``replay_nodes``)."""
         # Found where the forward is compiled: every reader runs _forward_with_residuals
         # (or reads a split made after it) first.
-        assert self._replay is not None, "the forward with residuals is compiled first"
+        if self._replay is None:
+            raise EngineError("the forward with residuals is compiled first (internal error)")
         return self._replay
 
     def _forward_with_residuals(self):

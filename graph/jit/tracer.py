@@ -98,7 +98,9 @@ class TraceMode(Mode):
         for a in args:
             if isinstance(a, Tensor):
                 if a._value is None:
-                    assert a._node is not None     # a tensor without a value is traced
+                    if a._node is None:     # (a tensor without a value is traced)
+                        raise TracingError("a tensor with neither a value nor a node "
+                                           "(internal error)")
                     if a._node.graph is not self.graph:
                         a = self._capture(a)
                 else:   # graphs keep constants as numpy; lowering converts them

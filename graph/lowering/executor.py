@@ -48,7 +48,8 @@ class CompiledGraph:
         try:
             return self._buffer_sets.pop()
         except IndexError:
-            assert self._plan is not None     # only planned graphs take buffer sets
+            if self._plan is None:     # (only planned graphs take buffer sets)
+                raise EngineError("buffer sets of an unplanned graph (internal error)") from None
             return self._plan.allocate()
 
     def run(self, arrays):
@@ -124,6 +125,7 @@ class CompiledGraph:
                       "        t.shape = out.shape",
                       "        t.dtype = dtype",
                       "        t._node = None",
+                      "        t._alias = None",
                       "        return t"]
         lines.append("    return finish(results, tensors)" if finish_takes_inputs
                      else "    return finish(results)")

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.errors import EngineError
 from engine.files import write_atomically as write_file
 from ..cache_folder import cache_folder
 from .numba_emitter import HELPERS_IMPORT
@@ -84,7 +85,8 @@ def is_cached(source):
 
 def _module_from_file(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None    # a .py file's path always has them
+    if spec is None or spec.loader is None:    # (a .py file's path always has them)
+        raise EngineError(f"cannot load the cached kernel module {path} (internal error)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module   # numba's cache finds the function's module by name
     spec.loader.exec_module(module)
