@@ -88,7 +88,7 @@ def parse_index(x_shape, index):
         raise ShapeError("getitem: an index can only have a single ellipsis ('...')")
     used = sum(_consumed(it) for it in index)
     if used > ndim:
-        raise ShapeError(f"getitem: too many indices for a tensor of shape {tuple(x_shape)}: "
+        raise IndexShapeError(f"getitem: too many indices for a tensor of shape {tuple(x_shape)}: "
                          f"{ndim} dimension(s), but {used} were indexed")
     spec: list[tuple] = []   # ("newaxis",), ("slice", start, stop, step), ("array", k) ...
     arrays: list = []
@@ -143,7 +143,7 @@ def _mask_to_arrays(mask, x_shape, dim):
         raise ShapeError("getitem: a zero-dimensional boolean mask is not supported; use en.where")
     for i, size in enumerate(value.shape):
         d = x_shape[dim + i]
-        if d is not None and d != size:
+        if d is not None and d != size and size != 0:   # (numpy: an empty mask dim fits any)
             raise IndexShapeError(f"getitem: boolean index did not match the indexed tensor along "
                              f"dimension {dim + i}: the dimension has size {d}, the mask {size}")
     return [np.asarray(a, dtype=np.int64) for a in np.nonzero(value)]
@@ -178,7 +178,7 @@ def index_shape(name, x, index_avals, spec):
     ndim = len(shape)
     used = sum(1 for it in spec if it[0] in ("int", "slice", "array"))
     if used > ndim:
-        raise ShapeError(f"{name}: too many indices for {describe_inputs([x])}: "
+        raise IndexShapeError(f"{name}: too many indices for {describe_inputs([x])}: "
                          f"{ndim} dimension(s), but {used} were indexed")
     has_arrays = any(it[0] == "array" for it in spec)
     advanced = [i for i, it in enumerate(spec)
