@@ -27,10 +27,8 @@ from ..op import Op, declare, register
 from ..shapes import broadcast_shapes
 from . import _rules, creation, index_generic
 from ._define import unbroadcast
-from .indexing import (_ALL, _advanced_split, _on_backend_of, _range_error, _shape_of,
-                       build_index, getitem_op, index_shape, parse_index,
-                       zero_d_masks)
-from .shape_ops import broadcast_to_op
+from .indexing import (_on_backend_of, _range_error, _shape_of, build_index, getitem_op,
+                       index_shape, parse_index, write_batch_rule, zero_d_masks)
 
 
 def _eval(x, values, *index_avals, spec):
@@ -70,24 +68,6 @@ def _vjp(g, out, x, values, *arrays, spec):
     return (gx, gv) + (None,) * len(arrays)
 
 
-def _batch(size, args, dims, *, spec):
-    if any(d is not None for d in dims[2:]) or _advanced_split(spec):
-        return NotImplemented          # batched index arrays: one write per element
-    (x, values), arrays = args[:2], args[2:]
-    dx, dv = dims[:2]
-    element = tuple(x.shape) if dx is None else tuple(x.shape[:dx] + x.shape[dx + 1:])
-    x = _rules.move_to_front(x, dx) if dx is not None else \
-        apply(broadcast_to_op, x, shape=(size,) + element)
-    if dv is not None:
-        values = _rules.move_to_front(values, dv)
-        target = index_shape("index_update", (element, x.dtype),
-                             [(tuple(a.shape), a.dtype) for a in arrays], spec)
-        lead = len(target) - (values.ndim - 1)
-        if lead > 0:
-            values = values.reshape((size,) + (1,) * lead + tuple(values.shape[1:]))
-    return apply(index_update_op, x, values, *arrays, spec=(_ALL,) + tuple(spec)), 0
-
-
 def _generic(be, x, values, *arrays, spec):
     """The write against an Array API namespace: each position of ``x`` takes the value
     of the last index entry that names it (numpy's last write wins), else keeps its own."""
@@ -118,7 +98,8 @@ index_update_op = register(Op("index_update", _impl, _eval, _vjp, dtypes=dtypes.
                               generic=_generic,
                               doc="A copy of ``x`` with ``x[index]`` set to ``values``."))
 declare(index_update_op, onnx=None,
-        jvp=_rules.jvp_linear(index_update_op, linear=(0, 1)), batch=_batch)
+        jvp=_rules.jvp_linear(index_update_op, linear=(0, 1)),
+        batch=write_batch_rule(index_update_op))
 
 
 def index_update_apply(x, values, arrays, spec):

@@ -423,26 +423,32 @@ def _getitem_batch(size, args, dims, *, spec):
     return out, 0
 
 
-def _scatter_add_batch(size, args, dims, *, spec):
-    if any(d is not None for d in dims[2:]) or _advanced_split(spec):
-        return NotImplemented
-    (x, updates), arrays = args[:2], args[2:]
-    dx, du = dims[:2]
-    element = tuple(x.shape) if dx is None else tuple(x.shape[:dx] + x.shape[dx + 1:])
-    x = _rules.move_to_front(x, dx) if dx is not None else \
-        apply(broadcast_to_op, x, shape=(size,) + element)
-    if du is not None:
-        updates = _rules.move_to_front(updates, du)
-        target = index_shape("scatter_add", (element, x.dtype),
-                             [(tuple(a.shape), a.dtype) for a in arrays], spec)
-        lead = len(target) - (updates.ndim - 1)
-        if lead > 0:
-            updates = updates.reshape((size,) + (1,) * lead + tuple(updates.shape[1:]))
-    return apply(scatter_add_op, x, updates, *arrays, spec=(_ALL,) + tuple(spec)), 0
+def write_batch_rule(op):
+    """The batching rule of an op that writes values into ``x`` at an index, taking
+    ``(x, values, *index arrays, spec=)`` (``scatter_add``, ``index_update``): the batch
+    axis first in x (broadcast when only the values are batched) and in the values,
+    and a leading full slice in the index. Batched index arrays fall back to a loop."""
+    def rule(size, args, dims, *, spec):
+        if any(d is not None for d in dims[2:]) or _advanced_split(spec):
+            return NotImplemented
+        (x, values), arrays = args[:2], args[2:]
+        dx, dv = dims[:2]
+        element = tuple(x.shape) if dx is None else tuple(x.shape[:dx] + x.shape[dx + 1:])
+        x = _rules.move_to_front(x, dx) if dx is not None else \
+            apply(broadcast_to_op, x, shape=(size,) + element)
+        if dv is not None:
+            values = _rules.move_to_front(values, dv)
+            target = index_shape(op.name, (element, x.dtype),
+                                 [(tuple(a.shape), a.dtype) for a in arrays], spec)
+            lead = len(target) - (values.ndim - 1)
+            if lead > 0:
+                values = values.reshape((size,) + (1,) * lead + tuple(values.shape[1:]))
+        return apply(op, x, values, *arrays, spec=(_ALL,) + tuple(spec)), 0
+    return rule
 
 
 declare(getitem_op, batch=_getitem_batch)
-declare(scatter_add_op, batch=_scatter_add_batch)
+declare(scatter_add_op, batch=write_batch_rule(scatter_add_op))
 
 
 __all__ = ["getitem", "getitem_op", "scatter_add", "scatter_add_op"]
