@@ -24,11 +24,11 @@ from ..cost_model import cost
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
-from ..shapes import broadcast_shapes
 from . import _rules, creation, index_generic
 from ._define import unbroadcast
 from .indexing import (_on_backend_of, _range_error, _shape_of, build_index, getitem_op,
-                       index_shape, parse_index, write_batch_rule, zero_d_masks)
+                       check_fits, index_shape, parse_index, write_batch_rule,
+                       zero_d_masks)
 
 
 def _eval(x, values, *index_avals, spec):
@@ -36,15 +36,8 @@ def _eval(x, values, *index_avals, spec):
         raise DTypeError(f"index_update: cannot store complex values {describe_inputs([values])} "
                          f"into {describe_inputs([x])} (numpy would drop the imaginary part; "
                          "take en.real first)")
-    target = index_shape("index_update", x, index_avals, spec)
-    try:
-        shape = broadcast_shapes(values[0], target, op_name="index_update")
-    except ShapeError:
-        shape = None
-    if shape is None or len(shape) != len(target) or any(
-            a is not None and b is not None and a != b for a, b in zip(shape, target)):
-        raise ShapeError(f"index_update: values {describe_inputs([values])} do not broadcast "
-                         f"to the indexed shape {target} of {describe_inputs([x])}")
+    check_fits("index_update", "values", values, index_shape("index_update", x, index_avals, spec),
+               x)
     return x
 
 

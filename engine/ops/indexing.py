@@ -339,16 +339,22 @@ def _scatter_add_eval(x, updates, *index_avals, spec):
     if not np.can_cast(updates[1], x[1], "same_kind"):
         raise DTypeError(f"scatter_add: cannot add updates of dtype {updates[1]} into "
                          f"{describe_inputs([x])}")
-    target = index_shape("scatter_add", x, index_avals, spec)
+    check_fits("scatter_add", "updates", updates, index_shape("scatter_add", x, index_avals, spec),
+               x)
+    return x
+
+
+def check_fits(name, what, values, target, x):
+    """Raise ``name``'s ShapeError unless ``values`` (an aval) broadcast to the indexed
+    shape ``target`` of ``x`` (an op that writes values at an index)."""
     try:
-        shape = broadcast_shapes(updates[0], target, op_name="scatter_add")
+        shape = broadcast_shapes(values[0], target, op_name=name)
     except ShapeError:
         shape = None
     if shape is None or len(shape) != len(target) or any(
             a is not None and b is not None and a != b for a, b in zip(shape, target)):
-        raise ShapeError(f"scatter_add: updates {describe_inputs([updates])} do not broadcast "
+        raise ShapeError(f"{name}: {what} {describe_inputs([values])} do not broadcast "
                          f"to the indexed shape {target} of {describe_inputs([x])}")
-    return x
 
 
 def _scatter_add_impl(x, updates, *arrays, spec):
