@@ -159,18 +159,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     total = None
     for k, (idx, n, m) in enumerate(zip(multi_index, dims, modes)):
         idx = _int_tensor("ravel_multi_index", idx, f"index array {k}")
-        if m == "wrap":
-            idx = idx % n
-        elif m == "clip":
-            idx = clip(idx, 0, n - 1)
-        elif m != "raise":
-            raise InvalidArgumentError(f"ravel_multi_index: mode must be 'raise', 'wrap' or "
-                                       f"'clip', got {m!r}{at_user_line()}")
-        elif current_mode().is_concrete:
-            v = idx.numpy()
-            if v.size and (v.min() < 0 or v.max() >= n):
-                raise ShapeError(f"ravel_multi_index: index array {k} has an entry outside "
-                                 f"[0, {n}){at_user_line()}")
+        idx = index_by_mode("ravel_multi_index", idx, n, m, f"index array {k} has an entry")
         term = idx * strides[k]
         total = term if total is None else total + term
     return total
@@ -196,3 +185,27 @@ def unravel_index(indices, shape, order="C"):
                              f"of size {size}{at_user_line()}")
     return tuple((indices // s) % n if n else indices * 0
                  for s, n in zip(_strides(shape, order), shape))
+
+
+def index_by_mode(name, idx, n, mode, what, hint=""):
+    """Integer indices into ``n`` places under numpy's ``mode``: 'wrap' (modulo n), 'clip'
+    (into [0, n)) or 'raise' (checked where the values are concrete; ``what`` names the
+    offender in the error, ``hint`` follows it).
+
+    Example:
+        >>> import engine as en
+        >>> index_by_mode("take", en.tensor([-1, 5]), 4, "wrap", "an index").tolist()
+        [3, 1]
+    """
+    if mode == "wrap":
+        return idx % n
+    if mode == "clip":
+        return clip(idx, 0, n - 1)
+    if mode != "raise":
+        raise InvalidArgumentError(f"{name}: mode must be 'raise', 'wrap' or 'clip', got "
+                                   f"{mode!r}{at_user_line()}")
+    if current_mode().is_concrete:
+        values = idx.numpy()
+        if values.size and (values.min() < 0 or values.max() >= n):
+            raise ShapeError(f"{name}: {what} outside [0, {n}){hint}{at_user_line()}")
+    return idx

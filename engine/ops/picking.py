@@ -24,14 +24,13 @@ from .. import dtypes
 from ..errors import (DTypeError, IndexShapeError, InvalidArgumentError, ShapeError,
                       UnsupportedError)
 from ..lifting import TensorLike
-from ..modes import current_mode
 from . import compare, join, misc, shape_ops
 from ._args import at_user_line
 from .concrete import concrete_values, constant_like
 from .creation import cast
 from .cumulative import as_tensor, user_axis
+from .index_helpers import index_by_mode
 from .manipulation import broadcast_arrays, moveaxis, take, take_along_axis, unstack
-from .math_binary import clip
 from .rearranging import full_like
 
 __all__ = ["delete", "insert", "compress", "extract", "choose", "select", "piecewise",
@@ -206,19 +205,8 @@ def choose(a, choices, out=None, mode="raise"):
     n = len(choices)
     if n == 0:
         raise ShapeError(f"choose: needs at least one choice{at_user_line()}")
-    a = cast(a, dtypes.int64)
-    if mode == "wrap":
-        a = a % n
-    elif mode == "clip":
-        a = clip(a, 0, n - 1)
-    elif mode != "raise":
-        raise InvalidArgumentError(f"choose: mode must be 'raise', 'wrap' or 'clip', got "
-                                   f"{mode!r}{at_user_line()}")
-    elif current_mode().is_concrete:
-        values = a.numpy()
-        if values.size and (values.min() < 0 or values.max() >= n):
-            raise ShapeError(f"choose: an entry of a is outside [0, {n}) (there are {n} "
-                             f"choices); pass mode='wrap' or 'clip'{at_user_line()}")
+    a = index_by_mode("choose", cast(a, dtypes.int64), n, mode, "an entry of a is",
+                      f" (there are {n} choices); pass mode='wrap' or 'clip'")
     dtype = np.result_type(*(c.dtype for c in choices))
     a, *choices = broadcast_arrays(a, *(cast(c, dtype) for c in choices))
     stacked = join.stack(choices, axis=0)
