@@ -35,8 +35,8 @@ _SCALARS_LIMIT = 4096
 
 def _scalar_tensor(value, other):
     """The weakly typed 0-d tensor for a Python scalar beside a tensor of dtype
-    ``other``; the same read-only tensor serves every use of a value (tensors
-    are immutable), so ``x * 2.0`` in a loop makes no new array for the 2.0."""
+    ``other``; the same read-only tensor serves every use of a value (a write to it
+    copies first), so ``x * 2.0`` in a loop makes no new array for the 2.0."""
     # Not kept: zeros (0.0 == -0.0 as keys, but the sign matters) and NaN (never
     # equal to itself, so it would only fill the table).
     if not value or value != value:

@@ -1,8 +1,9 @@
 """The standard's creation functions, on the engine's creation ops.
 
-Tensors are immutable, so ``empty`` returns zeros (its contents are unspecified
-by the standard) and ``copy=False`` is honoured only where no copy is needed:
-an engine tensor of the requested dtype, or a numpy array nobody can write.
+``empty`` returns zeros (its contents are unspecified by the standard, and
+uninitialised memory would only be a hazard); ``copy=False`` shares the memory of
+an engine tensor of the requested dtype or of a numpy array (a write through
+either is seen by both, as numpy's ``asarray``), and refuses where a copy is needed.
 
 Example:
     >>> import engine.array_api as xp
@@ -13,7 +14,7 @@ import numpy as np
 
 import engine as _en
 from engine import dtypes as _dt
-from engine.lifting import caller_can_write
+from engine.tensor import wrap
 
 from engine.errors import InvalidArgumentError
 from engine.devices import check_device
@@ -50,10 +51,10 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
             raise InvalidArgumentError(f"asarray: a {type(obj).__name__} cannot become a tensor "
                              "without a copy, but copy=False")
         arr = np.asarray(obj)
-        if (dtype is not None and arr.dtype != dtype) or caller_can_write(arr):
-            raise InvalidArgumentError("asarray: tensors are immutable and never share memory that "
-                             "can be written, so this needs a copy, but copy=False")
-        return _en.tensor(arr, dtype=dtype)
+        if dtype is not None and arr.dtype != dtype:
+            raise InvalidArgumentError(f"asarray: converting {arr.dtype} to {np.dtype(dtype)} "
+                                       "needs a copy, but copy=False")
+        return _shared(arr)
     if dtype is None and _is_python_data(obj):
         arr = np.asarray(obj)
         if arr.dtype == object:
@@ -80,8 +81,8 @@ def ones(shape, *, dtype=None, device=None):
 
 
 def empty(shape, *, dtype=None, device=None):
-    """A tensor whose values are unspecified: zeros (tensors are immutable, so
-    uninitialised memory would only be a hazard)."""
+    """A tensor whose values are unspecified: zeros (uninitialised memory would only be
+    a hazard)."""
     check_device(device, "empty")
     return _en.zeros(shape, dtype=_dtype(dtype, _dt.float64))
 
@@ -146,10 +147,17 @@ def from_dlpack(x, /, *, device=None, copy=None):
     if isinstance(x, _en.Tensor):
         return _en.identity(x) if copy else x
     arr = np.from_dlpack(x, copy=copy)
-    if copy is False and caller_can_write(arr):
-        raise InvalidArgumentError("from_dlpack: the exported memory can be written, and tensors are "
-                         "immutable, so it needs a copy, but copy=False")
+    if copy is False:
+        return _shared(arr)     # the exporter's memory itself, as the standard asks
     return _en.tensor(arr)
+
+
+def _shared(arr):
+    """A tensor on ``arr``'s memory itself (``copy=False``): writes through either are
+    seen by both; read-only memory stays read-only (the tensor copies on its first write)."""
+    if type(arr) is not np.ndarray or arr.dtype.kind not in "biufc":
+        return _en.tensor(arr)
+    return wrap(arr)
 
 
 _linspace = standard_function("linspace")

@@ -52,9 +52,15 @@ def permute_dims(x, /, axes):
 
 
 def reshape(x, /, shape, *, copy=None):
-    """``x`` in a new shape (tensors are immutable, so ``copy`` changes nothing
-    observable; it is accepted for the standard's signature)."""
-    return _en.reshape(x, tuple(shape))
+    """``x`` in a new shape: a view where numpy's reshape gives one (``copy=None``),
+    new memory with ``copy=True``; ``copy=False`` refuses where a view is impossible."""
+    out = _en.reshape(x, tuple(shape))
+    if copy:
+        return _en.identity(out)          # (eagerly a copy of the view)
+    if copy is False and getattr(x, "_value", None) is not None and \
+            getattr(out, "_alias", None) is None and out.size:
+        raise ValueError("reshape: this shape needs a copy of the values, but copy=False")
+    return out
 
 
 def squeeze(x, /, axis):

@@ -63,8 +63,12 @@ def test_astype_and_copy():
     assert xp.asarray(x) is x and xp.asarray(x, copy=True) is not x
     with pytest.raises(ValueError, match="copy=False"):
         xp.asarray([1, 2], copy=False)
+    shared = np.zeros(2)
+    t = xp.asarray(shared, copy=False)      # numpy's memory itself, as np.asarray
+    shared[0] = 5.0
+    assert t.tolist() == [5.0, 0.0]
     with pytest.raises(ValueError, match="copy=False"):
-        xp.asarray(np.zeros(2), copy=False)    # writable memory: a tensor must copy it
+        xp.asarray(np.zeros(2), dtype=xp.float32, copy=False)
     frozen = np.zeros(2)
     frozen.flags.writeable = False
     assert xp.asarray(frozen, copy=False).tolist() == [0.0, 0.0]
