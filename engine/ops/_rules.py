@@ -9,6 +9,7 @@ Example:
     (2, 2)
 """
 from ..modes import apply
+from ..op import REGISTRY
 from . import creation
 
 
@@ -51,6 +52,21 @@ def move_to_front(x, d):
     if not d:
         return x
     return x.transpose((d,) + tuple(i for i in range(x.ndim) if i != d))
+
+
+def all_batched_first(size, args, dims):
+    """For batch rules of ops whose operands pair exactly: every operand with the batch
+    axis first, an unbatched one broadcast to the batch of ``size``."""
+    full = []
+    for a, d in zip(args, dims):
+        if d is None:
+            a = a.reshape((1,) + tuple(a.shape))
+            if size != 1:     # (the op by name: shape_ops imports this module)
+                a = apply(REGISTRY["broadcast_to"], a, shape=(size,) + tuple(a.shape[1:]))
+        else:
+            a = move_to_front(a, d)
+        full.append(a)
+    return full
 
 
 def shift_axis(axis, ndim):

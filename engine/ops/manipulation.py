@@ -543,13 +543,7 @@ __all__ = ["flip", "roll", "moveaxis", "swapaxes", "tile", "repeat", "tril", "tr
 def _put_batch(size, args, dims, *, axis):
     # Every operand gets the batch axis first (an unbatched one is broadcast: the op's
     # shape rule pairs the three exactly); the written axis moves past it.
-    full = []
-    for a, d in zip(args, dims):
-        if d is None:
-            a = shape_ops.broadcast_to(shape_ops.expand_dims(a, 0), (size,) + tuple(a.shape))
-        else:
-            a = _rules.move_to_front(a, d)
-        full.append(a)
+    full = _rules.all_batched_first(size, args, dims)
     return apply(put_along_axis_op, *full, axis=axis + 1), 0
 
 

@@ -29,7 +29,7 @@ from ..errors import DTypeError, IndexShapeError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
 from ..shapes import normalize_axis
-from . import _rules, compare, creation, indexing, shape_ops
+from . import _rules, compare, creation, indexing
 from ._args import at_user_line
 from .cumulative import as_tensor, take_along, user_axis
 
@@ -228,13 +228,7 @@ scatter_reduce_op = register(Op(
 
 def _scatter_batch(size, args, dims, *, axis, reduce, include_self):
     # Every operand gets the batch axis first (an unbatched one is broadcast).
-    full = []
-    for a, d in zip(args, dims):
-        if d is None:
-            a = shape_ops.broadcast_to(shape_ops.expand_dims(a, 0), (size,) + tuple(a.shape))
-        else:
-            a = _rules.move_to_front(a, d)
-        full.append(a)
+    full = _rules.all_batched_first(size, args, dims)
     return apply(scatter_reduce_op, *full, axis=axis + 1, reduce=reduce,
                  include_self=include_self), 0
 
