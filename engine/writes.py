@@ -65,6 +65,7 @@ VIEW_OPS = frozenset({
     "getitem", "reshape", "transpose", "squeeze", "expand_dims", "broadcast_to",
     "swapaxes", "moveaxis", "permute_dims", "diagonal", "real", "imag", "matrix_transpose",
     "flip", "ravel", "unstack", "split", "atleast_1d", "atleast_2d", "atleast_3d",
+    "stop_gradient", "optimization_barrier",   # PyTorch's detach() shares the memory too
 })
 
 #: The ops whose views can be written back through while tracing: the view's new

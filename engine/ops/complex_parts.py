@@ -80,7 +80,12 @@ def _conj_vjp(g, out, x):
     return (conj(g),)
 
 
-real_op = unary("real", np.real, _real_vjp, allowed=_ANY, what="numeric or bool",
+def _real_impl(x):
+    out = np.real(x)
+    return x.view() if out is x else out     # (a view, never the input's own array)
+
+
+real_op = unary("real", _real_impl, _real_vjp, allowed=_ANY, what="numeric or bool",
                 out_dtype=_part_dtype, generic=_real_generic,
                 doc="The real part (``x`` itself for a real input).")
 imag_op = unary("imag", _imag_impl, _imag_vjp, allowed=_ANY, what="numeric or bool",

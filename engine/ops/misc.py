@@ -8,14 +8,26 @@ def _same_generic(be, x):
     return x
 
 
+def _view(x):
+    """``x``'s memory as a new array object: eager mode sees a view of the input (a write
+    through the result reaches x, as PyTorch's ``detach()``)."""
+    return x.view() if hasattr(x, "view") else x
+
+
+def _copy(x):
+    """A new array with ``x``'s values: ``identity`` (en.copy, en.tensor of a tensor) makes
+    memory a write cannot share with x."""
+    return x.copy() if hasattr(x, "copy") else x
+
+
 stop_gradient_op = register(Op(
-    "stop_gradient", lambda x: x, lambda x: x, lambda g, out, x: (None,), n_inputs=1,
+    "stop_gradient", _view, lambda x: x, lambda g, out, x: (None,), n_inputs=1,
     generic=_same_generic,
     elementwise=True, dtypes=dtypes.ALL,
     doc="The value of ``x``, treated as a constant by autodiff."))
 declare(stop_gradient_op, onnx=("node", "Identity"))
 identity_op = register(Op(
-    "identity", lambda x: x, lambda x: x, lambda g, out, x: (g,), n_inputs=1,
+    "identity", _copy, lambda x: x, lambda g, out, x: (g,), n_inputs=1,
     generic=_same_generic,
     elementwise=True, dtypes=dtypes.ALL, doc="The value of ``x`` unchanged."))
 declare(identity_op, onnx=("node", "Identity"))
@@ -31,7 +43,7 @@ declare(identity_op, jvp=lambda primals, tangents, out: tangents[0])
 
 # ---- optimization_barrier -------------------------------------------------------------------------
 def _barrier_impl(x, *after):
-    return x
+    return _view(x)
 
 
 optimization_barrier_op = register(Op(

@@ -235,9 +235,8 @@ def _squeeze_eval(x, *, axis):
 
 
 def _squeeze_impl(x, *, axis):
-    if axis is None:
-        return np.squeeze(x)
-    return np.squeeze(x, axis=axis)
+    out = np.squeeze(x) if axis is None else np.squeeze(x, axis=axis)
+    return x.view() if out is x else out     # (a view, never the input's own array)
 
 
 def _squeeze_generic(be, x, *, axis):

@@ -102,3 +102,27 @@ def test_a_write_into_a_result_does_not_reach_the_argument_numpy_would_copy():
             out = run(x)
             out[...] = 0.0
             np.testing.assert_array_equal(x.numpy(), a)
+
+
+def test_no_kernel_returns_an_inputs_own_array():
+    """Eager mode checks only results that are views (``base`` set) for memory shared with
+    an input; a kernel returning an input's array itself would slip through, so every op
+    of the op database is run on its samples and checked."""
+    from op_db import OP_DB, call_engine
+    rng = np.random.default_rng(0)
+    found = []
+    for info in OP_DB:
+        for dtype in info.dtypes[:3]:
+            for sample in list(info.sample_inputs(dtype, rng))[:6]:
+                inputs = [en.tensor(a) if isinstance(a, np.ndarray) else a for a in sample.args]
+                try:
+                    out = info.op(*inputs, **sample.kwargs)
+                except Exception:
+                    continue
+                outs = out if isinstance(out, (tuple, list)) else (out,)
+                arrays = [getattr(t, "_value", None) for t in inputs]
+                for o in outs:
+                    value = getattr(o, "_value", None)
+                    if value is not None and any(value is a for a in arrays if a is not None):
+                        found.append(info.name)
+    assert not found, f"ops whose result is an input's own array: {sorted(set(found))}"
