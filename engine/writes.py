@@ -72,7 +72,7 @@ VIEW_OPS = frozenset({
 #: values give the base's new values (``index_update`` for ``getitem``, the inverse
 #: reshape or permutation for the others).
 _INVERTIBLE = frozenset({"getitem", "reshape", "transpose", "squeeze", "expand_dims",
-                         "permute_dims", "swapaxes", "moveaxis", "matrix_transpose", "ravel"})
+                         "permute_dims", "matrix_transpose", "ravel"})
 
 
 class _Viewed:
@@ -429,14 +429,28 @@ def _become(x, new):
     alias = getattr(x, "_alias", None)
     if isinstance(alias, tuple):          # a traced view: write its base, then re-derive
         root, steps = alias
+        if steps is None:
+            raise TracingError(_OPAQUE.format(what="writing a piece of split or unstack of a "
+                                              "traced tensor", where=_where()))
         _become(root, _written_back(root, steps, new))
         return
+    views = [(ref(), steps) for ref, steps in (alias if isinstance(alias, list) else ())]
+    if any(view is not None and steps is None for view, steps in views):
+        raise TracingError(_OPAQUE.format(what="writing a traced tensor that split or unstack "
+                                          "pieces view", where=_where()))
     _take_state(x, new)
-    views = alias if isinstance(alias, list) else ()
-    for ref, steps in views:
-        view = ref()
+    for view, steps in views:
         if view is not None:
             _take_state(view, _derive(x, steps))
+
+
+_OPAQUE = ("{what} is not supported inside a traced function (at {where}): the pieces "
+           "would not follow the write as numpy's do; write before splitting, or split a "
+           "copy (x.copy())")
+
+
+def _where():
+    return format_location(user_frame())
 
 
 _STATE_SKIP = frozenset({"_alias", "_version", "__weakref__"})
@@ -490,6 +504,9 @@ def _written_back(root, steps, new_view):
         parents.append(apply(op, parents[-1], *inputs, **params))
     child = new_view
     for (op, inputs, params), parent in zip(reversed(steps), reversed(parents)):
+        if op.name not in _INVERTIBLE:
+            raise TracingError(f"writing through a {op.name} view of a traced tensor is not "
+                               f"supported (at {_where()}): write the base tensor instead")
         if op.name == "getitem":
             child = apply(index_update_op, parent, child, *inputs, **params)
         elif op.name in ("transpose", "permute_dims", "matrix_transpose", "swapaxes",
@@ -515,22 +532,31 @@ def _permutation(name, params, ndim):
 
 
 def note_traced_view(op, out, inputs, params):
-    """While tracing: ``out`` (a traced view op's result) views ``inputs[0]``; remember
-    how, so writes through either reach the other (numpy's view semantics)."""
-    if op.name not in _INVERTIBLE:
-        return
+    """While tracing: ``out`` (a traced view op's result, or its results) views
+    ``inputs[0]``; remember how, so writes through either reach the other (numpy's view
+    semantics). A view that cannot be written back or re-derived (a piece of split or
+    unstack) is remembered as opaque: a write through it, or to its base while it lives,
+    is refused (it would leave the other stale)."""
     x = inputs[0]
-    if getattr(x, "_value", 0) is not None or type(out) is not type(x) or op.name in (
-            "swapaxes", "moveaxis"):
+    if getattr(x, "_value", 0) is not None:
         return
+    if op.name == "getitem" and any(item[0] == "array" for item in params["spec"]):
+        return        # advanced indexing copies, in numpy as here
     alias = getattr(x, "_alias", None)
     root, steps = alias if isinstance(alias, tuple) else (x, ())
-    steps = steps + ((op, tuple(inputs[1:]), params),)
-    out._alias = (root, steps)
     views = getattr(root, "_alias", None)
+    outs = out if isinstance(out, tuple) else (out,)
+    if any(type(o) is not type(x) for o in outs):
+        return
+    if isinstance(out, tuple) or steps is None:
+        step = None                       # opaque: no single op re-derives the piece
+    else:
+        step = steps + ((op, tuple(inputs[1:]), params),)
     if not isinstance(views, list):
         views = root._alias = []
-    views.append((weakref.ref(out), steps))
+    for o in outs:
+        o._alias = (root, step)
+        views.append((weakref.ref(o), step))
 
 
 # ---- in-place operators -------------------------------------------------------------------------

@@ -331,3 +331,37 @@ def test_out_argument_of_numpy_functions():
     result = np.sqrt(a, out=out)
     assert result is out
     np.testing.assert_array_equal(out.numpy(), [1.0, 2.0])
+
+
+def test_traced_views_of_other_ops_follow_or_refuse():
+    a = np.arange(6.0).reshape(2, 3)
+
+    def swapped_follows(x):
+        y = x * 1.0
+        v = en.swapaxes(y, 0, 1)
+        y[0, 1] = 100.0
+        v[2, 1] = -1.0
+        return y, v * 1.0
+
+    def gathered_is_a_copy(x):
+        y = x * 1.0
+        d = en.diagonal(y)           # advanced indexing inside: a copy, as numpy's take
+        y[0, 0] = 7.0
+        return d * 1.0
+
+    for fn in (swapped_follows, gathered_is_a_copy):
+        want = fn(en.tensor(a))
+        got = en.function(fn)(en.tensor(a))
+        for w, g in zip(want if isinstance(want, tuple) else (want,),
+                        got if isinstance(got, tuple) else (got,)):
+            np.testing.assert_array_equal(g.numpy(), w.numpy(), err_msg=fn.__name__)
+
+    def writes_split_base(x):
+        y = x * 1.0
+        first, _ = en.split(y, 2)
+        y[0, 0] = 5.0
+        return first
+
+    np.testing.assert_array_equal(writes_split_base(en.tensor(a)).numpy()[0, 0], 5.0)
+    with pytest.raises(en.TracingError, match="split or unstack"):
+        en.function(writes_split_base)(en.tensor(a))
