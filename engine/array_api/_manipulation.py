@@ -11,6 +11,7 @@ Example:
     (4, 2, 3)
 """
 import engine as _en
+from engine.errors import InvalidArgumentError
 from engine.shapes import broadcast_shapes as _broadcast_shapes
 
 from ._lookup import standard_function
@@ -59,7 +60,8 @@ def reshape(x, /, shape, *, copy=None):
         return _en.identity(out)          # (eagerly a copy of the view)
     if copy is False and getattr(x, "_value", None) is not None and \
             getattr(out, "_alias", None) is None and out.size:
-        raise ValueError("reshape: this shape needs a copy of the values, but copy=False")
+        raise InvalidArgumentError("reshape: this shape needs a copy of the values, but "
+                                   "copy=False")
     return out
 
 
