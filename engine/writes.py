@@ -108,15 +108,11 @@ _BOUND: dict = {}
 def bind_tensor_type(tensor_class, make, wrap):
     """Called once by engine/tensor.py: the Tensor class, ``en.tensor`` and ``wrap``."""
     global _TENSOR
-    _BOUND.update(Tensor=tensor_class, tensor=make, wrap=wrap)
+    _BOUND.update(tensor=make, wrap=wrap)
     _TENSOR = tensor_class
 
 
 _TENSOR: Any = object       # the Tensor class, once bound (read by the hot paths)
-
-
-def _tensor_class():
-    return _BOUND["Tensor"]
 
 
 def root_of(t):
@@ -189,7 +185,7 @@ def setitem(x, index, value):
         raise ArgumentTypeError(              # (numpy would move the new axis first)
             "x[index] = value: a true 0-d boolean apart from integer index items is not "
             "supported in a write; write x[...] with the integers alone")
-    if x._value is None or type(x) is not _tensor_class() or not current_mode().is_concrete:
+    if x._value is None or type(x) is not _TENSOR or not current_mode().is_concrete:
         return _functional_write(x, index, value)
     _eager_write(x, index, value)
 
@@ -199,7 +195,7 @@ def _parsed(x, index, value):
     dtype, with the op's error. Returns (spec, index arrays, values as a tensor)."""
     index = zero_d_masks(index, len(x.shape))[0]
     spec, arrays = parse_index(x.shape, index)
-    v = value if isinstance(value, _tensor_class()) else _BOUND["tensor"](value)
+    v = value if isinstance(value, _TENSOR) else _BOUND["tensor"](value)
     if v._value is None and x._value is not None:
         raise TracingError(f"x[index] = value: the value {v._describe()} is traced but "
                            f"{x._describe()} is a concrete tensor made outside the traced "
@@ -214,7 +210,7 @@ def _eager_write(x, index, value):
     spec, arrays, v = _parsed(x, index, value)
     np_index = build_index(spec, [np.asarray(a) for a in arrays])
     values = v._value if v.backend.numpy_arrays else np.asarray(v.numpy())
-    if LIVE_TAPES and _on_a_tape(x, v):
+    if _LIVE and _on_a_tape(x, v):
         _recorded_write(x, spec, arrays, v)
         return
     _store(x, np_index, values)
@@ -257,11 +253,14 @@ def _bump(x):
 
 
 # ---- writes under tapes ------------------------------------------------------------------------
+def _tapes_with_entries():
+    """The live tapes that still hold entries (a spent non-persistent tape holds none)."""
+    return [t for t in list(LIVE_TAPES) if t._entries is not None]
+
+
 def _on_a_tape(x, v):
     """Whether a live tape watches the value written, or refers to x's memory."""
-    for tape in list(LIVE_TAPES):
-        if tape._entries is None:
-            continue
+    for tape in _tapes_with_entries():
         if id(v) in tape._watched or id(x) in tape._watched or _refers_to(tape, x):
             return True
     return False
@@ -295,7 +294,7 @@ def _recorded_write(x, spec, arrays, v):
     values of temporaries sharing x's memory, as ``y[1:]`` in ``y[1:] *= 2``), record
     ``index_update``, write in place. A write that changes another tensor the tape holds
     and the program still names is refused before anything is written."""
-    tapes = [t for t in list(LIVE_TAPES) if t._entries is not None]
+    tapes = _tapes_with_entries()
     held = _sharing_holders(tapes, x)
     for t, (count, entry) in held.items():
         if sys.getrefcount(t) - count - _HOLDER_REFS > 0:    # a name still binds it
@@ -397,7 +396,7 @@ def _functional_write(x, index, value):
             "write it outside the body")
     mode = current_mode()
     if x._value is not None and not mode.is_concrete and not getattr(mode, "transforms", False) \
-            and type(x) is _tensor_class():
+            and type(x) is _TENSOR:
         raise TracingError(
             f"x[index] = value: {x._describe()} is a concrete tensor made outside the "
             f"traced function (at {format_location(user_frame())}); a write to it would "
@@ -474,7 +473,7 @@ def _take_state(x, new):
             "(en.jvp / en.vmap) that x does not belong to (x was made without the "
             "transformed inputs, e.g. by en.zeros): write the functional form "
             "x = en.index_update(x, index, value) instead")
-    tapes = [t for t in list(LIVE_TAPES) if t._entries is not None]
+    tapes = _tapes_with_entries()
     if tapes:
         old = object.__new__(type(x))
         for name in _state_slots(x):
@@ -581,7 +580,7 @@ def in_place(x, name, other, binary):
         # change it (it is an input there), so ``x op= y`` rebinds x, as Python's own
         # fallback would; AutoGraph carries a rebound loop variable.
         return binary(x, other)
-    if LIVE_TAPES and _temporary_view(x):
+    if _LIVE and _temporary_view(x):
         # ``x[i] += v`` under a tape: Python stores the result with x.__setitem__ next,
         # which writes the base as the tape needs; this temporary view is not written.
         return binary(x, other)
@@ -678,7 +677,7 @@ def out_argument(result, out, name):
         if len(out) != 1:
             raise ArgumentTypeError(f"{name}: out= must be one tensor (or a 1-tuple of one)")
         out = out[0]
-    if not isinstance(out, _tensor_class()):
+    if not isinstance(out, _TENSOR):
         raise ArgumentTypeError(f"{name}: out= must be an engine tensor, got "
                                 f"{type(out).__name__}")
     if tuple(out.shape) != tuple(result.shape):
@@ -696,7 +695,7 @@ def adopt_value(target, array, others):
     tell: no tape, nothing views target (nor is it a view), no trace captured it, and
     ``array`` is fresh writable memory that no tensor of ``others`` holds. Returns
     whether it did (else the caller writes the values in)."""
-    if (LIVE_TAPES or type(target) is not _tensor_class() or type(array) is not np.ndarray
+    if (_LIVE or type(target) is not _TENSOR or type(array) is not np.ndarray
             or getattr(target, "_alias", None) is not None or hasattr(target, "_version")
             or not array.flags.writeable or array.shape != target.shape
             or array.dtype != target.dtype):
