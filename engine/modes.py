@@ -72,6 +72,14 @@ class Mode(abc.ABC):
         Python loop, which needs a concrete condition."""
         return NotImplemented
 
+    def stage_scan(self, fn: Callable[..., Any], init: Any, xs: Any, length: Any,
+                   reverse: bool, stage: Callable[..., Any]) -> Any:
+        """A transformation's ``scan`` inside a trace: one loop staged through ``stage``
+        (``en.scan``) in the parent mode, its body the transformed ``fn`` (so no
+        transformation unrolls a scan). ``NotImplemented`` where the mode cannot; the
+        scan then runs as a Python loop of the mode's ops."""
+        return NotImplemented
+
     def call_custom_jvp(self, fun: Callable[..., Any], rule: Any, args: Sequence[Any]) -> Any:
         """Call ``fun(*args)``, a function with the forward rule ``rule`` (``en.custom_jvp``);
         forward mode overrides this to apply ``rule`` to the tangents instead."""

@@ -478,6 +478,11 @@ def scan(fn, init, xs=None, length=None, reverse=False):
             raise ShapeError(f"scan: every x must have leading dimension {length}, got "
                              f"shape {x.shape}")
     mode = current_mode()
+    if mode.transforms and not mode.is_concrete:
+        # Inside a trace a transformation stages one scan of its transformed body.
+        staged = mode.stage_scan(fn, init, xs, length, reverse, scan)
+        if staged is not NotImplemented:
+            return staged
     if mode.is_concrete or mode.transforms:   # a transformation runs the loop's ops itself
         carry = init
         ys = [None] * length
