@@ -29,9 +29,10 @@ from .containers import ModuleList, Sequential  # noqa: F401
 from .activations import (ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU,  # noqa: F401
                           Softmax, Softplus, Tanh)
 from .serialization import load_into, save  # noqa: F401
+from .torch_import import load_torch_state_dict  # noqa: F401
 
 __all__ = ["Module", "Linear", "Conv2D", "ConvTranspose2D", "Upsample", "MaxPool2D",
            "AvgPool2D", "Flatten", "Dropout", "LayerNorm", "BatchNorm", "Embedding", "LSTMCell",
            "GRUCell", "RNN", "Sequential", "ModuleList", "ReLU", "LeakyReLU", "Tanh", "Sigmoid",
            "GELU", "SiLU", "ELU", "Softplus", "Softmax", "LogSoftmax", "functional", "init",
-           "save", "load_into"]
+           "save", "load_into", "load_torch_state_dict"]

@@ -45,6 +45,8 @@ class Linear(Module):
     Keras); the bias starts at zero.
     """
 
+    _torch_layout = {"weight": (1, 0)}     # PyTorch's weight is (out, in)
+
     def __init__(self, in_features, out_features, bias=True, init="glorot_uniform",
                  dtype=None, generator=None, name="linear"):
         super().__init__()
@@ -77,6 +79,8 @@ class Conv2D(Module):
     channels (see :func:`engine.conv2d`). Default initializer He uniform (for
     ReLU networks); the bias starts at zero.
     """
+
+    _torch_layout = {"weight": (2, 3, 1, 0)}     # PyTorch's is (out, in // groups, kh, kw)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding="valid",
                  bias=True, init="he_uniform", dtype=None, generator=None, name="conv2d",
@@ -124,6 +128,8 @@ class ConvTranspose2D(Module):
         >>> up(en.ones((1, 5, 5, 4), dtype="float32")).shape
         (1, 10, 10, 2)
     """
+
+    _torch_layout = {"weight": (2, 3, 1, 0)}     # PyTorch's is (in, out // groups, kh, kw)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  output_padding=0, dilation=1, groups=1, bias=True, init="he_uniform",

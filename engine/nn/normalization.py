@@ -70,6 +70,8 @@ class BatchNorm(Module):
     order inside traced training steps.
     """
 
+    _torch_layout = {"num_batches_tracked": None}    # PyTorch counts batches; no variable here
+
     def __init__(self, num_features, momentum=0.1, eps=1e-5, affine=True, dtype=None,
                  name="batch_norm"):
         super().__init__()

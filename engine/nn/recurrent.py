@@ -26,6 +26,8 @@ class _Cell(Module):
     """Shared parts: weights ``weight_ih (in, G*H)``, ``weight_hh (H, G*H)``, two biases."""
 
     gates = 1
+    # PyTorch's weights are (G*H, in) and (G*H, H), gates in the same order as here.
+    _torch_layout = {"weight_ih": (1, 0), "weight_hh": (1, 0)}
 
     def __init__(self, input_size, hidden_size, bias, dtype, generator, name):
         super().__init__()

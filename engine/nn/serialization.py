@@ -1,6 +1,11 @@
-"""Saving and loading a module's variables: ``save(module, path)`` / ``load_into(module, path)``.
+"""Saving and loading a module's or an optimizer's variables: ``save(obj, path)`` /
+``load_into(obj, path)``.
 
-The file is one ``.npz`` (no pickle, no code) holding an array per variable
+A path ending in ``.safetensors`` gets a safetensors file (see
+:mod:`engine.nn.safetensors_io`); ``load_into`` tells the two formats apart by
+their first bytes. An optimizer's state is its step counter and slots (see
+:mod:`engine.nn.optimizer_state`); its learning rate and other settings are
+code, not state. Otherwise the file is one ``.npz`` (no pickle, no code) holding an array per variable
 (``v0.npy``, ``v1.npy``, ...) and ``meta.json``, a JSON list of each
 variable's dotted name, shape and dtype. Loading checks the JSON against the
 module and every array's header against the JSON before reading any data,
@@ -30,6 +35,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import ArgumentTypeError, LoadError
 from ..files import write_atomically
+from . import optimizer_state, safetensors_io
 from .module import Module, check_state
 
 FORMAT = "engine.nn.state"
@@ -38,13 +44,26 @@ _META = "meta.json"
 _MAX_META_BYTES = 16 << 20
 
 
+def _named(obj, who):
+    """``[(name, Variable)]`` of a module or an optimizer."""
+    if isinstance(obj, Module):
+        return obj.named_variables()
+    if optimizer_state.is_optimizer(obj):
+        return optimizer_state.named_variables(obj)
+    raise ArgumentTypeError(f"{who}: expected an en.nn.Module or an en.optim optimizer, got "
+                            f"{type(obj).__name__}")
+
+
 def save(module, path):
-    """Write every variable of ``module`` to ``path`` (an ``.npz``), atomically."""
-    if not isinstance(module, Module):
-        raise ArgumentTypeError(f"en.nn.save: expected an en.nn.Module, got {type(module).__name__}")
+    """Write every variable of ``module`` (a Module or an optimizer) to ``path``, atomically:
+    a safetensors file when ``path`` ends in ``.safetensors``, else an ``.npz``."""
+    named = _named(module, "en.nn.save")
     path = os.fspath(path)
+    if path.endswith(".safetensors"):
+        safetensors_io.write(path, named, type(module).__name__)
+        return
     entries, members = [], []
-    for i, (name, var) in enumerate(module.named_variables()):
+    for i, (name, var) in enumerate(named):
         value = np.asarray(var.numpy(), order="C")   # 0-d stays 0-d
         entries.append({"name": name, "key": f"v{i}", "shape": list(value.shape),
                         "dtype": value.dtype.name, "trainable": var.trainable})
@@ -61,16 +80,28 @@ def save(module, path):
     write_atomically(path, buf.getvalue())
 
 
-def load_into(module, path):
+def load_into(module, path, variables=None):
     """Assign ``module``'s variables from a file written by :func:`save`. Returns ``module``.
 
-    Raises ``en.LoadError`` (before changing any variable) when the file is
-    not such a file, or its names, shapes or dtypes differ from the module's.
+    ``module`` is a Module or an optimizer; an optimizer that has not stepped
+    yet is first built on ``variables`` (the model's trainable variables, in
+    the order its steps will pass them). Raises ``en.LoadError`` (before
+    changing any variable) when the file is not such a file, or its names,
+    shapes or dtypes differ from the object's.
     """
-    if not isinstance(module, Module):
-        raise ArgumentTypeError(f"en.nn.load_into: expected an en.nn.Module, got {type(module).__name__}")
     path = os.fspath(path)
     who = f"en.nn.load_into({path!r})"
+    if optimizer_state.is_optimizer(module):
+        names = _file_names(path, who)
+        optimizer_state.prepare(module, names, variables, who)
+    named = dict(_named(module, "en.nn.load_into"))
+    if os.path.exists(path) and safetensors_io.is_safetensors(path):
+        header, _ = safetensors_io.read_header(path, who)
+        check_state(who, named, header)
+        values = safetensors_io.read_arrays(path, who)
+        for name, var in named.items():
+            var.assign(values[name])
+        return module
     try:
         zf = zipfile.ZipFile(path)
     except FileNotFoundError:
@@ -79,7 +110,6 @@ def load_into(module, path):
         raise LoadError(f"{who}: not a saved module (not a zip/npz file: {err})") from None
     with zf:
         entries = _read_meta(zf, who)
-        named = dict(module.named_variables())
         check_state(who, named, {e["name"]: (e["shape"], e["dtype"]) for e in entries})
         values = {}
         for e in entries:
@@ -87,6 +117,17 @@ def load_into(module, path):
     for name, var in named.items():
         var.assign(values[name])
     return module
+
+
+def _file_names(path, who):
+    """The variable names a file written by :func:`save` holds."""
+    if safetensors_io.is_safetensors(path):
+        return list(safetensors_io.read_header(path, who)[0])
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return [e["name"] for e in _read_meta(zf, who)]
+    except (zipfile.BadZipFile, OSError) as err:
+        raise LoadError(f"{who}: not a saved state (not a zip/npz file: {err})") from None
 
 
 def _read_meta(zf, who):

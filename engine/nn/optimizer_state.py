@@ -1,0 +1,40 @@
+"""An optimizer's state as named variables, so ``en.nn.save`` / ``load_into`` take optimizers.
+
+The names are ``"iterations"`` and ``"slots.<i>.<slot>"``, ``i`` the position of
+the optimized variable in the order the optimizer was built (the order of the
+variables its first ``step`` or ``build`` saw), so a file fits any optimizer of
+the same kind built on the same model. A variable's own name is not used: two
+layers made with default names share one.
+
+Example:
+    >>> import engine as en
+    >>> model = en.nn.Linear(2, 1, generator=0)
+    >>> opt = en.optim.Adam(lr=0.1).build(model.trainable_variables)
+    >>> [name for name, _ in named_variables(opt)]
+    ['iterations', 'slots.0.m', 'slots.0.v', 'slots.1.m', 'slots.1.v']
+"""
+from ..errors import LoadError
+from ..optim.base import Optimizer
+
+
+def named_variables(opt):
+    """``[(name, Variable)]`` of ``opt``'s state: its step counter, then each slot."""
+    out = [("iterations", opt.iterations)]
+    for i, (_, slots) in enumerate(opt._slots.values()):
+        out.extend((f"slots.{i}.{name}", var) for name, var in slots.items())
+    return out
+
+
+def prepare(opt, names, variables, who):
+    """Build ``opt`` on ``variables`` when given; refuse to load slots into an optimizer that
+    has none yet (its slots are made for the variables it will optimize)."""
+    if variables is not None:
+        opt.build(variables)
+    if any(n.startswith("slots.") for n in names) and not opt._slots:
+        raise LoadError(f"{who}: the file holds {type(opt).__name__} state for variables this "
+                        "optimizer has not seen yet; build it first, e.g. "
+                        "load_into(opt, path, variables=model.trainable_variables)")
+
+
+def is_optimizer(obj):
+    return isinstance(obj, Optimizer)
