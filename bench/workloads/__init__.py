@@ -23,7 +23,7 @@ Modes are named the same across workloads where they mean the same thing:
 import importlib
 
 _MODULES = ["least_squares", "lbfgs", "autoencoder", "big_ops", "rnn", "gc_pauses", "transforms",
-            "dask_lbfgs"]
+            "styles", "dask_lbfgs"]
 
 
 def load():
