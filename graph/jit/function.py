@@ -16,6 +16,7 @@ import functools
 import importlib
 import logging
 import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,13 +25,17 @@ from engine import backend as backends
 from engine import trace_state
 from engine.config import config
 from engine.conversion import converting
-from engine.errors import DTypeError, EngineError, expect_callable, format_location, user_frame
+from engine.errors import (DTypeError, EngineError, InvalidArgumentError, expect_callable,
+                           format_location, user_frame)
 from engine.modes import current_mode, pushed_mode
 from engine.tensor import Tensor
 
 from .autograph import convert, marked_do_not_convert
 from ..chunked import ChunkedFunction
+from .compare.checks import VALIDATE_EVERY, install as install_checks
+from .compare.compare import compare_function as compare_call
 from .concrete import ConcreteFunction
+from .retraces import Retrace, RetraceReport, describe, leaf_names, suggest_fix
 from ..lowering.executor import MISS
 from ..ir.graph import DISPLAY_MODULE
 from ..ir.signature import (TensorSpec, borrowed_arrays, call_with_borrowed, check_against_specs,
@@ -73,6 +78,10 @@ def _tuple_fast_key(args):
     return tuple(key), tensors
 
 
+class _OverBudget(Exception):
+    """A new signature past ``max_traces``: the call runs eagerly (``Function.__call__``)."""
+
+
 def _check_cache_limit(limit):
     if limit is not None and (type(limit) is not int or limit < 1):
         raise EngineError(f"max_cached_traces must be a positive int or None, got {limit!r}")
@@ -83,7 +92,8 @@ class Function:
     """A Python function compiled to a graph per input signature. See :func:`function`."""
 
     def __init__(self, fn, input_signature=None, optimize=True, passes=None, max_traces=8,
-                 name=None, max_cached_traces=None, autograph=True):
+                 name=None, max_cached_traces=None, autograph=True, shadow=False,
+                 validate=None):
         expect_callable("en.function", "fn", fn)
         functools.update_wrapper(self, fn)
         self.python_function = fn
@@ -114,8 +124,17 @@ class Function:
         self._last_key = None
         self._warned = False
         self.trace_count = 0
+        # Every trace, and every call past the budget, as a Retrace (f.retraces()); the
+        # signatures traced so far (the budget counts them, an evicted one retraces free).
+        self._records = []
+        self._traced_keys = set()
+        self._signatures = []
+        self._last_signature = None
         self.autograph = autograph
         self._converted = None
+        # Calls compared against eager mode (graph/jit/compare/checks.py).
+        self.shadow = bool(shadow)
+        self.validate = _check_validate(validate)
 
     # -- calling ---------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -140,7 +159,11 @@ class Function:
                 key = tuple(parts)
                 concrete = self._fast.get(key)
                 if concrete is None:
-                    concrete = self._remember_fast(key, self.get_concrete_function(*args))
+                    try:
+                        concrete = self._remember_fast(
+                            key, self._concrete_and_tensors(args, {}, budgeted=True)[0])
+                    except _OverBudget:
+                        return self.python_function(*args)
                 else:
                     try:    # now the most recently used (the signature called last is)
                         self._recent.move_to_end(concrete)
@@ -153,7 +176,11 @@ class Function:
                 key, tensors = nested
                 concrete = self._fast.get(key)
                 if concrete is None:
-                    concrete = self._remember_fast(key, self.get_concrete_function(*args))
+                    try:
+                        concrete = self._remember_fast(
+                            key, self._concrete_and_tensors(args, {}, budgeted=True)[0])
+                    except _OverBudget:
+                        return self.python_function(*args)
                 else:
                     try:
                         self._recent.move_to_end(concrete)
@@ -164,7 +191,10 @@ class Function:
             return self._traced_function()(*args, **kwargs)   # inline into that graph
         if config.run_functions_eagerly:
             return self.python_function(*args, **kwargs)
-        concrete, tensors, borrowed = self._concrete_and_tensors(args, kwargs)
+        try:
+            concrete, tensors, borrowed = self._concrete_and_tensors(args, kwargs, budgeted=True)
+        except _OverBudget:
+            return self.python_function(*args, **kwargs)
         if borrowed:    # numpy arguments the caller can still write
             return call_with_borrowed(concrete, tensors, borrowed)
         return concrete(tensors)
@@ -175,7 +205,7 @@ class Function:
             return self
         return functools.partial(self, instance)
 
-    def _concrete_and_tensors(self, args, kwargs):
+    def _concrete_and_tensors(self, args, kwargs, budgeted=False):
         if self.input_signature is not None:
             if kwargs:
                 raise EngineError(f"{self.name}: keyword arguments are not allowed with an "
@@ -187,7 +217,8 @@ class Function:
                 ("input_signature", backend.name)
             concrete = self._cache.get(self._guards.key(key))
             if concrete is None:
-                concrete = self._trace(key, tensors, None, None, specs=self.input_signature)
+                concrete = self._trace(key, tensors, None, None, specs=self.input_signature,
+                                       call=(args, kwargs), budgeted=budgeted)
             return concrete, tensors, borrowed_arrays(args)
         try:
             key, tensors, leaves, treedef = signature_of(args, kwargs)
@@ -195,7 +226,8 @@ class Function:
             raise DTypeError(f"{self.name}: {err}\n  at {format_location(user_frame())}") from None
         concrete = self._cache.get(self._guards.key(key))
         if concrete is None:
-            concrete = self._trace(key, tensors, leaves, treedef)
+            concrete = self._trace(key, tensors, leaves, treedef, call=(args, kwargs),
+                                   budgeted=budgeted)
         else:
             try:
                 self._recent.move_to_end(concrete)
@@ -207,25 +239,28 @@ class Function:
         """The :class:`ConcreteFunction` (graph and compiled code) for these arguments."""
         return self._concrete_and_tensors(args, kwargs)[0]
 
-    def _trace(self, key, tensors, leaves, treedef, specs=None):
+    def _trace(self, key, tensors, leaves, treedef, specs=None, call=((), {}), budgeted=False):
         """Trace for the signature ``key``; keep it under ``key`` and the state of the
-        modules the trace used (see ``TraceGuards``)."""
+        modules the trace used (see ``TraceGuards``). A call (``budgeted``) with a new
+        signature past ``max_traces`` raises ``_OverBudget``: it runs eagerly."""
         with self._lock:
             full_key = self._guards.key(key)
             concrete = self._cache.get(full_key)
             if concrete is not None:
                 return concrete
+            where = user_frame()
+            names = leaf_names(self.python_function, *call)
+            reason = describe(self._last_signature, key, names,
+                              lambda: self._guards.describe(self._last_key, full_key)
+                              if self._last_key else "the module settings changed")
             if self.trace_count:
                 log.info("retracing %s: %s (called from %s)", self.name,
                          self._guards.describe(self._last_key, full_key) if self._last_key
-                         else "", format_location(user_frame()))
-            if self.trace_count >= self.max_traces and not self._warned:
-                self._warned = True
-                warnings.warn(
-                    f"{self.name} has been traced {self.trace_count + 1} times (max_traces="
-                    f"{self.max_traces}); each new shape, dtype or Python value retraces. Pass "
-                    "input_signature=[en.TensorSpec(shape=(None, ...), dtype=...)] to trace once "
-                    "for every size", stacklevel=4)
+                         else "", format_location(where))
+            if budgeted and full_key not in self._traced_keys and \
+                    len(self._traced_keys) >= self.max_traces:
+                self._over_budget(key, names, reason, where)
+            start = time.perf_counter()
             with trace_state.collecting() as used:
                 if specs is None and any(t.backend.chunked for t in tensors):
                     # Chunked data (Dask): run once before, per chunk, and once after.
@@ -238,13 +273,77 @@ class Function:
                                                 treedef, specs=specs, passes=self._passes(),
                                                 compile_function=named_function,
                                                 backend=_backend_of(self.name, tensors))
+            cost_ms = (time.perf_counter() - start) * 1e3
+            self._install_checks(concrete)
             full_key = self._guards.after_trace(key, used)
             self._cache[full_key] = concrete
             self._recent[concrete] = full_key
             self._last_key = full_key
             self.trace_count += 1
+            self._note(Retrace(len(self._records) + 1, reason, cost_ms,
+                               format_location(where)), key, names)
+            self._traced_keys.add(self._guards.key(key))
+            self._last_signature = key
             self._evict()
             return concrete
+
+    def _note(self, record, key, names):
+        self._records.append(record)
+        if key not in self._signatures:
+            self._signatures.append(key)
+        self._leaf_names = names
+
+    def _over_budget(self, key, names, reason, where):
+        """A new signature past the budget: noted, said once (at the user's line, with
+        the cause and the fix), then ``_OverBudget`` so the call runs eagerly."""
+        if key not in self._signatures:
+            self._note(Retrace(len(self._records) + 1, reason, 0.0, format_location(where),
+                               ran_eagerly=True), key, names)
+        if not self._warned:
+            self._warned = True
+            fix = suggest_fix(self._signatures, names) or (
+                "pass input_signature=[en.TensorSpec(shape=(None, ...), dtype=...)] to trace "
+                "once for every size")
+            warnings.warn_explicit(
+                f"{self.name} has been traced {self.trace_count} times (max_traces="
+                f"{self.max_traces}); new signatures now run eagerly, the traces made keep "
+                f"running compiled. This call: {reason}. Fix: {fix}. "
+                f"{self.name}.retraces() lists every trace and its cost",
+                UserWarning, where[0] if where else "<unknown>", where[1] if where else 0)
+        raise _OverBudget()
+
+    def retraces(self):
+        """Every trace of this function, and every call past ``max_traces`` (which ran
+        eagerly): why (by parameter name), its cost in milliseconds and the calling line,
+        with the fix that would make one trace serve them all. Prints as a table.
+
+        Example:
+            >>> import engine as en
+            >>> f = en.function(lambda x: x + 1.0)
+            >>> _ = f(en.ones(2)); _ = f(en.ones(3))
+            >>> report = f.retraces()
+            >>> [r.reason for r in report.records]
+            ['first call', 'x: dimension 0 changed from 2 to 3 (float64[2] -> float64[3])']
+            >>> report.fix
+            "input_signature=[en.TensorSpec(shape=(None,), dtype='float64')] traces once for every size"
+        """
+        return RetraceReport(self.name, self._records, self.max_traces,
+                             suggest_fix(self._signatures, getattr(self, "_leaf_names", [])))
+
+    def _install_checks(self, concrete):
+        """Compare the calls of a new trace against eager mode where ``shadow`` (or
+        ``en.config.shadow``, read now) or ``validate`` asks for it."""
+        if not isinstance(concrete, ConcreteFunction):
+            return      # a chunked trace: en.debug.compare checks its outputs
+        if self.shadow or config.shadow:
+            install_checks(concrete, None, VALIDATE_EVERY, _compare_function)
+        elif self.validate:
+            install_checks(concrete, self.validate, VALIDATE_EVERY, _compare_function)
+
+    def compare(self, *args, **kwargs):
+        """Run this call compiled and eagerly, node by node, against a float64 evaluation;
+        the report says whether every node agrees (``en.debug.compare``)."""
+        return compare_call(self, args, kwargs, _compare_function)
 
     def _traced_function(self):
         """What tracing runs: the function with its control flow converted (autograph)."""
@@ -341,6 +440,18 @@ def named_function(fn, name):
     return Function(fn, name=name)
 
 
+def _compare_function(fn, name, passes):
+    """The ``en.function`` the comparison compiles a subgraph with."""
+    return Function(fn, name=name, passes=passes, autograph=False)
+
+
+def _check_validate(validate):
+    if validate is not None and (type(validate) is not int or validate < 0):
+        raise InvalidArgumentError(f"validate must be a number of calls (an int >= 0) or None, "
+                                   f"got {validate!r}")
+    return validate
+
+
 def plain_function(fn, name):
     """``en.function(fn, autograph=False)`` named ``name``: for functions the engine
     writes itself (the parts of a function run per chunk)."""
@@ -362,13 +473,15 @@ def function(fn: Callable[..., Any] | None = None, *,
              input_signature: Sequence[Any] | None = None, optimize: bool = True,
              passes: Sequence[Any] | None = None, max_traces: int = 8,
              max_cached_traces: int | None = None,
-             autograph: bool = True) -> Function | Callable[[Callable[..., Any]], Function]:
+             autograph: bool = True, shadow: bool = False,
+             validate: int | None = None) -> Function | Callable[[Callable[..., Any]], Function]:
     """Compile ``fn`` to a graph, traced once per input signature.
 
     Usable as ``@en.function`` or ``en.function(fn, input_signature=[...])``.
     The first call with a new signature runs the Python body once with traced
     tensors; later calls run the compiled graph without running Python.
-    ``max_traces`` traces in, a warning suggests an ``input_signature``. The
+    ``max_traces`` signatures in, a new one runs eagerly and one warning names the
+    cause and the fix (``f.retraces()`` explains every trace). The
     ``max_cached_traces`` most recently used traces are kept (default
     ``en.config.max_cached_traces``, 32; None: all of them); an older one is
     dropped, its graphs and buffers freed, and traced again if called again.
@@ -376,6 +489,10 @@ def function(fn: Callable[..., Any] | None = None, *,
     ``not``, ``a if c else b``) is converted to ``en.cond``/``en.while_loop``/
     ``en.scan`` where the value is traced (see ``en.autograph``);
     ``autograph=False`` traces the function as written.
+    ``shadow=True`` compares every call against eager mode, node by node, and
+    ``validate=N`` the first ``N`` calls of each trace and then every 100th
+    (``en.debug.compare``'s criterion): a diverging call raises ``en.NumericsError``
+    naming the node and the line that made it.
 
     Example:
         >>> import engine as en
@@ -386,7 +503,7 @@ def function(fn: Callable[..., Any] | None = None, *,
     def wrap(f):
         return Function(f, input_signature=input_signature, optimize=optimize, passes=passes,
                         max_traces=max_traces, max_cached_traces=max_cached_traces,
-                        autograph=autograph)
+                        autograph=autograph, shadow=shadow, validate=validate)
     return wrap(fn) if fn is not None else wrap
 
 
