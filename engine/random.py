@@ -25,6 +25,7 @@ from . import default_dtype, dtypes
 from .errors import ArgumentTypeError, DTypeError, InvalidArgumentError, describe_inputs
 from .modes import apply
 from .op import Op, declare, register
+from .random_draws import Draws
 from .ops.creation import check_shape
 from .variable import Variable
 
@@ -94,6 +95,33 @@ random_uniform_op = register(Op(
 declare(random_uniform_op, onnx=None)  # ONNX draws other numbers than the engine
 
 
+def _uniform_like_eval(key, like, *, dtype, **_):
+    _check_key("random_uniform_like", key)
+    dt = dtypes.as_dtype(dtype)
+    if dt not in dtypes.FLOATS:
+        raise DTypeError(f"random_uniform_like: dtype must be float32 or float64, got {dt}")
+    return (tuple(like[0]), dt)     # the shape may hold None: a trace of unknown batch
+
+
+def _uniform_like_impl(key, like, *, dtype, minval, maxval):
+    # The same numbers as random_uniform with shape like.shape: a draw of an unknown
+    # batch size in a graph matches the eager one.
+    return _uniform_impl(key, shape=tuple(like.shape), dtype=dtype, minval=minval, maxval=maxval)
+
+
+def _uniform_like_on_host(be, key, like, **params):
+    return be.from_numpy(_uniform_like_impl(be.to_numpy(key), np.empty(tuple(like.shape), "b1"),
+                                            **params))
+
+
+random_uniform_like_op = register(Op(
+    "random_uniform_like", _uniform_like_impl, _uniform_like_eval, None, random=True,
+    generic=_uniform_like_on_host, differentiable=False, n_inputs=2, dtypes=dtypes.FLOATS,
+    doc="Uniform samples of the shape of a second input (only its shape is read), from an "
+        "int64 key [seed, counter]: draws whose shape is known only when the graph runs."))
+declare(random_uniform_like_op, onnx=None)  # ONNX draws other numbers than the engine
+
+
 def _key_for_seed(seed):
     # operator.index: an int (or numpy integer), never a float or a numeric string
     try:
@@ -118,7 +146,15 @@ def uniform_from_key(key, shape, minval=0.0, maxval=1.0, dtype=None):
                  dtype=default_dtype.model_float(dtype), minval=float(minval), maxval=float(maxval))
 
 
-class Generator:
+def uniform_like_from_key(key, like, minval=0.0, maxval=1.0, dtype=None):
+    """Uniform samples of ``like``'s shape from an explicit int64 key (pure); the same
+    numbers as :func:`uniform_from_key` with ``like.shape``, also for a traced ``like``
+    of unknown batch size."""
+    return apply(random_uniform_like_op, key, like,
+                 dtype=default_dtype.model_float(dtype), minval=float(minval), maxval=float(maxval))
+
+
+class Generator(Draws):
     """A stream of random numbers: the same ``seed`` gives the same stream.
 
     The state is a non-trainable int64 ``Variable`` ``[seed, counter]``; each
@@ -146,6 +182,10 @@ class Generator:
     def uniform(self, shape, minval=0.0, maxval=1.0, dtype=None):
         """Uniform samples of ``shape`` in ``[minval, maxval)``."""
         return uniform_from_key(self._next_key(), shape, minval, maxval, dtype)
+
+    def uniform_like(self, like, minval=0.0, maxval=1.0, dtype=None):
+        """Uniform samples of ``like``'s shape (known or not until a graph runs)."""
+        return uniform_like_from_key(self._next_key(), like, minval, maxval, dtype)
 
     def reset(self, seed):
         """Restart the stream as if the generator were made with ``seed``."""

@@ -106,8 +106,8 @@ def dropout(x, rate=0.5, generator=None, training=True):
     The mask is drawn from ``generator`` (an ``en.random.Generator``; None: the
     default stream, reproducible after ``en.random.set_seed``), whose state is a
     variable: the same seed drops the same entries in eager mode and in graphs,
-    and each call draws the next mask. Random draws need a known shape: trace
-    with a fixed batch size. With ``training=False`` (or ``rate == 0``) returns
+    and each call draws the next mask, also in a graph traced with an unknown
+    batch size. With ``training=False`` (or ``rate == 0``) returns
     ``x`` unchanged.
 
     Example:
@@ -123,12 +123,9 @@ def dropout(x, rate=0.5, generator=None, training=True):
         raise input_error(DTypeError, "dropout: expected a floating-point input", x)
     if not training or rate == 0.0:
         return x
-    if None in tuple(x.shape):
-        raise input_error(ShapeError, "dropout: random draws need a known shape (trace with "
-                          "a fixed batch size, or call the model in eval mode); the input has "
-                          "unknown dimensions", x)
     generator = default_generator() if generator is None else generator
-    keep = ops.greater_equal(generator.uniform(x.shape, dtype=x.dtype), rate)
+    # uniform_like: the mask takes x's shape when the graph runs (an unknown batch size)
+    keep = ops.greater_equal(generator.uniform_like(x, dtype=x.dtype), rate)
     return ops.mul(ops.where(keep, x, ops.zeros_like(x)), 1.0 / (1.0 - rate))
 
 

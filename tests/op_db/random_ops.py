@@ -42,6 +42,33 @@ def _random_errors(public):
 add(OpInfo("random_normal", en.random.normal_from_key, _normal_ref,
            _random_samples("mean", "stddev"), op_dtypes("random_normal"), supports_grad=False,
            random=True, error_inputs=_random_errors("normal")))
+def _uniform_like_ref(key, like, minval=0.0, maxval=1.0, dtype=F32):
+    return _uniform_ref(key, np.shape(like), minval, maxval, dtype)
+
+
+def _uniform_like(key, like=None, shape=None, **params):
+    """The op; the shared random-op checks pass ``shape=`` instead of an input of that shape."""
+    like = np.zeros(shape) if like is None else like
+    return en.random.uniform_like_from_key(key, like, **params)
+
+
+def _uniform_like_samples(dtype, rng):
+    # The second input is read for its shape only.
+    for key, shape, params in [([0, 0], (3, 4), {}), ([7, 3], (), {}), ([1, 2], (0, 5), {}),
+                               ([-5, 9], (5,), {"minval": -2.0, "maxval": 3.0})]:
+        yield Sample((np.array(key, dtype=np.int64), rng.standard_normal(shape)),
+                     dict(dtype=dtype, **params))
+
+
+def _uniform_like_errors():
+    return [ErrorInput(Sample((np.array([0.0, 1.0]), np.zeros(2)), {}), en.DTypeError),
+            ErrorInput(Sample((np.array([0, 1]), np.zeros(2)), dict(dtype="int32")),
+                       en.DTypeError, "random_uniform_like:")]
+
+
+add(OpInfo("random_uniform_like", _uniform_like, _uniform_like_ref,
+           _uniform_like_samples, op_dtypes("random_uniform_like"), supports_grad=False,
+           random=True, error_inputs=_uniform_like_errors))
 add(OpInfo("random_uniform", en.random.uniform_from_key, _uniform_ref,
            _random_samples("minval", "maxval"), op_dtypes("random_uniform"), supports_grad=False,
            random=True, error_inputs=_random_errors("uniform")))
