@@ -30,9 +30,16 @@ from .activations import (ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU,
                           Softmax, Softplus, Tanh)
 from .serialization import load_into, save  # noqa: F401
 from .torch_import import load_torch_state_dict  # noqa: F401
+from .attention import MultiheadAttention  # noqa: F401
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
+                          TransformerEncoder, TransformerEncoderLayer)
+from .rnn_layers import GRU, LSTM, SimpleRNN  # noqa: F401
 
 __all__ = ["Module", "Linear", "Conv2D", "ConvTranspose2D", "Upsample", "MaxPool2D",
            "AvgPool2D", "Flatten", "Dropout", "LayerNorm", "BatchNorm", "Embedding", "LSTMCell",
            "GRUCell", "RNN", "Sequential", "ModuleList", "ReLU", "LeakyReLU", "Tanh", "Sigmoid",
            "GELU", "SiLU", "ELU", "Softplus", "Softmax", "LogSoftmax", "functional", "init",
            "save", "load_into", "load_torch_state_dict"]
+__all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder",
+            "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
+            "LSTM", "GRU", "SimpleRNN"]

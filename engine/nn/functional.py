@@ -167,3 +167,8 @@ __all__ = ["softmax", "log_softmax", "logsumexp", "mse", "cross_entropy", "relu"
            "conv_transpose2d", "max_pool2d", "avg_pool2d", "flatten", "dropout", "layer_norm",
            "batch_norm", "batch_norm_apply", "embedding", "interpolate", "one_hot", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits"]
+
+# attention.py builds on dropout and linear above: imported last.
+from .attention import scaled_dot_product_attention  # noqa: E402,F401
+
+__all__ += ["scaled_dot_product_attention"]

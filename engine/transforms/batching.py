@@ -142,6 +142,16 @@ class BatchMode(TransformMode):
         leaves, tree = flatten(out)
         return unflatten(tree, [self._wrap(o, 0) for o in leaves])
 
+    def stage_scan(self, fn, init, xs, length, reverse, stage):
+        """One scan one level out whose body is ``fn`` vmapped (batching_loops.py)."""
+        from .batching_loops import staged_scan
+        return staged_scan(self, fn, init, xs, length, reverse, stage)
+
+    def stage_while_loop(self, cond_fn, body_fn, loop_vars, stage):
+        """A loop on a batched or not-yet-known condition (batching_loops.py)."""
+        from .batching_loops import staged_while_loop
+        return staged_while_loop(self, cond_fn, body_fn, loop_vars, stage)
+
     def call_custom_jvp(self, fun, rule, args):
         # The function and its rule run vectorized one level out, so an outer forward
         # mode (jvp of vmap) applies the rule to the batched tangents.
@@ -186,8 +196,12 @@ class BatchMode(TransformMode):
     def cond(self, pred, true_fn, false_fn, *operands):
         if not self.owns(pred) and self.parent.is_concrete:
             return true_fn(*operands) if bool(pred) else false_fn(*operands)
-        # A batched predicate (or values that exist only later): both branches, then a
-        # select per element.
+        from .batching_loops import inner_tapes, staged_cond
+        if not self.owns(pred) and not inner_tapes(self):
+            # One cond one level out, its branches vmapped (a tape begun inside the
+            # vmap records the select below instead, at this level).
+            return staged_cond(self, pred, true_fn, false_fn, operands)
+        # A batched predicate: both branches, then a select per element.
         a, b = true_fn(*operands), false_fn(*operands)
         la, tree = flatten(a)
         lb, tree_b = flatten(b)
