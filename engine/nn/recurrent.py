@@ -155,6 +155,14 @@ class RNN(Module):
     cell's weights are read once per call, before the loop.
     """
 
+    def __new__(cls, *args, **kwargs):
+        # RNN(input_size, hidden_size, ...) with sizes is PyTorch's layer: a SimpleRNN.
+        first = args[0] if args else kwargs.get("input_size")
+        if cls is RNN and isinstance(first, int) and not isinstance(first, bool):
+            from .rnn_layers import SimpleRNN
+            return SimpleRNN(*args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, cell, batch_first=True, reverse=False):
         super().__init__()
         if not isinstance(cell, _Cell):
