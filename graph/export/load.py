@@ -574,7 +574,7 @@ class LoadedFunction(Function):
         self.backend = backend
         self.concrete = _LoadedConcrete(graph, name, specs, self.python_function, backend)
 
-    def _trace(self, key, tensors, leaves, treedef, specs=None):
+    def _trace(self, key, tensors, leaves, treedef, specs=None, call=None, budgeted=False):
         if key != self.concrete.key:   # ("input_signature"[, back end]): another back end
             given = key[1] if len(key) > 1 else "numpy"
             raise BackendError(f"{self.name}: this loaded graph runs on {self.backend.name} "
