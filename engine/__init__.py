@@ -73,7 +73,7 @@ _GRAPH_NAMES = {
     "run_functions_eagerly": "jit.function",
     "TensorSpec": "ir.signature", "is_tracing": "jit.tracer",
     "cond": "control.control_flow", "scan": "control.control_flow",
-    "while_loop": "control.control_flow",
+    "while_loop": "control.control_flow", "fori_loop": "control.bounded_loops",
     "print": "control.effects", "py_function": "control.effects",
     "save": "export.native", "load": "export.load", "export_onnx": "export.onnx_export",
 }

@@ -32,7 +32,7 @@ from ..recording import active_tapes, complex_refusal
 from ..tensor import Tensor
 from .base import TransformMode, warn_fallback
 from .forward_custom import call_in_forward_mode
-from .forward_loops import staged_while_loop
+from .forward_loops import staged_cond, staged_scan, staged_while_loop
 
 _FLOATS = dtypes.FLOATS
 _COMPLEX = dtypes.COMPLEX
@@ -145,15 +145,19 @@ class ForwardMode(TransformMode):
 
     def cond(self, pred, true_fn, false_fn, *operands):
         p = pred.primal if self.owns(pred) else pred
-        if self.parent.is_concrete or not isinstance(p, Tensor):
+        if self.parent.is_concrete or not isinstance(p, Tensor) or p._value is not None:
             return true_fn(*operands) if bool(p) else false_fn(*operands)
-        # Values exist only later (a trace): both branches, then a select, which
-        # forward mode differentiates like any op.
-        return _select(p, true_fn(*operands), false_fn(*operands))
+        # Values exist only later (a trace): one cond one level out, whose branches
+        # return primals and tangents (forward_loops.py).
+        return staged_cond(self, dual, p, true_fn, false_fn, operands)
 
     def stage_while_loop(self, cond_fn, body_fn, loop_vars, stage):
         """One loop over primals and tangents in the parent trace (forward_loops.py)."""
         return staged_while_loop(self, dual, cond_fn, body_fn, loop_vars, stage)
+
+    def stage_scan(self, fn, init, xs, length, reverse, stage):
+        """One scan over primals and tangents in the parent trace (forward_loops.py)."""
+        return staged_scan(self, dual, fn, init, xs, length, reverse, stage)
 
     def call_custom_gradient(self, f, args):
         """A ``custom_gradient`` call: the tangent from its rule, not its forward ops."""
@@ -174,14 +178,6 @@ class ForwardMode(TransformMode):
             raise EngineError(f"custom_jvp {getattr(fun, '__name__', 'f')}: the rule returned "
                               f"tangents of structure {ttree} for outputs of structure {tree}")
         return unflatten(tree, [self._wrap(o, t) for o, t in zip(outs, touts)])
-
-
-def _select(pred, a, b):
-    la, tree = flatten(a)
-    lb, tree_b = flatten(b)
-    if tree != tree_b:
-        raise ShapeError(f"cond: the branches return different structures ({tree} vs {tree_b})")
-    return unflatten(tree, [ops.where(pred, x, y) for x, y in zip(la, lb)])
 
 
 def tangent_of(op, primals, tangents, out, params):

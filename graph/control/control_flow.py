@@ -190,10 +190,11 @@ def _while_eval(*rest, cond, body, n_vars):
 
 def _while_vjp(gs, outs, *rest, cond, body, n_vars):
     raise NotDifferentiableError(
-        "while_loop cannot be differentiated in graph mode: its number of iterations is only "
-        "known at run time. Use en.scan with a fixed number of steps, or in en.function a `for` "
-        "loop over a Python range (unrolled) or over a tensor's rows (an en.scan), or "
-        "differentiate eagerly")
+        "while_loop cannot be differentiated in reverse mode in a graph: its number of "
+        "iterations is only known at run time. Give it a static bound, "
+        "en.while_loop(cond_fn, body_fn, loop_vars, max_steps=N) (it then stops after N "
+        "steps at most); or use en.fori_loop(lower, upper, body_fn, init_val) with Python int "
+        "bounds, or en.scan with a fixed number of steps")
 
 
 while_op = _structural(Op("while_loop", _while_impl, _while_eval, _while_vjp,
@@ -203,10 +204,12 @@ declare(while_op, onnx=None, side_effects_of=lambda p: p["cond"].has_side_effect
         p["body"].has_side_effects, load_check=control_flow_checks.check_while)
 
 
-def while_loop(cond_fn, body_fn, loop_vars):
+def while_loop(cond_fn, body_fn, loop_vars, max_steps=None):
     """Repeat ``loop_vars = body_fn(*loop_vars)`` while ``cond_fn(*loop_vars)``.
 
     ``loop_vars`` is a tuple or list; the body must keep every shape and dtype.
+    With ``max_steps`` (a Python int) the loop stops after that many steps at most,
+    and reverse mode differentiates it in a graph too (graph/control/bounded_loops.py).
 
     Example:
         >>> import engine as en
@@ -224,6 +227,9 @@ def while_loop(cond_fn, body_fn, loop_vars):
         raise ArgumentTypeError(f"while_loop: loop_vars must be a tuple or list of the loop "
                                 f"variables, got {got} (one variable: pass (x,))\n"
                                 f"  at {format_location(user_frame())}")
+    if max_steps is not None:
+        from .bounded_loops import bounded_while_loop, check_max_steps
+        return bounded_while_loop(cond_fn, body_fn, loop_vars, check_max_steps(max_steps))
     mode = current_mode()
     if mode.is_concrete or mode.transforms:   # a transformation runs the loop's ops itself
         vals = tuple(loop_vars)

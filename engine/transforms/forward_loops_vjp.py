@@ -1,0 +1,114 @@
+"""Reverse mode over a staged ``scan`` or ``cond`` of forward mode (``jvp`` of ``grad``).
+
+A tape begun inside ``en.jvp`` watches dual tensors. When forward mode stages a
+``scan`` or a ``cond`` in a trace (:mod:`.forward_loops`), the construct runs one
+level out, on primals and tangents, where that tape sees nothing. So the staging
+records the construct itself on the active tapes: its inputs are the dual
+operands (the initial carry and the xs of a scan) and the dual tensors its body
+captured; its results are the dual outputs. Its reverse rule is written with the
+public construct again (a reverse ``scan`` that re-runs each step under a tape
+from the carries the forward scan kept, or a ``cond`` of the branches' VJPs), so
+when the gradient runs in forward mode it is staged once more: forward over
+reverse is one forward scan and one backward scan, whatever the number of steps.
+"""
+from .. import dtypes, ops
+from ..autodiff.tape import GradientTape
+from ..modes import current_mode
+from ..pytree import flatten, unflatten
+from ..recording import TapeRule, record
+
+_FLOATS = dtypes.FLOATS
+
+
+def _floats(tensors):
+    return [k for k, t in enumerate(tensors) if t.dtype in _FLOATS]
+
+
+def _pull_back(run, sources, seeds):
+    """Run ``run()`` under a tape watching ``sources``; the gradients of its float
+    results (``run`` returns ``(results, indices of those with a seed)``) with
+    ``seeds`` as output gradients, zeros where a source is not reached."""
+    with GradientTape() as tape:
+        tape.watch(sources)
+        results = current_mode().lift(list(run()))
+    targets = [o for o in results if o.dtype in _FLOATS]
+    grads = tape.gradient(targets, sources, output_gradients=list(seeds)) if targets \
+        else [None] * len(sources)
+    return tuple(ops.zeros_like(s) if g is None else g for s, g in zip(sources, grads))
+
+
+def record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, c_out, y_out, stacked,
+                length, reverse, stage):
+    """Record a staged scan on the active tapes (see the module docstring).
+
+    ``stacked``: the carries entering each step (stacked), as the forward scan kept
+    them; ``stage``: the public ``scan``, for the backward loop.
+    """
+    n_c, n_x = len(c_leaves), len(x_leaves)
+    fc, fx, fcap = _floats(c_leaves), _floats(x_leaves), _floats(captured)
+    fy = _floats(y_out)
+
+    def vjp(gs, outs, *inputs):
+        xs = list(inputs[n_c:n_c + n_x])
+        caps = list(inputs[n_c + n_x:])
+        g_c = [gs[k] for k in fc]
+        g_y = [gs[n_c + k] for k in fy]
+
+        def step(gc, sl):
+            sl = list(sl)
+            c_t, x_t, gy_t = sl[:n_c], sl[n_c:n_c + n_x], sl[n_c + n_x:]
+            sources = [c_t[k] for k in fc] + [x_t[k] for k in fx] + [caps[k] for k in fcap]
+
+            def run():
+                new_c, y = fn(unflatten(c_tree, c_t), unflatten(x_tree, x_t))
+                cs, ys = flatten(new_c)[0], flatten(y)[0]
+                return [cs[k] for k in fc] + [ys[k] for k in fy]
+            grads = _pull_back(run, sources, list(gc) + list(gy_t))
+            return grads[:len(fc)], grads[len(fc):]
+
+        g_init, per_step = stage(step, tuple(g_c), tuple(list(stacked) + xs + g_y),
+                                 length=length, reverse=not reverse)
+        per_step = list(per_step)
+        grads = [None] * len(inputs)
+        for k, g in zip(fc, g_init):
+            grads[k] = g
+        for k, g in zip(fx, per_step[:len(fx)]):
+            grads[n_c + k] = g
+        for k, g in zip(fcap, per_step[len(fx):]):
+            grads[n_c + n_x + k] = ops.sum(g, axis=0)
+        return tuple(grads)
+
+    rule = TapeRule("scan", vjp, multiple_results=True)
+    record(rule, list(c_leaves) + list(x_leaves) + list(captured),
+           tuple(c_out) + tuple(y_out), {})
+
+
+def record_cond(pred, true_fn, false_fn, leaves, tree, captured, outs):
+    """Record a staged cond on the active tapes: its reverse rule is a ``cond`` (on the
+    same predicate) of the two branches' VJPs."""
+    n = len(leaves)
+    fi, fcap, fo = _floats(leaves), _floats(captured), _floats(outs)
+
+    def vjp(gs, results, *inputs):
+        ins, caps = list(inputs[:n]), list(inputs[n:])
+
+        def branch(fn):
+            def run_vjp(*flat):
+                args, g = list(flat[:n]), flat[n:]
+                sources = [args[k] for k in fi] + [caps[k] for k in fcap]
+
+                def run():
+                    out = flatten(fn(*unflatten(tree, args)))[0]
+                    return [out[k] for k in fo]
+                return _pull_back(run, sources, g)
+            return run_vjp
+
+        got = current_mode().cond(pred, branch(true_fn), branch(false_fn), *ins,
+                                  *[gs[k] for k in fo])
+        grads = [None] * len(inputs)
+        for k, g in zip(fi + [n + k for k in fcap], got):
+            grads[k] = g
+        return tuple(grads)
+
+    rule = TapeRule("cond", vjp, multiple_results=True)
+    record(rule, list(leaves) + list(captured), tuple(outs), {})
