@@ -35,6 +35,17 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
                           TransformerEncoder, TransformerEncoderLayer)
 from .rnn_layers import GRU, LSTM, SimpleRNN  # noqa: F401
 
+# PyTorch-named layers (channels-first), losses and containers.
+from .conv_layers import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,  # noqa: F401
+                          ConvTranspose3d)
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  # noqa: F401
+                      AdaptiveMaxPool2d, AvgPool2d, GlobalAveragePooling1D,
+                      GlobalAveragePooling2D, GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPool2d)
+from .group_norms import GroupNorm, InstanceNorm1d, InstanceNorm2d, RMSNorm  # noqa: F401
+from .holders import Identity, ModuleDict, ParameterDict, ParameterList  # noqa: F401
+from .losses import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss,  # noqa: F401
+                     KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
+
 __all__ = ["Module", "Linear", "Conv2D", "ConvTranspose2D", "Upsample", "MaxPool2D",
            "AvgPool2D", "Flatten", "Dropout", "LayerNorm", "BatchNorm", "Embedding", "LSTMCell",
            "GRUCell", "RNN", "Sequential", "ModuleList", "ReLU", "LeakyReLU", "Tanh", "Sigmoid",
@@ -43,3 +54,10 @@ __all__ = ["Module", "Linear", "Conv2D", "ConvTranspose2D", "Upsample", "MaxPool
 __all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder",
             "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
             "LSTM", "GRU", "SimpleRNN"]
+__all__ += ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+            "ConvTranspose3d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "GlobalAveragePooling1D",
+            "GlobalAveragePooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GroupNorm",
+            "InstanceNorm1d", "InstanceNorm2d", "RMSNorm", "Identity", "ModuleDict",
+            "ParameterDict", "ParameterList", "CrossEntropyLoss", "NLLLoss", "BCELoss",
+            "BCEWithLogitsLoss", "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss", "KLDivLoss"]

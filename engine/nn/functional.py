@@ -20,6 +20,11 @@ from ..errors import DTypeError, InvalidArgumentError, ShapeError
 from ..ops.conv import conv2d, conv_transpose2d  # noqa: F401  (re-exported)
 from ..ops.pooling import avg_pool2d, max_pool2d  # noqa: F401
 from ..ops.nn import cross_entropy, log_softmax, logsumexp, mse, softmax  # noqa: F401
+from .conv_functional import conv1d, conv3d, conv_transpose1d, conv_transpose3d  # noqa: F401
+from .norm_functional import group_norm, instance_norm, rms_norm  # noqa: F401
+from .pool_functional import (adaptive_avg_pool1d, adaptive_avg_pool2d,  # noqa: F401
+                              adaptive_max_pool1d, adaptive_max_pool2d)
+from .loss_functions import huber_loss, kl_div, l1_loss, mse_loss, smooth_l1_loss  # noqa: F401
 from ..random import default_generator
 from ..tensor import Tensor, tensor
 from ..variable import Variable
@@ -164,7 +169,11 @@ binary_cross_entropy_with_logits = ops.binary_cross_entropy_with_logits
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "mse", "cross_entropy", "relu", "sigmoid",
            "tanh", "leaky_relu", "gelu", "silu", "elu", "softplus", "linear", "conv2d",
-           "conv_transpose2d", "max_pool2d", "avg_pool2d", "flatten", "dropout", "layer_norm",
+           "conv_transpose2d", "conv1d", "conv3d", "conv_transpose1d", "conv_transpose3d",
+           "group_norm", "instance_norm", "rms_norm", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "huber_loss",
+           "kl_div", "l1_loss", "mse_loss", "smooth_l1_loss", "max_pool2d", "avg_pool2d",
+           "flatten", "dropout", "layer_norm",
            "batch_norm", "batch_norm_apply", "embedding", "interpolate", "one_hot", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 

@@ -8,8 +8,7 @@ before exponentiating, so large inputs never overflow.
 import numpy as np
 
 from .. import dtypes
-from ..backend import use as use_backend
-from ..errors import DTypeError, ShapeError, TracingError
+from ..errors import DomainError, DTypeError, ShapeError, TracingError
 from ..lifting import TensorLike
 from ..modes import current_mode
 from ..shapes import normalize_axes, normalize_axis
@@ -98,46 +97,87 @@ def mse(pred, target):
     return reduce.mean(elementwise.square(elementwise.sub(pred, target)))
 
 
-def cross_entropy(logits, labels, axis=-1):
+def cross_entropy(logits, labels, axis=-1, weight=None, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0):
     """Softmax cross-entropy, averaged over the batch (every dim but ``axis``).
 
     ``labels`` are either integer class ids shaped like ``logits`` without
     ``axis``, or class probabilities (e.g. one-hot) shaped like ``logits``.
+    PyTorch's options: ``weight`` (one per class) scales each class's terms;
+    integer labels equal to ``ignore_index`` count for nothing; ``reduction``
+    is "mean", "sum" or "none"; ``label_smoothing`` mixes the target with the
+    uniform distribution. A weighted mean over integer labels divides by the
+    summed weights of the counted labels, as PyTorch's does.
 
     Example:
         >>> import engine as en
         >>> logits = en.tensor([[2.0, 0.0], [0.0, 2.0]])
         >>> round(float(en.cross_entropy(logits, en.tensor([0, 1]))), 4)
         0.1269
+        >>> round(float(en.cross_entropy(logits, en.tensor([0, -100]), reduction="sum",
+        ...                              label_smoothing=0.2)), 4)
+        0.3269
     """
+    # losses.py builds on this module's helpers: import it where it is used.
+    from .losses import _reduce, _reduction, nll_loss
+    reduction = _reduction("cross_entropy", reduction)
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) or \
+            not 0.0 <= label_smoothing <= 1.0:
+        raise DomainError(f"cross_entropy: label_smoothing must be a float in [0, 1], got "
+                          f"{label_smoothing!r}")
     logits = _float_input("cross_entropy", logits)
     labels = _tensor(labels)
     nd = logits.ndim
     if nd == 0:
         raise ShapeError("cross_entropy: logits must have a class axis, got a scalar")
     ax = normalize_axis(axis, nd, "cross_entropy")
+    n_classes = logits.shape[ax]
+    if weight is not None:
+        weight = _tensor(weight)
+        if weight.dtype not in dtypes.FLOATS or tuple(weight.shape) != (n_classes,):
+            raise ShapeError(f"cross_entropy: weight must be a float vector of {n_classes} "
+                             f"class weights, got dtype {weight.dtype} and shape "
+                             f"{tuple(weight.shape)}")
+        weight = creation.cast(weight, logits.dtype)
     logp = log_softmax(logits, axis=ax)
+    # Class weights along the class axis, for the sums over classes.
+    w_axis = None if weight is None else shape_ops.reshape(weight,
+                                                           (n_classes,) + (1,) * (nd - 1 - ax))
     if labels.dtype in dtypes.INTS:
         expected = logits.shape[:ax] + logits.shape[ax + 1:]
         _check_same_shape("integer labels", labels.shape, expected, logits.shape)
-        n_classes = logits.shape[ax]
         if n_classes is None:
             raise ShapeError("cross_entropy: the number of classes must be known for integer "
                              "labels (the class axis of the logits is unknown)")
-        _check_label_range(labels, n_classes)
-        with use_backend(getattr(labels, "backend", "numpy")):   # class ids live where labels do
-            classes = creation.arange(n_classes)
-        classes = shape_ops.reshape(classes, (n_classes,) + (1,) * (nd - 1 - ax))
-        hits = compare.equal(shape_ops.expand_dims(labels, ax), classes)
-        # Picked, not multiplied by a one-hot: a masked class's -inf times 0 is nan.
-        picked = compare.where(hits, logp, 0.0)
-    elif labels.dtype in dtypes.FLOATS:
+        _check_label_range(labels, n_classes, ignore_index)
+        loss = nll_loss(logp, labels, weight, ignore_index, reduction, ax)
+        if not label_smoothing:
+            return loss
+        # PyTorch's smoothing: (1 - e) * nll + e / C * (the weighted sum of -log p over classes).
+        valid = compare.not_equal(labels, ignore_index)
+        spread = logp if w_axis is None else elementwise.mul(logp, w_axis)
+        smooth = compare.where(valid, elementwise.neg(reduce.sum(spread, axis=ax)), 0.0)
+        if reduction == "mean":
+            counted = creation.cast(valid, logp.dtype)
+            if weight is not None:
+                safe = compare.where(valid, labels, creation.zeros_like(labels))
+                counted = elementwise.mul(counted, weight[safe])
+            smooth = elementwise.div(reduce.sum(smooth), reduce.sum(counted))
+        else:
+            smooth = _reduce(smooth, reduction)
+        return elementwise.add(elementwise.mul(loss, 1.0 - label_smoothing),
+                               elementwise.mul(smooth, label_smoothing / n_classes))
+    if labels.dtype in dtypes.FLOATS:
         _check_same_shape("probability labels", labels.shape, logits.shape, logits.shape)
+        if label_smoothing:
+            labels = elementwise.add(elementwise.mul(labels, 1.0 - label_smoothing),
+                                     label_smoothing / n_classes)
         picked = elementwise.mul(labels, logp)
-    else:
-        raise DTypeError(f"cross_entropy: labels must be integer class ids or float "
-                         f"probabilities, got dtype {labels.dtype}")
-    return reduce.mean(elementwise.neg(reduce.sum(picked, axis=ax)))
+        if w_axis is not None:
+            picked = elementwise.mul(picked, w_axis)
+        return _reduce(elementwise.neg(reduce.sum(picked, axis=ax)), reduction)
+    raise DTypeError(f"cross_entropy: labels must be integer class ids or float "
+                     f"probabilities, got dtype {labels.dtype}")
 
 
 def _check_same_shape(what, got, expected, logits_shape):
@@ -148,11 +188,13 @@ def _check_same_shape(what, got, expected, logits_shape):
                          f"of shape {tuple(logits_shape)}, got {tuple(got)}")
 
 
-def _check_label_range(labels, n_classes):
+def _check_label_range(labels, n_classes, ignore_index=None):
     try:
         value = np.asarray(labels)
     except TracingError:
         return  # traced labels cannot be checked; an out-of-range id gets a zero target
+    if ignore_index is not None:
+        value = value[value != ignore_index]
     if value.size == 0:
         return
     lo, hi = int(value.min()), int(value.max())

@@ -37,6 +37,7 @@ from op_db import numpy_functions  # noqa: F401,E402,I001
 from op_db import windows_scans  # noqa: F401,E402,I001
 from op_db import statistics  # noqa: F401,E402,I001
 from op_db import attention  # noqa: F401,E402,I001
+from op_db import conv_nd, nn_layers_functional  # noqa: F401,E402,I001
 
 OPS_BY_NAME = {info.name: info for info in OP_DB}
 ALL_ENTRIES = OP_DB + COMPOSITES

@@ -58,12 +58,29 @@ def _np_log_softmax(x, axis=-1):
     return x - _np_logsumexp(x, axis=axis, keepdims=True)
 
 
-def _np_cross_entropy(logits, labels, axis=-1):
-    logp = _np_log_softmax(logits, axis=axis)
+def _np_cross_entropy(logits, labels, axis=-1, weight=None, ignore_index=-100,
+                      reduction="mean", label_smoothing=0.0):
+    """PyTorch's definition as one weighted sum over classes: the target is the label's
+    one-hot (or the given probabilities) mixed with the uniform distribution."""
+    n_classes = logits.shape[axis]
+    logp = np.moveaxis(_np_log_softmax(logits, axis=axis), axis, -1)      # (..., C)
+    w = np.ones(n_classes) if weight is None else weight.astype(np.float64)
     if labels.dtype.kind in "iu":
-        onehot = np.moveaxis(np.eye(logits.shape[axis], dtype=logits.dtype)[labels], -1, axis)
-        labels = onehot
-    return np.mean(-np.sum(labels * logp, axis=axis))
+        valid = labels != ignore_index
+        safe = np.where(valid, labels, 0)
+        target = np.eye(n_classes)[safe]
+    else:
+        target = np.moveaxis(labels, axis, -1)
+        valid, safe = np.ones(target.shape[:-1], bool), None
+    target = (1.0 - label_smoothing) * target + label_smoothing / n_classes
+    per = -np.sum(target * w * logp, axis=-1) * valid
+    if reduction == "none":
+        return per
+    if reduction == "sum":
+        return np.sum(per)
+    if safe is None:
+        return np.mean(per)
+    return np.sum(per) / np.sum(w[safe] * valid)
 
 
 def _axis_samples(cases):
@@ -86,6 +103,22 @@ def _cross_entropy_samples(dtype, rng):
     probs = rng.dirichlet(np.ones(3), size=4).astype(dtype)
     yield Sample((make(rng, (4, 3), dtype), probs), desc="probability labels")
     yield Sample((make(rng, (3,), dtype), np.array(1)), desc="one example")
+    # PyTorch's options: class weights, ignored labels, reductions, label smoothing.
+    weight = rng.uniform(0.5, 2.0, size=3).astype(dtype)
+    labels = np.array([0, -100, 2, 1, 2])
+    # (The weights go as an argument, so the back-end suites move them with the inputs.)
+    yield Sample((make(rng, (5, 3), dtype), labels, -1, weight), desc="weighted")
+    yield Sample((make(rng, (5, 3), dtype), labels), dict(reduction="sum"))
+    yield Sample((make(rng, (5, 3), dtype), labels, -1, weight), dict(reduction="none"))
+    yield Sample((make(rng, (5, 3), dtype), np.array([0, 1, 1, 2, 0]), -1, weight),
+                 dict(ignore_index=1, label_smoothing=0.2), desc="smoothed")
+    yield Sample((make(rng, (5, 3), dtype), labels), dict(label_smoothing=0.3,
+                                                          reduction="none"))
+    yield Sample((make(rng, (2, 3, 4), dtype), rng.integers(0, 3, size=(2, 4))),
+                 dict(axis=1, label_smoothing=0.1, reduction="sum"))
+    yield Sample((make(rng, (4, 3), dtype), probs, -1, weight), dict(label_smoothing=0.25),
+                 desc="smoothed weighted probabilities")
+    yield Sample((make(rng, (4, 3), dtype), probs), dict(reduction="none"))
 
 
 _float_only = lambda name, x: [ErrorInput(Sample((x,)), en.DTypeError, name)]  # noqa: E731
@@ -117,4 +150,34 @@ composite(OpInfo("cross_entropy", en.cross_entropy, _in_float64(_np_cross_entrop
                      ErrorInput(Sample((np.ones((2, 3)), np.ones(2, bool))), en.DTypeError,
                                 "cross_entropy"),
                      ErrorInput(Sample((np.ones((2, 3), np.int64), np.array([0, 1]))),
-                                en.DTypeError, "cross_entropy")]))
+                                en.DTypeError, "cross_entropy"),
+                     ErrorInput(Sample((np.ones((2, 3)), np.array([0, 1])), dict(reduction="avg")),
+                                en.DomainError, "cross_entropy"),
+                     ErrorInput(Sample((np.ones((2, 3)), np.array([0, 1])),
+                                       dict(label_smoothing=1.5)), en.DomainError,
+                                "cross_entropy"),
+                     ErrorInput(Sample((np.ones((2, 3)), np.array([0, 1])),
+                                       dict(weight=np.ones(2))), en.ShapeError, "cross_entropy"),
+                     ErrorInput(Sample((np.ones((2, 3)), np.array([0, 5])),
+                                       dict(ignore_index=5, weight=np.ones(4))),
+                                en.ShapeError, "cross_entropy")]))
+
+
+# fori_loop: a loop of a step that reads its index, against the same loop on numpy.
+def _fori_loop(x, w):
+    return en.fori_loop(0, 3, lambda i, v: v * w + en.sin(v) * en.cast(i, v.dtype), x)
+
+
+def _np_fori_loop(x, w):
+    v = x
+    for i in range(3):
+        v = (v * w + np.sin(v) * np.asarray(i, x.dtype)).astype(x.dtype)
+    return v
+
+
+def _fori_loop_samples(dtype, rng):
+    for sx, sw in [((3,), (3,)), ((2, 3), (3,)), ((), ()), ((2, 2), ())]:
+        yield Sample((make(rng, sx, dtype, -1.0, 1.0), make(rng, sw, dtype, -1.0, 1.0)))
+
+
+composite(OpInfo("fori_loop", _fori_loop, _np_fori_loop, _fori_loop_samples, FLOATS))
