@@ -60,6 +60,7 @@ from . import optim, data  # noqa: E402
 # The layers package; an absolute import, because ``from .ops import *`` above bound the name
 # ``nn`` to engine.ops.nn (the softmax/cross_entropy module, still reachable as en.softmax).
 import engine.nn as nn  # noqa: E402
+from .training_checkpoint import TrainingCheckpoint  # noqa: E402
 # The eager interpreter is the default mode; graph mode (the tracer, the compiler and
 # networkx) is imported on first use of a name below, so ``import engine`` stays light.
 from engine.eager.mode import EAGER as _EAGER  # noqa: E402
@@ -131,6 +132,8 @@ _PUBLIC_FACADE = {
     "TransformFallbackWarning", "checkpoint", "checkpoint_name", "checkpoint_policies",
     # packages
     "debug", "random", "optim", "data", "nn", "errors", "linalg", "fft",
+    # resumable training
+    "TrainingCheckpoint",
 }
 # Functions of the op families that are helpers, not numpy/Array API functions: they stay
 # reachable as ``en.ops.NAME`` (the VJP-only ops are registry entries with op-database rows).

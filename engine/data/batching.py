@@ -4,6 +4,8 @@ The batch size selects the flavour of gradient descent: ``None`` (or the
 number of examples) gives one full batch per epoch (batch gradient descent),
 ``1`` gives stochastic gradient descent, anything between mini-batches.
 """
+import itertools
+
 import numpy as np
 
 from .. import dtypes
@@ -59,6 +61,12 @@ class DataLoader:
     Over Dask arrays each epoch reads the data once, a chunk at a time (see
     :mod:`engine.data.chunked`).
 
+    :meth:`state_dict` is its position (epochs completed, batches handed out in
+    the current epoch, the random generator's state when that epoch's order was
+    drawn); after :meth:`load_state_dict` the next ``iter()`` goes on with the
+    same batches an uninterrupted run would have seen (``en.TrainingCheckpoint``
+    saves it with the model).
+
     Example:
         >>> import engine as en, numpy as np
         >>> loader = en.data.DataLoader((np.zeros((10, 3)), np.arange(10)), batch_size=4,
@@ -74,6 +82,40 @@ class DataLoader:
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
         self._rng = np.random.default_rng(seed)
+        self._epochs_started = 0
+        self._position = 0              # batches of the current epoch handed out
+        self._epoch_rng_state = None    # the generator before this epoch's order
+        self._resume_at = 0             # batches the next epoch skips (after a restore)
+
+    @property
+    def epochs_completed(self):
+        """Epochs whose every batch has been handed out (an interrupted one is not)."""
+        mid_epoch = self._epochs_started and self._position < len(self)
+        return self._epochs_started - (1 if mid_epoch else 0)
+
+    def state_dict(self):
+        """The position as a JSON-able dict (see the class docstring)."""
+        if self._epochs_started and 0 < self._position < len(self):
+            return {"epochs_completed": self._epochs_started - 1, "position": self._position,
+                    "rng": self._epoch_rng_state}
+        return {"epochs_completed": self.epochs_completed, "position": 0,
+                "rng": self._rng.bit_generator.state}
+
+    def load_state_dict(self, state):
+        """Go back to a position :meth:`state_dict` returned; the next ``iter()`` resumes
+        there (the rest of an interrupted epoch, else the next epoch)."""
+        try:
+            done, position, rng = (int(state["epochs_completed"]), int(state["position"]),
+                                   state["rng"])
+            self._rng.bit_generator.state = rng
+        except (KeyError, TypeError, ValueError) as err:
+            raise DataError(f"DataLoader.load_state_dict: not a DataLoader state ({err!r})") from None
+        if not 0 <= position < len(self):
+            raise DataError(f"DataLoader.load_state_dict: position {position} is outside an "
+                            f"epoch of {len(self)} batches")
+        # as at the end of epoch `done`; the next iter() skips `position` batches
+        self._epochs_started, self._position = done, len(self)
+        self._epoch_rng_state, self._resume_at = None, position
 
     def __len__(self):
         """Batches per epoch."""
@@ -81,21 +123,35 @@ class DataLoader:
         return full + (1 if rest and not self.drop_last else 0)
 
     def __iter__(self):
+        self._epoch_rng_state = self._rng.bit_generator.state
+        self._epochs_started += 1
+        skip, self._resume_at = self._resume_at, 0
+        self._position = skip
         if self._lazy is not None:
-            return iterate_chunks(self._lazy, self._columns, self._single, self.batch_size,
-                                  self._rng if self.shuffle else None, self.drop_last)
-        order = self._rng.permutation(self.num_examples) if self.shuffle else None
-        return _iterate(self._columns, self._single, self.num_examples, self.batch_size,
-                        order, self.drop_last)
+            # the chunks' order is drawn as they are read: replay it, dropping the batches
+            # an interrupted epoch had handed out
+            it = iterate_chunks(self._lazy, self._columns, self._single, self.batch_size,
+                                self._rng if self.shuffle else None, self.drop_last)
+            it = itertools.islice(it, skip, None)
+        else:
+            order = self._rng.permutation(self.num_examples) if self.shuffle else None
+            it = _iterate(self._columns, self._single, self.num_examples, self.batch_size,
+                          order, self.drop_last, first=skip)
+        return self._counted(it)
+
+    def _counted(self, batches):
+        for batch in batches:
+            self._position += 1
+            yield batch
 
     def __repr__(self):
         return (f"DataLoader({self.num_examples} examples, batch_size={self.batch_size}, "
                 f"shuffle={self.shuffle}, drop_last={self.drop_last})")
 
 
-def _iterate(columns, single, n, size, order, drop_last):
+def _iterate(columns, single, n, size, order, drop_last, first=0):
     stop = n - n % size if drop_last else n
-    for start in range(0, stop, size):
+    for start in range(first * size, stop, size):
         end = min(start + size, n)
         if order is None:
             parts = [tensor(c[start:end]) for c in columns]
