@@ -6,6 +6,9 @@ same weights. Fans follow the layouts of this engine's layers: a dense
 weight is ``(in, out)``, a convolution filter ``(kh, kw, in, out)``, so
 ``fan_in = prod(shape[:-1])`` and ``fan_out = shape[-1] * prod(shape[:-2])``.
 
+PyTorch's in-place initializers (``xavier_uniform_``, ``kaiming_normal_``,
+``trunc_normal_`` ...) live here too (see :mod:`engine.nn.init_torch`).
+
 Example:
     >>> import engine as en
     >>> g = en.random.Generator(0)
@@ -20,6 +23,10 @@ import numpy as np
 from .. import default_dtype
 from ..errors import InvalidArgumentError, ShapeError
 from ..random import Generator, default_generator
+# PyTorch's in-place forms (xavier_uniform_ ...), under their names here.
+from .init_torch import (calculate_gain, constant_, kaiming_normal_, kaiming_uniform_,  # noqa: F401
+                         normal_, ones_, orthogonal_, trunc_normal_, uniform_, xavier_normal_,
+                         xavier_uniform_, zeros_)
 
 
 def fans(shape):

@@ -1,6 +1,6 @@
 """Optimizers: :class:`SGD` (with momentum / Nesterov), :class:`Adam`, :class:`AdamW`,
-:class:`RMSprop`, :class:`Adagrad`, :class:`LBFGS`; learning-rate schedules and
-gradient clipping.
+:class:`RMSprop`, :class:`Adagrad`, :class:`Adadelta`, :class:`LBFGS`; learning-rate
+schedules and gradient clipping.
 
 All of them share the API of :class:`Optimizer`: ``step(grads, vars)``,
 ``apply_gradients(pairs)`` and ``minimize(loss_fn, vars)``. Their state lives
@@ -26,10 +26,11 @@ from .adamw import AdamW  # noqa: F401
 from .rmsprop import RMSprop  # noqa: F401
 from .adagrad import Adagrad  # noqa: F401
 from .lbfgs import LBFGS  # noqa: F401
+from .adadelta import Adadelta  # noqa: F401
 from .schedules import (LearningRateSchedule, Constant, StepDecay, ExponentialDecay,  # noqa: F401
                         CosineDecay, LinearWarmup)
 from .clipping import global_norm, clip_by_global_norm, clip_by_value  # noqa: F401
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "LBFGS",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS",
            "LearningRateSchedule", "Constant", "StepDecay", "ExponentialDecay", "CosineDecay",
            "LinearWarmup", "global_norm", "clip_by_global_norm", "clip_by_value"]
