@@ -58,6 +58,10 @@ class _Config:
         # that array until its next call (graph/lowering/output_recycling.py). Read when a graph
         # is lowered.
         self.recycle_graph_outputs = True
+        # Compare every call of each en.function trace made while this is True against
+        # eager mode, node by node (en.function(shadow=True) for one function; read when
+        # a trace is made; see en.debug.compare).
+        self.shadow = False
         # Kernels borrow one per-thread scratch buffer (im2col patches) up to
         # this many bytes; bigger temporaries are allocated per call (0: off).
         self.workspace_bytes = 1 << 30

@@ -1,0 +1,175 @@
+"""``en.debug.compare``: the optimized, lowered graph against eager mode, node by node.
+
+For one call, three runs give a value per node (``evaluate.py``): the compiled graph
+with every intermediate kept, eager mode op by op, and the same ops in float64. Each
+node of the optimized graph that stands for a traced node (``provenance.py``) is judged
+by the criterion of ``judge.py``; a fused region is judged by its results, each result
+standing for the traced node it replaced. The real compiled function (with its memory
+plan) is run too and its outputs judged the same way. The first wrong node, in the
+order the graph runs, is where the graph first diverged; what made it and the user's
+line come with it (``report.py``).
+"""
+import numpy as np
+
+from engine.errors import InvalidArgumentError
+
+from ...ir.graph_ops import placeholder_op, unpack_op
+from ...lowering.codegen import _python_form, _static_kernel
+from .evaluate import VariableState, counterparts, graph_values, traced_values
+from .judge import judge
+from .provenance import MADE_BY, ORIGIN, tracked_optimize
+from .report import Divergence, Report
+from .repro import writer
+
+_KERNELS = {"c": "C kernel", "numba": "numba kernel", "numba_ufunc": "numba ufunc",
+            "numpy": "numpy kernel"}
+_PASS_WORDS = {"layout": "layout change (pass layout)", "fusion": "fusion (pass fusion)",
+               "constant_folding": "constant folding (pass constant_folding)"}
+
+
+def compare_function(function, args, kwargs, make_function):
+    """The :class:`Report` of one call of the ``en.function`` ``function``
+    (``make_function(fn, name, passes)`` makes the ``en.function`` of a subgraph)."""
+    concrete, tensors, _ = function._concrete_and_tensors(args, kwargs)
+    if not hasattr(concrete, "unoptimized_graph") or not hasattr(concrete, "compiled"):
+        raise InvalidArgumentError(f"compare {function.name}: chunked (Dask) arguments are "
+                                   "compared by their outputs: call en.debug.compare_outputs")
+    return compare_concrete(concrete, [t._value for t in tensors], make_function)
+
+
+def optimized_with_provenance(concrete):
+    """The concrete function's graph optimized again with provenance (made once)."""
+    graph = getattr(concrete, "_compare_graph", None)
+    if graph is None:
+        graph = tracked_optimize(concrete.unoptimized_graph, concrete._passes, concrete.backend)
+        concrete._compare_graph = graph
+    return graph
+
+
+def compare_concrete(concrete, arrays, make_function):
+    """The :class:`Report` of running ``concrete`` (a ConcreteFunction) on ``arrays``."""
+    unoptimized = concrete.unoptimized_graph
+    optimized = optimized_with_provenance(concrete)
+    variables = VariableState([unoptimized])
+    try:
+        graph = graph_values(optimized, arrays, concrete.backend)
+        variables.restore()
+        real = concrete.compiled.run(list(arrays))
+    finally:
+        variables.restore()
+    given = counterparts(optimized, graph)
+    eager, _ = traced_values(unoptimized, arrays, given, variables)
+    reference, narrow = traced_values(unoptimized, arrays, given, variables, fallback=eager)
+    divergences, checked = _judge_nodes(optimized, graph, eager, reference)
+    rewritten = getattr(optimized, "rewritten", None)
+    if divergences and rewritten is not None:
+        # Was it a rewrite? The graph before fusion and compiled kernels, op by op, says
+        # which node (a fused region would hide it among its members).
+        try:
+            early = graph_values(rewritten, arrays, concrete.backend)
+        finally:
+            variables.restore()
+        found, _ = _judge_nodes(rewritten, early, eager, reference)
+        divergences = found + [d for d in divergences if d.traced not in
+                               {f.traced for f in found}]
+    divergences += _judge_outputs(concrete, optimized, real, graph, eager, reference,
+                                  {d.traced for d in divergences})
+    notes = []
+    if narrow:
+        notes.append("no float64 reference for " + ", ".join(sorted(f"%{n.name}" for n in narrow))
+                     + " (their ops refused float64 inputs: eager's values stand in)")
+    return Report(concrete.name, divergences, checked, writer(concrete, eager, make_function), notes)
+
+
+def _single(node):
+    return node.avals is None
+
+
+def _judge_nodes(optimized, graph, eager, reference):
+    found, checked = [], 0
+    for node in optimized.topo_order():
+        origin = node.meta.get(ORIGIN)
+        if node.op is placeholder_op or origin is None or not _single(node) or \
+                not _single(origin) or origin not in eager:
+            continue
+        checked += 1
+        figures = judge(graph[node], eager[origin], reference[origin],
+                        [reference[i] for i in origin.inputs
+                         if _single(i) and reference.get(i) is not None], origin.dtype)
+        if figures.wrong:
+            found.append(_divergence(node, origin, figures, optimized))
+    return found, checked
+
+
+def _judge_outputs(concrete, optimized, real, graph, eager, reference, seen):
+    """The real compiled function's outputs (memory plan, output recycling) against the
+    reference, where the graph run with every value kept had them right."""
+    found = []
+    for k, (node, value) in enumerate(zip(optimized.outputs, real)):
+        origin = node.meta.get(ORIGIN)
+        if origin is None or not _single(origin) or origin.name in seen or origin not in eager:
+            continue
+        figures = judge(value, eager[origin], reference[origin],
+                        [reference[i] for i in origin.inputs
+                         if _single(i) and reference.get(i) is not None], origin.dtype)
+        if figures.wrong and not np.array_equal(np.asarray(value), np.asarray(graph[node])):
+            real_node = concrete.graph.outputs[k]
+            found.append(Divergence(real_node.name, real_node.op.name, origin.name,
+                                    origin.op.name, "memory planning (buffers shared between "
+                                    "values, written in place) or output recycling",
+                                    origin.source, figures, traced_node=origin))
+    return found
+
+
+def _divergence(node, origin, figures, optimized):
+    producer = node.inputs[0] if node.op is unpack_op and node.inputs else node
+    members = ()
+    if "fused_ops" in producer.meta:
+        members = tuple(f"%{m.name}" for m in _region_members(producer, optimized))
+    return Divergence(node.name, node.op.name if node is producer else producer.op.name,
+                      origin.name, origin.op.name, made_by(node, producer),
+                      origin.source or node.source, figures, members, traced_node=origin)
+
+
+def made_by(node, producer):
+    """Words for what made ``node``: a fused region and its kernel, a pass, or the lowering's
+    kernel for the op."""
+    meta = producer.meta
+    if "fused_ops" in meta:
+        kernel = _KERNELS.get(meta.get("backend"), f"{meta.get('backend')} kernel")
+        hot = " (numpy until hot, then C)" if "hot_swap" in meta else ""
+        return (f"fused region {producer.op.name} ({kernel}{hot}: "
+                f"{' -> '.join(meta['fused_ops'])})")
+    maker = node.meta.get(MADE_BY) or producer.meta.get(MADE_BY)
+    if maker == "compile_numba":
+        return f"whole-graph numba kernel {producer.op.name} (pass compile_numba)"
+    if maker is not None:
+        return _PASS_WORDS.get(maker, f"rewrite by pass {maker}")
+    if node.meta.get("contiguous"):
+        return "layout change (a C-order copy, pass layout)"
+    backend = node.graph.backend if node.graph is not None else None
+    if backend is not None and backend.numpy_arrays:
+        if _python_form(node, backend) is not None:
+            return f"numpy lowering: the python_form rule of '{node.op.name}'"
+        static = _static_kernel(node, False)
+        if static is not None:
+            return (f"numpy lowering: the static_kernel rule of '{node.op.name}' "
+                    f"({getattr(static, '__name__', static)})")
+    return f"lowering: the kernel of '{node.op.name}'"
+
+
+def _region_members(fused, optimized):
+    """The traced nodes a fused node computes: from the traced nodes its results stand for
+    back to those its inputs stand for."""
+    results = [fused] if fused.meta.get(ORIGIN) is not None else \
+        [u for u in optimized.users(fused) if u.op is unpack_op]
+    stop = {i.meta.get(ORIGIN) for i in fused.inputs}
+    todo = [u.meta.get(ORIGIN) for u in results if u.meta.get(ORIGIN) is not None]
+    seen = {}
+    while todo:
+        n = todo.pop()
+        if n in seen or n in stop or n.op is placeholder_op:
+            continue
+        seen[n] = None
+        todo.extend(n.inputs)
+    return sorted(seen, key=lambda n: n.id)

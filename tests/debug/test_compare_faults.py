@@ -1,0 +1,275 @@
+"""Faults injected into the graph side (a kernel of each lowering, a rewrite of each pass,
+a lowering rule): ``en.debug.compare`` must find each and name the node and the user's
+line that made it. Each program marks the line the fault lands on with ``# F:<name>``."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import engine as en
+from engine import ops
+from engine.graph.ir.graph_ops import constant_op
+from engine.graph.ir.queries import replace_node
+from engine.graph.lowering import fusion, pipeline
+from engine.graph.lowering.c import c_source
+from engine.graph.passes import constant_folding as folding
+from engine.graph.passes import simplify
+
+SOURCE = Path(__file__).read_text().splitlines()
+
+
+def line_of(marker):
+    """The line number of the line ending with ``# F:<marker>``."""
+    return next(k for k, text in enumerate(SOURCE, 1) if text.endswith(f"# F:{marker}"))
+
+
+def data(*shape, dtype="float32", seed=0):
+    rng = np.random.default_rng(seed)
+    return en.tensor(rng.uniform(-1.0, 1.0, shape).astype(dtype))
+
+
+def assert_found(report, marker, traced_op=None, made_by=None):
+    """The report diverges first at the line marked ``marker`` (and op, maker)."""
+    assert not report.ok, str(report)
+    first = report.first
+    assert first.source[0] == __file__ and first.source[1] == line_of(marker), str(report)
+    if traced_op is not None:
+        assert first.traced_op == traced_op or f"%{traced_op}" in " ".join(first.members) \
+            or traced_op in first.made_by, str(report)
+    if made_by is not None:
+        assert re.search(made_by, first.made_by), str(report)
+    assert first.figures.graph_abs > first.figures.tolerance
+    return first
+
+
+# ---- programs ---------------------------------------------------------------------------
+
+def elementwise(x):
+    h = en.tanh(x @ x.T)
+    y = en.exp(h) * 2.0 + 1.0  # F:region
+    return y, h
+
+
+def sliced(x):
+    h = x * 3.0
+    y = h[1:, :2]  # F:getitem
+    return y + 1.0
+
+
+def product(a, b):
+    h = en.tanh(a)
+    y = h @ b  # F:matmul
+    return y * 2.0
+
+
+def summed(x):
+    h = x @ x.T
+    return en.sum(h, axis=0)  # F:sum
+
+
+def tanh_region(x):
+    h = x @ x.T
+    return en.tanh(h) * 0.5 - 1.0  # F:tanh
+
+
+def constants(x):
+    c = en.exp(en.tensor(np.array([0.5, 1.5, 2.5], np.float32)))  # F:folded
+    return x * c
+
+
+def two_scales(x):
+    a = x * 2.0
+    b = x * 3.0  # F:cse
+    return a - b
+
+
+def cube(x):
+    h = en.sin(x)
+    y = h ** 3.0  # F:pow
+    return y + h
+
+
+def transposed(a, b, c):
+    y = en.transpose(a @ b)  # F:layout
+    return y + c
+
+
+def mean_region(x):
+    h = en.sin(x)
+    return en.mean(en.tanh(h) * 2.0)  # F:mean
+
+
+def gradient_step(w, x):
+    def loss(w):
+        h = en.tanh(x @ w)
+        return en.mean((h - 0.5) ** 2.0)  # F:loss
+    return en.grad(loss)(w)
+
+
+# ---- faults ---------------------------------------------------------------------------
+
+def scaled(fn, factor=1.001):
+    def wrong(*args, **kwargs):
+        out = kwargs.get("out")
+        value = fn(*args, **kwargs)
+        if out is not None:
+            np.multiply(out, factor, out=out)
+            return out
+        return np.asarray(value) * np.asarray(factor, dtype=np.asarray(value).dtype)
+    return wrong
+
+
+def test_numpy_fused_kernel(monkeypatch):
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    monkeypatch.setattr(ops.exp_op, "out_impl", scaled(ops.exp_op.out_impl))
+    first = assert_found(en.debug.compare(elementwise, data(8, 8)), "region",
+                         made_by="fused region .*numpy kernel")
+    assert "%exp" in first.members
+
+
+def test_numpy_python_form_rule(monkeypatch):
+    rule = ops.getitem_op.rules["python_form"]
+
+    def wrong(avals, params):
+        form = rule(avals, params)
+        return None if form is None else f"({form} * 1.01)"
+    monkeypatch.setitem(ops.getitem_op.rules, "python_form", wrong)
+    assert_found(en.debug.compare(sliced, data(6, 5)), "getitem", made_by="python_form")
+
+
+def test_numpy_static_kernel_of_matmul(monkeypatch):
+    rule = ops.matmul_op.rules["static_kernel"]
+    monkeypatch.setitem(ops.matmul_op.rules, "static_kernel",
+                        lambda *a: scaled(rule(*a) or ops.matmul_op.impl))
+    assert_found(en.debug.compare(product, data(6, 5), data(5, 4)), "matmul",
+                 made_by="static_kernel")
+
+
+def test_numpy_static_kernel_of_sum(monkeypatch):
+    rule = ops.sum_op.rules["static_kernel"]
+    monkeypatch.setitem(ops.sum_op.rules, "static_kernel",
+                        lambda *a: scaled(rule(*a) or ops.sum_op.impl))
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    assert_found(en.debug.compare(summed, data(7, 3)), "sum", made_by="static_kernel")
+
+
+def test_c_kernel(monkeypatch):
+    expression = c_source.c_expression
+
+    def wrong(node, args):
+        text = expression(node, args)
+        return f"({text} * 1.001f)" if node.op.name == "tanh" else text
+    monkeypatch.setattr(c_source, "c_expression", wrong)
+    monkeypatch.setattr(en.config, "lowering", "c")
+    first = assert_found(en.debug.compare(tanh_region, data(64, 64)), "tanh",
+                         made_by="C kernel")
+    assert "%tanh" in first.members
+
+
+def test_scalar_form_rule_in_c(monkeypatch):
+    monkeypatch.setitem(ops.tanh_op.rules, "scalar_form", "np.tanh({0}) * 1.001")
+    monkeypatch.setattr(en.config, "lowering", "c")
+    assert_found(en.debug.compare(tanh_region, data(64, 64)), "tanh", made_by="C kernel")
+
+
+def test_scalar_form_rule_in_numba(monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setitem(ops.tanh_op.rules, "scalar_form", "np.tanh({0}) * 1.001")
+    monkeypatch.setattr(en.config, "lowering", "numba")
+    assert_found(en.debug.compare(tanh_region, data(16, 16)), "tanh", made_by="numba")
+
+
+def test_constant_folding(monkeypatch):
+    def wrong_folding(graph):
+        changed = False
+        for node in graph.topo_order():
+            if folding._foldable(node):
+                value = node.op.impl(*[folding._input_value(i) for i in node.inputs],
+                                     **node.params) * 1.01
+                value = np.array(value, dtype=node.dtype)
+                const = graph.add(constant_op, (), {"value": value}, (value.shape, value.dtype),
+                                  name=f"{node.name}_c", source=node.source)
+                replace_node(graph, node, const)
+                changed = True
+        return changed
+    monkeypatch.setitem(pipeline.PASSES, "constant_folding", wrong_folding)
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    first = assert_found(en.debug.compare(constants, data(4, 3)), "folded")
+    assert first.made_by.startswith("constant folding")
+
+
+def test_cse(monkeypatch):
+    def wrong_cse(graph):
+        """Takes constants of one shape and dtype for the same value."""
+        seen = {}
+        changed = False
+        for node in graph.topo_order():
+            if node.op is constant_op:
+                key = (np.shape(node.params["value"]), node.dtype)
+                if key in seen and seen[key] is not node:
+                    replace_node(graph, node, seen[key])
+                    changed = True
+                else:
+                    seen[key] = node
+        return changed
+    monkeypatch.setitem(pipeline.PASSES, "cse", wrong_cse)
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    first = assert_found(en.debug.compare(two_scales, data(4, 3)), "cse")
+    assert "cse" in first.made_by
+
+
+def test_simplify(monkeypatch):
+    def wrong_power(graph, node):
+        """Rewrites ``x ** 3`` as ``square(x)``."""
+        x, y = node.inputs
+        if simplify.all_equal_to(y, 3):
+            sq = graph.add(ops.square_op, [x], {}, (node.shape, node.dtype), name="square",
+                           source=node.source)
+            return replace_node(graph, node, sq)
+        return False
+    monkeypatch.setitem(simplify.RULES, ops.pow_op, wrong_power)
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    first = assert_found(en.debug.compare(cube, data(4, 3)), "pow", traced_op="pow")
+    assert "simplify" in first.made_by
+
+
+def test_layout(monkeypatch):
+    def wrong_layout(graph):
+        """``transpose(a @ b)`` as ``transpose(a) @ transpose(b)`` (the operands unswapped)."""
+        changed = False
+        for node in graph.topo_order():
+            if node in graph and node.op is ops.transpose_op and node.inputs[0].op is ops.matmul_op:
+                a, b = node.inputs[0].inputs
+                ta, tb = [graph.add(ops.transpose_op, [v], {"axes": (1, 0)},
+                                    ((v.shape[1], v.shape[0]), v.dtype), source=node.source)
+                          for v in (a, b)]
+                new = graph.add(ops.matmul_op, [ta, tb], {}, (node.shape, node.dtype),
+                                source=node.source)
+                replace_node(graph, node, new)
+                changed = True
+        return changed
+    monkeypatch.setitem(pipeline.PASSES, "layout", wrong_layout)
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    first = assert_found(en.debug.compare(transposed, data(5, 5), data(5, 5, seed=1),
+                                          data(5, 5, seed=2)), "layout")
+    assert first.made_by.startswith("layout change")
+
+
+def test_fusion_reduction(monkeypatch):
+    kind = fusion.reduction_kind
+    monkeypatch.setattr(fusion, "reduction_kind",
+                        lambda m, r: "sum" if kind(m, r) == "mean" else kind(m, r))
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    first = assert_found(en.debug.compare(mean_region, data(6, 7)), "mean", traced_op="mean",
+                         made_by="fused region")
+    assert "%tanh" in first.members
+
+
+def test_fault_in_a_gradient(monkeypatch):
+    """A backward node's fused kernel: the gradient function's graph holds the backward."""
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    monkeypatch.setattr(ops.square_op, "out_impl", scaled(ops.square_op.out_impl))
+    report = en.debug.compare(gradient_step, data(5, 3), data(8, 5, seed=1))
+    assert not report.ok
+    assert "fused region" in report.first.made_by
