@@ -42,6 +42,7 @@ from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  
                       AdaptiveMaxPool2d, AvgPool2d, GlobalAveragePooling1D,
                       GlobalAveragePooling2D, GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPool2d)
 from .group_norms import GroupNorm, InstanceNorm1d, InstanceNorm2d, RMSNorm  # noqa: F401
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
 from .holders import Identity, ModuleDict, ParameterDict, ParameterList  # noqa: F401
 from .losses import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss,  # noqa: F401
                      KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
@@ -58,6 +59,7 @@ __all__ += ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
             "ConvTranspose3d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
             "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "GlobalAveragePooling1D",
             "GlobalAveragePooling2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GroupNorm",
-            "InstanceNorm1d", "InstanceNorm2d", "RMSNorm", "Identity", "ModuleDict",
+            "InstanceNorm1d", "InstanceNorm2d", "RMSNorm", "BatchNorm1d", "BatchNorm2d",
+            "BatchNorm3d", "Identity", "ModuleDict",
             "ParameterDict", "ParameterList", "CrossEntropyLoss", "NLLLoss", "BCELoss",
             "BCEWithLogitsLoss", "MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss", "KLDivLoss"]

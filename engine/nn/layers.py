@@ -1,4 +1,5 @@
-"""Dense, convolution, pooling, flattening and dropout layers (NHWC images).
+"""Dense, convolution, pooling, flattening and dropout layers (NHWC images; the
+convolution and pooling layers take ``data_format="channels_first"`` for NCHW).
 
 Weights are created at construction from a seeded initializer (see
 :mod:`engine.nn.init`): ``generator`` is an ``en.random.Generator``, an int
@@ -19,6 +20,7 @@ from ..random import Generator, default_generator
 from ..variable import Variable
 from . import functional as F
 from . import init as initializers
+from .layout import check_format, check_input, from_channels_last, to_channels_last
 from .module import Module, input_error
 
 
@@ -78,13 +80,20 @@ class Conv2D(Module):
     right))``; ``stride`` and ``dilation`` ints or pairs; ``groups`` splits the
     channels (see :func:`engine.conv2d`). Default initializer He uniform (for
     ReLU networks); the bias starts at zero.
+
+    ``data_format="channels_first"`` takes NCHW inputs (and gives NCHW
+    outputs); the filters keep their layout. An NCHW batch given to a
+    channels-last layer is refused when its last axis is not the channel count
+    (the error says so), but an NCHW batch whose width happens to equal the
+    channel count cannot be told from NHWC: say the layout, or use
+    :class:`engine.nn.Conv2d` (PyTorch's layer, channels-first).
     """
 
     _torch_layout = {"weight": (2, 3, 1, 0)}     # PyTorch's is (out, in // groups, kh, kw)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding="valid",
                  bias=True, init="he_uniform", dtype=None, generator=None, name="conv2d",
-                 dilation=1, groups=1):
+                 dilation=1, groups=1, data_format="channels_last"):
         super().__init__()
         dtype = default_dtype.model_float(dtype)   # float32 unless set
         self.in_channels = _positive_int("Conv2D", "in_channels", in_channels)
@@ -97,6 +106,7 @@ class Conv2D(Module):
         self.stride = pair("Conv2D", stride, "stride")
         self.dilation = pair("Conv2D", dilation, "dilation")
         self.padding = padding_param("Conv2D", padding)
+        self.data_format = check_format("Conv2D", data_format)
         shape = self.kernel_size + (in_channels // groups, out_channels)
         self.weight = Variable(initializers.get(init)(shape, dtype, _generator(generator)),
                                name=f"{name}/weight")
@@ -104,16 +114,16 @@ class Conv2D(Module):
                      if bias else None)
 
     def forward(self, x):
-        if x.ndim != 4 or x.shape[-1] != self.in_channels:
-            raise input_error(ShapeError, f"Conv2D: expected NHWC inputs with "
-                                          f"{self.in_channels} channels", x)
-        y = F.conv2d(x, self.weight, stride=self.stride, padding=self.padding,
-                     dilation=self.dilation, groups=self.groups)
-        return y if self.bias is None else y + self.bias
+        check_input("Conv2D", x, 2, self.in_channels, self.data_format)
+        y = F.conv2d(to_channels_last(x, self.data_format), self.weight, stride=self.stride,
+                     padding=self.padding, dilation=self.dilation, groups=self.groups)
+        y = y if self.bias is None else y + self.bias
+        return from_channels_last(y, self.data_format)
 
     def extra_repr(self):
         more = "" if self.dilation == (1, 1) else f", dilation={self.dilation}"
         more += "" if self.groups == 1 else f", groups={self.groups}"
+        more += "" if self.data_format == "channels_last" else f", data_format={self.data_format!r}"
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}, padding={self.padding!r}{more}")
 
@@ -121,6 +131,7 @@ class Conv2D(Module):
 class ConvTranspose2D(Module):
     """Transposed 2-D convolution of NHWC images (see :func:`engine.conv_transpose2d`),
     filters ``(kh, kw, out_channels // groups, in_channels)``; the bias starts at zero.
+    ``data_format="channels_first"`` takes and gives NCHW.
 
     Example:
         >>> import engine as en
@@ -133,7 +144,8 @@ class ConvTranspose2D(Module):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  output_padding=0, dilation=1, groups=1, bias=True, init="he_uniform",
-                 dtype=None, generator=None, name="conv_transpose2d"):
+                 dtype=None, generator=None, name="conv_transpose2d",
+                 data_format="channels_last"):
         super().__init__()
         dtype = default_dtype.model_float(dtype)   # float32 unless set
         self.in_channels = _positive_int("ConvTranspose2D", "in_channels", in_channels)
@@ -147,6 +159,7 @@ class ConvTranspose2D(Module):
         self.dilation = pair("ConvTranspose2D", dilation, "dilation")
         self.padding = padding_param("ConvTranspose2D", padding)
         self.output_padding = output_padding
+        self.data_format = check_format("ConvTranspose2D", data_format)
         shape = self.kernel_size + (out_channels // groups, in_channels)
         self.weight = Variable(initializers.get(init)(shape, dtype, _generator(generator)),
                                name=f"{name}/weight")
@@ -154,12 +167,11 @@ class ConvTranspose2D(Module):
                      if bias else None)
 
     def forward(self, x):
-        if x.ndim != 4 or x.shape[-1] != self.in_channels:
-            raise input_error(ShapeError, f"ConvTranspose2D: expected NHWC inputs with "
-                                          f"{self.in_channels} channels", x)
-        y = F.conv_transpose2d(x, self.weight, self.stride, self.padding, self.output_padding,
-                               self.dilation, self.groups)
-        return y if self.bias is None else y + self.bias
+        check_input("ConvTranspose2D", x, 2, self.in_channels, self.data_format)
+        y = F.conv_transpose2d(to_channels_last(x, self.data_format), self.weight, self.stride,
+                               self.padding, self.output_padding, self.dilation, self.groups)
+        y = y if self.bias is None else y + self.bias
+        return from_channels_last(y, self.data_format)
 
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
@@ -168,16 +180,20 @@ class ConvTranspose2D(Module):
 
 class MaxPool2D(Module):
     """Maximum over windows of an NHWC input (``strides`` defaults to ``pool_size``;
-    see :func:`engine.max_pool2d` for padding, dilation and ``ceil_mode``)."""
+    see :func:`engine.max_pool2d` for padding, dilation and ``ceil_mode``);
+    ``data_format="channels_first"`` for NCHW."""
 
-    def __init__(self, pool_size=2, strides=None, padding="valid", dilation=1, ceil_mode=False):
+    def __init__(self, pool_size=2, strides=None, padding="valid", dilation=1, ceil_mode=False,
+                 data_format="channels_last"):
         super().__init__()
         self.pool_size, self.strides, self.padding = pool_size, strides, padding
         self.dilation, self.ceil_mode = dilation, ceil_mode
+        self.data_format = check_format("MaxPool2D", data_format)
 
     def forward(self, x):
-        return F.max_pool2d(x, self.pool_size, self.strides, self.padding, self.dilation,
-                            self.ceil_mode)
+        y = F.max_pool2d(to_channels_last(x, self.data_format), self.pool_size, self.strides,
+                         self.padding, self.dilation, self.ceil_mode)
+        return from_channels_last(y, self.data_format)
 
     def extra_repr(self):
         return f"pool_size={self.pool_size}, strides={self.strides}, padding={self.padding!r}"
@@ -185,17 +201,20 @@ class MaxPool2D(Module):
 
 class AvgPool2D(Module):
     """Mean over windows of an NHWC input (see :func:`engine.avg_pool2d`): explicit pads
-    count when ``count_include_pad``; "same" padding leaves padded positions out."""
+    count when ``count_include_pad``; "same" padding leaves padded positions out.
+    ``data_format="channels_first"`` for NCHW."""
 
     def __init__(self, pool_size=2, strides=None, padding="valid", ceil_mode=False,
-                 count_include_pad=True):
+                 count_include_pad=True, data_format="channels_last"):
         super().__init__()
         self.pool_size, self.strides, self.padding = pool_size, strides, padding
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        self.data_format = check_format("AvgPool2D", data_format)
 
     def forward(self, x):
-        return F.avg_pool2d(x, self.pool_size, self.strides, self.padding, self.ceil_mode,
-                            self.count_include_pad)
+        y = F.avg_pool2d(to_channels_last(x, self.data_format), self.pool_size, self.strides,
+                         self.padding, self.ceil_mode, self.count_include_pad)
+        return from_channels_last(y, self.data_format)
 
     def extra_repr(self):
         return f"pool_size={self.pool_size}, strides={self.strides}, padding={self.padding!r}"

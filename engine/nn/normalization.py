@@ -14,6 +14,7 @@ from ..variable import Variable
 from . import functional as F
 from . import init as initializers
 from .layers import _positive_int
+from .layout import channel_axis, check_format, from_channels_last, to_channels_last
 from .module import Module, input_error
 
 
@@ -67,14 +68,16 @@ class BatchNorm(Module):
 
     Eval mode normalizes with the running statistics. The running statistics
     are non-trainable variables: saved with the module, updated in program
-    order inside traced training steps.
+    order inside traced training steps. ``data_format="channels_first"`` takes
+    the features on axis 1 (NCHW; see ``BatchNorm1d/2d/3d``, PyTorch's names).
     """
 
     _torch_layout = {"num_batches_tracked": None}    # PyTorch counts batches; no variable here
 
     def __init__(self, num_features, momentum=0.1, eps=1e-5, affine=True, dtype=None,
-                 name="batch_norm"):
+                 name="batch_norm", data_format="channels_last"):
         super().__init__()
+        self.data_format = check_format(type(self).__name__, data_format)
         dtype = default_dtype.model_float(dtype)   # float32 unless set
         self.num_features = _positive_int("BatchNorm", "num_features", num_features)
         if not 0.0 <= momentum <= 1.0:
@@ -95,12 +98,58 @@ class BatchNorm(Module):
                                     trainable=False)
 
     def forward(self, x):
-        if x.ndim < 2 or x.shape[-1] != self.num_features:
-            raise input_error(ShapeError, f"BatchNorm: expected inputs of rank >= 2 with "
-                                          f"{self.num_features} features in the last axis", x)
+        axis = channel_axis(self.data_format)
+        if x.ndim < 2 or x.shape[axis] != self.num_features:
+            where = "the last axis" if axis == -1 else "axis 1"
+            raise input_error(ShapeError, f"{type(self).__name__}: expected inputs of rank >= 2 "
+                                          f"with {self.num_features} features in {where}", x)
         # Training: the batch statistics, and the running ones updated (en.batch_norm).
-        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                            training=self.training, momentum=self.momentum, eps=self.eps)
+        y = F.batch_norm(to_channels_last(x, self.data_format), self.running_mean,
+                         self.running_var, self.weight, self.bias, training=self.training,
+                         momentum=self.momentum, eps=self.eps)
+        return from_channels_last(y, self.data_format)
 
     def extra_repr(self):
         return f"{self.num_features}, momentum={self.momentum}, eps={self.eps}"
+
+
+class _TorchBatchNorm(BatchNorm):
+    """PyTorch's argument order (eps before momentum) and channels-first inputs."""
+
+    _ranks = (2, 3)
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, *, data_format="channels_first", dtype=None,
+                 name="batch_norm"):
+        if not track_running_stats:
+            raise InvalidArgumentError(f"{type(self).__name__}: track_running_stats=False is "
+                                       f"not supported (use en.nn.functional.batch_norm with "
+                                       f"training=True)")
+        super().__init__(num_features, momentum, eps, affine, dtype, name, data_format)
+
+    def forward(self, x):
+        if x.ndim not in self._ranks:
+            raise input_error(ShapeError, f"{type(self).__name__}: expected inputs of rank "
+                                          f"{' or '.join(map(str, self._ranks))}", x)
+        return super().forward(x)
+
+
+class BatchNorm1d(_TorchBatchNorm):
+    """Batch normalization of (N, C) or (N, C, L) inputs (PyTorch's ``BatchNorm1d``).
+
+    Example:
+        >>> import engine as en
+        >>> en.nn.BatchNorm1d(4)(en.ones((8, 4, 10), dtype="float32")).shape
+        (8, 4, 10)
+    """
+    _ranks = (2, 3)
+
+
+class BatchNorm2d(_TorchBatchNorm):
+    """Batch normalization of (N, C, H, W) inputs (PyTorch's ``BatchNorm2d``)."""
+    _ranks = (4,)
+
+
+class BatchNorm3d(_TorchBatchNorm):
+    """Batch normalization of (N, C, D, H, W) inputs (PyTorch's ``BatchNorm3d``)."""
+    _ranks = (5,)
