@@ -332,12 +332,12 @@ def test_per_example_gradients_of_a_conv_layer_need_no_fallback():
     _rows_close(got, [en.grad(loss)(w, X[i]) for i in range(5)])
 
 
-def test_a_while_loop_on_a_batched_condition_is_refused_clearly():
+def test_a_while_loop_on_a_batched_condition_counts_per_element():
     def count_up(x):
         return en.while_loop(lambda i, v: v < 3.0, lambda i, v: (i + 1, v + 1.0),
                              (en.tensor(0), x))
-    with pytest.raises(en.TracingError, match="batched"):
-        en.vmap(count_up)(en.tensor([0.0, 1.0]))
+    i, v = en.vmap(count_up)(en.tensor([0.0, 1.0]))   # tests/transforms/test_vmap_control_flow.py
+    assert i.tolist() == [3, 2] and v.tolist() == [3.0, 3.0]
     # An unbatched condition loops as usual.
     i, v = en.vmap(lambda x: en.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, v * 2.0),
                                            (en.tensor(0), x)))(en.tensor([1.0, 3.0]))
