@@ -80,8 +80,6 @@ def _check(who, q, k, v, mask, dropout_p, is_causal, scale):
         raise InvalidArgumentError(f"{who}: dropout_p must be in [0, 1), got {dropout_p!r}")
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
         raise InvalidArgumentError(f"{who}: scale must be a number or None, got {scale!r}")
-    if is_causal and mask is not None:
-        raise InvalidArgumentError(f"{who}: give attn_mask or is_causal=True, not both")
     if q.dtype not in dtypes.FLOATS or q.dtype != k.dtype or q.dtype != v.dtype:
         raise _fail(DTypeError, who, "query, key and value must share one floating-point "
                     "dtype", query=q, key=k, value=v)
@@ -161,7 +159,7 @@ def _block(q, k, v, mask, causal_from, dropout_p, generator):
         rows, keys = scores.shape[-2], scores.shape[-1]
         keep = ops.tril(ops.ones((rows, keys), dtype=dtypes.bool_), k=causal_from)
         scores = ops.where(keep, scores, ops.full_like(scores, -math.inf))
-    elif mask is not None and mask.dtype == dtypes.bool_:
+    if mask is not None and mask.dtype == dtypes.bool_:
         scores = ops.where(mask, scores, ops.full_like(scores, -math.inf))
     elif mask is not None:
         scores = ops.add(scores, mask)
@@ -174,7 +172,8 @@ def _block(q, k, v, mask, causal_from, dropout_p, generator):
 def attend(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
            generator=None, need_weights=False, who="scaled_dot_product_attention"):
     """:func:`scaled_dot_product_attention` returning ``(output, weights)``; the weights
-    (after dropout) only when ``need_weights`` (then in one block), else None."""
+    (after dropout) only when ``need_weights`` (then in one block), else None. Here a mask
+    and ``is_causal`` may come together (MultiheadAttention's padding mask and causal)."""
     q, k, v = _as_tensor(query), _as_tensor(key), _as_tensor(value)
     mask = None if attn_mask is None else _as_tensor(attn_mask)
     _check(who, q, k, v, mask, dropout_p, is_causal, scale)
@@ -231,6 +230,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         >>> out.numpy().round(3).tolist()
         [[[1.0, 0.0], [0.33, 0.67]]]
     """
+    if is_causal and attn_mask is not None:
+        raise InvalidArgumentError("scaled_dot_product_attention: give attn_mask or "
+                                   "is_causal=True, not both")
     return attend(query, key, value, attn_mask, dropout_p, is_causal, scale, generator)[0]
 
 
@@ -383,7 +385,8 @@ class MultiheadAttention(Module):
                       for t, w, b in ((q, wq, bq), (k, wk, bk), (v, wv, bv)))
         qh, kh, vh = (self._heads(t, batch, n) for t, n in ((qp, length), (kp, keys), (vp, keys)))
         dropout_p = self.dropout if self.training else 0.0
-        causal = is_causal and mask is None
+        # is_causal is PyTorch's hint that attn_mask is causal: the mask is used then.
+        causal = is_causal and attn_mask is None
         out, weights = attend(qh, kh, vh, mask, dropout_p, causal, None, self._generator,
                               need_weights, who="MultiheadAttention")
         out = ops.reshape(ops.transpose(out, (0, 2, 1, 3)),

@@ -1,10 +1,11 @@
-"""scaled_dot_product_attention and MultiheadAttention: against numpy formulas written here
-(float32 and float64, eagerly and inside en.function), gradients against finite
-differences, and against PyTorch with the same weights (values and gradients)."""
-import math
+"""scaled_dot_product_attention and MultiheadAttention: against the numpy formulas of
+tests/support/attention_reference.py (float32 and float64, eagerly and inside en.function),
+gradients against finite differences, and against PyTorch with the same weights (values and
+gradients)."""
 
 import numpy as np
 import pytest
+from support.attention_reference import np_mha, np_sdpa
 from support.finite_diff import grad_checker, numeric_grad
 
 import engine as en
@@ -12,45 +13,6 @@ import engine.nn.attention as attention
 
 F = en.nn.functional
 TOL = {np.dtype("float32"): dict(rtol=2e-5, atol=2e-5), np.dtype("float64"): dict(rtol=1e-10, atol=1e-12)}
-
-
-# ---- numpy references ---------------------------------------------------------------------
-def np_sdpa(q, k, v, mask=None, causal=False, scale=None):
-    """softmax(q k^T * scale + mask) v in float64; fully masked rows give zeros."""
-    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    s = q @ np.swapaxes(k, -1, -2) * scale
-    if causal:
-        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
-    if mask is not None:
-        s = np.where(mask, s, -np.inf) if mask.dtype == bool else s + mask
-    top = s.max(-1, keepdims=True)
-    e = np.exp(s - np.where(np.isinf(top), 0.0, top))
-    total = e.sum(-1, keepdims=True)
-    return (e / np.where(total == 0, 1.0, total)) @ v
-
-
-def np_mha(q, k, v, p, heads, key_padding_mask=None, attn_mask=None):
-    """PyTorch's multi-head attention on (L, N, E) inputs, with the engine's (in, out) weights;
-    returns (output, per-head weights)."""
-    e = q.shape[-1]
-    w = p["in_proj_weight"]
-    b = p.get("in_proj_bias", np.zeros(3 * e))
-    qp, kp, vp = q @ w[:, :e] + b[:e], k @ w[:, e:2 * e] + b[e:2 * e], v @ w[:, 2 * e:] + b[2 * e:]
-
-    def split(x):                     # (L, N, E) -> (N, H, L, E/H)
-        n_len, n = x.shape[:2]
-        return x.reshape(n_len, n, heads, e // heads).transpose(1, 2, 0, 3)
-    qh, kh, vh = split(qp), split(kp), split(vp)
-    s = qh @ np.swapaxes(kh, -1, -2) / math.sqrt(e // heads)
-    if attn_mask is not None:
-        s = s + (np.where(attn_mask, -np.inf, 0.0) if attn_mask.dtype == bool else attn_mask)
-    if key_padding_mask is not None:
-        s = s + np.where(key_padding_mask, -np.inf, 0.0)[:, None, None, :]
-    wts = np.exp(s - s.max(-1, keepdims=True))
-    wts /= wts.sum(-1, keepdims=True)
-    o = (wts @ vh).transpose(2, 0, 1, 3).reshape(q.shape[0], q.shape[1], e)
-    return o @ p["out_proj.weight"] + p.get("out_proj.bias", 0.0), wts
 
 
 def _t(a, dtype):
