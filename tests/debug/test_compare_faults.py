@@ -273,3 +273,25 @@ def test_fault_in_a_gradient(monkeypatch):
     report = en.debug.compare(gradient_step, data(5, 3), data(8, 5, seed=1))
     assert not report.ok
     assert "fused region" in report.first.made_by
+
+
+def scanned(h0, xs, w):
+    def step(h, x):
+        h = en.tanh(x @ w + h)  # F:scan_body
+        return h, h
+    _, hs = en.scan(step, h0, xs)  # F:scan
+    return hs
+
+
+def test_fault_in_a_scan_body(monkeypatch):
+    """The body's kernels are the graph's; eager runs the body op by op."""
+    rule = ops.matmul_op.rules["static_kernel"]
+    monkeypatch.setitem(ops.matmul_op.rules, "static_kernel",
+                        lambda *a: scaled(rule(*a) or ops.matmul_op.impl))
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    report = en.debug.compare(scanned, data(4, 6), data(5, 4, 3, seed=1), data(3, 6, seed=2))
+    assert not report.ok
+    first = report.first
+    # The loop's results are compared: the scan is found, at the line that made it.
+    assert first.traced_op == "unpack" and "scan" in first.op, str(report)
+    assert first.source[1] == line_of("scan") and first.source[0] == __file__

@@ -13,7 +13,9 @@
 
 Random draws and values of side effects come from the graph run, so all three see the
 same numbers; variables read the values they had when the comparison began (restored
-after each run).
+after each run). The bodies of control flow (``cond``, ``while_loop``, ``scan``) run op
+by op in the eager and float64 runs too (:class:`EagerBody`): their compiled form would
+share the graph's kernel picks.
 """
 import numpy as np
 
@@ -22,6 +24,7 @@ from engine.recording import no_tapes
 from engine.tensor import Tensor, wrap
 
 from ...control.interpret import evaluate
+from ...control.subgraph import SubGraph
 from ...ir.graph_ops import (assign_variable_op, body_variables, constant_op, placeholder_op,
                              read_variable_op, unpack_op)
 from ...lowering.executor import CompiledGraph
@@ -111,7 +114,7 @@ def traced_values(unoptimized, arrays, given, variables, fallback=None):
                 continue
             args = [env[i] for i in node.inputs]
             try:
-                env[node] = evaluate(mode, node, args)
+                env[node] = evaluate(mode, node, args, _eager_params(node.params))
             except Exception:
                 if not upcast:
                     raise
@@ -119,6 +122,33 @@ def traced_values(unoptimized, arrays, given, variables, fallback=None):
                 env[node] = _wrap_tree(fallback[node], widen)
     variables.restore()
     return {n: _numpy_tree(v) for n, v in env.items()}, narrow
+
+
+class EagerBody:
+    """A control-flow body (a :class:`SubGraph`) that runs op by op in eager mode."""
+
+    def __init__(self, body):
+        self._body = body
+
+    def __getattr__(self, name):
+        return getattr(self._body, name)
+
+    def run(self, arrays):
+        mode = default_mode()
+        graph = self._body.graph
+        env = {n: wrap(np.asarray(a)) for n, a in zip(graph.inputs, arrays)}
+        for node in graph.topo_order():
+            if node not in env:
+                env[node] = evaluate(mode, node, [env[i] for i in node.inputs],
+                                     _eager_params(node.params))
+        return tuple(_numpy_tree(env[o]) for o in graph.outputs)
+
+
+def _eager_params(params):
+    """``params`` with each body made an :class:`EagerBody` (None: no body in them)."""
+    if not any(isinstance(v, SubGraph) for v in params.values()):
+        return None
+    return {k: EagerBody(v) if isinstance(v, SubGraph) else v for k, v in params.items()}
 
 
 def _assigned(node, env, var_values, prepare):

@@ -73,12 +73,9 @@ def _run(graph, name):
         old = before.get(node)
         if old is not None and old != _fingerprint(node):
             node.meta[MADE_BY] = name
-            if node.avals is not None:    # results changed (a scan's unread stacks dropped)
-                for user in graph.users(node):
-                    user.meta[ORIGIN] = None
         origin = node.meta.get(ORIGIN)
         if origin is not None and _shape(origin) != _shape(node):
-            node.meta[ORIGIN] = None      # no longer the traced value
+            node.meta[ORIGIN] = None      # no longer the traced value (an emptied stack)
     return changed
 
 

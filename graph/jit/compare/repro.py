@@ -155,6 +155,7 @@ import numpy as np
 
 import engine as en
 from engine.modes import apply
+from engine.op import lookup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 en.config.lowering = {lowering!r}
