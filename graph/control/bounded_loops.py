@@ -131,9 +131,11 @@ def fori_loop(lower, upper, body_fn, init_val):
                 f"  at {format_location(user_frame())}")
     mode = current_mode()
     if _runs_now(mode):
+        # The index lives on the loop values' back end (mixing back ends is an error).
+        backend = next((t.backend for t in flatten(init_val)[0] if isinstance(t, Tensor)), None)
         val = init_val
         for i in range(int(lower), int(upper)):
-            val = body_fn(tensor(i), val)
+            val = body_fn(tensor(i, backend=backend), val)
         return val
     if lo is not None and hi is not None:
         if hi <= lo:

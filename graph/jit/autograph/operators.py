@@ -27,7 +27,7 @@ from engine import ops
 from ...ir.graph_ops import constant_op
 from . import messages, tensor_control as tc
 # Undefined, UndefinedReturnValue and ld are what converted code calls as ag__.<name>.
-from .transform_select import traced_truth
+from .transform_select import traced_truth, transforming
 from .values import TensorRange, Undefined, UndefinedReturnValue, ld  # noqa: F401
 from engine.errors import ArgumentTypeError
 
@@ -177,11 +177,17 @@ def while_stmt(test, body, get_state, set_state, names, lists=None):
 
 def for_stmt(iterable, extra_test, body, get_state, set_state, names, lists=None):
     """``for x in iterable: body(x)``; ``extra_test`` (or None) stops it after a break."""
-    iterable = _as_condition(iterable)
+    # A transformation's tensor (a dual number of en.jvp, a batch of en.vmap) in a trace
+    # loops over its rows as one scan, which the transformation stages; it is not a
+    # condition (_as_condition would make it a truth value).
+    rows_of_transformed = (isinstance(iterable, Tensor) and iterable._value is None
+                           and not tc.is_traced(iterable) and transforming())
+    if not rows_of_transformed:
+        iterable = _as_condition(iterable)
     if isinstance(iterable, TensorRange):
         tc.tensor_for_range(iterable, extra_test, body, get_state, set_state, names, lists)
         return
-    if tc.is_traced(iterable):
+    if rows_of_transformed or tc.is_traced(iterable):
         if not iterable.shape:
             raise ArgumentTypeError(f"iteration over a 0-d tensor (at {messages.here()})")
         if extra_test is not None:   # after a break the remaining steps change nothing

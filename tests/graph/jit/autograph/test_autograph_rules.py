@@ -294,7 +294,7 @@ def test_gradient_of_tensor_while_is_not_differentiable():
     f = en.function(model)
     x = en.tensor([1.0])
     assert float(f(x, en.tensor(2))) == 2.25
-    with pytest.raises(NotDifferentiableError, match="a `for` loop over a Python range"):
+    with pytest.raises(NotDifferentiableError, match="max_steps=N"):
         with en.GradientTape() as tape:
             tape.watch(x)
             y = f(x, en.tensor(2))
