@@ -76,10 +76,12 @@ from engine.errors import (ArgumentTypeError, EngineError, InvalidArgumentError,
                            describe_aval, format_location)
 from engine.op import REGISTRY
 from engine.pytree import LEAF, NONE, TreeDef, is_namedtuple_type
+from engine.nn.module import Module
 from engine.tensor import Tensor
 
 from .atomic_save import arrays_name, commit
 from ..jit.concrete import ConcreteFunction
+from .module_signature import module_function
 from ..jit.function import Function, function
 from ..ir.graph_ops import VarRef
 from ..control.subgraph import SubGraph
@@ -211,6 +213,8 @@ def concrete_function_for(fn, example_args, what):
     dummies = [Tensor(np.zeros(tuple(1 if d is None else d for d in s.shape), s.dtype))
                for s in fn.input_signature]
     return fn.get_concrete_function(*dummies)
+    if isinstance(fn, Module):        # traced on its examples, for any batch size
+        fn = module_function(fn, example_args, what)
 
 
 def _takes_no_arguments(fn):
