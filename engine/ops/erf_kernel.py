@@ -5,8 +5,14 @@ for the error function", Math. Comp. 23 (1969) 631-638 (the SPECFUN ``CALERF``
 routine): three rational approximations, on ``|x| <= 0.46875`` (erf), on
 ``0.46875 < |x| <= 4`` and on ``|x| > 4`` (erfc, scaled by ``exp(-x*x)``). In
 float64 they agree with ``math.erf`` / ``math.erfc`` to a few units in the last
-place, tails of erfc included (tests/test_erf.py). float32 inputs are computed
-in float64 and rounded once.
+place, tails of erfc included (tests/test_erf.py).
+
+float32 ``erf`` is computed in float32 (:func:`erf_float32`, six times faster than
+going through float64 on a transformer's activations): ``x P(x*x)`` below 1 and
+``1 - exp(-x*x) Q(1/|x|)`` from 1 to 4 (erf rounds to 1 beyond), two polynomials
+fitted for relative error (about 4e-8 and 7e-8); the result is within 2 units in
+the last place of ``math.erf`` (tests/ops/test_erf_float32.py). float32 ``erfc``,
+float16 and the other back ends' kernels go through float64.
 
 The math is written once against an array namespace ``xp`` (numpy, or a back
 end's ``be.xp``): numpy evaluates each approximation only on its own elements,
@@ -72,7 +78,56 @@ def erfc_large(xp, y):
     return xp.where(y < _BIG, r, 0.0 * r)
 
 
+# float32 erf: erf(x) / x = P(x*x) on |x| < 1; exp(x*x) erfc(x) = Q(1/x) on 1 <= x <= 4.
+# Fitted (Lawson's iteratively reweighted least squares on Chebyshev nodes) for relative
+# error: 4.0e-8 and 6.6e-8 in exact arithmetic, under 2 ulps evaluated in float32.
+_P32 = (1.1283791226777433, -0.37612327049139527, 0.1128018673540055, -0.026711491520655984,
+        0.00491775303407152, -0.0005632215454723502)
+_Q32 = (0.00025251224766475517, 0.5593252904166923, 0.040094493374390756,
+        -0.46442006151158843, 0.48037443291698717, -0.21826944531761192,
+        0.003341059440669381, 0.03832616494544256, -0.011440898555466704)
+_P32_LESS_ONE = (_P32[0] - 1.0,) + _P32[1:]
+_SPLIT32, _ONE32 = np.float32(1.0), np.float32(1.0)
+
+
+def _horner32(coefs, t):
+    """``sum(coefs[k] * t**k)`` in float32, in place on a new array."""
+    r = np.full_like(t, coefs[-1])
+    for c in coefs[-2::-1]:
+        r *= t
+        r += np.float32(c)
+    return r
+
+
+def erf_float32(x):
+    """``erf(x)`` of a float32 array computed in float32 (both pieces on every element,
+    then a select: cheaper than masking at these sizes)."""
+    if x.ndim == 0:                  # numpy's 0-d results are scalars: no in-place ops
+        return erf_float32(x.reshape(1)).reshape(())
+    y = np.abs(x)
+    # x + x (P(x*x) - 1): the leading x is exact, so P's rounding is scaled by 0.13.
+    # (Clamped, so that large and infinite x raise no overflow or inf - inf warnings.)
+    xs = np.clip(x, -_SPLIT32, _SPLIT32)
+    small = _horner32(_P32_LESS_ONE, xs * xs)
+    small *= xs
+    small += xs
+    yb = np.clip(y, _SPLIT32, np.float32(4.0))
+    large = _horner32(_Q32, np.reciprocal(yb))
+    yb *= yb
+    np.negative(yb, out=yb)
+    large *= np.exp(yb, out=yb)
+    np.subtract(_ONE32, large, out=large)
+    np.copysign(large, x, out=large)
+    return np.where(y < _SPLIT32, small, large)      # NaN takes the large branch: NaN
+
+
 def _numpy(x, out, complement):
+    if not complement and x.dtype == np.float32:
+        res = erf_float32(x)
+        if out is None:
+            return res
+        np.copyto(out, res, casting="same_kind")
+        return out
     xf = np.asarray(x, np.float64)
     y = np.abs(xf)
     small = y <= SMALL
