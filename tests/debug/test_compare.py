@@ -67,11 +67,12 @@ def test_a_wrong_kernel_is_reported_with_figures(monkeypatch):
     x = en.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
     report = en.debug.compare(lambda x: en.exp(x) * 2.0, x)
     f = report.first.figures
-    # Row 0 is off by exactly 2 (1.0 added before the * 2.0): an independent figure.
-    assert f.graph_abs == pytest.approx(2.0, rel=1e-6)
+    # The member exp alone is off by exactly 1 in row 0: an independent figure.
+    assert report.first.traced_op == "exp"
+    assert f.graph_abs == pytest.approx(1.0, rel=1e-6)
     assert f.eager_abs < 1e-6
     text = str(report)
-    assert "fused region" in text and "test_compare.py" in text and "max abs 2" in text
+    assert "fused region" in text and "test_compare.py" in text and "max abs 1" in text
 
 
 def test_repro_script_reproduces(monkeypatch, tmp_path, capsys):

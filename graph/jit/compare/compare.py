@@ -17,6 +17,7 @@ from ...ir.graph_ops import placeholder_op, unpack_op
 from ...lowering.codegen import _python_form, _static_kernel
 from .evaluate import VariableState, counterparts, graph_values, traced_values
 from .judge import judge
+from .localize import wrong_member
 from .provenance import MADE_BY, ORIGIN, tracked_optimize
 from .report import Divergence, Report
 from .repro import writer
@@ -72,6 +73,8 @@ def compare_concrete(concrete, arrays, make_function):
         found, _ = _judge_nodes(rewritten, early, eager, reference)
         divergences = found + [d for d in divergences if d.traced not in
                                {f.traced for f in found}]
+    if divergences and divergences[0].members:
+        _narrow_region(divergences[0], unoptimized, eager, reference)
     divergences += _judge_outputs(concrete, optimized, real, graph, eager, reference,
                                   {d.traced for d in divergences})
     notes = []
@@ -79,6 +82,21 @@ def compare_concrete(concrete, arrays, make_function):
         notes.append("no float64 reference for " + ", ".join(sorted(f"%{n.name}" for n in narrow))
                      + " (their ops refused float64 inputs: eager's values stand in)")
     return Report(concrete.name, divergences, checked, writer(concrete, eager, make_function), notes)
+
+
+def _narrow_region(divergence, unoptimized, eager, reference):
+    """Name the member of a fused region whose kernel alone diverges (``localize.py``)."""
+    by_name = {f"%{n.name}": n for n in unoptimized.nodes}
+    members = [by_name[m] for m in divergence.members if m in by_name]
+    found = wrong_member(members, eager, reference)
+    if found is not None:
+        member, figures = found
+        divergence.made_by += (f"; its member %{member.name} (op '{member.op.name}') "
+                               "diverges alone in the same lowering")
+        divergence.region_node = divergence.traced_node
+        divergence.traced, divergence.traced_op = member.name, member.op.name
+        divergence.traced_node, divergence.figures = member, figures
+        divergence.source = member.source or divergence.source
 
 
 def _single(node):
@@ -124,7 +142,7 @@ def _judge_outputs(concrete, optimized, real, graph, eager, reference, seen):
 def _divergence(node, origin, figures, optimized):
     producer = node.inputs[0] if node.op is unpack_op and node.inputs else node
     members = ()
-    if "fused_ops" in producer.meta:
+    if "fused_ops" in producer.meta or producer.meta.get(MADE_BY) == "compile_numba":
         members = tuple(f"%{m.name}" for m in _region_members(producer, optimized))
     return Divergence(node.name, node.op.name if node is producer else producer.op.name,
                       origin.name, origin.op.name, made_by(node, producer),

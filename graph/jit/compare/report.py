@@ -28,6 +28,7 @@ class Divergence:
     figures: Figures
     members: tuple = ()
     traced_node: Any = dataclasses.field(default=None, repr=False)
+    region_node: Any = dataclasses.field(default=None, repr=False)   # the region's result
 
     @property
     def line(self):

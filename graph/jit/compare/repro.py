@@ -76,7 +76,7 @@ def build(nodes, target):
 
 def write_repro(concrete, eager, divergence, path, make_function):
     """Write the script for ``divergence`` to ``path``; return ``path``."""
-    target = divergence.traced_node
+    target = divergence.region_node or divergence.traced_node   # a region: its result
     chosen = None
     for nodes in candidates(concrete.unoptimized_graph, target, divergence.members):
         fn, outside = build(nodes, target)
