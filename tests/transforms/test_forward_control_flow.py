@@ -425,14 +425,14 @@ def test_jvp_and_hvp_of_cond_against_jax():
     jax = _jax()
     rng = _rng()
     tx, tw = rng.standard_normal(3), np.float64(-0.4)
+    jnp = jax.numpy
+
+    def jloss(x, w):
+        y = jax.lax.cond(jnp.sum(x) > 0, lambda: jnp.sin(x) * w, lambda: x * w * w)
+        return jnp.sum(y * y)
     for sign in (1.0, -1.0):
         x, w = sign * np.abs(rng.standard_normal(3)), np.float64(1.3)
         with jax.enable_x64(True):
-            jnp = jax.numpy
-
-            def jloss(x, w):
-                y = jax.lax.cond(jnp.sum(x) > 0, lambda: jnp.sin(x) * w, lambda: x * w * w)
-                return jnp.sum(y * y)
             want = jax.jvp(jax.grad(jloss, argnums=(0, 1)), (x, w), (tx, tw))[1]
         got = en.function(lambda x, w: en.jvp(en.grad(_cond_loss, argnums=(0, 1)), (x, w),
                                               (en.tensor(tx), en.tensor(tw)))[1])(
