@@ -103,8 +103,8 @@ def mean_region(x):
 
 def gradient_step(w, x):
     def loss(w):
-        h = en.tanh(x @ w)
-        return en.mean((h - 0.5) ** 2.0)  # F:loss
+        h = en.tanh(x @ w)  # F:tanh_in_loss
+        return en.mean((h - 0.5) ** 2.0)
     return en.grad(loss)(w)
 
 
@@ -300,3 +300,13 @@ def test_fault_in_a_scan_body(monkeypatch):
     # The loop's results are compared: the scan is found, at the line that made it.
     assert first.traced_op == "unpack" and "scan" in first.op, str(report)
     assert first.source[1] == line_of("scan") and first.source[0] == __file__
+
+
+def test_vjp_rule(monkeypatch):
+    """A gradient rule off by a factor: eager and graph agree, the finite difference not."""
+    vjp = ops.tanh_op.vjp
+    monkeypatch.setattr(ops.tanh_op, "vjp", lambda g, out, x: tuple(
+        None if v is None else v * 1.1 for v in vjp(g, out, x)))
+    first = assert_found(en.debug.compare(gradient_step, data(5, 3), data(8, 5, seed=1)),
+                         "tanh_in_loss", traced_op="tanh", made_by="VJP rule of 'tanh'")
+    assert first.figures.graph_rel > 0.01

@@ -18,6 +18,7 @@ from ...lowering.codegen import _python_form, _static_kernel
 from .evaluate import VariableState, counterparts, graph_values, traced_values
 from .judge import judge
 from .localize import wrong_member
+from .vjp_check import check_vjps
 from .provenance import MADE_BY, ORIGIN, tracked_optimize
 from .report import Divergence, Report
 from .repro import writer
@@ -77,6 +78,12 @@ def compare_concrete(concrete, arrays, make_function):
         _narrow_region(divergences[0], unoptimized, eager, reference)
     divergences += _judge_outputs(concrete, optimized, real, graph, eager, reference,
                                   {d.traced for d in divergences})
+    for node, figures in check_vjps(unoptimized, reference, narrow):
+        divergences.append(Divergence(
+            node.name, node.op.name, node.name, node.op.name,
+            f"the VJP rule of '{node.op.name}' (its gradient against a float64 finite "
+            "difference: graph and eager both run it)", node.source, figures,
+            traced_node=node))
     notes = []
     if narrow:
         notes.append("no float64 reference for " + ", ".join(sorted(f"%{n.name}" for n in narrow))
