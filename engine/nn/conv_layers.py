@@ -150,7 +150,8 @@ class _ConvTranspose(_ConvNd):
 
 
 class Conv1d(_Conv):
-    """1-D convolution of (N, C, L) inputs (PyTorch's ``Conv1d``); weight ``(out, in // groups, k)``.
+    """1-D convolution of (N, C, L) inputs (PyTorch's ``Conv1d``); weight
+    ``(out, in // groups, k)``.
 
     Example:
         >>> import engine as en

@@ -29,7 +29,7 @@ from .. import chunk_rules, dtypes
 from ..errors import DomainError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
-from . import _rules, pool_generic
+from . import _rules, max_pool_taps, pool_generic
 from .conv import (_check_floats, _fold_batch, _need_known, _pad, _pair, _padding, _spatial,
                    _windows)
 from .conv_geometry import span
@@ -123,6 +123,16 @@ def _pool_grad_eval(x, g, *, pool_size, strides, padding, dilation=_ONE, ceil_mo
 
 
 def _pool_grad_impl(x, g, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):
+    # One pass per window tap (max_pool_taps.py); the flat-index scatter below is kept for
+    # windows whose maximum is NaN.
+    dx = max_pool_taps.grad(x, g, lowest(x.dtype), pool_size=pool_size, strides=strides,
+                            padding=padding, dilation=dilation, ceil_mode=ceil_mode)
+    return dx if dx is not None else pool_grad_flat(x, g, pool_size, strides, padding,
+                                                     dilation, ceil_mode)
+
+
+def pool_grad_flat(x, g, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):
+    """``max_pool2d_grad`` by flat argmax indices and a scatter (NaN maxima included)."""
     flat, (n, hp, wp, c), pads, _ = _argmax_flat(x, pool_size, strides, padding, dilation,
                                                  ceil_mode)
     dxp = np.bincount(flat.ravel(), weights=g.ravel(), minlength=n * hp * wp * c)
@@ -155,6 +165,14 @@ def _gather_eval(x, u, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=
 
 
 def _gather_impl(x, u, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):
+    out = max_pool_taps.gather(x, u, lowest(x.dtype), pool_size=pool_size, strides=strides,
+                               padding=padding, dilation=dilation, ceil_mode=ceil_mode)
+    return out if out is not None else gather_flat(x, u, pool_size, strides, padding, dilation,
+                                                   ceil_mode)
+
+
+def gather_flat(x, u, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):
+    """``max_pool2d_gather`` by flat argmax indices (NaN maxima included)."""
     flat, _, pads, _ = _argmax_flat(x, pool_size, strides, padding, dilation, ceil_mode)
     up = _pad(u.astype(np.result_type(x.dtype, u.dtype), copy=False), pads)
     return up.reshape(-1)[flat]
