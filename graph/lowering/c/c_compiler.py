@@ -11,9 +11,11 @@ NaN, infinities and signed zeros keep numpy's semantics) into
 compiler's version and the CPU's model and feature flags (a library built for
 one CPU is never loaded on another that shares the folder). A second process
 loads the library with ``ctypes`` in about a millisecond instead of compiling
-(about 0.1 s a kernel). The library is written under a temporary name and
-renamed, so concurrent processes never load half a file. Where the folder
-cannot be written, the library is built in a temporary folder for this process.
+(about 0.1 s a kernel). ``c_cache`` keeps the libraries: each is checked against
+its key before it is loaded (a damaged or another kernel's library is rebuilt,
+never run), written whole under a temporary name and renamed, and kept only in a
+folder no other user can write; elsewhere it is built for this process in a
+private folder removed at once.
 
 Example:
     >>> source = "int answer(void) { return 42; }\\n"
@@ -24,16 +26,14 @@ import ctypes
 import functools
 import hashlib
 import os
-import pathlib
 import platform
 import shutil
 import subprocess
 import sysconfig
-import tempfile
 
 from engine.errors import EngineError
 
-from ..cache_folder import cache_folder
+from . import c_cache
 
 FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=fast", "-fPIC", "-shared")
 # Seconds a compile may take before it is given up (the numpy lowering then stays).
@@ -102,12 +102,7 @@ def is_cached(source):
     if not available():
         return False
     key = key_of(source)
-    if key in _LOADED:
-        return True
-    try:
-        return (cache_folder("c") / f"k{key}.so").exists()
-    except OSError:
-        return False
+    return key in _LOADED or c_cache.is_stored(key)
 
 
 def load(source):
@@ -121,39 +116,20 @@ def load(source):
     lib = _LOADED.get(key)
     if lib is not None:
         return lib
-    folder = cache_folder("c")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"k{key}.so"
-        if not path.exists():
-            _compile(found[0], source, folder, path)
-    except OSError:      # an unwritable cache: build for this process only
-        folder = pathlib.Path(tempfile.mkdtemp(prefix="engine-c-"))
-        path = folder / f"k{key}.so"
-        _compile(found[0], source, folder, path)
-    lib = _LOADED[key] = ctypes.CDLL(str(path))
+    lib = _LOADED[key] = c_cache.load(key, source, functools.partial(_compile, found[0]))
     return lib
 
 
-def _compile(command, source, folder, path):
-    """Compiles ``source`` to ``path``: written under temporary names in ``folder`` and
-    renamed, so another process sees the whole library or none."""
-    fd, c_path = tempfile.mkstemp(suffix=".c", prefix=".k", dir=folder)
-    so_path = c_path[:-2] + ".so.tmp"
+def _compile(command, c_name, so_name, where):
+    """Compiles ``where/c_name`` to ``where/so_name``, named relative to ``where`` so that
+    every process building one source writes the same bytes."""
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        try:
-            done = subprocess.run(list(command) + list(FLAGS) + [c_path, "-o", so_path, "-lm"],
-                                  capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            raise CompileError(f"the C compiler took over {TIMEOUT_SECONDS} s") from None
-        if done.returncode != 0:
-            raise CompileError(f"the C compiler refused a generated kernel:\n{done.stderr}")
-        os.replace(so_path, path)
-    finally:
-        for leftover in (c_path, so_path):
-            try:
-                os.remove(leftover)
-            except FileNotFoundError:
-                pass
+        # (The compiler found by its path: a relative one would not run from ``where``.)
+        command = [shutil.which(command[0]) or command[0], *command[1:]]
+        done = subprocess.run(command + list(FLAGS) + [c_name, "-o", so_name, "-lm"],
+                              capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
+                              cwd=where)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"the C compiler took over {TIMEOUT_SECONDS} s") from None
+    if done.returncode != 0:
+        raise CompileError(f"the C compiler refused a generated kernel:\n{done.stderr}")

@@ -12,8 +12,10 @@ to know that a region is cheap to load.
 
 The folder is ``$ENGINE_CACHE_DIR/numba`` if that is set, else
 ``$XDG_CACHE_HOME/engine/numba``, else ``~/.cache/engine/numba``. Where it
-cannot be written, the function is compiled in memory (every process compiles
-again); nothing fails.
+cannot be written, or another user could write it (``cache_trust.py``: the
+module imported from it and the machine code numba loads beside it would run
+in this process), the function is compiled in memory (every process compiles
+again), said at debug level; nothing fails.
 
 Example:
     >>> cache_dir().name
@@ -32,6 +34,7 @@ import numpy as np
 
 from engine.errors import EngineError
 from engine.files import write_atomically as write_file
+from .. import cache_trust
 from ..cache_folder import cache_folder
 from .numba_emitter import HELPERS_IMPORT
 
@@ -77,10 +80,13 @@ def _environment():
 
 def is_cached(source):
     """True when this region's machine code is on disk (a compile succeeded before)."""
+    folder = cache_dir()
     try:
-        return (cache_dir() / f"r{key_of(source)}.ok").exists()
+        if not (folder / f"r{key_of(source)}.ok").exists():
+            return False
     except OSError:
         return False
+    return cache_trust.distrust(folder) is None    # else it is compiled in memory
 
 
 def _module_from_file(path, name):
@@ -113,20 +119,21 @@ def load(source, fn_name, signature):
         if tuple(signature) not in loaded.overloads:   # numba's compile() checks in 1 ms
             loaded.compile(signature)
         return loaded, True
-    folder = cache_dir()
+    # None where the folder cannot be made or another user could write it.
+    folder = cache_trust.open_folder(cache_dir())
     module_name = f"_engine_region_{key}"
     fn = None
     on_disk = False
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"r{key}.py"
-        text = _HEADER + source
-        if not path.exists() or path.read_text() != text:
-            write_file(str(path), text.encode())
-        module = sys.modules.get(module_name) or _module_from_file(path, module_name)
-        fn = numba.njit(getattr(module, fn_name), cache=True, nogil=True, error_model="numpy",
-                        fastmath=set(FASTMATH))
-        on_disk = True
+        if folder is not None:
+            path = folder / f"r{key}.py"
+            text = _HEADER + source
+            if not path.exists() or path.read_text() != text:
+                write_file(str(path), text.encode())
+            module = sys.modules.get(module_name) or _module_from_file(path, module_name)
+            fn = numba.njit(getattr(module, fn_name), cache=True, nogil=True,
+                            error_model="numpy", fastmath=set(FASTMATH))
+            on_disk = True
     except (OSError, ImportError):   # an unwritable cache: compile in memory
         fn = None
     if fn is None:
