@@ -15,8 +15,12 @@ weights are asked for, as ``MultiheadAttention(need_weights=True)`` does).
 With ``is_causal`` a block of rows ``[i0, i1)`` reads only the keys ``[0,
 i1)``: the masked upper triangle is never computed (about half the work).
 The scale multiplies ``q`` (``L*E`` products) rather than the scores
-(``L*S``). Under a tape the softmax of each block is kept for the backward
+(``L*S``), and masked scores take ``-inf`` from a broadcast scalar, not a
+full array. Under a tape the softmax of each block is kept for the backward
 pass, as in PyTorch's math kernel, so training holds the matrix once.
+Measured eagerly (float32, batch 2, 4 heads, L = S = 2048, E = 64, recycled
+buffers off): one block peaks at 388 MiB above the inputs (three 128 MiB
+score-sized arrays alive at once), blocks at 70 MiB, causal or not.
 
 Weights are laid out ``(in, out)`` as everywhere in ``en.nn``: PyTorch's 2-D
 weights transposed (``in_proj_weight`` is ``(embed_dim, 3 * embed_dim)``).
@@ -150,6 +154,11 @@ def _rows(mask, start, stop, keys_end, length, keys):
     return ops.getitem(mask, (Ellipsis, rows, cols))
 
 
+def _minus_inf(like):
+    """``-inf`` as a scalar of ``like``'s dtype: broadcast by ``where``, never a full array."""
+    return tensor(-math.inf, dtype=like.dtype)
+
+
 def _block(q, k, v, mask, causal_from, dropout_p, generator):
     """Attention of one block of (already scaled) query rows: ``(output, weights)``.
 
@@ -158,9 +167,9 @@ def _block(q, k, v, mask, causal_from, dropout_p, generator):
     if causal_from is not None:
         rows, keys = scores.shape[-2], scores.shape[-1]
         keep = ops.tril(ops.ones((rows, keys), dtype=dtypes.bool_), k=causal_from)
-        scores = ops.where(keep, scores, ops.full_like(scores, -math.inf))
+        scores = ops.where(keep, scores, _minus_inf(scores))
     if mask is not None and mask.dtype == dtypes.bool_:
-        scores = ops.where(mask, scores, ops.full_like(scores, -math.inf))
+        scores = ops.where(mask, scores, _minus_inf(scores))
     elif mask is not None:
         scores = ops.add(scores, mask)
     weights = _safe_softmax(scores)
