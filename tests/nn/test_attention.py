@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from support.attention_reference import np_mha, np_sdpa
 from support.finite_diff import grad_checker, numeric_grad
+from support.memory_probe import peak_bytes
 
 import engine as en
 import engine.nn.attention as attention
@@ -92,6 +93,23 @@ def test_blocked_graph_never_holds_the_whole_score_matrix(monkeypatch):
     assert {(2, 4, 4), (2, 4, 8), (2, 4, 12), (2, 4, 16)} <= set(shapes)   # the causal blocks
     np.testing.assert_allclose(f(q).numpy(), np_sdpa(q.numpy(), q.numpy(), q.numpy(),
                                                      causal=True), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["plain", "causal"])
+def test_blocks_bound_the_eager_peak_memory(monkeypatch, causal):
+    """Eagerly, blocks of 16 query rows keep the peak near a few block-sized score arrays;
+    one block holds several full (B, L, S) arrays at once."""
+    monkeypatch.setattr(en.config, "eager_cache_bytes", 0)     # count the working set only
+    q = en.tensor(np.random.default_rng(15).normal(size=(2, 512, 8)))
+    full = 2 * 512 * 512 * 8                                   # one float64 score matrix
+
+    def run():
+        F.scaled_dot_product_attention(q, q, q, is_causal=causal)
+    one_block = peak_bytes(run)
+    monkeypatch.setattr(attention, "BLOCK_ELEMENTS", 2 * 16 * 512)
+    blocked = peak_bytes(run)
+    assert one_block > 2 * full
+    assert blocked < full / 2
 
 
 def test_fully_masked_row_gives_zeros():
