@@ -34,6 +34,7 @@ Example:
 """
 import inspect
 import json
+import math
 import os
 
 import numpy as np
@@ -45,6 +46,7 @@ from engine.files import open_regular
 from engine.modes import current_mode
 from engine.op import REGISTRY
 from engine.pytree import unflatten
+from engine.tensor import Tensor
 from engine.variable import Variable
 
 from ..jit.concrete import ConcreteFunction
@@ -59,6 +61,7 @@ from ..ir.graph_ops import (STRUCTURAL, VarRef, assign_variable_op, constant_op,
                         read_variable_op, unpack_op)
 from ..control.interpret import interpret
 from .load_arrays import read_arrays
+from .reference import VerificationError, refuse, verify
 from ..ir.graph import Graph, Node
 from ..ir.signature import TensorSpec
 from ..control.subgraph import SubGraph
@@ -66,14 +69,17 @@ from ..control.subgraph import SubGraph
 _ASSIGN_KINDS = ("assign", "assign_add", "assign_sub", "scatter_update")
 
 
-def load(path, backend=None):
+def load(path, backend=None, verify=False):
     """Load a function saved by ``en.save``: a :class:`LoadedFunction`.
 
     Call it with tensors (or arrays) matching the saved inputs, in order;
     ``.variables`` holds fresh variables with the saved values. ``backend`` (a
     name or a Backend; numpy by default) is the back end it runs on: its variables
     hold that back end's arrays and it takes that back end's tensors. Raises
-    :class:`LoadError` for a malformed or unsafe file.
+    :class:`LoadError` for a malformed or unsafe file. ``verify=True`` runs the
+    reference inputs stored by ``en.save(..., reference=True)`` and raises
+    :class:`VerificationError` when the outputs differ beyond the stored tolerance
+    here (a file saved without a reference is refused too); ``f.verify()`` checks later.
 
     Example:
         >>> import os, tempfile
@@ -111,7 +117,10 @@ def load(path, backend=None):
             with f:
                 arrays = read_arrays(f, os.fstat(f.fileno()).st_size, reader.array_avals,
                                      npz_path)
-            return reader.finish(arrays, target)
+            f = reader.finish(arrays, target)
+            if verify:
+                _verify_on_load(f, json_path)
+            return f
     except LoadError:
         raise
     except (RecursionError, MemoryError) as err:
@@ -122,6 +131,15 @@ def load(path, backend=None):
 
 
 _ATTEMPTS = 8   # reads of a JSON that concurrent saves keep replacing
+
+
+def _verify_on_load(f, json_path):
+    if f.reference is None:
+        raise VerificationError(f"en.load(verify=True): {json_path} holds no reference outputs; "
+                                "save it with en.save(fn, path, *example_args, reference=True)")
+    report = f.verify()
+    if not report.ok:
+        raise refuse(f.name, report)
 
 
 # ---- reading the files --------------------------------------------------------------------------
@@ -217,7 +235,7 @@ class _Reader:
     def read(self, doc):
         doc = check_object(doc, "the file",
                            ("format", "version", "name", "arrays", "variables", "graph"),
-                           ("arrays_file",))
+                           ("arrays_file", "reference"))
         if doc["format"] != FORMAT:
             raise LoadError(f"not a saved graph: format is {short(doc['format'])}, expected "
                             f"{FORMAT!r}")
@@ -237,6 +255,31 @@ class _Reader:
         self.array_avals = self._array_table(doc["arrays"])
         self.var_specs, self.var_refs = self._variable_table(doc["variables"])
         self.graph = self._graph(doc["graph"], 0, "graph", n_replay=0)
+        self.reference = None if "reference" not in doc else self._reference(doc["reference"])
+
+    def _reference(self, desc):
+        """``(input indices, output indices, rtol, atol)`` of a ``reference`` field, whose
+        arrays are none of the graph's or the variables'."""
+        desc = check_object(desc, "reference", ("inputs", "outputs", "rtol", "atol"))
+        n = len(self.array_avals)
+        ins, outs = ([check_index(i, n, f"reference.{key}")
+                      for i in check_list(desc[key], f"reference.{key}")]
+                     for key in ("inputs", "outputs"))
+        taken = {index for _, index in self.pending} | {index for _, _, index in self.var_specs}
+        if len(set(ins + outs)) != len(ins + outs) or set(ins + outs) & taken:
+            raise LoadError("reference: an array is listed twice, or is the graph's or a "
+                            "variable's")
+        if len(ins) != len(self.graph.inputs):
+            raise LoadError(f"reference: {len(ins)} inputs for a graph of "
+                            f"{len(self.graph.inputs)}")
+        tol = []
+        for key in ("rtol", "atol"):
+            value = desc[key]
+            if type(value) not in (int, float) or not (math.isfinite(value) and value >= 0):
+                raise LoadError(f"reference.{key} must be a finite number >= 0, got "
+                                f"{short(value)}")
+            tol.append(float(value))
+        return ins, outs, tol[0], tol[1]
 
     def _array_table(self, table):
         table = check_list(table, "arrays")
@@ -485,10 +528,14 @@ class _Reader:
             self._set_variables(sub)
         self.graph.variables = variables
         try:
-            return LoadedFunction(self.graph, self.name, variables, backend)
+            f = LoadedFunction(self.graph, self.name, variables, backend)
         except Exception as err:
             raise LoadError(f"the graph {self.name} cannot be compiled: "
                             f"{type(err).__name__}: {err}") from err
+        if self.reference is not None:
+            ins, outs, rtol, atol = self.reference
+            f.reference = ([arrays[i] for i in ins], [arrays[i] for i in outs], rtol, atol)
+        return f
 
 
 def _free_name(graph, name, suffixes):
@@ -573,6 +620,19 @@ class LoadedFunction(Function):
         self.variables = list(variables)
         self.backend = backend
         self.concrete = _LoadedConcrete(graph, name, specs, self.python_function, backend)
+        # (inputs, outputs, rtol, atol) stored by en.save(..., reference=True), else None.
+        self.reference = None
+
+    def verify(self):
+        """Run the stored reference inputs; a :class:`VerificationReport` (``.ok``, the
+        largest difference and where). Raises :class:`VerificationError` when the file
+        holds no reference."""
+        if self.reference is None:
+            raise VerificationError(f"{self.name}: saved without reference outputs "
+                                    "(en.save(..., reference=True))")
+        inputs, outputs, rtol, atol = self.reference
+        return verify(self, [Tensor(self.backend.from_numpy(a)) for a in inputs], outputs, rtol,
+                      atol)
 
     def _trace(self, key, tensors, leaves, treedef, specs=None, call=None, budgeted=False):
         if key != self.concrete.key:   # ("input_signature"[, back end]): another back end

@@ -79,9 +79,10 @@ from engine.pytree import LEAF, NONE, TreeDef, is_namedtuple_type
 from engine.nn.module import Module
 from engine.tensor import Tensor
 
+from .reference import reference_doc, reference_for
 from .atomic_save import arrays_name, commit
-from ..jit.concrete import ConcreteFunction
 from .module_signature import module_function
+from ..jit.concrete import ConcreteFunction
 from ..jit.function import Function, function
 from ..ir.graph_ops import VarRef
 from ..control.subgraph import SubGraph
@@ -169,7 +170,7 @@ class ExportError(EngineError):
 
 
 # ---- saving --------------------------------------------------------------------------------
-def save(fn, path, *example_args):
+def save(fn, path, *example_args, reference=False, tolerance=None):
     """Save the graph that ``fn`` traces for ``example_args`` (or its ``input_signature``).
 
     ``fn`` is an ``en.function``, a plain Python function (traced here) or a
@@ -180,9 +181,22 @@ def save(fn, path, *example_args):
     the same time, ``path`` holds a complete save (the old one or a new one)
     and no temporary files. Raises :class:`ExportError` for ops that run Python
     (``py_function``, ``print``).
+
+    ``reference=True`` also stores the example arguments and the outputs they give,
+    with ``tolerance=(rtol, atol)`` (by default a few units in the last place of the
+    outputs' dtype): ``en.load(path, verify=True)`` then refuses a file whose outputs
+    differ beyond it on the loading machine (:mod:`graph.export.reference`).
     """
     concrete = concrete_function_for(fn, example_args, "en.save")
     doc, arrays = describe(concrete)
+    if reference:
+        inputs, outputs, rtol, atol = reference_for(concrete, example_args, tolerance)
+        doc["reference"] = reference_doc(len(arrays), len(inputs), len(outputs), rtol, atol)
+        doc["arrays"] += [{"dtype": a.dtype.name, "shape": list(a.shape)}
+                          for a in inputs + outputs]
+        arrays = arrays + inputs + outputs
+    elif tolerance is not None:
+        raise EngineError("en.save: tolerance= is the reference's; pass reference=True too")
     json_path, _ = paths_for(path)
     if os.path.isdir(json_path):
         raise ExportError(f"en.save: cannot save to {json_path}: it is a directory")
@@ -199,6 +213,8 @@ def concrete_function_for(fn, example_args, what):
     """The ConcreteFunction to save or export for ``fn`` and its example arguments."""
     if isinstance(fn, ConcreteFunction):
         return fn
+    if isinstance(fn, Module):        # traced on its examples, for any batch size
+        fn = module_function(fn, example_args, what)
     if not isinstance(fn, Function):
         if not callable(fn):
             raise ArgumentTypeError(f"{what}: expected an en.function or a Python function, got "
@@ -213,8 +229,6 @@ def concrete_function_for(fn, example_args, what):
     dummies = [Tensor(np.zeros(tuple(1 if d is None else d for d in s.shape), s.dtype))
                for s in fn.input_signature]
     return fn.get_concrete_function(*dummies)
-    if isinstance(fn, Module):        # traced on its examples, for any batch size
-        fn = module_function(fn, example_args, what)
 
 
 def _takes_no_arguments(fn):

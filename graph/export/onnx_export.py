@@ -23,6 +23,9 @@ Example:
     ['Tanh', 'Mul', 'Identity']
 """
 import ast
+import importlib
+import importlib.util
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -33,9 +36,12 @@ from engine.errors import EngineError, format_location
 from engine.op import REGISTRY
 
 from .native import concrete_function_for, safe_name
+from .reference import OTHER_RUNTIME_RTOL, compare, default_tolerance, reference_for
 from ..ir.graph_ops import STRUCTURAL
-from .onnx_errors import OnnxExportError  # noqa: F401  (en.export_onnx's error, raised here)
+from .onnx_errors import OnnxExportError
 from ..lowering.pipeline import optimize
+
+log = logging.getLogger("engine.graph")
 
 OPSET = 17
 INT64_MAX = np.iinfo(np.int64).max
@@ -55,19 +61,51 @@ def _onnx():
     return onnx, helper, numpy_helper
 
 
-def export_onnx(fn, path, *example_args, opset=OPSET):
+def export_onnx(fn, path, *example_args, opset=OPSET, check=True, tolerance=None):
     """Write ``fn``'s graph for ``example_args`` as an ONNX model to ``path``; return the
     ``onnx.ModelProto`` (checked with ``onnx.checker``).
 
     Inputs keep the traced names (``x0``, ``x1``... or the input_signature's
     names); outputs are ``output0``, ``output1``... in flattened order.
+
+    With ``check`` (the default), example arguments and onnxruntime installed, the
+    model is run in onnxruntime on the example arguments before anything is written;
+    the largest difference from the engine's outputs is stored in the model's metadata
+    (``engine.onnxruntime_max_abs_difference``, ``..._max_rel_difference``) and logged,
+    and a difference beyond ``tolerance=(rtol, atol)`` (by default a few hundred units in
+    the last place of the outputs' dtype) raises :class:`OnnxExportError`.
     """
     onnx, _, _ = _onnx()
     concrete = concrete_function_for(fn, example_args, "en.export_onnx")
     model = to_onnx(concrete.unoptimized_graph, concrete.name, opset)
     onnx.checker.check_model(model, full_check=True)
+    if check and example_args and importlib.util.find_spec("onnxruntime") is not None:
+        _check_in_onnxruntime(model, concrete, example_args, tolerance)
     onnx.save(model, path)
     return model
+
+
+def _check_in_onnxruntime(model, concrete, example_args, tolerance):
+    """Run ``model`` in onnxruntime on the example arguments and compare with the engine."""
+    ort = importlib.import_module("onnxruntime")
+    inputs, outputs, _, _ = reference_for(concrete, example_args, (0.0, 0.0))
+    rtol, atol = tolerance or default_tolerance(outputs, OTHER_RUNTIME_RTOL)
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    feed = {i.name: a for i, a in zip(session.get_inputs(), inputs)}
+    report = compare([np.asarray(o) for o in session.run(None, feed)], outputs, rtol, atol)
+    for key, value in (("max_abs_difference", report.max_abs),
+                       ("max_rel_difference", report.max_rel)):
+        entry = model.metadata_props.add()
+        entry.key, entry.value = f"engine.onnxruntime_{key}", repr(value)
+    log.info("en.export_onnx %s: onnxruntime %s, largest difference %.3g (relative %.3g)",
+             concrete.name, ort.__version__, report.max_abs, report.max_rel)
+    if not report.ok:
+        raise OnnxExportError(
+            f"en.export_onnx {concrete.name}: onnxruntime's outputs differ from the engine's: "
+            f"output{report.worst} by {report.max_abs:.3g} (relative {report.max_rel:.3g}), "
+            f"beyond rtol={rtol:g}, atol={atol:g}; nothing was written. Pass check=False to "
+            f"export anyway, or tolerance=(rtol, atol)")
 
 
 def to_onnx(graph, name="graph", opset=OPSET):

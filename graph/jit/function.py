@@ -78,7 +78,7 @@ def _tuple_fast_key(args):
     return tuple(key), tensors
 
 
-class _OverBudget(Exception):
+class _OverBudget(EngineError):
     """A new signature past ``max_traces``: the call runs eagerly (``Function.__call__``)."""
 
 
