@@ -212,19 +212,23 @@ def _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, 
     """Record the staged scan on ``tapes`` (begun inside the vmap) as one entry of batched
     values: inputs the init, the xs and the watched values ``fn`` closes over; its VJP a
     reverse scan (vmapped, as it runs in the vmap) of ``fn``'s VJP at each step's carry."""
-    n_c, n_x = len(c_leaves), len(x_leaves)
+    n_c, n_x, n_y = len(c_leaves), len(x_leaves), len(ys)
     fc = [k for k in range(n_c) if _is_float(c_leaves[k])]
     fx = [k for k in range(n_x) if _is_float(x_leaves[k])]
     n_k = len(closures)
 
     def vjp(g, out, *inputs):
-        g_c, g_y = list(g[:n_c]), list(g[n_c:])
+        g_c, g_y = list(g[:n_c]), list(g[n_c:n_c + n_y])
+        # The carries entering each step are outputs too: a second-order gradient sends
+        # cotangents into them (they join that step's carry cotangent).
+        g_s = [g[n_c + n_y + k] for k in fc]
 
         def back_step(acc, sl):
             gc, g_clos = list(acc[0]), list(acc[1])
             c_t = list(sl[:n_c])
             x_t = list(sl[n_c:n_c + n_x])
-            gy_t = list(sl[n_c + n_x:])
+            gy_t = list(sl[n_c + n_x:n_c + n_x + n_y])
+            gs_t = list(sl[n_c + n_x + n_y:])
             # The closed-over values as this body's ops see them (a trace swaps an outer
             # tensor for its capture): what the tape must watch.
             seen = current_mode().lift(closures) if closures else []
@@ -239,13 +243,13 @@ def _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, 
             grads = tape.gradient([o for o, _ in pairs], sources,
                                   output_gradients=[s for _, s in pairs])
             grads = [ops.zeros_like(s) if gr is None else gr for s, gr in zip(sources, grads)]
-            new_gc = grads[:len(fc)]
+            new_gc = [gr + gs for gr, gs in zip(grads[:len(fc)], gs_t)]
             g_x = grads[len(fc):len(fc) + len(fx)]
             new_clos = [a + gr for a, gr in zip(g_clos, grads[len(fc) + len(fx):])]
             return (tuple(new_gc), tuple(new_clos)), tuple(g_x)
 
         acc0 = (tuple(g_c[k] for k in fc), tuple(ops.zeros_like(c) for c in closures))
-        sl = tuple(stacked) + tuple(x_leaves) + tuple(g_y)
+        sl = tuple(stacked) + tuple(x_leaves) + tuple(g_y) + tuple(g_s)
         (g_init, g_clos), g_xs = stage(back_step, acc0, sl, length=length,
                                        reverse=not reverse)
         grads = [None] * (n_c + n_x + n_k)
@@ -257,7 +261,8 @@ def _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, 
         return tuple(grads)
 
     rule = TapeRule("scan (vmapped)", vjp, multiple_results=True)
-    record(rule, c_leaves + x_leaves + closures, tuple(carry) + tuple(ys), {}, tapes)
+    record(rule, c_leaves + x_leaves + closures, tuple(carry) + tuple(ys) + tuple(stacked), {},
+           tapes)
 
 
 # ---- while_loop -----------------------------------------------------------------------------

@@ -211,6 +211,27 @@ def test_vmap_grad_of_a_closure_over_a_batched_value():
             np.testing.assert_allclose(np.asarray(got[i])[b], num, rtol=1e-6, atol=1e-7)
 
 
+def test_second_order_through_a_vmapped_scan_against_finite_differences():
+    rng = _rng()
+    w = rng.standard_normal((2, 2)) * 0.5
+    X = rng.standard_normal((3, 4, 2))
+    v = en.tensor(rng.standard_normal((2, 2)))
+
+    def grad_dot_v(w, xs):    # a Hessian-vector product's scalar
+        return en.sum(en.grad(rnn_loss)(w, xs) * v)
+    per_example = en.function(en.vmap(en.grad(grad_dot_v), in_axes=(None, 0)))
+    got = np.asarray(per_example(en.tensor(w), en.tensor(X)))
+    for b in range(3):
+        np.testing.assert_allclose(got[b], numeric_grad(grad_dot_v, [w, X[b]], 0),
+                                   rtol=1e-6, atol=1e-7)
+
+    def outer(w, X):          # grad of vmap of grad
+        return en.sum(en.vmap(en.grad(rnn_loss), in_axes=(None, 0))(w, X) ** 2.0)
+    got = en.function(en.grad(outer))(en.tensor(w), en.tensor(X))
+    np.testing.assert_allclose(np.asarray(got), numeric_grad(outer, [w, X], 0),
+                               rtol=1e-6, atol=1e-7)
+
+
 def test_vmap_jvp_scan_matches_a_loop():
     rng = _rng()
     X = rng.standard_normal((3, 6, 2))
