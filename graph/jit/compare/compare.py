@@ -16,7 +16,7 @@ from engine.errors import InvalidArgumentError
 from ...ir.graph_ops import placeholder_op, unpack_op
 from ...lowering.codegen import _python_form, _static_kernel
 from .evaluate import VariableState, counterparts, graph_values, traced_values
-from .judge import judge
+from .judge import close, judge, max_abs
 from .localize import wrong_member
 from .vjp_check import check_vjps
 from .provenance import MADE_BY, ORIGIN, tracked_optimize
@@ -61,7 +61,60 @@ def compare_concrete(concrete, arrays, make_function):
         variables.restore()
     given = counterparts(optimized, graph)
     eager, _ = traced_values(unoptimized, arrays, given, variables)
-    reference, narrow = traced_values(unoptimized, arrays, given, variables, fallback=eager)
+    checked, near = _close_to_eager(optimized, graph, eager)
+    if near and _outputs_close(optimized, real, eager):
+        divergences, narrow = [], set()   # the criterion holds without a reference
+    else:
+        reference, narrow = traced_values(unoptimized, arrays, given, variables,
+                                          fallback=eager)
+        divergences, checked = _diverging(concrete, optimized, unoptimized, arrays, graph,
+                                          real, eager, reference, variables)
+    rules_wrong = []
+    if not getattr(concrete, "_compare_rules_checked", False):
+        rules_wrong = check_vjps(unoptimized, eager, narrow)
+        concrete._compare_rules_checked = not rules_wrong
+    for node, figures in rules_wrong:
+        divergences.append(Divergence(
+            node.name, node.op.name, node.name, node.op.name,
+            f"the VJP rule of '{node.op.name}' (its gradient against a float64 finite "
+            "difference: graph and eager both run it)", node.source, figures,
+            traced_node=node))
+    notes = []
+    if narrow:
+        notes.append("no float64 reference for " + ", ".join(sorted(f"%{n.name}" for n in narrow))
+                     + " (their ops refused float64 inputs: eager's values stand in)")
+    return Report(concrete.name, divergences, checked, writer(concrete, eager, make_function), notes)
+
+
+def _close_to_eager(optimized, graph, eager):
+    """``(nodes compared, whether every one is close to eager's value)`` (``judge.close``)."""
+    checked, scales = 0, {}
+    for node in optimized.topo_order():
+        origin = node.meta.get(ORIGIN)
+        if node.op is placeholder_op or origin is None or not _single(node) or \
+                not _single(origin) or origin not in eager:
+            continue
+        checked += 1
+        if not close(graph[node], eager[origin], input_scales(origin, eager, scales),
+                     origin.dtype):
+            return checked, False
+    return checked, True
+
+
+def _outputs_close(optimized, real, eager):
+    scales = {}
+    for node, value in zip(optimized.outputs, real):
+        origin = node.meta.get(ORIGIN)
+        if origin is not None and _single(origin) and origin in eager and \
+                not close(value, eager[origin], input_scales(origin, eager, scales),
+                          origin.dtype):
+            return False
+    return True
+
+
+def _diverging(concrete, optimized, unoptimized, arrays, graph, real, eager, reference,
+               variables):
+    """The divergences by the full criterion, and the number of nodes judged."""
     divergences, checked = _judge_nodes(optimized, graph, eager, reference)
     rewritten = getattr(optimized, "rewritten", None)
     if divergences and rewritten is not None:
@@ -78,17 +131,7 @@ def compare_concrete(concrete, arrays, make_function):
         _narrow_region(divergences[0], unoptimized, eager, reference)
     divergences += _judge_outputs(concrete, optimized, real, graph, eager, reference,
                                   {d.traced for d in divergences})
-    for node, figures in check_vjps(unoptimized, reference, narrow):
-        divergences.append(Divergence(
-            node.name, node.op.name, node.name, node.op.name,
-            f"the VJP rule of '{node.op.name}' (its gradient against a float64 finite "
-            "difference: graph and eager both run it)", node.source, figures,
-            traced_node=node))
-    notes = []
-    if narrow:
-        notes.append("no float64 reference for " + ", ".join(sorted(f"%{n.name}" for n in narrow))
-                     + " (their ops refused float64 inputs: eager's values stand in)")
-    return Report(concrete.name, divergences, checked, writer(concrete, eager, make_function), notes)
+    return divergences, checked
 
 
 def _narrow_region(divergence, unoptimized, eager, reference):
@@ -106,12 +149,26 @@ def _narrow_region(divergence, unoptimized, eager, reference):
         divergence.source = member.source or divergence.source
 
 
+def input_scales(node, values, memo):
+    """The largest magnitudes of ``node``'s inputs' ``values`` (each computed once, kept
+    in ``memo``)."""
+    scales = []
+    for i in node.inputs:
+        value = values.get(i)
+        if not _single(i) or value is None or np.asarray(value).dtype.kind not in "fc":
+            continue
+        if i not in memo:
+            memo[i] = max_abs(value)
+        scales.append(memo[i])
+    return scales
+
+
 def _single(node):
     return node.avals is None
 
 
 def _judge_nodes(optimized, graph, eager, reference):
-    found, checked = [], 0
+    found, checked, scales = [], 0, {}
     for node in optimized.topo_order():
         origin = node.meta.get(ORIGIN)
         if node.op is placeholder_op or origin is None or not _single(node) or \
@@ -119,8 +176,7 @@ def _judge_nodes(optimized, graph, eager, reference):
             continue
         checked += 1
         figures = judge(graph[node], eager[origin], reference[origin],
-                        [reference[i] for i in origin.inputs
-                         if _single(i) and reference.get(i) is not None], origin.dtype)
+                        input_scales(origin, reference, scales), origin.dtype)
         if figures.wrong:
             found.append(_divergence(node, origin, figures, optimized))
     return found, checked
@@ -129,14 +185,13 @@ def _judge_nodes(optimized, graph, eager, reference):
 def _judge_outputs(concrete, optimized, real, graph, eager, reference, seen):
     """The real compiled function's outputs (memory plan, output recycling) against the
     reference, where the graph run with every value kept had them right."""
-    found = []
+    found, scales = [], {}
     for k, (node, value) in enumerate(zip(optimized.outputs, real)):
         origin = node.meta.get(ORIGIN)
         if origin is None or not _single(origin) or origin.name in seen or origin not in eager:
             continue
         figures = judge(value, eager[origin], reference[origin],
-                        [reference[i] for i in origin.inputs
-                         if _single(i) and reference.get(i) is not None], origin.dtype)
+                        input_scales(origin, reference, scales), origin.dtype)
         if figures.wrong and not np.array_equal(np.asarray(value), np.asarray(graph[node])):
             real_node = concrete.graph.outputs[k]
             found.append(Divergence(real_node.name, real_node.op.name, origin.name,

@@ -8,7 +8,12 @@ elements:
     scale  = max |R| over the node's value and its inputs' values
     wrong  when err(G) > FACTOR * err(E) + ULPS * eps(dtype) * scale + tiny(dtype)
 
-so the graph may be off by FACTOR times what eager itself is off by (a float32 program's
+A node whose graph value is within ULPS / 2 units in the last place of eager's (of the
+largest magnitude eager saw there) meets the criterion whatever the reference (err(G) <=
+err(E) + |G - E|), so the reference run is made only when some node is further off
+(:func:`close`): a correct program costs the graph runs and one eager run.
+
+So the graph may be off by FACTOR times what eager itself is off by (a float32 program's
 eager values are off by their rounding), plus ULPS units in the last place of the
 largest value the op saw (a float64 program has no wider reference: its eager error is
 0 and this floor alone decides; it also covers sums whose terms cancel), plus the
@@ -47,13 +52,57 @@ class Figures:
         return self.shape_mismatch is not None or not self.graph_abs <= self.tolerance
 
 
-def _max_abs(values):
-    finite = np.abs(values[np.isfinite(values)]) if values.size else values
+def max_abs(values):
+    """The largest finite magnitude in ``values`` (0 for none)."""
+    values = np.asarray(values)
+    if not values.size:
+        return 0.0
+    top = float(np.max(np.abs(values)))
+    if np.isfinite(top):
+        return top
+    finite = np.abs(values[np.isfinite(values)])
     return float(finite.max()) if finite.size else 0.0
 
 
-def judge(graph_value, eager_value, reference, input_refs, dtype, factor=FACTOR, ulps=ULPS):
-    """The :class:`Figures` of one node (all values numpy arrays)."""
+def _error(x, r):
+    """max |x - r| in float64 where ``r`` is finite everywhere (NaN in x: inf)."""
+    if not x.size:
+        return 0.0
+    d = np.subtract(x, r, dtype=r.dtype)
+    d = np.abs(d, out=d) if isinstance(d, np.ndarray) and d.dtype.kind == "f" else np.abs(d)
+    top = float(np.max(d))
+    return np.inf if np.isnan(top) else top
+
+
+def close(graph_value, eager_value, input_scales, dtype, ulps=ULPS):
+    """Whether the graph's value is within ``ulps / 2`` units in the last place of eager's
+    (relative to the largest magnitude of eager's value and ``input_scales``): then it
+    meets the criterion without a reference."""
+    g, e = np.asarray(graph_value), np.asarray(eager_value)
+    if g.shape != e.shape:
+        return False
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "fc":
+        return bool(np.array_equal(g, e))
+    if not e.size:
+        return True
+    wide = np.complex128 if dtype.kind == "c" else np.float64
+    d = np.abs(np.subtract(g, e, dtype=wide))
+    top = float(np.max(d))
+    if not np.isfinite(top):    # non-finite somewhere: equal where eager's is
+        same = np.isfinite(g) == np.isfinite(e)
+        if not same.all() or not np.array_equal(g[~np.isfinite(e)], e[~np.isfinite(e)],
+                                                equal_nan=True):
+            return False
+        top = float(np.max(d[np.isfinite(e)])) if np.isfinite(e).any() else 0.0
+    info = np.finfo(dtype)
+    scale = max([max_abs(e)] + list(input_scales))
+    return top <= ulps / 2 * float(info.eps) * scale + float(info.tiny)
+
+
+def judge(graph_value, eager_value, reference, input_scales, dtype, factor=FACTOR, ulps=ULPS):
+    """The :class:`Figures` of one node (values: numpy arrays; ``input_scales``: the
+    largest magnitudes of its inputs' reference values)."""
     g, e, r = np.asarray(graph_value), np.asarray(eager_value), np.asarray(reference)
     if g.shape != e.shape:
         return Figures(np.inf, 0.0, 0.0, 0.0, f"shape {g.shape} against eager's {e.shape}")
@@ -62,22 +111,17 @@ def judge(graph_value, eager_value, reference, input_refs, dtype, factor=FACTOR,
         same = bool(np.array_equal(g, e))
         return Figures(0.0 if same else np.inf, 0.0, 0.0, 0.0)
     r = np.broadcast_to(r, g.shape)
-    g64, e64 = g.astype(r.dtype), e.astype(r.dtype)
+    if r.dtype.kind not in "fc":
+        r = r.astype(np.float64)
     finite = np.isfinite(r)
-    # Where the reference is not finite, the graph must be non-finite where eager is.
-    if not finite.all() and not np.array_equal(np.isfinite(g64[~finite]),
-                                              np.isfinite(e64[~finite])):
-        return Figures(np.inf, 0.0, 0.0, 0.0)
-    g_err = np.abs(g64[finite] - r[finite])
-    e_err = np.abs(e64[finite] - r[finite])
-    graph_abs = float(g_err.max()) if g_err.size else 0.0
-    if g_err.size and not np.isfinite(g_err).all():
-        graph_abs = np.inf
-    if np.isnan(g64[finite]).any():
-        graph_abs = np.inf
-    eager_abs = float(np.nan_to_num(e_err, nan=np.inf).max()) if e_err.size else 0.0
-    scale = max([_max_abs(r)] + [_max_abs(np.asarray(i)) for i in input_refs
-                                 if np.asarray(i).dtype.kind in "fc"])
+    if finite.all():
+        graph_abs, eager_abs = _error(g, r), _error(e, r)
+    else:
+        # Where the reference is not finite, the graph must be non-finite where eager is.
+        if not np.array_equal(np.isfinite(g[~finite]), np.isfinite(e[~finite])):
+            return Figures(np.inf, 0.0, 0.0, 0.0)
+        graph_abs, eager_abs = _error(g[finite], r[finite]), _error(e[finite], r[finite])
+    scale = max([max_abs(r)] + list(input_scales))
     info = np.finfo(dtype)
     tolerance = factor * eager_abs + ulps * float(info.eps) * scale + float(info.tiny)
     return Figures(graph_abs, eager_abs, scale, tolerance)
