@@ -14,6 +14,7 @@ Example:
 __version__ = "0.1.0"
 
 import importlib as _importlib
+import sys as _sys
 
 from . import _layout
 _layout.install_source_finder()   # engine.graph, engine.eager in a source checkout
@@ -25,7 +26,7 @@ from .dtypes import (bool_, complex64, complex128, float16, float32, float64, in
                      int64, uint8, uint16, uint32, uint64)
 from .errors import (BackendError, ChunkError, DTypeError, EngineError, LoadError,
                      NotDifferentiableError, NumericsError, ShapeError, TracingError,
-                     UnsupportedError)
+                     UnsupportedError, VerificationError)
 from . import modes
 from .errors import DomainError, ScalarOverflowError, ShapeTypeError  # noqa: F401
 from .errors import (ArgumentTypeError, InvalidArgumentError, MissingFileError,  # noqa: F401
@@ -34,6 +35,8 @@ from .modes import apply
 from .op import REGISTRY, Op
 from . import backend
 from .tensor import Tensor, tensor
+from .tensor import TensorOps as _TensorOps
+from . import torch_spellings as _torch_spellings
 from .compute import compute
 from .variable import Variable
 from . import ops
@@ -87,8 +90,8 @@ def __getattr__(name):
         value = getattr(_importlib.import_module(f"{__name__}.graph.{_GRAPH_NAMES[name]}"), name)
     elif name in _GRAPH_MODULES:
         value = _importlib.import_module(f"{__name__}.graph.{_GRAPH_MODULES[name]}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    else:   # en.cat, en.no_grad: the error names the engine's spelling
+        raise _torch_spellings.missing_attribute(__name__, name)
     globals()[name] = value
     return value
 
@@ -119,7 +122,7 @@ _PUBLIC_FACADE = {
     "BackendError", "ChunkError", "DTypeError", "DomainError", "EngineError", "LoadError",
     "NotDifferentiableError", "NumericsError", "ScalarOverflowError", "ShapeError",
     "ShapeTypeError", "TracingError", "UnsupportedError", "ArgumentTypeError",
-    "InvalidArgumentError", "MissingFileError", "UnimplementedError",
+    "InvalidArgumentError", "MissingFileError", "UnimplementedError", "VerificationError",
     # arrays, dtypes, the op registry and modes
     "Tensor", "tensor", "Variable", "dtypes", "bool_", "float32", "float64", "int32", "int64",
     "int8", "int16", "uint8", "uint16", "uint32", "uint64", "float16", "complex64", "complex128",
@@ -162,3 +165,9 @@ __all__ = sorted({name for name, value in globals().items() if _is_public(name, 
 for _name in [n for n in globals() if not n.startswith("_") and n not in __all__]:
     del globals()[_name]
 del _name, _is_public
+
+# PyTorch's spellings (dim=, keepdim=, x.backward(), en.cat) raise errors naming the
+# engine's; the table and where it is consulted: engine/torch_spellings.py.
+_torch_spellings.install([_sys.modules[__name__], nn.functional], Tensor.__mro__[:-1],
+                        _TensorOps)
+_torch_spellings.translating_init(Variable)

@@ -80,6 +80,11 @@ class LoadError(EngineError):
     """A saved graph file is malformed or unsafe to load."""
 
 
+class VerificationError(LoadError):
+    """A saved function's reference outputs (``en.save(..., reference=True)``) are not
+    reproduced within the stored tolerance where it is loaded."""
+
+
 class UnsupportedError(EngineError, TypeError):
     """The engine does not implement what was asked of it: a numpy function, ufunc
     method or keyword called on tensors (``np.median(t)``, ``np.exp(t, out=a)``).

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from engine.errors import EngineError, LoadError
+from engine.errors import EngineError, VerificationError
 from engine.pytree import flatten
 from engine.tensor import Tensor
 
@@ -40,10 +40,6 @@ _RTOL = {np.dtype("float16"): 1e-2, np.dtype("float32"): 1e-5, np.dtype("float64
 OTHER_RUNTIME_RTOL = {np.dtype("float16"): 1e-2, np.dtype("float32"): 1e-4,
                       np.dtype("float64"): 1e-9, np.dtype("complex64"): 1e-4,
                       np.dtype("complex128"): 1e-9}
-
-
-class VerificationError(LoadError):
-    """A saved function's outputs on its reference inputs differ beyond the tolerance."""
 
 
 class VerificationReport:

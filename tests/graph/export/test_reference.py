@@ -10,7 +10,7 @@ import pytest
 
 import engine as en
 from engine.graph.export.onnx_errors import OnnxExportError
-from engine.graph.export.reference import VerificationError
+from engine import VerificationError
 
 
 def _mlp():
