@@ -42,8 +42,6 @@ from ..cache_folder import cache_folder
 log = logging.getLogger("engine.graph")
 
 SYMBOL = "engine_kernel_key"
-# Keys are 32 hex digits (c_compiler.key_of); the symbol holds them and a NUL.
-_KEY_BYTES = 33
 
 
 class ForeignLibrary(OSError):
@@ -165,7 +163,8 @@ def _open(path, key):
     called; raises :class:`ForeignLibrary` (or ``OSError`` where it does not open)."""
     lib = ctypes.CDLL(str(path))
     try:
-        found = (ctypes.c_char * _KEY_BYTES).in_dll(lib, SYMBOL).value
+        # The key's characters and a NUL (a shorter string stops at its NUL).
+        found = (ctypes.c_char * (len(key) + 1)).in_dll(lib, SYMBOL).value
     except ValueError:
         raise ForeignLibrary(f"it has no {SYMBOL}") from None
     if found != key.encode():
