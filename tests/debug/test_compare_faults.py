@@ -12,7 +12,9 @@ from engine import ops
 from engine.graph.ir.graph_ops import constant_op
 from engine.graph.ir.queries import replace_node
 from engine.graph.lowering import fusion, pipeline
+from engine.graph.control import control_flow
 from engine.graph.lowering.c import c_source
+from engine.graph.lowering.numba import fusion_numba
 from engine.graph.passes import constant_folding as folding
 from engine.graph.passes import simplify
 
@@ -310,3 +312,105 @@ def test_vjp_rule(monkeypatch):
     first = assert_found(en.debug.compare(gradient_step, data(5, 3), data(8, 5, seed=1)),
                          "tanh_in_loss", traced_op="tanh", made_by="VJP rule of 'tanh'")
     assert first.figures.graph_rel > 0.01
+
+
+def autoencoder_step(w, b1, b2, x):
+    def loss(w, b1, b2):
+        h = en.sigmoid(x @ w + b1)
+        y = en.sigmoid(h @ en.transpose(w) + b2)
+        return en.mean((y - x) ** 2.0)
+    return en.value_and_grad(loss, argnums=(0, 1, 2))(w, b1, b2)  # F:backward
+
+
+def test_backward_kernel_of_a_training_step(monkeypatch):
+    """sigmoid_grad runs only in the backward pass: its node carries the gradient's line."""
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    monkeypatch.setattr(ops.sigmoid_grad_op, "out_impl",
+                        scaled(ops.sigmoid_grad_op.out_impl, 1.01, n_inputs=2))
+    first = assert_found(en.debug.compare(autoencoder_step, data(12, 6), data(6, seed=1),
+                                          data(12, seed=2), data(9, 12, seed=3)),
+                         "backward", traced_op="sigmoid_grad", made_by="fused region")
+    assert first.traced_op == "sigmoid_grad"
+
+
+class _WrongLeadingSum(control_flow.LeadingSum):
+    def total(self):
+        return super().total() * 1.01
+
+
+def summed_scan(w, xs):
+    ys = en.scan(lambda c, x: (c, en.tanh(x * w)), 0.0, xs)[1]
+    return en.sum(ys, axis=0)  # F:scan_sums
+
+
+def test_scan_sums(monkeypatch):
+    """The scan adds up a result its sum alone reads (pass scan_sums): a wrong total."""
+    monkeypatch.setattr(control_flow, "LeadingSum", _WrongLeadingSum)
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    first = assert_found(en.debug.compare(summed_scan, data(3), data(6, 3, seed=1)),
+                         "scan_sums")
+    assert "scan_sums" in first.made_by
+
+
+def two_products(x, w, v):
+    a = x @ w
+    b = x @ v
+    return a * b  # F:planned
+
+
+def test_memory_planning(monkeypatch):
+    """A plan that puts every value in one buffer: values overwrite one another."""
+    plan_pass = pipeline.PASSES["memory_planning"]
+
+    def one_buffer(graph):
+        plan_pass(graph)
+        plan = graph.memory_plan
+        if plan is not None and plan.views:
+            plan.slots = [max(plan.slots)]
+            plan.views = [(0, shape, dtype) for _, shape, dtype in plan.views]
+        return False
+    monkeypatch.setitem(pipeline.PASSES, "memory_planning", one_buffer)
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    first = assert_found(en.debug.compare(two_products, data(64, 64), data(64, 64, seed=1),
+                                          data(64, 64, seed=2)), "planned")
+    assert first.made_by.startswith("memory planning")
+
+
+def branches(x, flag):
+    return en.cond(flag, lambda v: v @ v, lambda v: v - 1.0, x)  # F:cond
+
+
+def test_fault_in_a_cond_branch(monkeypatch):
+    rule = ops.matmul_op.rules["static_kernel"]
+    monkeypatch.setitem(ops.matmul_op.rules, "static_kernel",
+                        lambda *a: scaled(rule(*a) or ops.matmul_op.impl))
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    first = assert_found(en.debug.compare(branches, data(5, 5), en.tensor(True)), "cond")
+    assert first.op in ("cond", "unpack") or "cond" in first.op
+
+
+def looped(x):
+    return en.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v @ v * 0.5),  # F:while
+                         (en.tensor(0), x))[1]
+
+
+def test_fault_in_a_while_loop(monkeypatch):
+    rule = ops.matmul_op.rules["static_kernel"]
+    monkeypatch.setitem(ops.matmul_op.rules, "static_kernel",
+                        lambda *a: scaled(rule(*a) or ops.matmul_op.impl))
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    assert_found(en.debug.compare(looped, data(5, 5)), "while")
+
+
+def test_numba_ufunc_kernel(monkeypatch):
+    """The numba lowering that writes each region as one ufunc, its kernel text wrong."""
+    pytest.importorskip("numba")
+    form = fusion_numba.scalar_form_text
+
+    def wrong(op, in_avals, out_dtype):
+        text = form(op, in_avals, out_dtype)
+        return f"({text}) * 1.001" if op.name == "tanh" else text
+    monkeypatch.setattr(fusion_numba, "scalar_form_text", wrong)
+    monkeypatch.setattr(en.config, "lowering", "numba_ufunc")
+    first = assert_found(en.debug.compare(tanh_region, data(64, 64)), "tanh", made_by="numba")
+    assert first.traced_op == "tanh"

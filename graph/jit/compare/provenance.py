@@ -42,10 +42,14 @@ class TrackedGraph(Graph):
         return node
 
     def replace_all_uses_with(self, old, new):
-        # A node new in this pass takes the place of ``old``: it holds old's value.
-        if new.meta.get(ORIGIN) is None and old.meta.get(ORIGIN) is not None \
-                and new.meta.get(MADE_BY) == self.current_pass:
+        # A node new in this pass, or one whose value the pass changed (a scan result
+        # now summed in the loop), takes the place of ``old``: it holds old's value.
+        mine = new.meta.get(ORIGIN)
+        if old.meta.get(ORIGIN) is not None and (
+                (mine is None and new.meta.get(MADE_BY) == self.current_pass)
+                or (mine is not None and _shape(mine) != _shape(new))):
             new.meta[ORIGIN] = old.meta[ORIGIN]
+            new.meta[MADE_BY] = self.current_pass
         super().replace_all_uses_with(old, new)
 
     def copy(self, name=None, mapping=None):
