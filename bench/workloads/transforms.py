@@ -29,6 +29,14 @@ Three cases, every variant timed side by side in this process:
 ``hvp``       Hessian-vector products of the autoencoder loss, ``jvp(grad(loss))``
               (forward over reverse), against two gradient evaluations
               (``two_grads``: the gradient at two points), eager and traced.
+``jvp_scan``, ``hvp_scan``  the same two through ``en.scan``: a 50-step tanh RNN's
+              loss, its JVP and its forward-over-reverse HVP, traced, JAX beside
+              (``bench/workloads/transforms_loops.py``). Targets: graph_jvp at most
+              2x graph_forward; graph_hvp at most 1x graph_two_grads.
+``per_example_scan``, ``vmap_scan_compile``  per-example gradients of a 50-step RNN
+              by ``vmap(grad)`` (one batched forward and backward scan), and tracing
+              and compiling ``vmap`` of a 1000-step scan against the scan alone (time
+              and nodes), JAX beside (``bench/workloads/transforms_vmap.py``).
 
 Every variant's result is first checked against a reference (the native JVP
 against the fallback and central differences; per-example gradients against
@@ -45,6 +53,8 @@ import sys
 import numpy as np
 
 from .autoencoder import engine_loss, settled
+from .transforms_loops import hvp_scan_variants, jvp_scan_variants
+from .transforms_vmap import per_example_scan_variants, vmap_scan_compile_variants
 
 NAME = "transforms"
 DESCRIPTION = "jvp, per-example gradients (vmap of grad), Hessian-vector products"
@@ -52,10 +62,16 @@ MODES = ["eager", "graph", "torch", "jax"]
 
 # (case, batches, repeats by batch (default 20), repeats with --quick)
 _CASES = [("jvp", (100, 256, 1000, 10000), {10000: 5}, 5),
-          ("per_example", (256,), {256: 10}, 3), ("hvp", (256,), {}, 5)]
+          ("per_example", (256,), {256: 10}, 3), ("hvp", (256,), {}, 5),
+          ("jvp_scan", (32,), {}, 5), ("hvp_scan", (32,), {}, 5),
+          ("per_example_scan", (32,), {}, 5), ("vmap_scan_compile", (32,), {}, 3)]
 TARGETS = {"jvp": ("graph_jvp", "graph_forward", 2.0, "at most"),
            "per_example": ("loop", "graph_vmap", 20.0, "at least"),
-           "hvp": ("graph_hvp", "graph_two_grads", 1.0, "at most")}
+           "hvp": ("graph_hvp", "graph_two_grads", 1.0, "at most"),
+           "jvp_scan": ("graph_jvp", "graph_forward", 2.0, "at most"),
+           "hvp_scan": ("graph_hvp", "graph_two_grads", 1.0, "at most"),
+           "per_example_scan": ("jax_vmap", "graph_vmap", 1.0, "at least"),
+           "vmap_scan_compile": ("graph_vmap_scan", "graph_scan", 2.0, "at most")}
 # The targets as check_targets words them; stated in the README ("Targets" under "Results").
 TARGET_TEXTS = tuple(f"{case}: {a} / {b} {how} {need:g}" for case, (a, b, need, how)
                      in TARGETS.items())
@@ -65,7 +81,8 @@ _QUICK_BATCH = 32
 # Relative errors allowed against each reference (float32 results; the finite
 # differences are taken in float64).
 TOLERANCE = {"rel_err_vs_fd": 2e-3, "rel_err_vs_fallback": 1e-5, "rel_err_vs_loop": 1e-5,
-             "eager_fallback_rel_err": 2e-3}
+             "eager_fallback_rel_err": 2e-3,
+             "nodes_vs_scan": 2.0}   # vmap of a scan: at most twice the scan's own nodes
 
 
 def configs(args):
@@ -405,7 +422,10 @@ def _hvp_variants(config, modes):
     return variants, checks, {}
 
 
-_VARIANTS = {"jvp": _jvp_variants, "per_example": _per_example_variants, "hvp": _hvp_variants}
+_VARIANTS = {"jvp": _jvp_variants, "per_example": _per_example_variants, "hvp": _hvp_variants,
+             "jvp_scan": jvp_scan_variants, "hvp_scan": hvp_scan_variants,
+             "per_example_scan": per_example_scan_variants,
+             "vmap_scan_compile": vmap_scan_compile_variants}
 
 
 # ---- reporting -------------------------------------------------------------------------------------
@@ -444,7 +464,12 @@ def summary(results, args=None):
                              ("graph_vmap", "numpy_outer_floor"),
                              ("graph_vmap", "numpy_write_floor"), ("torch_vmap", "graph_vmap"),
                              ("jax_vmap", "graph_vmap")],
-             "hvp": [("hvp", "two_grads"), ("graph_hvp", "graph_two_grads")]}
+             "hvp": [("hvp", "two_grads"), ("graph_hvp", "graph_two_grads")],
+             "jvp_scan": [("graph_jvp", "graph_forward"), ("jax_jvp", "jax_forward")],
+             "hvp_scan": [("graph_hvp", "graph_two_grads"), ("jax_hvp", "jax_two_grads")],
+             "per_example_scan": [("loop_traced", "graph_vmap"), ("graph_vmap", "jax_vmap")],
+             "vmap_scan_compile": [("graph_vmap_scan", "graph_scan"),
+                                   ("jax_vmap_scan", "jax_scan")]}
     low = _medians(mine, "min_ms")
     for (case, batch), med in _medians(mine).items():
         for a, b in pairs[case]:

@@ -117,8 +117,8 @@ def fori_loop(lower, upper, body_fn, init_val):
 
     Example:
         >>> import engine as en
-        >>> float(en.fori_loop(0, 4, lambda i, v: v * 2.0 + i, en.tensor(1.0)))
-        20.0
+        >>> float(en.fori_loop(0, 4, lambda i, v: v * 2.0 + i, en.tensor(1.0)))  # 2, 5, 12, 27
+        27.0
     """
     expect_callable("fori_loop", "body_fn", body_fn)
     body_fn = user_function(body_fn)

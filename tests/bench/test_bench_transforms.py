@@ -20,11 +20,13 @@ def _args(**kw):
 def test_interface():
     assert workloads.load()["transforms"] is transforms
     assert {c["case"] for c in transforms.configs(_args(quick=True))} == \
-        {"jvp", "per_example", "hvp"}
+        {"jvp", "per_example", "hvp", "jvp_scan", "hvp_scan", "per_example_scan",
+         "vmap_scan_compile"}
     assert all(c["repeats"] == 2 for c in transforms.configs(_args(quick=True, repeats=2)))
 
 
-@pytest.mark.parametrize("case", ["jvp", "per_example", "hvp"])
+@pytest.mark.parametrize("case", ["jvp", "per_example", "hvp", "jvp_scan", "hvp_scan",
+                                  "per_example_scan", "vmap_scan_compile"])
 def test_tiny_case_runs_and_agrees(case):
     config = {"case": case, "batch": 4, "repeats": 1}
     ticks = []
