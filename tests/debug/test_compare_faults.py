@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine import ops
+from engine import chunk_rules, ops
 from engine.graph.ir.graph_ops import constant_op
 from engine.graph.ir.queries import replace_node
 from engine.graph.lowering import fusion, pipeline
@@ -414,3 +414,29 @@ def test_numba_ufunc_kernel(monkeypatch):
     monkeypatch.setattr(en.config, "lowering", "numba_ufunc")
     first = assert_found(en.debug.compare(tanh_region, data(64, 64)), "tanh", made_by="numba")
     assert first.traced_op == "tanh"
+
+
+def chunked_loss(x, w):
+    h = en.tanh(x @ w)
+    return en.mean(h * h)  # F:chunked
+
+
+def _chunked_args():
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(4)
+    x = en.tensor(da.from_array(rng.uniform(-1, 1, (40, 5)), chunks=(8, 5)))
+    return x, en.tensor(rng.uniform(-1, 1, (5, 3)))
+
+
+def test_dask_chunked_path_agrees():
+    report = en.debug.compare(chunked_loss, *_chunked_args())
+    assert report.ok and report.checked == 1, str(report)
+
+
+def test_dask_chunks_rule(monkeypatch):
+    """mean's chunks rule without its division: the combined sum is returned."""
+    monkeypatch.setitem(ops.mean_op.rules, "chunks",
+                        chunk_rules.reduction("sum", partial="sum", divide=False))
+    first = assert_found(en.debug.compare(chunked_loss, *_chunked_args()), "chunked",
+                         traced_op="mean", made_by="chunked")
+    assert first.figures.graph_rel > 1.0

@@ -11,10 +11,9 @@ line come with it (``report.py``).
 """
 import numpy as np
 
-from engine.errors import InvalidArgumentError
-
 from ...ir.graph_ops import placeholder_op, unpack_op
 from ...lowering.codegen import _python_form, _static_kernel
+from .chunked import compare_chunked
 from .evaluate import VariableState, counterparts, graph_values, traced_values
 from .judge import close, judge, max_abs
 from .localize import wrong_member
@@ -33,9 +32,8 @@ def compare_function(function, args, kwargs, make_function):
     """The :class:`Report` of one call of the ``en.function`` ``function``
     (``make_function(fn, name, passes)`` makes the ``en.function`` of a subgraph)."""
     concrete, tensors, _ = function._concrete_and_tensors(args, kwargs)
-    if not hasattr(concrete, "unoptimized_graph") or not hasattr(concrete, "compiled"):
-        raise InvalidArgumentError(f"compare {function.name}: chunked (Dask) arguments are "
-                                   "compared by their outputs: call en.debug.compare_outputs")
+    if not hasattr(concrete, "unoptimized_graph"):    # chunked (Dask) data: the outputs
+        return compare_chunked(function, concrete, tensors)
     return compare_concrete(concrete, [t._value for t in tensors], make_function)
 
 
