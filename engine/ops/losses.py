@@ -19,11 +19,19 @@ import numpy as np
 from .. import dtypes
 from ..backend import use as use_backend
 from ..errors import DomainError, DTypeError, ShapeError, TracingError, describe_args
+from ..lifting import TensorLike
+from ..modes import current_mode
 from ._args import at_user_line
 from . import activations, compare, creation, elementwise as ew, indexing, reduce, shape_ops
-from .nn import _tensor
 
 _REDUCTIONS = ("mean", "sum", "none")
+
+
+def _tensor(x):
+    """``x`` as an engine value: a tensor or variable as it is, anything else lifted by the
+    current mode. (Its own copy, not ``nn._tensor``: ``nn.cross_entropy`` builds on this
+    module.)"""
+    return x if isinstance(x, TensorLike) else current_mode().lift([x])[0]
 
 
 def _reduction(name, reduction):

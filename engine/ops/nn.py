@@ -13,6 +13,7 @@ from ..lifting import TensorLike
 from ..modes import current_mode
 from ..shapes import normalize_axes, normalize_axis
 from . import compare, creation, elementwise, misc, reduce, shape_ops
+from .losses import _reduce, _reduction, nll_loss
 
 
 def _tensor(x):
@@ -118,8 +119,6 @@ def cross_entropy(logits, labels, axis=-1, weight=None, ignore_index=-100, reduc
         ...                              label_smoothing=0.2)), 4)
         0.3269
     """
-    # losses.py builds on this module's helpers: import it where it is used.
-    from .losses import _reduce, _reduction, nll_loss
     reduction = _reduction("cross_entropy", reduction)
     if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) or \
             not 0.0 <= label_smoothing <= 1.0:
