@@ -177,7 +177,6 @@ __all__ = ["softmax", "log_softmax", "logsumexp", "mse", "cross_entropy", "relu"
            "batch_norm", "batch_norm_apply", "embedding", "interpolate", "one_hot", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
-# attention.py builds on dropout and linear above: imported last.
-from .attention import scaled_dot_product_attention  # noqa: E402,F401
+from .sdpa import scaled_dot_product_attention  # noqa: E402,F401  (re-exported)
 
 __all__ += ["scaled_dot_product_attention"]

@@ -15,11 +15,14 @@ Example:
 import numpy as np
 
 from .. import default_dtype, ops
-from ..errors import ArgumentTypeError, EngineError, ShapeError, UnimplementedError
+from ..errors import ArgumentTypeError, ShapeError, UnimplementedError
 from ..variable import Variable
 from . import init as initializers
 from .layers import _generator, _positive_int
 from .module import Module, input_error
+from .rnn_layers import SimpleRNN
+# en.scan, handed over by the facade (engine/__init__.py calls use_scan here).
+from .scan_loop import scan as _scan, use_scan  # noqa: F401
 
 
 class _Cell(Module):
@@ -159,7 +162,6 @@ class RNN(Module):
         # RNN(input_size, hidden_size, ...) with sizes is PyTorch's layer: a SimpleRNN.
         first = args[0] if args else kwargs.get("input_size")
         if cls is RNN and isinstance(first, int) and not isinstance(first, bool):
-            from .rnn_layers import SimpleRNN
             return SimpleRNN(*args, **kwargs)
         return super().__new__(cls)
 
@@ -196,19 +198,3 @@ class RNN(Module):
 def _swap(out_and_state):
     output, state = out_and_state
     return state, output
-
-
-# en.scan is graph mode's loop (graph/control/control_flow.py). The core imports no mode, so the
-# facade hands the function over when it wires the modes in (engine/__init__.py).
-_SCAN = [None]
-
-
-def use_scan(scan):
-    """Set the ``scan(fn, init, xs, reverse=)`` that :class:`RNN` loops with."""
-    _SCAN[0] = scan
-
-
-def _scan():
-    if _SCAN[0] is None:
-        raise EngineError("en.nn.RNN: no scan registered; import engine (the facade) first")
-    return _SCAN[0]

@@ -30,10 +30,10 @@ from ..tensor import Tensor, tensor
 from ..variable import Variable
 from . import functional as F
 from . import init as initializers
-from .attention import _fail
+from .sdpa import _fail
 from .layers import _generator, _positive_int, _seeded_from_default
 from .module import Module
-from .recurrent import _scan
+from .scan_loop import scan as _scan
 
 # load_torch_state_dict reads a class-level table; the names depend on num_layers, so it
 # lists every name up to a depth no real model reaches.

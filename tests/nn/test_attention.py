@@ -10,7 +10,7 @@ from support.finite_diff import grad_checker, numeric_grad
 from support.memory_probe import peak_bytes
 
 import engine as en
-import engine.nn.attention as attention
+import engine.nn.sdpa as attention
 
 F = en.nn.functional
 TOL = {np.dtype("float32"): dict(rtol=2e-5, atol=2e-5), np.dtype("float64"): dict(rtol=1e-10, atol=1e-12)}

@@ -1,5 +1,5 @@
 """Op-database entry for the attention composite ``en.nn.functional.scaled_dot_product_attention``
-(``engine/nn/attention.py``), against the textbook formula in float64 written here:
+(``engine/nn/sdpa.py``), against the textbook formula in float64 written here:
 ``softmax(q k^T * scale + mask) v``, a fully masked row giving zeros (PyTorch's rule).
 The mask is a positional argument so that the suites hand it over as a tensor."""
 import math
