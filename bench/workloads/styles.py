@@ -20,10 +20,12 @@ empty folder. The modes:
 ``jax``    ``jax.jit(jax.value_and_grad(...))``, recurrent models over ``lax.scan``
 ``torch``  PyTorch eager autograd
 
-Every mode's loss and gradients are compared with JAX's (PyTorch's without JAX):
+Every mode's loss and gradients are compared with JAX's (PyTorch's without JAX, the
+engine's eager mode without either):
 ``max_rel_err`` is the largest of ``max|g - ref| / max|ref|`` over the gradients.
 
-Run alone with ``python -m bench.workloads.styles [--quick]``.
+Not in the default run (each model starts four processes): ``python -m bench styles``,
+or alone ``python -m bench.workloads.styles [--quick] [--styles-models cnn,transformer]``.
 """
 import json
 import os
@@ -40,6 +42,7 @@ DESCRIPTION = ("models in several styles (LSTM three ways, GRU, tanh RNN with la
                "unrolled RNN, CNN, transformer block) against JAX and PyTorch, each in its "
                "own process")
 MODES = ["graph", "eager", "jax", "torch"]
+IN_DEFAULT_RUN = False     # 32 processes, each importing its framework: run when named
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AGREE_RTOL = 2e-3          # float32 sums in other orders, 50 steps deep
 
@@ -120,7 +123,7 @@ def run(config, modes, args, tick):
             else:
                 records[mode] = rec
             tick()
-    ref_mode = next((m for m in ("jax", "torch") if m in records), None)
+    ref_mode = next((m for m in ("jax", "torch", "eager") if m in records), None)
     out = []
     for mode in modes:
         if mode in skipped:

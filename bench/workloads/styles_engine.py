@@ -70,8 +70,8 @@ _LSTMS = ("lstm_concat", "lstm_eight", "lstm_module")
 
 
 def _zeros_carry(model, xs):
-    h0 = en.zeros((xs.shape[1], 64), dtype="float32")
-    return (h0, en.zeros((xs.shape[1], 64), dtype="float32")) if model in _LSTMS else h0
+    h0 = en.zeros((xs.shape[1], 64), dtype=xs.dtype)
+    return (h0, en.zeros((xs.shape[1], 64), dtype=xs.dtype)) if model in _LSTMS else h0
 
 
 def _recurrent_loss(model):
