@@ -106,7 +106,7 @@ def _scan(fn, init, xs, **kwargs):
 
 
 nn.recurrent.use_scan(_scan)   # RNN's loop: one scan node when traced
-debug.use_function(lambda: __getattr__("Function"))   # en.debug.compare compiles with it
+debug._use_function(lambda: __getattr__("Function"))   # en.debug.compare compiles with it
 
 
 # ---- the public namespace ----------------------------------------------------------------------

@@ -31,7 +31,7 @@ def check_numerics(enabled=True):
 _FUNCTION = []
 
 
-def use_function(get_function_class):
+def _use_function(get_function_class):
     """Called once by the facade: ``get_function_class()`` gives ``en.Function``."""
     _FUNCTION[:] = [get_function_class]
 

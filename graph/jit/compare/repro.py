@@ -38,6 +38,8 @@ def candidates(graph, target, members=()):
     current = {target} | {n for n in graph.nodes if f"%{n.name}" in members}
     current = {n for n in current if not _opaque(n)}
     while True:
+        # Constants come along: a folded or fused constant is part of what diverged.
+        current |= {i for n in current for i in n.inputs if i.op is constant_op}
         yield current
         grown = current | {i for n in current for i in n.inputs if not _opaque(i)}
         if grown == current:
