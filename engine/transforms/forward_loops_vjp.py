@@ -45,10 +45,13 @@ def record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, c_out, y_out, 
     them; ``stage``: the public ``scan``, for the backward loop.
     """
     n_c, n_x = len(c_leaves), len(x_leaves)
-    fc, fx, fcap = _floats(c_leaves), _floats(x_leaves), _floats(captured)
-    fy = _floats(y_out)
+    fc, fy = _floats(c_leaves), _floats(y_out)
 
-    def vjp(gs, outs, *inputs):
+    def vjp(gs, outs, *inputs, needs):
+        # Only the xs and captures the tape needs get gradients (each would cost the
+        # backward loop its products every step); the carries' always flow back.
+        fx = [k for k in _floats(x_leaves) if needs[n_c + k]]
+        fcap = [k for k in _floats(captured) if needs[n_c + n_x + k]]
         xs = list(inputs[n_c:n_c + n_x])
         caps = list(inputs[n_c + n_x:])
         g_c = [gs[k] for k in fc]
@@ -78,7 +81,7 @@ def record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, c_out, y_out, 
             grads[n_c + n_x + k] = ops.sum(g, axis=0)
         return tuple(grads)
 
-    rule = TapeRule("scan", vjp, multiple_results=True)
+    rule = TapeRule("scan", vjp, multiple_results=True, vjp_needs=True)
     record(rule, list(c_leaves) + list(x_leaves) + list(captured),
            tuple(c_out) + tuple(y_out), {})
 
@@ -87,9 +90,11 @@ def record_cond(pred, true_fn, false_fn, leaves, tree, captured, outs):
     """Record a staged cond on the active tapes: its reverse rule is a ``cond`` (on the
     same predicate) of the two branches' VJPs."""
     n = len(leaves)
-    fi, fcap, fo = _floats(leaves), _floats(captured), _floats(outs)
+    fo = _floats(outs)
 
-    def vjp(gs, results, *inputs):
+    def vjp(gs, results, *inputs, needs):
+        fi = [k for k in _floats(leaves) if needs[k]]
+        fcap = [k for k in _floats(captured) if needs[n + k]]
         ins, caps = list(inputs[:n]), list(inputs[n:])
 
         def branch(fn):
@@ -110,5 +115,5 @@ def record_cond(pred, true_fn, false_fn, leaves, tree, captured, outs):
             grads[k] = g
         return tuple(grads)
 
-    rule = TapeRule("cond", vjp, multiple_results=True)
+    rule = TapeRule("cond", vjp, multiple_results=True, vjp_needs=True)
     record(rule, list(leaves) + list(captured), tuple(outs), {})
