@@ -226,3 +226,26 @@ def test_errors_name_the_layer_and_the_input():
         en.nn.BatchNorm2d(3)(en.ones((2, 3), dtype="float32"))
     with pytest.raises(en.ShapeError, match="BatchNorm2d: .* 3 features in axis 1"):
         en.nn.BatchNorm2d(3)(en.ones((2, 4, 4, 3), dtype="float32"))
+
+
+POLYMORPHIC = [(lambda: en.nn.GroupNorm(2, 4, dtype="float64"), (3, 4, 5, 5)),
+               (lambda: en.nn.InstanceNorm1d(3, dtype="float64"), (3, 3, 6)),
+               (lambda: en.nn.AdaptiveAvgPool2d((2, 3)), (3, 2, 6, 6)),
+               (lambda: en.nn.AdaptiveMaxPool2d((4, 3)), (3, 2, 6, 7)),
+               (lambda: en.nn.ConvTranspose3d(2, 2, 2, stride=2, dtype="float64"),
+                (3, 2, 2, 2, 2)),
+               (lambda: en.nn.Conv1d(2, 3, 3, dtype="float64"), (3, 2, 7)),
+               (lambda: en.nn.BatchNorm2d(2, dtype="float64").eval(), (3, 2, 3, 3)),
+               (lambda: en.nn.GlobalAveragePooling2D(), (3, 4, 4, 2))]
+
+
+@pytest.mark.parametrize("make, shape", POLYMORPHIC,
+                         ids=[f"layer{i}" for i in range(len(POLYMORPHIC))])
+def test_one_trace_serves_every_batch_size(make, shape):
+    layer = make()
+    f = en.function(lambda x: layer(x),
+                    input_signature=[en.TensorSpec((None,) + shape[1:], "float64")])
+    for n in (shape[0], 5):
+        x = en.tensor(np.random.default_rng(n).normal(size=(n,) + shape[1:]))
+        np.testing.assert_allclose(f(x).numpy(), layer(x).numpy(), atol=1e-12)
+    assert f.trace_count == 1
