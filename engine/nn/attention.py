@@ -219,6 +219,11 @@ class MultiheadAttention(Module):
         if _known(k.shape[seq], v.shape[seq]) and k.shape[seq] != v.shape[seq]:
             raise _fail(ShapeError, who, "key and value must have the same length",
                         key=k, value=v)
+        if q.ndim == 3:
+            batch_axis = 0 if self.batch_first else 1
+            if not _known(q.shape[batch_axis]) and not _known(q.shape[seq], k.shape[seq]):
+                raise _fail(ShapeError, who, "splitting the heads needs a known batch size or "
+                            "known lengths (trace with one of them fixed)", query=q, key=k)
 
     def extra_repr(self):
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "

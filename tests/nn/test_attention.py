@@ -298,6 +298,10 @@ def test_mha_errors():
         mha(*(ones(5, 3, 8),) * 3, attn_mask=ones(4, 5, dtype="bool"))
     with pytest.raises(en.InvalidArgumentError, match="divisible"):
         en.nn.MultiheadAttention(8, 3)
+    traced = en.function(lambda x: mha(x, x, x)[0],
+                         input_signature=[en.TensorSpec((None, None, 8), "float32")])
+    with pytest.raises(en.ShapeError, match="needs a known batch size or known lengths"):
+        traced(ones(5, 3, 8))
 
 
 def _torch_mha(torch, mha, **kwargs):

@@ -56,6 +56,22 @@ def test_decoder_layer_matches_numpy(norm_first, graph, dtype):
     np.testing.assert_allclose(out.numpy(), ref, **TOL[dtype])
 
 
+def test_unknown_batch_size_traces_once():
+    layer = _encoder_layer("float32", batch_first=True)
+    f = en.function(lambda x, pad: layer(x, src_key_padding_mask=pad, is_causal=True),
+                    input_signature=[en.TensorSpec((None, 5, 8), "float32"),
+                                     en.TensorSpec((None, 5), "bool")])
+    for n in (1, 3):
+        rng = np.random.default_rng(n)
+        x = rng.normal(size=(n, 5, 8)).astype("float32")
+        pad = np.zeros((n, 5), bool)
+        pad[0, 3:] = True
+        ref = np_encoder_layer(x.transpose(1, 0, 2).astype(np.float64), params_of(layer), 2,
+                               padding=pad, causal=True).transpose(1, 0, 2)
+        np.testing.assert_allclose(f(en.tensor(x), en.tensor(pad)).numpy(), ref, **TOL["float32"])
+    assert f.trace_count == 1
+
+
 def test_stacks_copy_the_layer_and_apply_each_then_the_norm():
     rng = np.random.default_rng(2)
     layer = _encoder_layer()
