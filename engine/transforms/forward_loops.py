@@ -174,13 +174,14 @@ def staged_scan(mode, make_dual, fn, init, xs, length, reverse, stage):
     if not inside_trace(mode):
         return NotImplemented
     c_leaves, c_tree = flatten(init)
-    c_leaves = _lift_each(mode, c_leaves)
+    # Lifted together, as en.scan in a trace lifts them (a Python scalar is weakly typed).
+    c_leaves = mode.lift(c_leaves)
     c_ps = _split(mode, c_leaves)
     carried = [p.dtype in _FLOATS or (mode.owns(t) and t.tangent is not None)
                for t, p in zip(c_leaves, c_ps)]
     c_ts = [_tangent(mode, t, p) for t, p, c in zip(c_leaves, c_ps, carried) if c]
     x_leaves, x_tree = flatten(xs)
-    x_leaves = _lift_each(mode, x_leaves)
+    x_leaves = mode.lift(x_leaves)
     x_ps = _split(mode, x_leaves)
     # Per-step xs carry a tangent only where one flows in (no stacks of zeros).
     x_has = [mode.owns(t) and t.tangent is not None for t in x_leaves]
@@ -237,7 +238,7 @@ def staged_cond(mode, make_dual, pred, true_fn, false_fn, operands):
     ``pred`` (a primal) is known only at run time: one ``cond`` in ``mode.parent`` whose
     branches return the primals and the tangents of their results."""
     leaves, tree = flatten(tuple(operands))
-    leaves = _lift_each(mode, leaves)
+    leaves = mode.lift(leaves)   # together, as cond in a trace lifts them
     ps = _split(mode, leaves)
     has = [mode.owns(t) and t.tangent is not None for t in leaves]
     ts = [t.tangent for t, h in zip(leaves, has) if h]

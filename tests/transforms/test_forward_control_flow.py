@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from engine.pytree import flatten
 from support.finite_diff import central_difference
 
 DTYPES = [np.float32, np.float64]
@@ -115,6 +116,30 @@ def test_jvp_of_scan_keeps_the_integer_carry_and_needs_no_tangent_for_xs():
     (_, _, _), (_, ec, eys) = f(*_tensors(args))
     _close(dc, ec.numpy(), np.float64)
     _close(dys, eys.numpy(), np.float64)
+
+
+def test_jvp_of_scan_takes_the_structures_and_dtypes_of_the_scan_in_a_trace():
+    # A Python scalar carry is weakly typed (float32 beside float32 tensors), a dict carry
+    # keeps its keys, an integer y gets no tangent: as en.scan in a trace without jvp.
+    x = en.tensor(np.array([0.5, -1.0, 2.0], np.float32))
+    xs = en.tensor(np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32))
+
+    def f(x, xs):
+        def step(c, r):
+            a = en.sin(c["a"] * r) + x
+            return {"a": a, "s": c["s"] + 1.0}, (en.sum(a), en.sum(en.cast(r > 0, "int64")))
+        return en.scan(step, {"a": x, "s": 0.0}, xs)
+    plain = en.function(f)(x, xs)
+    primal, tangent = en.function(lambda x, xs: en.jvp(lambda x: f(x, xs), (x,),
+                                                       (en.ones_like(x),)))(x, xs)
+    for p, q in zip(flatten(primal)[0], flatten(plain)[0]):
+        assert p.dtype == q.dtype
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+    assert tangent[0]["s"].dtype == np.float32 and float(tangent[0]["s"]) == 0.0
+    assert tangent[1][1].dtype == np.int64 and not np.any(tangent[1][1].numpy())
+    eager = en.jvp(lambda x: f(x, xs), (x,), (en.ones_like(x),))[1]
+    _close(tangent[0]["a"], eager[0]["a"].numpy(), np.float32)
+    _close(tangent[1][0], eager[1][0].numpy(), np.float32)
 
 
 def test_jvp_of_scan_is_one_scan_whatever_the_number_of_steps():
