@@ -168,6 +168,6 @@ del _name, _is_public
 
 # PyTorch's spellings (dim=, keepdim=, x.backward(), en.cat) raise errors naming the
 # engine's; the table and where it is consulted: engine/torch_spellings.py.
-_torch_spellings.install([_sys.modules[__name__], nn.functional], Tensor.__mro__[:-1],
-                        _TensorOps)
+_torch_spellings.install([_sys.modules[__name__], linalg, fft, nn.functional],
+                        Tensor.__mro__[:-1], _TensorOps)
 _torch_spellings.translating_init(Variable)

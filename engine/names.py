@@ -62,6 +62,18 @@ def _merge(old, new):
     return old + tuple(n for n in new if n not in old)
 
 
+def replace_functions(mapping):
+    """Declare the names for ``mapping[fn]`` instead of ``fn`` (``{function: replacement}``):
+    the public namespaces hold wrappers that translate PyTorch keywords
+    (``engine/torch_spellings.py``), and the generated tables give what they hold."""
+    for old, new in mapping.items():
+        if old in _DECLARED:
+            _DECLARED[new] = _DECLARED.pop(old)
+        if old in _NOT_NUMPY:
+            _NOT_NUMPY.discard(old)
+            _NOT_NUMPY.add(new)
+
+
 def declared():
     """``{function: (numpy names, Array API names)}``, every declaration so far."""
     return dict(_DECLARED)

@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from . import dtypes, ops
+from . import default_dtype, dtypes, ops
 from .errors import ArgumentTypeError, InvalidArgumentError, ShapeError
 from .ops.creation import check_shape
 from .tensor import Tensor, tensor
@@ -233,8 +233,7 @@ class Draws:
             cdf = ops.mul(ops.add(ops.erf(ops.mul(z, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
             z = ops.clip(ops.sub(z, ops.divide(ops.sub(cdf, u), ops.maximum(pdf, 1e-300))), a, b)
         out = ops.add(ops.mul(z, float(stddev)), float(mean))
-        from .default_dtype import model_float
-        return ops.cast(out, model_float(dtype))
+        return ops.cast(out, default_dtype.model_float(dtype))
 
 
 def _cdf(x):

@@ -26,6 +26,7 @@ import numpy as np
 
 from . import numpy_dispatch as _numpy_dispatch
 from . import ops as _ops
+from . import torch_spellings
 from .errors import (ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeError,
                      UnsupportedError, format_location, user_frame)
 from .lifting import TensorLike
@@ -369,6 +370,9 @@ class NdarrayMethods(MemoryAttributes):
         refused: tensors do not reinterpret memory (``t.numpy().view(dtype)`` does)."""
         if inspect.isclass(dtype) and issubclass(dtype, np.ndarray):   # numpy's view(type)
             dtype, type = None, dtype
+        if isinstance(dtype, (int, tuple, list)) and not isinstance(dtype, bool):
+            raise ArgumentTypeError(f"{_name(self, 'view')}: view(shape) is PyTorch's spelling: "
+                                    f"{torch_spellings.ATTRIBUTES['view']}{_at()}")
         if type is not None or (dtype is not None and np.dtype(dtype) != self.dtype):
             raise UnsupportedError(
                 f"{_name(self, 'view')}: tensors do not reinterpret their memory as another "

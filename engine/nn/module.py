@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import trace_state
+from .. import torch_spellings, trace_state
 from . import autocast
 from ..errors import (EngineError, LoadError, UnimplementedError, describe_aval, format_location,
                       user_frame)
@@ -54,8 +54,16 @@ class Module:
     retrace. Arrays held as attributes are not guarded: hold a Variable instead.
     """
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        torch_spellings.translating_init(cls)    # Dropout(p=) names rate=, and so on
+
     def __init__(self) -> None:
         self.training = True
+
+    def __getattr__(self, name):
+        # Only for names not found: m.parameters() says to use m.trainable_variables.
+        raise torch_spellings.missing_attribute(self, name)
 
     # -- mode flag and trace guards --------------------------------------------------------
     @property

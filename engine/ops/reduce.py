@@ -63,7 +63,7 @@ def _reduction(name, impl, vjp, out_dtype, allowed=dtypes.ALL, what="any", nonem
             if name == "mean" and dtypes.as_dtype(dtype) not in dtypes.INEXACT:
                 return _integer_mean(x, axis, keepdims, dtype)
             return _in_dtype(reduce_in_own_dtype, x, axis, keepdims, dtype)
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name     # Python's own errors name it as the user does
     f.__doc__ = f"""Reduce ``x`` by {name} over ``axis`` (int, tuple, or None for all).
 
     Example:
@@ -347,7 +347,7 @@ def _arg_reduction(name, impl):
 
     def f(x, axis=None, keepdims=False):
         return apply(op, x, axis=axis, keepdims=bool(keepdims))
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name     # Python's own errors name it as the user does
     f.__doc__ = op.doc
     return op, f
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
+from .. import ops, torch_spellings
 from ..autodiff import GradientTape
 from ..compute import compute
 from ..errors import DTypeError, EngineError, ShapeError
@@ -51,6 +51,11 @@ class Optimizer:
     _update: Callable[..., None]
     # This step's learning rate per dtype while a step runs (learning_rate), else None.
     _lr_this_step: dict[Any, Tensor] | None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # PyTorch's keywords and SGD(params, lr=...) get errors naming the engine's way
+        torch_spellings.translating_init(cls, check=torch_spellings.params_given_first)
 
     def __init__(self, name):
         self.name = name

@@ -32,6 +32,8 @@ NOT_COSTS = {
     ("c_source.py", "MAX_FLAT_SUM"): "a limit of the written C loop (its flush is quadratic)",
     ("serialization.py", "VERSION"): "file format version",
     ("serialization.py", "_MAX_META_BYTES"): "safety limit on a loaded file",
+    ("safetensors_io.py", "_MAX_HEADER_BYTES"): "safety limit on a loaded file",
+    ("training_checkpoint.py", "VERSION"): "file format version",
     ("mnist.py", "IMAGES_MAGIC"): "file format",
     ("mnist.py", "LABELS_MAGIC"): "file format",
     ("mnist.py", "MAX_INFLATION"): "safety limit on a compressed file",
