@@ -145,6 +145,7 @@ TARGETS = [
     (("cnn",), "graph", "torch", 1.2),
     (("transformer",), "graph", "torch", 1.0),
 ]
+FIRST_CALL_FACTOR = 1.5
 
 
 def _by_model(results):
@@ -198,6 +199,14 @@ def summary(results, args=None):
             ok = a["median_ms"] <= factor * b["median_ms"]
             lines.append(f"styles {model} target {'met' if ok else 'MISSED'}: {mode} at most "
                          f"{factor:g}x {base} ({a['median_ms']:.2f} vs {b['median_ms']:.2f} ms)")
+    for model in styles_data.RECURRENT[:-1]:        # first call: at most 1.5x JAX's
+        rows = table.get(model, {})
+        a, b = rows.get("graph"), rows.get("jax")
+        if a and b and a.get("first_call_s") and b.get("first_call_s"):
+            ok = a["first_call_s"] <= FIRST_CALL_FACTOR * b["first_call_s"]
+            lines.append(f"styles {model} target {'met' if ok else 'MISSED'}: graph's first call "
+                         f"at most {FIRST_CALL_FACTOR:g}x jax's ({a['first_call_s']:.2f} vs "
+                         f"{b['first_call_s']:.2f} s)")
     return "\n".join(lines)
 
 
