@@ -11,12 +11,13 @@ line come with it (``report.py``).
 """
 import numpy as np
 
+from ...control.subgraph import SubGraph
 from ...ir.graph_ops import placeholder_op, unpack_op
 from ...lowering.codegen import _python_form, _static_kernel
 from .chunked import compare_chunked
 from .evaluate import VariableState, counterparts, graph_values, traced_values
 from .judge import close, judge, max_abs
-from .localize import wrong_member
+from .localize import wrong_body_node, wrong_member
 from .vjp_check import check_vjps
 from .provenance import MADE_BY, ORIGIN, tracked_optimize
 from .report import Divergence, Report
@@ -127,6 +128,8 @@ def _diverging(concrete, optimized, unoptimized, arrays, graph, real, eager, ref
                                {f.traced for f in found}]
     if divergences and divergences[0].members:
         _narrow_region(divergences[0], unoptimized, eager, reference)
+    if divergences:
+        _narrow_body(divergences[0], eager, concrete.backend)
     divergences += _judge_outputs(concrete, optimized, real, graph, eager, reference,
                                   {d.traced for d in divergences})
     return divergences, checked
@@ -145,6 +148,24 @@ def _narrow_region(divergence, unoptimized, eager, reference):
         divergence.traced, divergence.traced_op = member.name, member.op.name
         divergence.traced_node, divergence.figures = member, figures
         divergence.source = member.source or divergence.source
+
+
+def _narrow_body(divergence, eager, backend):
+    """Name the body node of a diverging loop or conditional (``localize.py``)."""
+    node = divergence.traced_node
+    if node is not None and node.op is unpack_op:
+        node = node.inputs[0]
+    if node is None:
+        return
+    found = wrong_body_node(node, eager, backend)
+    if found is not None:
+        body, call, inner, figures = found
+        divergence.made_by += (f"; in its body '{body}', call {call + 1}: node %{inner.name} "
+                               f"(op '{inner.op.name}') diverges")
+        divergence.region_node = divergence.region_node or divergence.traced_node
+        divergence.traced, divergence.traced_op = inner.name, inner.op.name
+        divergence.traced_node, divergence.figures = inner, figures
+        divergence.source = inner.source or divergence.source
 
 
 def input_scales(node, values, memo):
@@ -219,6 +240,8 @@ def made_by(node, producer):
         return (f"fused region {producer.op.name} ({kernel}{hot}: "
                 f"{' -> '.join(meta['fused_ops'])})")
     maker = node.meta.get(MADE_BY) or producer.meta.get(MADE_BY)
+    if maker is None and any(isinstance(v, SubGraph) for v in producer.params.values()):
+        return f"'{producer.op.name}' running its bodies' compiled graphs"
     if maker == "compile_numba":
         return f"whole-graph numba kernel {producer.op.name} (pass compile_numba)"
     if maker is not None:
