@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .. import torch_spellings, trace_state
-from . import autocast
+from . import autocast, module_guards
 from ..errors import (EngineError, LoadError, UnimplementedError, describe_aval, format_location,
                       user_frame)
 from ..tensor import Tensor
@@ -57,6 +57,8 @@ class Module:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         torch_spellings.translating_init(cls)    # Dropout(p=) names rate=, and so on
+        if "__init__" in cls.__dict__:           # a layer made inside en.function is refused
+            cls.__init__ = module_guards.refused_in_traces(cls, cls.__dict__["__init__"])
 
     def __init__(self) -> None:
         self.training = True
@@ -77,6 +79,8 @@ class Module:
         trace_state.changed()
 
     def __setattr__(self, name, value):
+        if not name.startswith("_"):
+            module_guards.check_attribute(self, name, value)   # a tensor: refused, by name
         object.__setattr__(self, name, value)
         trace_state.changed()           # a setting a trace baked in may have changed
 
