@@ -20,9 +20,10 @@ itself one ``scan`` (or ``cond``), so forward over reverse stays one loop.
 """
 from .. import dtypes, ops
 from ..errors import NotDifferentiableError, ShapeError
-from ..modes import current_mode, use_mode
+from ..modes import current_mode, read_variable, use_mode
 from ..pytree import flatten, unflatten
 from ..recording import active_tapes
+from ..variable import Variable
 from .forward_loops_vjp import record_cond, record_scan
 
 _FLOATS = dtypes.FLOATS
@@ -38,13 +39,20 @@ def inside_trace(mode):
 
 class _Body:
     """Runs a body of a staged construct in a forward mode over the body's own trace,
-    and lists the enclosing mode's dual tensors it captures (``captured``)."""
+    and lists the enclosing mode's dual tensors it captures (``captured``) and the
+    variables it reads (``variables``)."""
 
     def __init__(self, mode, make_dual):
         self.mode = mode
         self.make_dual = make_dual
         self.captured = []
+        self.variables = []
         self._seen = set()
+
+    def _note_variable(self, var):
+        if id(var) not in self._seen:
+            self._seen.add(id(var))
+            self.variables.append(var)
 
     def enter(self):
         """A forward mode for one run of the body, with the enclosing mode's tag (so
@@ -59,22 +67,42 @@ class _Body:
             return t
 
         def lift(args):
+            for a in args:   # an op reads a variable through its lift
+                if isinstance(a, Variable):
+                    self._note_variable(a)
             out = base_lift(args)
             for a in out:
                 if inner.owns(a) and id(a) not in inside and id(a) not in self._seen:
                     self._seen.add(id(a))
                     self.captured.append(a)
             return out
-        inner._wrap, inner.lift = wrap, lift
+        base_read = inner.read_variable
+
+        def read_variable(var):
+            self._note_variable(var)
+            return base_read(var)
+        inner._wrap, inner.lift, inner.read_variable = wrap, lift, read_variable
         inner.inside = inside
+        inner.note_variable = self._note_variable
         return inner
 
     def done(self):
-        """After staging: the captures are the enclosing body's too, when ``mode`` runs
-        one (its ``lift`` notes the duals it did not make)."""
+        """After staging: the captures and variables are the enclosing body's too, when
+        ``mode`` runs one (its ``lift`` notes the duals it did not make)."""
         if self.captured:
             self.mode.lift(list(self.captured))
+        note = getattr(self.mode, "note_variable", None)
+        if note is not None:
+            for var in self.variables:
+                note(var)
         return self.captured
+
+    def variable_reads(self):
+        """``(variables, values)``: the trainable float variables the body read, each
+        read once more here, so the tapes (a tape begun inside the jvp) see the read
+        whose cotangent the construct's reverse rule gives."""
+        variables = [v for v in self.variables if v.trainable and v.dtype in _FLOATS]
+        return variables, [read_variable(v) for v in variables]
 
     def duals(self, inner, primals, tangents, carried):
         """Dual tensors of ``inner`` from primals and the tangents of the ``carried`` ones."""
@@ -228,7 +256,7 @@ def staged_scan(mode, make_dual, fn, init, xs, length, reverse, stage):
     y_out = _outer_duals(mode, make_dual, ys[:n_y + n_yt], y_float)
     if keep_carries:
         stacked = _outer_duals(mode, make_dual, ys[n_y + n_yt:n_y + n_yt + n_c + n_ct], carried)
-        record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured,
+        record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, body_runs.variable_reads(),
                     flatten(c_out)[0], y_out, stacked, length, reverse, stage)
     return c_out, unflatten(holder["y_tree"], y_out)
 
@@ -264,7 +292,8 @@ def staged_cond(mode, make_dual, pred, true_fn, false_fn, operands):
     captured = body_runs.done()
     outs = _outer_duals(mode, make_dual, list(flat), holder["floats"])
     if active_tapes():
-        record_cond(pred, true_fn, false_fn, leaves, tree, captured, outs)
+        record_cond(pred, true_fn, false_fn, leaves, tree, captured,
+                    body_runs.variable_reads(), outs)
     return unflatten(holder["tree"], outs)
 
 

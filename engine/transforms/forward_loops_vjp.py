@@ -11,13 +11,36 @@ from the carries the forward scan kept, or a ``cond`` of the branches' VJPs), so
 when the gradient runs in forward mode it is staged once more: forward over
 reverse is one forward scan and one backward scan, whatever the number of steps.
 """
+import types
+
 from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
 from ..modes import current_mode
 from ..pytree import flatten, unflatten
 from ..recording import TapeRule, record
+from ..variable import Variable
 
 _FLOATS = dtypes.FLOATS
+
+
+def frozen(fn):
+    """``fn`` with the values its closure holds now: the reverse rule runs the user's
+    function again when the gradient is taken, after the code that follows the construct
+    may have rebound a name the function reads (``c = cond(p, lambda: c * w, ...)``).
+    (Globals and attributes it reads are read again then.)"""
+    cells = getattr(fn, "__closure__", None)
+    if not isinstance(fn, types.FunctionType) or not cells:
+        return fn
+    held = []
+    for cell in cells:
+        try:
+            held.append(types.CellType(cell.cell_contents))
+        except ValueError:        # not bound yet: the function's own later binding
+            held.append(cell)
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                              tuple(held))
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    return copy
 
 
 def _floats(tensors):
@@ -34,18 +57,26 @@ def _pull_back(run, sources, seeds):
     targets = [o for o in results if o.dtype in _FLOATS]
     grads = tape.gradient(targets, sources, output_gradients=list(seeds)) if targets \
         else [None] * len(sources)
-    return tuple(ops.zeros_like(s) if g is None else g for s, g in zip(sources, grads))
+    return tuple(g if g is not None else ops.zeros(s.shape, dtype=s.dtype)
+                 if isinstance(s, Variable) else ops.zeros_like(s)
+                 for s, g in zip(sources, grads))
 
 
-def record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, c_out, y_out, stacked,
-                length, reverse, stage):
+def record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, variable_reads, c_out, y_out,
+                stacked, length, reverse, stage):
     """Record a staged scan on the active tapes (see the module docstring).
 
-    ``stacked``: the carries entering each step (stacked), as the forward scan kept
-    them; ``stage``: the public ``scan``, for the backward loop.
+    ``variable_reads``: ``(variables, values)`` of the variables the body reads, their
+    values read outside (inputs of the entry, as the captures are); ``stacked``: the
+    carries entering each step (stacked), as the forward scan kept them; ``stage``:
+    the public ``scan``, for the backward loop.
     """
+    fn = frozen(fn)
     n_c, n_x = len(c_leaves), len(x_leaves)
     fc, fy = _floats(c_leaves), _floats(y_out)
+    variables, values = variable_reads
+    captured = list(captured) + list(values)
+    n_dual = len(captured) - len(values)
 
     def vjp(gs, outs, *inputs, needs):
         # Only the xs and captures the tape needs get gradients (each would cost the
@@ -53,7 +84,8 @@ def record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, c_out, y_out, 
         fx = [k for k in _floats(x_leaves) if needs[n_c + k]]
         fcap = [k for k in _floats(captured) if needs[n_c + n_x + k]]
         xs = list(inputs[n_c:n_c + n_x])
-        caps = list(inputs[n_c + n_x:])
+        # A variable is a source itself: the steps read it, the entry's input is its value.
+        caps = list(inputs[n_c + n_x:n_c + n_x + n_dual]) + list(variables)
         g_c = [gs[k] for k in fc]
         g_y = [gs[n_c + k] for k in fy]
 
@@ -86,16 +118,20 @@ def record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, c_out, y_out, 
            tuple(c_out) + tuple(y_out), {})
 
 
-def record_cond(pred, true_fn, false_fn, leaves, tree, captured, outs):
+def record_cond(pred, true_fn, false_fn, leaves, tree, captured, variable_reads, outs):
     """Record a staged cond on the active tapes: its reverse rule is a ``cond`` (on the
-    same predicate) of the two branches' VJPs."""
+    same predicate) of the two branches' VJPs. Variables as for :func:`record_scan`."""
+    true_fn, false_fn = frozen(true_fn), frozen(false_fn)
     n = len(leaves)
     fo = _floats(outs)
+    variables, values = variable_reads
+    captured = list(captured) + list(values)
+    n_dual = len(captured) - len(values)
 
     def vjp(gs, results, *inputs, needs):
         fi = [k for k in _floats(leaves) if needs[k]]
         fcap = [k for k in _floats(captured) if needs[n + k]]
-        ins, caps = list(inputs[:n]), list(inputs[n:])
+        ins, caps = list(inputs[:n]), list(inputs[n:n + n_dual]) + list(variables)
 
         def branch(fn):
             def run_vjp(*flat):

@@ -351,6 +351,42 @@ def test_gradient_through_cond_against_finite_differences():
                                rtol=1e-7)
 
 
+def test_hvp_through_scan_and_cond_with_a_variable_and_a_rebound_name():
+    # A tape begun inside the jvp watches a variable the bodies read, and the cond's
+    # branches read the name `c` that its own result then rebinds.
+    W = en.Variable(np.array([0.5, -0.3]))
+    xs = en.tensor(np.random.default_rng(0).standard_normal((5, 2)))
+
+    def loss(x):
+        c, _ = en.scan(lambda c, r: (en.tanh(c * W + r * x), ()), x, xs)
+        c = en.cond(en.sum(c) > -100.0, lambda: c * W, lambda: c)
+        return en.sum(c * c)
+
+    def hvp(x, t):
+        def grads(x):
+            with en.GradientTape() as tape:
+                tape.watch(x)
+                value = loss(x)
+            return tape.gradient(value, [W, x])
+        return en.jvp(grads, (x,), (t,))[1]
+    x, t = np.array([0.2, 0.4]), np.array([1.0, -1.0])
+    got = en.function(hvp)(en.tensor(x), en.tensor(t))
+    want = hvp(en.tensor(x), en.tensor(t))
+    for g, w in zip(got, want):
+        _close(g, w.numpy(), np.float64)
+
+    def grads_at(v):
+        with en.GradientTape() as tape:
+            tape.watch(v)
+            value = loss(v)
+        return tape.gradient(value, [W, v])
+    for k in range(2):
+        fd = central_difference(
+            lambda s, k=k: float(np.sum(grads_at(en.tensor(x + s * t))[k].numpy())),
+            np.float64(0.0), eps=1e-5)
+        np.testing.assert_allclose(float(np.sum(got[k].numpy())), float(fd), rtol=1e-6)
+
+
 # ---- checkpoint ------------------------------------------------------------------------------------
 def test_checkpoint_of_a_scan_under_grad_and_jvp_of_grad():
     args = _inputs(np.float64)
