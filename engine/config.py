@@ -11,6 +11,7 @@ import warnings
 from .errors import InvalidArgumentError
 
 from .cost_model import cost as _cost
+from . import numerics as _numerics
 
 
 class _Config:
@@ -111,6 +112,16 @@ class _Config:
         else:
             raise InvalidArgumentError(
                 f'en.config.fusion_backend must be "numpy" or "numba", got {value!r}')
+
+    @property
+    def numerics(self):
+        """``"fast"`` (the default) or ``"bitwise"``: whether every lowering must give
+        eager mode's bits exactly (engine/numerics.py, docs/guide/numerics.md)."""
+        return _numerics.NUMERICS.value
+
+    @numerics.setter
+    def numerics(self, value):
+        _numerics.NUMERICS.set(value)
 
     @property
     def check_numerics(self):

@@ -61,11 +61,23 @@ def _scaled(name, ufunc, factor, doc):
     generic.__name__ = name
     op = unary(name, ufunc, lambda g, out, x: (g * factor,), allowed=REAL_FLOATS,
                what="real floating-point", generic=generic, doc=doc)
-    # (numpy multiplies by the factor rounded to the loop's dtype, as the C kernels do;
-    # numba's multiply in float64 and round once)
-    declare(op, onnx=("expr", f"Mul(x0, {factor!r})"), scalar_form=f"({{0}} * {factor!r})",
+    # numpy multiplies by the factor computed in the loop's dtype (float32: 180f / pif,
+    # not 180 / pi rounded to float32), as the C kernels then do; numba's multiply in
+    # float64 and round once, which gives the same bits (the exact product fits).
+    def form(avals, dtype):
+        return f"({{0}} * {_factor_in(factor, dtype)!r})"
+
+    declare(op, onnx=("expr", f"Mul(x0, {factor!r})"), scalar_form=form,
             positional_out=True)
     return op
+
+
+def _factor_in(factor, dtype):
+    """``factor`` as numpy's loop of ``dtype`` computes it (a Python float)."""
+    if np.dtype(dtype) != np.float32:
+        return factor
+    pi = np.float32(math.pi)
+    return float(np.float32(180.0) / pi if factor == _DEG else pi / np.float32(180.0))
 
 
 deg2rad_op = _scaled("deg2rad", np.deg2rad, _RAD, "Degrees to radians: ``x * pi / 180``.")

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine import backend as backends
+from engine import numerics
 from engine import trace_state
 from engine.config import config
 from engine.conversion import converting
@@ -262,6 +263,7 @@ class Function:
                 self._over_budget(key, names, reason, where)
             start = time.perf_counter()
             with trace_state.collecting() as used:
+                numerics.note_use()     # a trace made under one en.config.numerics only
                 if specs is None and any(t.backend.chunked for t in tensors):
                     # Chunked data (Dask): run once before, per chunk, and once after.
                     traced = ConcreteFunction(self._traced_function(), self.name, key, leaves,

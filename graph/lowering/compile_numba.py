@@ -15,10 +15,15 @@ Example:
     False
     >>> en.config.lowering = "auto"
 """
+from engine.numerics import bitwise
+
 from . import policy
 
 
 def compile_numba(graph):
     """Replace ``graph``, or each of its loops, by compiled nodes where the policy says
-    so; True if anything was replaced."""
+    so; True if anything was replaced. Under ``en.config.numerics = "bitwise"`` nothing
+    is: numba's products and sums are not numpy's (``graph/lowering/bitwise.py``)."""
+    if bitwise():
+        return False
     return policy.compile_graph(graph)

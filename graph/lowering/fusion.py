@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import ops
+from engine import numerics, ops
 from engine.cost_model import cost
 from engine.op import Op, declare
 from engine.warning_location import TRACED_LINES
@@ -53,7 +53,7 @@ from engine.warning_location import TRACED_LINES
 from ..ir.graph import Node
 from ..ir.graph_ops import unpack_op
 from .parallel import kernel_threads, row_bounds, run_split, threads_for
-from . import policy
+from . import bitwise, policy
 from .plugin import Region
 from .fusion_groups import group_outputs, group_regions
 
@@ -387,8 +387,9 @@ class FusedKernel:
         one_value = len(outputs) == 1 and outputs[0][1] is None
         # The policy may pick a compiled lowering for the region, or start it on this
         # numpy kernel and build the compiled one once hot.
-        compiled, self.hot = policy.fused_kernel(Region(name, members, inputs, spec, threads),
-                                                 self.out_impl)
+        region = Region(name, members, inputs, spec, threads)
+        compiled, self.hot = policy.fused_kernel(region, self.out_impl) \
+            if bitwise.region_allowed(region) else (None, None)
         if compiled is not None:
             self.backend = compiled.backend
             self.source = compiled.source
@@ -502,6 +503,10 @@ def _rows_sum(graph, root):
     return None
 
 
+def _no_rows_sum(graph, root):
+    return None
+
+
 def reduction_kind(member, reduction):
     """``None`` (the member's value), ``"sum"`` or ``"mean"`` (over every element), or
     ``"rows"`` (the sum over the first axis of a 2-D member) for one kernel output."""
@@ -520,7 +525,12 @@ def fusion(graph):
     threads = threads_for(graph)
     scratch_pools: dict[tuple, list] = {}
     regions = find_regions(graph)
-    reductions = {rid: _full_reduction(graph, ms[-1]) for rid, ms in regions.items()}
+    # Under en.config.numerics = "bitwise" no sum is fused: its blocks would add in
+    # another order than eager's kernel.
+    exact = numerics.bitwise()
+    reductions = {rid: None if exact else _full_reduction(graph, ms[-1])
+                  for rid, ms in regions.items()}
+    rows_sum = _no_rows_sum if exact else _rows_sum
     index = {n: i for i, n in enumerate(graph.topo_order())}
     # A lowering that writes one result a kernel (numba's ufuncs) takes each region apart.
     groups = group_regions(graph, regions, reductions) if policy.groups_regions() else \
@@ -529,7 +539,7 @@ def fusion(graph):
         members = sorted((m for r in rids for m in regions[r]), key=index.__getitem__)
         member_set = set(members)
         outputs = group_outputs(graph, rids, regions, reductions, member_set, index,
-                                _rows_sum)
+                                rows_sum)
         if len(members) == 1 and all(r is None for _, r in outputs):
             continue
         inputs = []

@@ -25,6 +25,7 @@ import numpy as np
 
 from engine import ops
 from engine.cost_model import cost
+from engine.numerics import bitwise
 from engine.op import Op
 
 from .blas_threads import available, one_blas_thread
@@ -89,7 +90,11 @@ def _splits(node, threads):
 
 
 def parallel_matmul(graph):
-    """Replace each large 2-D matrix product by its row-split form (kernel threads on)."""
+    """Replace each large 2-D matrix product by its row-split form (kernel threads on).
+    Not under ``en.config.numerics = "bitwise"``: BLAS may block a product of fewer rows
+    differently from eager's whole one."""
+    if bitwise():
+        return False
     backend = getattr(graph, "backend", None)
     choice = threads_for(graph)
     threads = kernel_threads(choice)

@@ -38,6 +38,7 @@ import math
 
 from engine import ops
 from engine.cost_model import cost
+from engine.numerics import bitwise
 
 from .batched_bias import fold_bias
 from ..ir.graph import Node
@@ -51,7 +52,11 @@ from ..ir.queries import remove_node
 
 
 def batch_products(graph):
-    """Batch small products sharing an operand or summed together. Returns True if any were."""
+    """Batch small products sharing an operand or summed together. Returns True if any were.
+    Not under ``en.config.numerics = "bitwise"``: BLAS may block a batched product's sums
+    otherwise, and a batched sum of products adds in another order."""
+    if bitwise():
+        return False
     order = graph.topo_order()
     position = {n: k for k, n in enumerate(order)}
     outputs = set(graph.outputs)

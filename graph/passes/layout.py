@@ -23,6 +23,7 @@ products came out bit for bit the same; BLAS may order a sum differently by layo
 """
 from engine import ops
 from engine.cost_model import cost
+from engine.numerics import bitwise
 
 from ..ir.queries import replace_node
 
@@ -65,7 +66,11 @@ def _contiguous_operands(graph):
 
 def layout(graph):
     """Rewrite every ``transpose(a @ b)`` of matrices whose product has no other use, and
-    mark transposed right operands of small products to be copied to C order once."""
+    mark transposed right operands of small products to be copied to C order once.
+    Not under ``en.config.numerics = "bitwise"``: BLAS may order the sums of another
+    layout differently (see the module docstring)."""
+    if bitwise():
+        return False
     marked = _contiguous_operands(graph)
     count = 0
     for node in graph.topo_order():

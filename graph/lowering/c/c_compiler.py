@@ -32,10 +32,15 @@ import subprocess
 import sysconfig
 
 from engine.errors import EngineError
+from engine.numerics import bitwise
 
 from . import c_cache
 
 FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=fast", "-fPIC", "-shared")
+# Under en.config.numerics = "bitwise": every product rounded before its add, as numpy
+# rounds it (the lowering then writes only exact arithmetic: graph/lowering/bitwise.py).
+BITWISE_FLAGS = tuple("-ffp-contract=off" if f.startswith("-ffp-contract") else f
+                      for f in FLAGS)
 # Seconds a compile may take before it is given up (the numpy lowering then stays).
 TIMEOUT_SECONDS = 60
 # The libraries this process loaded, by key: a kernel met again reads no disk.
@@ -87,11 +92,16 @@ def _cpu():
     return "\n".join(sorted(set(keep))) + platform.machine()
 
 
+def flags():
+    """The compiler flags of the current ``en.config.numerics`` (part of each key)."""
+    return BITWISE_FLAGS if bitwise() else FLAGS
+
+
 def key_of(source):
     """The hash naming a source's library: the source, the flags, the compiler, the CPU."""
     found = compiler()
     h = hashlib.sha256()
-    for part in (source, " ".join(FLAGS), repr(found), _cpu()):
+    for part in (source, " ".join(flags()), repr(found), _cpu()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -126,7 +136,7 @@ def _compile(command, c_name, so_name, where):
     try:
         # (The compiler found by its path: a relative one would not run from ``where``.)
         command = [shutil.which(command[0]) or command[0], *command[1:]]
-        done = subprocess.run(command + list(FLAGS) + [c_name, "-o", so_name, "-lm"],
+        done = subprocess.run(command + list(flags()) + [c_name, "-o", so_name, "-lm"],
                               capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
                               cwd=where)
     except subprocess.TimeoutExpired:

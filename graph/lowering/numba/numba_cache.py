@@ -34,6 +34,7 @@ import numpy as np
 
 from engine.errors import EngineError
 from engine.files import write_atomically as write_file
+from engine.numerics import bitwise
 from .. import cache_trust
 from ..cache_folder import cache_folder
 from .numba_emitter import HELPERS_IMPORT
@@ -49,6 +50,14 @@ _MATH = pathlib.Path(__file__).with_name("numba_math.py")
 # meeting the opposite infinity gives that infinity (numpy: inf - inf = nan), and a
 # subnormal product is rounded once (tests/graph/lowering/numba/test_numba_lowering.py).
 FASTMATH = frozenset({"contract"})
+
+
+def fastmath():
+    """numba's fast-math flags under the current ``en.config.numerics`` (part of each
+    key): none under "bitwise", where every product is rounded before its add."""
+    return set() if bitwise() else set(FASTMATH)
+
+
 # The dispatchers this process holds, by (key, function name): a region met again (an
 # unrolled loop's steps, a graph traced again) neither compiles nor reads the disk.
 _LOADED: dict[tuple[str, str], Any] = {}     # numba Dispatchers (numba is optional)
@@ -64,7 +73,7 @@ def key_of(source):
     """The hash naming a region's files: its source, the maths and the versions (read
     from the installed metadata: asking whether a region is cached imports no numba)."""
     h = hashlib.sha256()
-    for part in (source,) + _environment() + (",".join(sorted(FASTMATH)),):
+    for part in (source,) + _environment() + (",".join(sorted(fastmath())),):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -104,7 +113,7 @@ def _in_memory(source, fn_name):
     namespace: dict[str, Any] = {}
     exec(compile(_HEADER + source, f"<numba region {fn_name}>", "exec"), namespace)
     return numba.njit(namespace[fn_name], nogil=True, error_model="numpy",
-                      fastmath=set(FASTMATH))
+                      fastmath=fastmath())
 
 
 def load(source, fn_name, signature):
@@ -132,7 +141,7 @@ def load(source, fn_name, signature):
                 write_file(str(path), text.encode())
             module = sys.modules.get(module_name) or _module_from_file(path, module_name)
             fn = numba.njit(getattr(module, fn_name), cache=True, nogil=True,
-                            error_model="numpy", fastmath=set(FASTMATH))
+                            error_model="numpy", fastmath=fastmath())
             on_disk = True
     except (OSError, ImportError):   # an unwritable cache: compile in memory
         fn = None
