@@ -23,6 +23,7 @@ from ..errors import NotDifferentiableError, ShapeError
 from ..modes import current_mode, read_variable, use_mode
 from ..pytree import flatten, unflatten
 from ..recording import active_tapes
+from ..tensor import Tensor
 from ..variable import Variable
 from .forward_loops_vjp import record_cond, record_scan
 
@@ -48,6 +49,15 @@ class _Body:
         self.captured = []
         self.variables = []
         self._seen = set()
+        # What the tapes recording now watch: a tensor of the parent mode among them,
+        # used by the body, is a capture too (a tape inside the jvp may watch it).
+        self._watched = [t._watched for t in active_tapes() if t._watched is not None]
+
+    def _note_tensor(self, inner, a):
+        if (inner.owns(a) or any(id(a) in w for w in self._watched)) and \
+                id(a) not in self._seen:
+            self._seen.add(id(a))
+            self.captured.append(a)
 
     def _note_variable(self, var):
         if id(var) not in self._seen:
@@ -67,15 +77,12 @@ class _Body:
             return t
 
         def lift(args):
-            for a in args:   # an op reads a variable through its lift
-                if isinstance(a, Variable):
+            for a in args:
+                if isinstance(a, Variable):   # an op reads a variable through its lift
                     self._note_variable(a)
-            out = base_lift(args)
-            for a in out:
-                if inner.owns(a) and id(a) not in inside and id(a) not in self._seen:
-                    self._seen.add(id(a))
-                    self.captured.append(a)
-            return out
+                elif isinstance(a, Tensor) and id(a) not in inside:
+                    self._note_tensor(inner, a)
+            return base_lift(args)
         base_read = inner.read_variable
 
         def read_variable(var):

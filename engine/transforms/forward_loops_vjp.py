@@ -43,6 +43,15 @@ def frozen(fn):
     return copy
 
 
+def _inside(caps, which):
+    """The captures ``caps[k]`` (``k`` in ``which``) as the body running now sees them: a
+    dual tensor or a variable as it is, a tensor of the enclosing trace as its capture
+    there (what the body's ops, and so the tape, take)."""
+    mode = current_mode()
+    return [caps[k] if isinstance(caps[k], Variable) else mode.lift([caps[k]])[0]
+            for k in which]
+
+
 def _floats(tensors):
     return [k for k, t in enumerate(tensors) if t.dtype in _FLOATS]
 
@@ -92,7 +101,7 @@ def record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, variable_reads
         def step(gc, sl):
             sl = list(sl)
             c_t, x_t, gy_t = sl[:n_c], sl[n_c:n_c + n_x], sl[n_c + n_x:]
-            sources = [c_t[k] for k in fc] + [x_t[k] for k in fx] + [caps[k] for k in fcap]
+            sources = [c_t[k] for k in fc] + [x_t[k] for k in fx] + _inside(caps, fcap)
 
             def run():
                 new_c, y = fn(unflatten(c_tree, c_t), unflatten(x_tree, x_t))
@@ -136,7 +145,7 @@ def record_cond(pred, true_fn, false_fn, leaves, tree, captured, variable_reads,
         def branch(fn):
             def run_vjp(*flat):
                 args, g = list(flat[:n]), flat[n:]
-                sources = [args[k] for k in fi] + [caps[k] for k in fcap]
+                sources = [args[k] for k in fi] + _inside(caps, fcap)
 
                 def run():
                     out = flatten(fn(*unflatten(tree, args)))[0]

@@ -351,10 +351,13 @@ def test_gradient_through_cond_against_finite_differences():
                                rtol=1e-7)
 
 
-def test_hvp_through_scan_and_cond_with_a_variable_and_a_rebound_name():
-    # A tape begun inside the jvp watches a variable the bodies read, and the cond's
-    # branches read the name `c` that its own result then rebinds.
-    W = en.Variable(np.array([0.5, -0.3]))
+@pytest.mark.parametrize("kind", ["variable", "watched tensor"])
+def test_hvp_through_scan_and_cond_of_a_weight_from_outside_and_a_rebound_name(kind):
+    # A tape begun inside the jvp watches a weight from outside the jvp (a variable, or a
+    # tensor it is told to watch) that the bodies read, and the cond's branches read the
+    # name `c` that its own result then rebinds.
+    weight = np.array([0.5, -0.3])
+    W = en.Variable(weight) if kind == "variable" else en.tensor(weight)
     xs = en.tensor(np.random.default_rng(0).standard_normal((5, 2)))
 
     def loss(x):
@@ -365,7 +368,7 @@ def test_hvp_through_scan_and_cond_with_a_variable_and_a_rebound_name():
     def hvp(x, t):
         def grads(x):
             with en.GradientTape() as tape:
-                tape.watch(x)
+                tape.watch([x] if kind == "variable" else [x, W])
                 value = loss(x)
             return tape.gradient(value, [W, x])
         return en.jvp(grads, (x,), (t,))[1]
@@ -377,7 +380,7 @@ def test_hvp_through_scan_and_cond_with_a_variable_and_a_rebound_name():
 
     def grads_at(v):
         with en.GradientTape() as tape:
-            tape.watch(v)
+            tape.watch([v] if kind == "variable" else [v, W])
             value = loss(v)
         return tape.gradient(value, [W, v])
     for k in range(2):
