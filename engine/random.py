@@ -5,10 +5,16 @@ The ops ``random_normal`` and ``random_uniform`` take one input, an int64
 ``np.random.default_rng([seed, counter])``: the same key always gives the same
 numbers, so the ops are pure and can be traced, cached and re-run.
 
+``random_uniform_like`` draws with the shape of a second input, read when the
+op runs, so a graph traced for an unknown batch size draws as many numbers as
+the batch has (the same numbers as ``random_uniform`` of that shape).
+
 A :class:`Generator` keeps its key in a non-trainable ``Variable`` and bumps
-the counter after every draw, so the same seed gives the same stream of
-numbers, in eager mode and in graphs alike (reads and assigns of variables are
-traced like any other op).
+the counter after every draw (``normal``, ``uniform``, ``uniform_like``, and
+``integers``, ``permutation``, ``choice``, ``bernoulli``, ``categorical``,
+``truncated_normal`` from :mod:`engine.random_draws`), so the same seed gives
+the same stream of numbers, in eager mode and in graphs alike (reads and
+assigns of variables are traced like any other op).
 
 Example:
     >>> import engine as en

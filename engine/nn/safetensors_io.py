@@ -23,7 +23,7 @@ import struct
 
 import numpy as np
 
-from ..errors import LoadError
+from ..errors import LoadError, UnsupportedError
 from ..files import write_atomically
 
 FORMAT = "engine.nn.state"
@@ -32,6 +32,16 @@ _MAX_HEADER_BYTES = 100 << 20      # safetensors' own limit
 _DTYPES = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "U16": np.uint16, "I16": np.int16,
            "U32": np.uint32, "I32": np.int32, "U64": np.uint64, "I64": np.int64,
            "F16": np.float16, "F32": np.float32, "F64": np.float64}
+
+
+def _library():
+    """``safetensors.numpy``: an optional dependency, imported when a file is written or read."""
+    try:
+        import safetensors.numpy
+    except ImportError:
+        raise UnsupportedError("safetensors files need the safetensors package (pip install "
+                               "safetensors); an .npz path needs nothing more") from None
+    return safetensors.numpy
 
 
 def is_safetensors(path):
@@ -46,7 +56,7 @@ def is_safetensors(path):
 
 def write(path, named, kind):
     """``named`` (``[(name, Variable)]``) as a safetensors file at ``path``, atomically."""
-    from safetensors.numpy import save     # an optional dependency, needed only here
+    save = _library().save
     arrays = {name: np.array(var.numpy(), order="C") for name, var in named}   # 0-d stays 0-d
     meta = {"format": FORMAT, "object": kind,
             "trainable": json.dumps([name for name, var in named if var.trainable])}
@@ -80,7 +90,7 @@ def read_header(path, who):
 
 def read_arrays(path, who):
     """Every tensor of the file as ``{name: numpy array}`` (after :func:`read_header`)."""
-    from safetensors.numpy import load_file
+    load_file = _library().load_file
     try:
         return load_file(path)
     except Exception as err:      # safetensors raises its own SafetensorError

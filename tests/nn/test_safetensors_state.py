@@ -82,3 +82,11 @@ def test_dtype_numpy_cannot_hold_is_named(tmp_path):
 def test_save_refuses_other_objects(tmp_path):
     with pytest.raises(en.ArgumentTypeError, match="Module or an en.optim optimizer"):
         en.nn.save([1, 2], tmp_path / "x.safetensors")
+
+
+def test_without_the_safetensors_package_the_error_says_so(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "safetensors.numpy", None)     # import fails
+    with pytest.raises(en.UnsupportedError, match="pip install safetensors"):
+        en.nn.save(en.nn.Linear(2, 1), tmp_path / "w.safetensors")
+    en.nn.save(en.nn.Linear(2, 1), tmp_path / "w.npz")                # needs nothing more

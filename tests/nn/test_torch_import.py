@@ -97,3 +97,42 @@ def test_mlp_embedding_layernorm_and_cells_match_torch():
     np.testing.assert_allclose(e_h.numpy(), h.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(e_lstm(e_h)[0].numpy(), ref_lstm, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(e_gru(e_h)[0].numpy(), ref_gru, rtol=1e-5, atol=1e-5)
+
+
+def test_sequence_model_of_torch_named_layers_matches_torch(tmp_path):
+    """The layers with PyTorch's names declare their own tables (LSTM's gate blocks, the
+    attention projections); one call loads a whole model, also from a safetensors file."""
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file
+
+    class TorchNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(11, 8)
+            self.block = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                          batch_first=True)
+            self.rnn = torch.nn.LSTM(8, 5, num_layers=2, batch_first=True, bidirectional=True)
+            self.head = torch.nn.Linear(10, 3)
+
+        def forward(self, ids):
+            return self.head(self.rnn(self.block(self.embed(ids)))[0])
+
+    class Net(en.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = en.nn.Embedding(11, 8)
+            self.block = en.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+            self.rnn = en.nn.LSTM(8, 5, num_layers=2, batch_first=True, bidirectional=True)
+            self.head = en.nn.Linear(10, 3)
+
+        def forward(self, ids):
+            return self.head(self.rnn(self.block(self.embed(ids)))[0])
+
+    torch.manual_seed(2)
+    tnet = TorchNet().eval()
+    save_file(tnet.state_dict(), str(tmp_path / "net.safetensors"))
+    ids = np.random.default_rng(0).integers(0, 11, size=(3, 6))
+    with torch.no_grad():
+        want = tnet(torch.from_numpy(ids)).numpy()
+    net = en.nn.load_torch_state_dict(Net().eval(), tmp_path / "net.safetensors")
+    np.testing.assert_allclose(net(en.tensor(ids)).numpy(), want, rtol=1e-4, atol=1e-5)
