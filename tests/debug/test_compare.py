@@ -47,6 +47,22 @@ def test_gru_scan_step_agrees(dtype):
     assert report.ok, str(report)
 
 
+@pytest.mark.parametrize("lowering", ["c", "numba"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_autoencoder_step_agrees_in_compiled_lowerings(monkeypatch, lowering, dtype):
+    """C's and numba's kernels (contraction, their own exp) differ from eager's in the
+    last bits only: within the criterion."""
+    if lowering == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setattr(en.config, "lowering", lowering)
+    step, args = _autoencoder_step(dtype)
+    function = en.function(step)
+    report = en.debug.compare(function, *args)
+    assert report.ok, str(report)
+    kernels = {n.meta.get("backend") for n in function.graph_for(*args).nodes}
+    assert lowering in kernels
+
+
 @pytest.mark.parametrize("lowering", ["numpy", "c"])
 def test_lowerings_agree(monkeypatch, lowering):
     monkeypatch.setattr(en.config, "lowering", lowering)

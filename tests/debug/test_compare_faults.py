@@ -2,6 +2,7 @@
 a lowering rule): ``en.debug.compare`` must find each and name the node and the user's
 line that made it. Each program marks the line the fault lands on with ``# F:<name>``."""
 import re
+import runpy
 from pathlib import Path
 
 import numpy as np
@@ -440,3 +441,18 @@ def test_dask_chunks_rule(monkeypatch):
     first = assert_found(en.debug.compare(chunked_loss, *_chunked_args()), "chunked",
                          traced_op="mean", made_by="chunked")
     assert first.figures.graph_rel > 1.0
+
+
+def test_repro_of_a_fault_in_a_loop_body(monkeypatch, tmp_path):
+    """The script rebuilds the body's diverging product on that step's inputs."""
+    rule = ops.matmul_op.rules["static_kernel"]
+    monkeypatch.setitem(ops.matmul_op.rules, "static_kernel",
+                        lambda *a: scaled(rule(*a) or ops.matmul_op.impl))
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    report = en.debug.compare(scanned, data(4, 6), data(5, 4, 3, seed=1), data(3, 6, seed=2))
+    path = report.write_repro(tmp_path / "body.py")
+    text = Path(path).read_text()
+    assert "lookup('matmul')" in text and "scan" not in text.split("def subgraph")[1]
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_path(str(path), run_name="__main__")
+    assert exit_.value.code == 1

@@ -159,13 +159,15 @@ def _narrow_body(divergence, eager, backend):
         return
     found = wrong_body_node(node, eager, backend)
     if found is not None:
-        body, call, inner, figures = found
+        body, call, inner, figures, values = found
         divergence.made_by += (f"; in its body '{body}', call {call + 1}: node %{inner.name} "
                                f"(op '{inner.op.name}') diverges")
         divergence.region_node = divergence.region_node or divergence.traced_node
         divergence.traced, divergence.traced_op = inner.name, inner.op.name
         divergence.traced_node, divergence.figures = inner, figures
         divergence.source = inner.source or divergence.source
+        divergence.members = ()
+        divergence.body = (inner.graph, values)
 
 
 def input_scales(node, values, memo):

@@ -67,9 +67,9 @@ class _RecordingBody(EagerBody):
 
 def wrong_body_node(node, eager, backend, max_calls=MAX_BODY_CALLS):
     """For a control-flow node (``scan``, ``while_loop``, ``cond``) whose results diverge:
-    ``(body name, call number, body node, Figures)`` of the first body node, in the first
-    body call, whose compiled value diverges from eager's on eager's inputs to that call;
-    or None."""
+    ``(body name, call number, body node, Figures, eager values of that call)`` of the
+    first body node, in the first body call, whose compiled value diverges from eager's
+    on eager's inputs to that call; or None."""
     bodies = {k: v for k, v in node.params.items() if isinstance(v, SubGraph)}
     if not bodies or any(i not in eager for i in node.inputs):
         return None
@@ -105,5 +105,5 @@ def wrong_body_node(node, eager, backend, max_calls=MAX_BODY_CALLS):
                              if i.avals is None and np.asarray(reference[i]).dtype.kind in "fc"],
                             n.dtype)
             if figures.wrong:
-                return key, number, n, figures
+                return key, number, n, figures, body_eager
     return None

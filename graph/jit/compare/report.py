@@ -29,6 +29,8 @@ class Divergence:
     members: tuple = ()
     traced_node: Any = dataclasses.field(default=None, repr=False)
     region_node: Any = dataclasses.field(default=None, repr=False)   # the region's result
+    # Inside a loop or conditional: (body graph, its eager values in the call that diverged).
+    body: Any = dataclasses.field(default=None, repr=False)
 
     @property
     def line(self):

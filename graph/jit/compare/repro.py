@@ -78,16 +78,22 @@ def build(nodes, target):
 
 def write_repro(concrete, eager, divergence, path, make_function):
     """Write the script for ``divergence`` to ``path``; return ``path``."""
+    graph, passes = concrete.unoptimized_graph, concrete._passes
     target = divergence.region_node or divergence.traced_node   # a region: its result
+    if divergence.body is not None:
+        # Inside a loop or conditional: the body's graph, on the inputs of the call that
+        # diverged, compiled as the body is (no passes).
+        graph, eager, passes = divergence.body[0], divergence.body[1], []
+        target = divergence.traced_node
     chosen = None
-    for nodes in candidates(concrete.unoptimized_graph, target, divergence.members):
+    for nodes in candidates(graph, target, divergence.members):
         fn, outside = build(nodes, target)
         tensors = [wrap(np.asarray(eager[i])) for i in outside]
-        function = make_function(fn, f"repro_{target.name}", concrete._passes)
+        function = make_function(fn, f"repro_{target.name}", passes)
         chosen = nodes
         if not function.compare(*tensors).ok:
             break
-    return _write(path, chosen, target, eager, concrete, divergence)
+    return _write(path, chosen, target, eager, passes, divergence)
 
 
 def _param_text(name, value, save):
@@ -103,7 +109,7 @@ def _param_text(name, value, save):
                      "written as Python source")
 
 
-def _write(path, nodes, target, eager, concrete, divergence):
+def _write(path, nodes, target, eager, passes, divergence):
     path = os.path.abspath(path)
     folder, stem = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
     os.makedirs(folder, exist_ok=True)
@@ -133,7 +139,6 @@ def _write(path, nodes, target, eager, concrete, divergence):
         lines.append(f"    {var} = apply(lookup({n.op.name!r}), {', '.join(args)}){where}")
     lines.append(f"    return {names[target]}")
     inputs = [f"{names[n]} = en.tensor({save(names[n], np.asarray(eager[n]))})" for n in outside]
-    passes = concrete._passes
     passes_text = "" if passes is None else f", passes={[getattr(p, '__name__', p) for p in passes]!r}"
     text = HEADER.format(node=divergence.node, traced=target.name, op=target.op.name,
                          line=divergence.line, made_by=divergence.made_by,
