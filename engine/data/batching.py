@@ -95,10 +95,11 @@ class DataLoader:
 
     def state_dict(self):
         """The position as a JSON-able dict (see the class docstring)."""
-        if self._epochs_started and 0 < self._position < len(self):
+        if self._epochs_started and self._position < len(self):      # an epoch under way
             return {"epochs_completed": self._epochs_started - 1, "position": self._position,
                     "rng": self._epoch_rng_state}
-        return {"epochs_completed": self.epochs_completed, "position": 0,
+        # between epochs (or restored and not yet iterated: the position to skip to)
+        return {"epochs_completed": self.epochs_completed, "position": self._resume_at,
                 "rng": self._rng.bit_generator.state}
 
     def load_state_dict(self, state):
