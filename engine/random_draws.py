@@ -105,11 +105,12 @@ class Draws:
         # float64 keys: ties (probability ~n**2 / 2**53) keep the stable sort's order.
         return ops.argsort(self.uniform((n,), dtype="float64"))
 
-    def choice(self, a, size=None, replace=True, p=None, axis=0):
+    def choice(self, a, size=None, replace=True, p=None, axis=0, shuffle=True):
         """Random entries of ``a`` (an array, along ``axis``) or of ``arange(a)`` (an int),
         as ``numpy.random.Generator.choice``: with or without replacement, uniformly or
         with probabilities ``p`` (1-D, summing to 1). Without replacement the result is in
-        random order (numpy's ``shuffle=True``).
+        random order; ``shuffle=False`` is accepted (numpy leaves the order unspecified
+        then).
 
         Example:
             >>> import engine as en

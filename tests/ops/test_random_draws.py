@@ -56,6 +56,7 @@ def test_choice_with_and_without_replacement():
     pool = en.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     picked = g.choice(pool, 3, replace=False).numpy()
     assert sorted(map(tuple, picked)) == [(1, 2), (3, 4), (5, 6)]
+    assert sorted(g.choice(3, 3, replace=False, shuffle=False).numpy().tolist()) == [0, 1, 2]
     # weighted without replacement: the first pick follows p (Plackett-Luce, as numpy)
     firsts = np.array([g.choice(4, 2, replace=False, p=p).numpy()[0] for _ in range(3000)])
     _close(_freq(firsts, 4), p, n=3000)
