@@ -34,6 +34,7 @@ from .attention import MultiheadAttention  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                           TransformerEncoder, TransformerEncoderLayer)
 from .rnn_layers import GRU, LSTM, SimpleRNN  # noqa: F401
+from .recurrent import RNNCell  # noqa: F401
 
 # PyTorch-named layers (channels-first), losses and containers.
 from .conv_layers import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,  # noqa: F401
@@ -54,7 +55,7 @@ __all__ = ["Module", "Linear", "Conv2D", "ConvTranspose2D", "Upsample", "MaxPool
            "save", "load_into", "load_torch_state_dict"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder",
             "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
-            "LSTM", "GRU", "SimpleRNN"]
+            "LSTM", "GRU", "SimpleRNN", "RNNCell"]
 __all__ += ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
             "ConvTranspose3d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
             "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "GlobalAveragePooling1D",

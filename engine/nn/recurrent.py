@@ -1,9 +1,12 @@
-"""Recurrent layers: :class:`LSTMCell`, :class:`GRUCell` and :class:`RNN`, which runs a cell
-over a sequence (an ``en.scan``, so one loop node in graphs).
+"""Recurrent cells: :class:`LSTMCell`, :class:`GRUCell`, :class:`RNNCell`, and :class:`RNN`,
+which runs a cell over a sequence (an ``en.scan``, so one loop node in graphs).
 
 A cell maps ``(x, state) -> (output, new_state)``; the gate equations are
-PyTorch's (``torch.nn.LSTMCell``, ``torch.nn.GRUCell``) with weights laid
-out ``(in, gates * hidden)`` and the gates in PyTorch's order.
+PyTorch's (``torch.nn.LSTMCell``, ``torch.nn.GRUCell``, ``torch.nn.RNNCell``)
+with weights laid out ``(in, gates * hidden)`` and the gates in PyTorch's
+order. ``returns="state"`` makes a cell return its new state alone, as
+PyTorch's cells do. The multi-layer, bidirectional layers (``LSTM``, ``GRU``,
+``SimpleRNN``) are in :mod:`engine.nn.rnn_layers`.
 
 Example:
     >>> import engine as en
@@ -15,7 +18,7 @@ Example:
 import numpy as np
 
 from .. import default_dtype, ops
-from ..errors import ArgumentTypeError, ShapeError, UnimplementedError
+from ..errors import ArgumentTypeError, InvalidArgumentError, ShapeError, UnimplementedError
 from ..variable import Variable
 from . import init as initializers
 from .layers import _generator, _positive_int
@@ -25,6 +28,10 @@ from .rnn_layers import SimpleRNN
 from .scan_loop import scan as _scan, use_scan  # noqa: F401
 
 
+# What calling a cell returns: (output, state) for RNN, or PyTorch's cells' new state alone.
+_RETURNS = ("output_and_state", "state")
+
+
 class _Cell(Module):
     """Shared parts: weights ``weight_ih (in, G*H)``, ``weight_hh (H, G*H)``, two biases."""
 
@@ -32,9 +39,14 @@ class _Cell(Module):
     # PyTorch's weights are (G*H, in) and (G*H, H), gates in the same order as here.
     _torch_layout = {"weight_ih": (1, 0), "weight_hh": (1, 0)}
 
-    def __init__(self, input_size, hidden_size, bias, dtype, generator, name):
+    def __init__(self, input_size, hidden_size, bias, dtype, generator, name,
+                 returns="output_and_state"):
         super().__init__()
         dtype = default_dtype.model_float(dtype)   # float32 unless set
+        if returns not in _RETURNS:
+            raise InvalidArgumentError(f"{type(self).__name__}: returns must be one of "
+                                       f"{_RETURNS}, got {returns!r}")
+        self.returns = returns
         self.input_size = _positive_int(type(self).__name__, "input_size", input_size)
         self.hidden_size = _positive_int(type(self).__name__, "hidden_size", hidden_size)
         gen = _generator(generator)
@@ -85,13 +97,17 @@ class _Cell(Module):
         raise UnimplementedError(f"{type(self).__name__} must define step()")
 
     def forward(self, x, state=None):
+        """``(output, new state)``; only the new state with ``returns="state"`` (PyTorch's
+        cells: ``(h, c)`` for LSTMCell, ``h`` for GRUCell and RNNCell)."""
         self._check_input(x)
         if state is None:
             state = self.initial_state(x)
-        return self.step(self.params(), x, state)
+        output, new_state = self.step(self.params(), x, state)
+        return new_state if self.returns == "state" else (output, new_state)
 
     def extra_repr(self):
-        return f"{self.input_size}, {self.hidden_size}, bias={self.bias_ih is not None}"
+        own = f"{self.input_size}, {self.hidden_size}, bias={self.bias_ih is not None}"
+        return own + (", returns='state'" if self.returns == "state" else "")
 
 
 class LSTMCell(_Cell):
@@ -99,13 +115,24 @@ class LSTMCell(_Cell):
 
         i, f, g, o = split(x @ W_ih + b_ih + h @ W_hh + b_hh, 4)
         c' = sigmoid(f) * c + sigmoid(i) * tanh(g);   h' = sigmoid(o) * tanh(c')
+
+    Calling it returns ``(h', (h', c'))``, the output and the state (what
+    :class:`RNN` loops over); ``returns="state"`` returns ``(h', c')`` as
+    ``torch.nn.LSTMCell`` does.
+
+    Example:
+        >>> import engine as en
+        >>> cell = en.nn.LSTMCell(3, 4, returns="state", generator=0)
+        >>> h, c = cell(en.ones((2, 3), "float32"))
+        >>> h.shape, c.shape
+        ((2, 4), (2, 4))
     """
 
     gates = 4
 
     def __init__(self, input_size, hidden_size, bias=True, dtype=None, generator=None,
-                 name="lstm_cell"):
-        super().__init__(input_size, hidden_size, bias, dtype, generator, name)
+                 name="lstm_cell", returns="output_and_state"):
+        super().__init__(input_size, hidden_size, bias, dtype, generator, name, returns)
 
     def initial_state(self, x):
         z = self.zeros_state(x)
@@ -126,13 +153,15 @@ class GRUCell(_Cell):
         r = sigmoid(xr + hr);  z = sigmoid(xz + hz);  n = tanh(xn + r * hn)
         h' = (1 - z) * n + z * h
     where ``x @ W_ih + b_ih = [xr, xz, xn]`` and ``h @ W_hh + b_hh = [hr, hz, hn]``.
+    Calling it returns ``(h', h')``; ``returns="state"`` returns ``h'`` as
+    ``torch.nn.GRUCell`` does.
     """
 
     gates = 3
 
     def __init__(self, input_size, hidden_size, bias=True, dtype=None, generator=None,
-                 name="gru_cell"):
-        super().__init__(input_size, hidden_size, bias, dtype, generator, name)
+                 name="gru_cell", returns="output_and_state"):
+        super().__init__(input_size, hidden_size, bias, dtype, generator, name, returns)
 
     def initial_state(self, x):
         return self.zeros_state(x)
@@ -145,6 +174,38 @@ class GRUCell(_Cell):
         z = ops.sigmoid(ops.add(xz, hz))
         n = ops.tanh(ops.add(xn, ops.mul(r, hn)))
         h_new = ops.add(ops.mul(ops.sub(1.0, z), n), ops.mul(z, h))
+        return h_new, h_new
+
+
+class RNNCell(_Cell):
+    """Elman cell (PyTorch's ``torch.nn.RNNCell``): ``h' = nonlinearity(x @ W_ih + b_ih +
+    h @ W_hh + b_hh)``, ``nonlinearity`` ``"tanh"`` or ``"relu"``. Calling it returns
+    ``(h', h')``; ``returns="state"`` returns ``h'`` as PyTorch's does.
+
+    Example:
+        >>> import engine as en
+        >>> cell = en.nn.RNNCell(3, 4, nonlinearity="relu", returns="state", generator=0)
+        >>> cell(en.ones((2, 3), "float32")).shape
+        (2, 4)
+    """
+
+    gates = 1
+
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", dtype=None,
+                 generator=None, name="rnn_cell", returns="output_and_state"):
+        if nonlinearity not in ("tanh", "relu"):
+            raise InvalidArgumentError(f"RNNCell: nonlinearity must be 'tanh' or 'relu', got "
+                                       f"{nonlinearity!r}")
+        super().__init__(input_size, hidden_size, bias, dtype, generator, name, returns)
+        self.nonlinearity = nonlinearity
+
+    def initial_state(self, x):
+        return self.zeros_state(x)
+
+    def step(self, params, x, h):
+        gi, gh = self._projections(params, x, h)
+        pre = ops.add(gi, gh)
+        h_new = ops.tanh(pre) if self.nonlinearity == "tanh" else ops.relu(pre)
         return h_new, h_new
 
 
@@ -168,7 +229,8 @@ class RNN(Module):
     def __init__(self, cell, batch_first=True, reverse=False):
         super().__init__()
         if not isinstance(cell, _Cell):
-            raise ArgumentTypeError(f"RNN: cell must be an LSTMCell or GRUCell, got {type(cell).__name__}")
+            raise ArgumentTypeError(f"RNN: cell must be an LSTMCell, GRUCell or RNNCell, got "
+                                    f"{type(cell).__name__}")
         self.cell = cell
         self.batch_first = bool(batch_first)
         self.reverse = bool(reverse)

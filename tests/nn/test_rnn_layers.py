@@ -260,3 +260,79 @@ def test_lstm_loads_a_torch_state_dict():
     x = np.random.default_rng(9).normal(size=(5, 2, 3))
     np.testing.assert_allclose(layer(en.tensor(x))[0].numpy(),
                                t(torch.tensor(x))[0].detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+# ---- cells with returns="state" (PyTorch's cells' results) ---------------------------------------
+def _cell(kind, **kw):
+    if kind == "LSTM":
+        return en.nn.LSTMCell(3, 4, dtype="float64", generator=0, **kw)
+    if kind == "GRU":
+        return en.nn.GRUCell(3, 4, dtype="float64", generator=0, **kw)
+    return en.nn.RNNCell(3, 4, nonlinearity=kind, dtype="float64", generator=0, **kw)
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_cells_return_the_state_alone_with_returns_state(kind, graph):
+    rng = np.random.default_rng(10)
+    cell = _cell(kind, returns="state")
+    x, h = rng.normal(size=(2, 3)), rng.normal(size=(2, 4))
+    state = (h, rng.normal(size=(2, 4))) if kind == "LSTM" else h
+    w = [getattr(cell, n).numpy() for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    _, ref = np_cell(kind, x, state, *w)
+    run = en.function(cell) if graph else cell
+    got = run(en.tensor(x), tuple(map(en.tensor, state)) if kind == "LSTM" else en.tensor(state))
+    for g, r in zip(_flat(got), _flat(ref)):
+        np.testing.assert_allclose(g.numpy(), r, rtol=1e-12, atol=1e-12)
+    default = _cell(kind)                 # the engine's form: (output, state)
+    out, new_state = default(en.tensor(x), tuple(map(en.tensor, state)) if kind == "LSTM"
+                             else en.tensor(state))
+    np.testing.assert_allclose(out.numpy(), _flat(ref)[0], rtol=1e-12, atol=1e-12)
+    with pytest.raises(en.InvalidArgumentError, match="returns"):
+        _cell(kind, returns="h")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cells_match_torch(kind):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    cell = _cell(kind, returns="state")
+    if kind in ("LSTM", "GRU"):
+        t = getattr(torch.nn, f"{kind}Cell")(3, 4, dtype=torch.float64)
+    else:
+        t = torch.nn.RNNCell(3, 4, nonlinearity=kind, dtype=torch.float64)
+    t.load_state_dict({n: torch.tensor(v.numpy().T.copy() if v.ndim == 2 else v.numpy())
+                       for n, v in cell.named_variables()})
+    x, h, c = (rng.normal(size=s) for s in [(2, 3), (2, 4), (2, 4)])
+    tx, th, tc = (torch.tensor(a, requires_grad=True) for a in (x, h, c))
+    t_new = t(tx, (th, tc)) if kind == "LSTM" else t(tx, th)
+    weights = [rng.normal(size=(2, 4)) for _ in _flat(t_new)]
+    sum((a * torch.tensor(w)).sum() for a, w in zip(_flat(t_new), weights)).backward()
+    ex, eh, ec = (en.tensor(a) for a in (x, h, c))
+    with en.GradientTape() as tape:
+        for a in (ex, eh, ec):
+            tape.watch(a)
+        new = cell(ex, (eh, ec)) if kind == "LSTM" else cell(ex, eh)
+        loss = sum(en.sum(a * w) for a, w in zip(_flat(new), weights))
+    for got, want in zip(_flat(new), _flat(t_new)):
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-12, atol=1e-12)
+    grads = tape.gradient(loss, [ex, eh] + cell.variables)
+    np.testing.assert_allclose(grads[0].numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grads[1].numpy(), th.grad.numpy(), rtol=1e-10, atol=1e-12)
+    t_params = dict(t.named_parameters())
+    for (name, _), g in zip(cell.named_variables(), grads[2:]):
+        tg = t_params[name].grad.numpy()
+        np.testing.assert_allclose(g.numpy(), tg.T if tg.ndim == 2 else tg, rtol=1e-10,
+                                   atol=1e-12, err_msg=name)
+
+
+def test_rnn_runs_an_rnn_cell():
+    cell = en.nn.RNNCell(3, 4, dtype="float64", generator=0)
+    x = np.random.default_rng(12).normal(size=(2, 5, 3))
+    outputs, last = en.nn.RNN(cell)(en.tensor(x))
+    h = np.zeros((2, 4))
+    w = [getattr(cell, n).numpy() for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    for t in range(5):
+        h, _ = np_cell("tanh", x[:, t], h, *w)
+        np.testing.assert_allclose(outputs.numpy()[:, t], h, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(last.numpy(), h, rtol=1e-12, atol=1e-12)
