@@ -19,9 +19,13 @@ The scale multiplies ``q`` (``L*E`` products) rather than the scores
 (``L*S``), and masked scores take ``-inf`` from a broadcast scalar, not a
 full array. Under a tape the softmax of each block is kept for the backward
 pass, as in PyTorch's math kernel, so training holds the matrix once.
-Measured eagerly (float32, batch 2, 4 heads, L = S = 2048, E = 64, recycled
-buffers off): one block peaks at 388 MiB above the inputs (three 128 MiB
-score-sized arrays alive at once), blocks at 70 MiB, causal or not.
+Traced, an optimization barrier makes each block wait for the previous one's
+output, so the graph runs the blocks in turn and its memory plan reuses one
+block's buffers for the next. Measured (float32, batch 2, 4 heads, L = S =
+2048, E = 64): eagerly (recycled buffers off) one block peaks at 388 MiB
+above the inputs (three 128 MiB score-sized arrays alive at once), the
+blocks at 70 MiB, causal or not; traced, the memory plan holds 132 MiB for
+one block, 23.5 MiB for the blocks.
 
 Example:
     >>> import engine as en
@@ -208,6 +212,10 @@ def attend(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sc
         # Causal rows [start, stop) see only the keys [0, stop): the rest is never formed.
         end = min(keys, stop) if is_causal else keys
         q_rows = ops.getitem(q, (Ellipsis, slice(start, stop), slice(None)))
+        if pieces:
+            # A traced graph runs the blocks one after another (not all scores first), so
+            # the memory plan reuses one block's buffers for the next.
+            q_rows = ops.optimization_barrier(q_rows, pieces[-1])
         k_cols = k if end == keys else ops.getitem(k, (Ellipsis, slice(0, end), slice(None)))
         v_cols = v if end == keys else ops.getitem(v, (Ellipsis, slice(0, end), slice(None)))
         out, _ = _block(q_rows, k_cols, v_cols, _rows(mask, start, stop, end, length, keys),

@@ -112,6 +112,23 @@ def test_blocks_bound_the_eager_peak_memory(monkeypatch, causal):
     assert blocked < full / 2
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["plain", "causal"])
+def test_blocks_run_in_order_so_the_graph_plans_one_blocks_memory(monkeypatch, causal):
+    """Traced, the blocks run one after another: the memory plan holds about one block's
+    scores, where one block plans a whole (B, L, S) matrix."""
+    q = en.tensor(np.random.default_rng(16).normal(size=(2, 512, 8)))
+    full = 2 * 512 * 512 * 8                                   # one float64 score matrix
+
+    def planned():
+        f = en.function(lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=causal))
+        return f.memory_report(q)["buffer_bytes"]
+    one_block = planned()
+    monkeypatch.setattr(attention, "BLOCK_ELEMENTS", 2 * 32 * 512)
+    blocked = planned()
+    assert one_block >= full
+    assert blocked < full / 4
+
+
 def test_fully_masked_row_gives_zeros():
     rng = np.random.default_rng(3)
     q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
