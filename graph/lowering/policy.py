@@ -115,16 +115,14 @@ def fused_kernel(region, numpy_out_impl):
     if name == "numpy" or not region.size:
         return None, None
     candidates, forced = _candidates(name)
+    sources = {}   # each lowering writes the region once (the hot swap reads them again)
     for lowering in candidates:
         if not lowering.available():
             continue
         if not forced and lowering.cost(region, cost.compile_calls) >= 0:
             continue   # can never pay: no source written
-        try:
-            source = lowering.region_source(region)
-        except Unsupported as why:
-            log.debug("%s lowering: fused region %s not written: %s", lowering.name,
-                      region.name, why)
+        source = _region_source(lowering, region, sources)
+        if source is None:
             continue
         if not forced and lowering.cost(region, cost.compile_calls, source) >= 0:
             continue
@@ -133,17 +131,29 @@ def fused_kernel(region, numpy_out_impl):
             return kernel, None
     if forced:
         return None, None
-    return None, _hot_swap(candidates, region, numpy_out_impl)
+    return None, _hot_swap(candidates, region, numpy_out_impl, sources)
 
 
-def _hot_swap(candidates, region, numpy_out_impl):
+def _region_source(lowering, region, sources):
+    """``lowering``'s source for ``region`` (None where it cannot write it), written once
+    per region: ``sources`` keeps what was written."""
+    if lowering.name not in sources:
+        try:
+            sources[lowering.name] = lowering.region_source(region)
+        except Unsupported as why:
+            log.debug("%s lowering: fused region %s not written: %s", lowering.name,
+                      region.name, why)
+            sources[lowering.name] = None
+    return sources[lowering.name]
+
+
+def _hot_swap(candidates, region, numpy_out_impl, sources):
     for lowering in candidates:
         if not lowering.background or not lowering.available() or \
                 lowering.cost(region, cost.long_run_calls) >= 0:
             continue
-        try:
-            source = lowering.region_source(region)
-        except Unsupported:
+        source = _region_source(lowering, region, sources)
+        if source is None:
             continue
         if lowering.cost(region, cost.long_run_calls, source) >= 0:
             continue

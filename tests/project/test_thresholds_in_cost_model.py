@@ -59,6 +59,7 @@ NOT_COSTS = {
     ("notebook.py", "DOT_TIMEOUT_S"): "display: time given to Graphviz",
     ("control_flow_checks.py", "MAX_LENGTH"): "validity: longest loop length accepted",
     ("fusion_groups.py", "SEARCH_BUDGET"): "bounds the fusion pass's own search",
+    ("numba_emitter.py", "MAX_INLINED_CHARS"): "bounds the emitter's own string building",
     ("pipeline.py", "MAX_ROUNDS"): "bounds the passes' rounds to a fixed point",
     ("c_compiler.py", "TIMEOUT_SECONDS"): "time given to the C compiler before it fails",
     ("cse.py", "_CONST_BYTES"): "bounds the bytes CSE hashes to merge constants",

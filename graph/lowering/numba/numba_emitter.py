@@ -22,6 +22,12 @@ _FAST_FLOAT32 = (("np.exp(", "exp32("), ("np.tanh(", "tanh32("))
 # it is imported by generated code only).
 HELPERS_IMPORT = ("from engine.graph.lowering.numba.numba_math import exp32, tanh32, floor_divide_, "
                   "remainder_, left_shift_, right_shift_\n")
+# The longest expression an elementwise value is inlined as into its user's: each op
+# inlined wraps its input's text in a new string, so an unbounded chain of n ops costs
+# n * n characters to write (an unrolled chain of 16,000 elementwise ops: 28 s of
+# tracing). Past it the value is stored in a buffer and its user reads the buffer, so
+# writing a graph costs time linear in its ops.
+MAX_INLINED_CHARS = 2000
 _DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                                  "uint32", "uint64", "float32", "float64")}
 
@@ -208,7 +214,7 @@ class Emitter:
         expr = scalar_expression(node, [f"({self.element(i, rank)})" for i in node.inputs])
         users = self.users.get(node, [])
         if node not in outputs and node not in self.keep and len(users) == 1 and \
-                _inlinable_user(users[0], node):
+                len(expr) <= MAX_INLINED_CHARS and _inlinable_user(users[0], node):
             self.values[node] = _Value("expr", expr, node.shape, node.dtype)
             return
         if rank == 0:
