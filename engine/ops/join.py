@@ -332,6 +332,8 @@ declare(concat_op, batch=_concat_batch)
 declare(stack_op, batch=_stack_batch)
 declare(split_op, batch=_split_batch)
 
-# The compiled lowering copies the parts into one array (graph/lowering/numba/numba_source.py).
+# The compiled lowering copies the parts into one array, and cuts one into parts
+# (graph/lowering/numba/numba_source.py and numba_shapes.py).
 declare(stack_op, numba_form="stack_rows")
 declare(concat_op, numba_form="concat_rows")
+declare(split_op, numba_form="split_parts")

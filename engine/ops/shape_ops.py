@@ -408,3 +408,5 @@ declare(count_op, batch=_count_batch)
 # The compiled lowering writes these as views (graph/lowering/numba/numba_source.py).
 declare(transpose_op, numba_form="view_transpose")
 declare(reshape_op, numba_form="reshape_view")
+# ... and this as a loop copying over the new shape (graph/lowering/numba/numba_shapes.py).
+declare(broadcast_to_op, numba_form="broadcast_copy")

@@ -28,6 +28,7 @@ from ...ir.graph_ops import constant_op, placeholder_op, unpack_op
 from .numba_emitter import (Emitter, Unsupported, _np_type, _Value, check_writable,
                             count_users, scalar_expression)
 from .numba_scan import plan_reuse, scan_loop
+from . import numba_shapes
 
 __all__ = ["PATTERNS", "Unsupported", "check_writable", "emit", "op_count", "scalar_expression"]
 
@@ -178,25 +179,6 @@ def _reshape(em, node, depth):
     em.values[node] = _Value("array", name, node.shape, node.dtype)
 
 
-def _concat(em, node, depth):
-    """Parts copied into consecutive rows of a new array (axis 0 only)."""
-    rank = len(node.shape)
-    if set(node.params) != {"axis"} or rank == 0 or node.params["axis"] not in (0, -rank):
-        raise Unsupported("concat: axis 0 only")
-    parts = [em.scalar_or_array(i) for i in node.inputs]
-    if any(p.kind != "array" or np.dtype(p.dtype) != np.dtype(node.dtype) for p in parts):
-        raise Unsupported("concat of mixed dtypes")
-    name = em.alloc(node.shape, node.dtype, depth)
-    start = 0
-    for p in parts:
-        index, inner = em.loop_nest(p.shape, depth)
-        rest = index.partition(", ")[2]
-        row = f"{start} + i0" if start else "i0"
-        em.line(f"{name}[{row}{', ' + rest if rest else ''}] = {p.text}[{index}]", inner)
-        start += p.shape[0]
-    em.values[node] = _Value("array", name, node.shape, node.dtype)
-
-
 def _stack(em, node, depth):
     if node.params.get("axis") not in (0, -len(node.shape)) or set(node.params) != {"axis"}:
         raise Unsupported("stack: axis 0 only")
@@ -217,7 +199,9 @@ PATTERNS = {
     "reduce_mean": _reduce(mean=True),
     "leading_index": _getitem,
     "reshape_view": _reshape,
-    "concat_rows": _concat,
+    "concat_rows": numba_shapes.concat,
+    "broadcast_copy": numba_shapes.broadcast,
+    "split_parts": numba_shapes.split,
     "stack_rows": _stack,
     "time_loop": scan_loop,
 }
