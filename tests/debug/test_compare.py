@@ -165,3 +165,25 @@ def test_shadow_checks_every_call(monkeypatch):
 def test_validate_refuses_a_bad_count():
     with pytest.raises(en.InvalidArgumentError, match="validate"):
         en.function(lambda x: x, validate=-1)
+
+
+def test_an_ok_report_has_nothing_to_reproduce(tmp_path):
+    report = en.debug.compare(lambda x: x * 2.0, en.ones(3))
+    with pytest.raises(en.InvalidArgumentError, match="nothing diverges"):
+        report.write_repro(tmp_path / "r.py")
+
+
+def test_the_functions_own_passes_run(monkeypatch):
+    """A pass given as a function (not in the pipeline's table) is what the trace runs."""
+    from engine.graph.ir.graph_ops import constant_op
+
+    def halve_constants(graph):
+        for node in graph.nodes:
+            if node.op is constant_op and not node.meta.get("halved"):
+                node.params = {"value": np.asarray(node.params["value"]) / 2}
+                node.meta["halved"] = True
+        return False
+    f = en.function(lambda x: x * 3.0, passes=[halve_constants])
+    report = en.debug.compare(f, en.ones(3))
+    assert not report.ok and "halve_constants" in report.first.made_by
+    assert report.first.figures.graph_abs == pytest.approx(1.5)

@@ -17,6 +17,14 @@ from .compare import compare_concrete
 VALIDATE_EVERY = 100
 
 
+class DivergenceError(NumericsError):
+    """A checked call diverged from eager mode; ``report`` is the whole comparison."""
+
+    def __init__(self, message, report):
+        super().__init__(message)
+        self.report = report
+
+
 def _miss(args):
     return MISS
 
@@ -46,11 +54,9 @@ class CallChecks:
         self.checked += 1
         self.last_report = report
         if not report.ok:
-            err = NumericsError(f"{self.concrete.name}: call {self.calls} of this trace "
-                                f"diverges from eager mode at\n{report.first}\n"
-                                "(en.debug.compare gives the whole report)")
-            err.report = report
-            raise err
+            raise DivergenceError(f"{self.concrete.name}: call {self.calls} of this trace "
+                                  f"diverges from eager mode at\n{report.first}\n"
+                                  "(its report attribute is the whole comparison)", report)
 
     def wrap(self, entry):
         def checked_entry(tensors):

@@ -12,6 +12,7 @@ line come with it (``report.py``).
 import numpy as np
 
 from ...control.subgraph import SubGraph
+from ...ir.graph import Node
 from ...ir.graph_ops import placeholder_op, unpack_op
 from ...lowering.codegen import _python_form, _static_kernel
 from .chunked import compare_chunked
@@ -87,7 +88,8 @@ def compare_concrete(concrete, arrays, make_function):
 
 def _close_to_eager(optimized, graph, eager):
     """``(nodes compared, whether every one is close to eager's value)`` (``judge.close``)."""
-    checked, scales = 0, {}
+    checked = 0
+    scales: dict[Node, float] = {}
     for node in optimized.topo_order():
         origin = node.meta.get(ORIGIN)
         if node.op is placeholder_op or origin is None or not _single(node) or \
@@ -101,7 +103,7 @@ def _close_to_eager(optimized, graph, eager):
 
 
 def _outputs_close(optimized, real, eager):
-    scales = {}
+    scales: dict[Node, float] = {}
     for node, value in zip(optimized.outputs, real):
         origin = node.meta.get(ORIGIN)
         if origin is not None and _single(origin) and origin in eager and \
@@ -189,7 +191,9 @@ def _single(node):
 
 
 def _judge_nodes(optimized, graph, eager, reference):
-    found, checked, scales = [], 0, {}
+    found: list[Divergence] = []
+    checked = 0
+    scales: dict[Node, float] = {}
     for node in optimized.topo_order():
         origin = node.meta.get(ORIGIN)
         if node.op is placeholder_op or origin is None or not _single(node) or \
@@ -206,7 +210,8 @@ def _judge_nodes(optimized, graph, eager, reference):
 def _judge_outputs(concrete, optimized, real, graph, eager, reference, seen):
     """The real compiled function's outputs (memory plan, output recycling) against the
     reference, where the graph run with every value kept had them right."""
-    found, scales = [], {}
+    found: list[Divergence] = []
+    scales: dict[Node, float] = {}
     for k, (node, value) in enumerate(zip(optimized.outputs, real)):
         origin = node.meta.get(ORIGIN)
         if origin is None or not _single(origin) or origin.name in seen or origin not in eager:
@@ -224,7 +229,7 @@ def _judge_outputs(concrete, optimized, real, graph, eager, reference, seen):
 
 def _divergence(node, origin, figures, optimized):
     producer = node.inputs[0] if node.op is unpack_op and node.inputs else node
-    members = ()
+    members: tuple[str, ...] = ()
     if "fused_ops" in producer.meta or producer.meta.get(MADE_BY) == "compile_numba":
         members = tuple(f"%{m.name}" for m in _region_members(producer, optimized))
     return Divergence(node.name, node.op.name if node is producer else producer.op.name,
@@ -268,7 +273,7 @@ def _region_members(fused, optimized):
         [u for u in optimized.users(fused) if u.op is unpack_op]
     stop = {i.meta.get(ORIGIN) for i in fused.inputs}
     todo = [u.meta.get(ORIGIN) for u in results if u.meta.get(ORIGIN) is not None]
-    seen = {}
+    seen: dict[Node, None] = {}
     while todo:
         n = todo.pop()
         if n in seen or n in stop or n.op is placeholder_op:

@@ -27,6 +27,7 @@ from ...control.interpret import evaluate
 from ...control.subgraph import SubGraph
 from ...ir.graph_ops import (assign_variable_op, body_variables, constant_op, placeholder_op,
                              read_variable_op, unpack_op)
+from ...ir.graph import Node
 from ...lowering.executor import CompiledGraph
 from .provenance import ORIGIN
 
@@ -58,7 +59,7 @@ class VariableState:
 def graph_values(optimized, arrays, backend):
     """``{optimized node: value}`` for every single-result node (and each result of a
     multi-result node, as a tuple) of the optimized graph run on ``arrays``."""
-    mapping = {}
+    mapping: dict[Node, Node] = {}
     copy = optimized.copy(mapping=mapping)
     copy.backend = optimized.backend
     kept = [n for n in optimized.topo_order() if n.op is not placeholder_op]
@@ -90,7 +91,7 @@ def traced_values(unoptimized, arrays, given, variables, fallback=None):
     env = {}
     narrow = set()
     prepare = widen if upcast else np.asarray
-    var_values = {}
+    var_values: dict[int, np.ndarray] = {}
     for node, array in zip(unoptimized.inputs, arrays):
         env[node] = wrap(prepare(array))
     variables.restore()

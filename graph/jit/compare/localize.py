@@ -73,7 +73,7 @@ def wrong_body_node(node, eager, backend, max_calls=MAX_BODY_CALLS):
     bodies = {k: v for k, v in node.params.items() if isinstance(v, SubGraph)}
     if not bodies or any(i not in eager for i in node.inputs):
         return None
-    calls = []
+    calls: list[tuple[str, list[np.ndarray]]] = []
     params = {k: _RecordingBody(v, k, calls) if k in bodies else v
               for k, v in node.params.items()}
     with no_tapes(), np.errstate(all="ignore"):

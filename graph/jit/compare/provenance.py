@@ -15,9 +15,10 @@ The passes run are the function's own (looked up by name at run time, so a pass
 replaced in ``pipeline.PASSES`` runs here too), in the function's order.
 """
 from engine.config import config
+from engine.errors import InvalidArgumentError
 
 from ..concrete import _NEEDS, _supported
-from ...ir.graph import Graph
+from ...ir.graph import Graph, Node
 from ...lowering import pipeline
 
 ORIGIN = "origin"
@@ -64,13 +65,13 @@ def _fingerprint(node):
             tuple(sorted((k, id(v)) for k, v in node.params.items())))
 
 
-def _run(graph, name):
-    """Run the pass ``name`` (from ``pipeline.PASSES``, looked up now) on ``graph``,
-    noting in ``meta`` the nodes it changes in place."""
+def _run(graph, name, fn=None):
+    """Run the pass ``fn`` (None: ``name`` looked up in ``pipeline.PASSES`` now) on
+    ``graph``, noting in ``meta`` the nodes it changes in place."""
     before = {n: _fingerprint(n) for n in graph.nodes}
     graph.current_pass = name
     try:
-        changed = pipeline.PASSES[name](graph)
+        changed = (fn or pipeline.PASSES[name])(graph)
     finally:
         graph.current_pass = None
     for node in graph.nodes:
@@ -87,20 +88,26 @@ def _shape(node):
     return None if node.avals is not None else tuple(node.shape or ())
 
 
-def _pass_names(passes, backend):
-    """The function's pass list as names, filtered for ``backend`` as ``concrete._optimize``
-    filters it."""
+def _pass_list(passes, backend):
+    """The function's passes as ``(name, function or None)``, filtered for ``backend`` as
+    ``concrete._optimize`` filters them (None: the pass of that name in
+    ``pipeline.PASSES``, looked up when it runs)."""
     chosen = passes if passes is not None else (config.default_passes or
                                                 pipeline.DEFAULT_PIPELINE)
     if not all(getattr(backend, need) for need in _NEEDS.values()):
         chosen = [p for p in chosen if _supported(p, backend)]
-    return [p if isinstance(p, str) else p.__name__ for p in chosen]
+    found = []
+    for p in chosen:
+        if isinstance(p, str) and p != "cleanup" and p not in pipeline.PASSES:
+            raise InvalidArgumentError(f"unknown pass {p!r}; known: {', '.join(pipeline.PASSES)}")
+        found.append((p, None) if isinstance(p, str) else (p.__name__, p))
+    return found
 
 
 def tracked_optimize(unoptimized, passes, backend):
     """The optimized copy of ``unoptimized`` with provenance in each node's ``meta``, and
     (``.rewritten``) a copy of it before the lowering steps (None if none ran)."""
-    mapping = {}
+    mapping: dict[Node, Node] = {}
     graph = unoptimized.copy(mapping=mapping)
     graph.__class__ = TrackedGraph
     graph.backend = unoptimized.backend
@@ -108,15 +115,13 @@ def tracked_optimize(unoptimized, passes, backend):
         new.meta[ORIGIN] = old
         new.meta.pop(MADE_BY, None)
     graph.rewritten = None
-    for p in _pass_names(passes, backend):
-        if p in LOWERING_STEPS and graph.rewritten is None:
+    for name, fn in _pass_list(passes, backend):
+        if name in LOWERING_STEPS and graph.rewritten is None:
             graph.rewritten = graph.copy(name=f"{graph.name}_rewritten")
-        if p == "cleanup":
+        if name == "cleanup":
             for _ in range(pipeline.MAX_ROUNDS):
-                if not any([bool(_run(graph, name)) for name in pipeline.CLEANUP]):
+                if not any([bool(_run(graph, step)) for step in pipeline.CLEANUP]):
                     break
         else:
-            if p not in pipeline.PASSES:
-                raise KeyError(p)
-            _run(graph, p)
+            _run(graph, name, fn)
     return graph

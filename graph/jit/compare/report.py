@@ -2,7 +2,7 @@
 import dataclasses
 from typing import Any
 
-from engine.errors import format_location
+from engine.errors import InvalidArgumentError, format_location
 
 from .judge import FACTOR, ULPS, Figures
 
@@ -81,7 +81,8 @@ class Report:
         prints the comparison and exits with status 1 while the divergence is there.
         Returns the path."""
         if self.ok or self._repro is None:
-            raise ValueError(f"compare {self.name}: nothing diverges, nothing to reproduce")
+            raise InvalidArgumentError(f"compare {self.name}: nothing diverges, nothing to "
+                                       "reproduce")
         return self._repro(self.first, path)
 
     def __str__(self):

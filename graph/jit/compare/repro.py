@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from engine.config import config
+from engine.errors import UnsupportedError
 from engine.modes import apply
 from engine.tensor import wrap
 
@@ -105,7 +106,7 @@ def _param_text(name, value, save):
         return f"np.asarray({save(name, np.asarray(value))})"
     if _is_literal(value):
         return repr(value)
-    raise ValueError(f"write_repro: the parameter {name} ({type(value).__name__}) cannot be "
+    raise UnsupportedError(f"write_repro: the parameter {name} ({type(value).__name__}) cannot be "
                      "written as Python source")
 
 

@@ -24,6 +24,7 @@ from engine.modes import apply, default_mode
 from engine.recording import no_tapes
 from engine.tensor import Tensor, wrap
 
+from ...ir.graph import Node
 from ...ir.graph_ops import constant_op, placeholder_op
 from .evaluate import widen
 from .judge import Figures
@@ -37,7 +38,7 @@ def forward_nodes(graph):
     """The nodes a gradient seed (``ones_like`` of a float scalar or tensor) depends on."""
     seeds = [n for n in graph.nodes if n.op.name == "ones_like" and n.inputs
              and n.inputs[0].avals is None and np.dtype(n.inputs[0].dtype).kind == "f"]
-    found = {}
+    found: dict[Node, None] = {}
     todo = [s.inputs[0] for s in seeds]
     while todo:
         n = todo.pop()
@@ -114,7 +115,8 @@ def check_rule(node, values):
 def check_vjps(graph, values, narrow=()):
     """``[(node, Figures)]`` of the forward nodes whose VJP rule is wrong, checked at their
     inputs' ``values`` (eager's: where a rule is checked matters not)."""
-    wrong, seen = [], set()
+    wrong: list[tuple[Node, Figures]] = []
+    seen: set[tuple] = set()
     if default_mode() is None:
         return wrong
     for node in forward_nodes(graph):
