@@ -92,6 +92,11 @@ def _write_part(lowering, part, forced):
     except Unsupported as why:
         log.debug("%s lowering: %s of %d nodes not written: %s", lowering.name, part.kind,
                   len(part.members), why)
+        if part.kind == "scan":
+            # Said in the optimization report too: a loop left to the numpy lowering is
+            # the costly kind to miss (a whole graph is often not written, as it should).
+            part.graph.notes.append(f"{lowering.name} lowering: a scan stays with the numpy "
+                                    f"lowering: {why}")
         return 0
     pieces = lowering.graph_pieces(part, source)
     if pieces is not None:

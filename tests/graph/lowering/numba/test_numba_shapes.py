@@ -104,3 +104,26 @@ def test_a_scan_body_that_broadcasts_splits_or_concatenates_is_compiled(monkeypa
             return _numpy_loss(cell, params[:k] + [pk] + params[k + 1:], xs, targets, carry)
         np.testing.assert_allclose(got.numpy(), central_difference(at, p), rtol=1e-6,
                                    atol=1e-9, err_msg=f"gradient {k}")
+
+
+def test_a_scan_left_to_the_numpy_lowering_says_why_in_the_report(monkeypatch):
+    monkeypatch.setattr(en.config, "lowering", "numba")
+
+    def f(h, xs):
+        def body(h, x):
+            h = en.cumsum(h * x, axis=-1)
+            return h, h
+        return en.scan(body, h, xs)[1]
+    rng = np.random.default_rng(4)
+    h0, xs = rng.standard_normal(3), rng.standard_normal((5, 3))
+    fn = en.function(f)
+    got = fn(en.tensor(h0), en.tensor(xs)).numpy()
+    h, want = h0, []
+    for x in xs:
+        h = np.cumsum(h * x)
+        want.append(h)
+    np.testing.assert_allclose(got, np.stack(want), rtol=1e-13)
+    (note,) = [r.note for r in fn.optimization_report(en.tensor(h0), en.tensor(xs))
+               if r.name == "compile_numba"]
+    assert "numba lowering: a scan stays with the numpy lowering: op cumsum has no numba " \
+        "form" in note, note
