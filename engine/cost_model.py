@@ -194,6 +194,13 @@ THRESHOLDS = (
     Threshold("layout_min_readers", 2, "products", XEON, "2026-12-04", "2399b2f",
               "... where at least this many small products read it",
               "graph/passes/layout.py"),
+    # ---- layers -------------------------------------------------------------------------
+    Threshold("attention_block_elements", 1 << 22, "elements", NOT_MEASURED, "2026-12-05",
+              "36e4e3f",
+              "scaled_dot_product_attention forms the scores of at most this many entries at "
+              "once, in blocks of query rows (a memory bound: L = S = 2048, batch 2, 4 heads, "
+              "float32 peaked eagerly at 70 MiB in blocks against 388 MiB in one)",
+              "engine/nn/sdpa.py"),
     # ---- the function front end --------------------------------------------------------
     Threshold("split_backward_after", 3, "calls", NOT_MEASURED, "2026-12-01", "554181a",
               "a function's backward is split into its own graphs after it has run this many "

@@ -25,7 +25,7 @@ Example:
 import math
 
 from .. import default_dtype, ops
-from ..errors import InvalidArgumentError, ShapeError
+from ..errors import InvalidArgumentError, ShapeError, UnimplementedError
 from ..tensor import Tensor, tensor
 from ..variable import Variable
 from . import functional as F
@@ -99,7 +99,7 @@ class _RecurrentLayer(Module):
     # -- the cell: each layer type defines it ----------------------------------------------
     def _step(self, gi, state, w_hh, b_hh):
         """``(h_new, state_new)`` from the projected input ``gi`` and the state."""
-        raise NotImplementedError
+        raise UnimplementedError(f"{type(self).__name__} must define it")
 
     def _zero_state(self, like):
         """A zero ``(N, H)`` per row of ``like`` (an unknown batch size works)."""
@@ -128,10 +128,10 @@ class _RecurrentLayer(Module):
 
     def _states(self, hx, x, batched):
         """The initial states as a list per (layer, direction) of this layer type's state."""
-        raise NotImplementedError
+        raise UnimplementedError(f"{type(self).__name__} must define it")
 
     def _finals(self, finals):
-        raise NotImplementedError
+        raise UnimplementedError(f"{type(self).__name__} must define it")
 
     def forward(self, input, hx=None):
         x = input if isinstance(input, (Tensor, Variable)) else tensor(input)

@@ -9,8 +9,9 @@ results. A composite of engine ops, so it differentiates (to any order), traces 
 Memory of the attention matrix. The scores ``q @ k^T`` of shape
 ``(..., L, S)`` are the one large intermediate. The queries are processed in
 blocks of rows sized so that one block's scores hold at most
-:data:`BLOCK_ELEMENTS` entries; each block is masked, normalized and
-multiplied by ``v`` before the next is formed, so the full ``(..., L, S)``
+``en.config.cost.attention_block_elements`` entries (4 Mi); each block is
+masked, normalized and multiplied by ``v`` before the next is formed, so the
+full ``(..., L, S)``
 matrix never exists in the forward pass unless it fits in one block (or the
 weights are asked for, as ``MultiheadAttention(need_weights=True)`` does).
 With ``is_causal`` a block of rows ``[i0, i1)`` reads only the keys ``[0,
@@ -36,15 +37,13 @@ Example:
 import math
 
 from .. import dtypes, ops
+from ..cost_model import cost
 from ..errors import (DTypeError, InvalidArgumentError, ShapeError, describe_aval,
                       format_location, user_frame)
 from ..random import default_generator
 from ..tensor import Tensor, tensor
 from ..variable import Variable
 
-# The most entries of the score matrix one block of query rows may hold (4 Mi: 32 MB in
-# float64). Larger problems are cut into blocks of rows; tests lower it to force blocks.
-BLOCK_ELEMENTS = 1 << 22
 
 
 def _fail(cls, who, message, **tensors):
@@ -115,7 +114,7 @@ def _rows_per_block(q, k):
     if not _known(length, keys, *batch) or length == 0:
         return length
     per_row = max(1, keys * math.prod(max(a, b) for a, b in _pairs(q.shape[:-2], k.shape[:-2])))
-    return max(1, min(length, BLOCK_ELEMENTS // per_row))
+    return max(1, min(length, cost.attention_block_elements // per_row))
 
 
 def _pairs(a, b):

@@ -10,7 +10,6 @@ from support.finite_diff import grad_checker, numeric_grad
 from support.memory_probe import peak_bytes
 
 import engine as en
-import engine.nn.sdpa as attention
 
 F = en.nn.functional
 TOL = {np.dtype("float32"): dict(rtol=2e-5, atol=2e-5), np.dtype("float64"): dict(rtol=1e-10, atol=1e-12)}
@@ -69,7 +68,7 @@ def test_sdpa_matches_numpy(name, sq, sk, ev, kwargs, dtype, graph):
                          ids=["plain", "causal", "mask"])
 def test_sdpa_in_blocks_matches_numpy(monkeypatch, kwargs, graph):
     """Large problems run in blocks of query rows: the same result, block edges anywhere."""
-    monkeypatch.setattr(attention, "BLOCK_ELEMENTS", 2 * 3 * 7 * 2)   # two rows a block
+    monkeypatch.setattr(en.config.cost, "attention_block_elements", 2 * 3 * 7 * 2)   # two rows a block
     q, k, v, mask, kw = _case(np.random.default_rng(1), (2, 3, 5, 4), (2, 3, 7, 4), 6,
                               kwargs, "float64")
     m = None if mask is None else en.tensor(mask)
@@ -84,7 +83,7 @@ def test_sdpa_in_blocks_matches_numpy(monkeypatch, kwargs, graph):
 def test_blocked_graph_never_holds_the_whole_score_matrix(monkeypatch):
     """With blocks, no value of the traced graph has the (B, H, L, S) shape of the scores,
     and causal blocks read only the keys up to their last row."""
-    monkeypatch.setattr(attention, "BLOCK_ELEMENTS", 2 * 16 * 4)      # four rows a block
+    monkeypatch.setattr(en.config.cost, "attention_block_elements", 2 * 16 * 4)      # four rows a block
     q = en.tensor(np.random.default_rng(2).normal(size=(2, 16, 8)))
     f = en.function(lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True),
                     optimize=False)
@@ -106,7 +105,7 @@ def test_blocks_bound_the_eager_peak_memory(monkeypatch, causal):
     def run():
         F.scaled_dot_product_attention(q, q, q, is_causal=causal)
     one_block = peak_bytes(run)
-    monkeypatch.setattr(attention, "BLOCK_ELEMENTS", 2 * 16 * 512)
+    monkeypatch.setattr(en.config.cost, "attention_block_elements", 2 * 16 * 512)
     blocked = peak_bytes(run)
     assert one_block > 2 * full
     assert blocked < full / 2
@@ -123,7 +122,7 @@ def test_blocks_run_in_order_so_the_graph_plans_one_blocks_memory(monkeypatch, c
         f = en.function(lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=causal))
         return f.memory_report(q)["buffer_bytes"]
     one_block = planned()
-    monkeypatch.setattr(attention, "BLOCK_ELEMENTS", 2 * 32 * 512)
+    monkeypatch.setattr(en.config.cost, "attention_block_elements", 2 * 32 * 512)
     blocked = planned()
     assert one_block >= full
     assert blocked < full / 4

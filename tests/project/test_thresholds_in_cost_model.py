@@ -65,6 +65,7 @@ NOT_COSTS = {
     ("cse.py", "_CONST_BYTES"): "bounds the bytes CSE hashes to merge constants",
     ("simplify.py", "_SMALL"): "bounds the constants simplify reads element by element",
     ("operators.py", "UNROLL_WARNING"): "a warning: Python loop iterations while tracing",
+    ("rnn_layers.py", "_MAX_LAYERS"): "the layers load_torch_state_dict's name table lists",
 }
 
 
