@@ -16,6 +16,7 @@ from engine.graph.lowering import fusion, pipeline
 from engine.graph.control import control_flow
 from engine.graph.lowering.c import c_source
 from engine.graph.lowering.numba import fusion_numba
+from engine.graph.passes import batch_products
 from engine.graph.passes import constant_folding as folding
 from engine.graph.passes import simplify
 
@@ -456,3 +457,19 @@ def test_repro_of_a_fault_in_a_loop_body(monkeypatch, tmp_path):
     with pytest.raises(SystemExit) as exit_:
         runpy.run_path(str(path), run_name="__main__")
     assert exit_.value.code == 1
+
+
+def unrolled(xs, w):
+    outs = [en.tanh(xs[t] @ w) for t in range(6)]  # F:batched
+    return en.stack(outs)
+
+
+def test_batch_products(monkeypatch):
+    """Small products sharing a weight, batched into one: the blocks stacked out of order."""
+    stacked = batch_products._stacked
+    monkeypatch.setattr(batch_products, "_stacked", lambda graph, xs, axis, source:
+                        stacked(graph, list(reversed(xs)), axis=axis, source=source))
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    first = assert_found(en.debug.compare(unrolled, data(6, 4, 5), data(5, 3, seed=1)),
+                         "batched", traced_op="matmul")
+    assert "batch_products" in first.made_by
