@@ -63,6 +63,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--grads", default=None)
     args = parser.parse_args(argv)
+    from bench.malloc import steady_malloc
+    steady_malloc()          # as the runner does in its own process (bench/malloc.py)
     rec = measure(args.model, args.framework, args.repeats, args.quick, args.grads)
     print(json.dumps(rec))
     return 0
