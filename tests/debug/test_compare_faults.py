@@ -12,7 +12,7 @@ import engine as en
 from engine import chunk_rules, ops
 from engine.graph.ir.graph_ops import constant_op
 from engine.graph.ir.queries import replace_node
-from engine.graph.lowering import fusion, pipeline
+from engine.graph.lowering import fusion, parallel_matmul, pipeline
 from engine.graph.control import control_flow
 from engine.graph.lowering.c import c_source
 from engine.graph.lowering.numba import fusion_numba
@@ -473,3 +473,27 @@ def test_batch_products(monkeypatch):
     first = assert_found(en.debug.compare(unrolled, data(6, 4, 5), data(5, 3, seed=1)),
                          "batched", traced_op="matmul")
     assert "batch_products" in first.made_by
+
+
+def big_product(x, w):
+    return en.tanh(x @ w)  # F:rows
+
+
+def test_row_split_product(monkeypatch):
+    """A product split by rows among kernel threads (pass parallel_matmul), its second
+    share of rows written wrong."""
+    def wrong_out_impl(self, x, y, out):
+        half = out.shape[0] // 2
+        np.matmul(x[:half], y, out=out[:half])
+        np.matmul(x[half:], y, out=out[half:])
+        out[half:] *= 1.01
+        return out
+    monkeypatch.setattr(parallel_matmul.RowSplitProduct, "out_impl", wrong_out_impl)
+    monkeypatch.setattr(en.config, "lowering", "numpy")
+    monkeypatch.setattr(en.config, "fusion_threads", 2)
+    with en.config.cost.override(parallel_matmul_min_work=1):
+        f = en.function(big_product)
+        args = data(16, 8), data(8, 4, seed=1)
+        assert any(n.name.startswith("matmul_rows") for n in f.graph_for(*args).nodes)
+        first = assert_found(en.debug.compare(f, *args), "rows", traced_op="matmul")
+    assert "parallel_matmul" in first.made_by
