@@ -34,7 +34,6 @@ def test_run_killed_mid_epoch_resumes_bit_identically(tmp_path):
     assert rc == 0
     rc, lines = _run(tmp_path / "b.ckpt", tmp_path / "never.npz", 13, kill_at=14)
     assert rc == -signal.SIGKILL and not (tmp_path / "never.npz").exists()
-    assert os.listdir(tmp_path).count("b.ckpt") == 1      # no temporary file left as the ckpt
     rc, lines = _run(tmp_path / "b.ckpt", tmp_path / "resumed.npz")
     assert rc == 0
     resumed_at = int(lines[0].split()[1])
