@@ -59,13 +59,18 @@ class VariableState:
 def graph_values(optimized, arrays, backend):
     """``{optimized node: value}`` for every single-result node (and each result of a
     multi-result node, as a tuple) of the optimized graph run on ``arrays``."""
-    mapping: dict[Node, Node] = {}
-    copy = optimized.copy(mapping=mapping)
-    copy.backend = optimized.backend
-    kept = [n for n in optimized.topo_order() if n.op is not placeholder_op]
-    copy.outputs = [mapping[n] for n in kept]
-    copy.written_inputs = []
-    compiled = CompiledGraph(copy, backend=backend, plan=None)
+    # (compiled, nodes kept, back end): lowered once per graph, reused by later comparisons.
+    made = getattr(optimized, "_every_value", None)
+    if made is None or made[2] is not backend:
+        mapping: dict[Node, Node] = {}
+        copy = optimized.copy(mapping=mapping)
+        copy.backend = optimized.backend
+        kept = [n for n in optimized.topo_order() if n.op is not placeholder_op]
+        copy.outputs = [mapping[n] for n in kept]
+        copy.written_inputs = []
+        made = (CompiledGraph(copy, backend=backend, plan=None), kept, backend)
+        optimized._every_value = made
+    compiled, kept, _ = made
     values = dict(zip(optimized.inputs, arrays))
     values.update(zip(kept, compiled.run(list(arrays))))
     return values
