@@ -54,6 +54,25 @@ def test_optimizer_state_round_trip_continues_identically(tmp_path, suffix, make
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+@pytest.mark.parametrize("suffix", ["npz", "safetensors"])
+def test_lbfgs_history_round_trip(tmp_path, suffix):
+    target = np.array([1.0, -2.0, 0.5])
+
+    def run(w, opt, steps):
+        for _ in range(steps):
+            opt.minimize(lambda: en.sum((w - target) ** 4.0 + w * w), w)
+
+    w, opt = en.Variable(np.zeros(3)), en.optim.LBFGS(history=3)
+    run(w, opt, 3)
+    en.nn.save(opt, tmp_path / f"l.{suffix}")
+    saved_w = w.numpy().copy()
+    run(w, opt, 3)
+    w2 = en.Variable(saved_w)
+    opt2 = en.nn.load_into(en.optim.LBFGS(history=3), tmp_path / f"l.{suffix}", variables=w2)
+    run(w2, opt2, 3)
+    assert w2.numpy().tobytes() == w.numpy().tobytes()
+
+
 def test_optimizer_without_variables_is_told_to_build(tmp_path):
     model, opt = _model(0), en.optim.Adam(0.01)
     _train(model, opt, steps=1)
