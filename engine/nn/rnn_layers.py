@@ -72,7 +72,8 @@ class _RecurrentLayer(Module):
         for layer in range(num_layers):
             fan_in = input_size if layer == 0 else hidden_size * self.directions
             for suffix in self._suffixes():
-                shapes = [("weight_ih", (fan_in, width)), ("weight_hh", (hidden_size, width))]
+                shapes: list[tuple[str, tuple[int, ...]]] = [
+                    ("weight_ih", (fan_in, width)), ("weight_hh", (hidden_size, width))]
                 if bias:
                     shapes += [("bias_ih", (width,)), ("bias_hh", (width,))]
                 for kind, shape in shapes:

@@ -202,10 +202,9 @@ def attend(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, sc
         # One block: the whole score matrix (small, sizes unknown, or weights wanted).
         if is_causal and not _known(length, keys):
             raise _fail(ShapeError, who, "is_causal needs known lengths", query=q, key=k)
-        return _block(q, k, v, mask, 0 if is_causal else None, dropout_p, generator) \
-            if need_weights else (_block(q, k, v, mask, 0 if is_causal else None, dropout_p,
-                                         generator)[0], None)
-    pieces = []
+        out, weights = _block(q, k, v, mask, 0 if is_causal else None, dropout_p, generator)
+        return out, (weights if need_weights else None)
+    pieces: list[Tensor] = []
     for start in range(0, length, step):
         stop = min(length, start + step)
         # Causal rows [start, stop) see only the keys [0, stop): the rest is never formed.
