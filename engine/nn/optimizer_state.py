@@ -10,9 +10,9 @@ not used: two layers made with default names share one.
 Example:
     >>> import engine as en
     >>> model = en.nn.Linear(2, 1, generator=0)
-    >>> opt = en.optim.Adam(lr=0.1).build(model.trainable_variables)
+    >>> opt = en.optim.SGD(lr=0.1, momentum=0.9).build(model.trainable_variables)
     >>> [name for name, _ in named_variables(opt)]
-    ['iterations', 'slots.0.m', 'slots.0.v', 'slots.1.m', 'slots.1.v']
+    ['iterations', 'slots.0.velocity', 'slots.1.velocity']
 """
 from ..errors import LoadError
 from ..optim.base import Optimizer
