@@ -241,7 +241,11 @@ class LSTM(_RecurrentLayer):
     gates = 4
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, dtype=None, generator=None, name="lstm"):
+                 dropout=0.0, bidirectional=False, proj_size=0, dtype=None, generator=None,
+                 name="lstm"):
+        if proj_size:
+            raise UnimplementedError("LSTM: proj_size (projected hidden states) is not "
+                                     "supported; build it with proj_size=0 and a Linear")
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, dtype, generator, name)
 

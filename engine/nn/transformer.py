@@ -206,9 +206,12 @@ class TransformerEncoder(Module):
 
     ``forward(src, mask=None, src_key_padding_mask=None, is_causal=None)``.
     Variables: ``layers.0.self_attn.in_proj_weight``, ..., ``norm.weight``.
+    ``enable_nested_tensor`` and ``mask_check`` are taken for PyTorch's code and
+    change nothing (padding is masked, never packed).
     """
 
-    def __init__(self, encoder_layer, num_layers, norm=None):
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
+                 mask_check=True):
         super().__init__()
         self.layers = _copies(encoder_layer, num_layers, "TransformerEncoder")
         self.num_layers = num_layers
@@ -300,8 +303,9 @@ class Transformer(Module):
                             tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
 
     @staticmethod
-    def generate_square_subsequent_mask(sz, dtype=None):
-        """The ``(sz, sz)`` causal float mask: 0 on and below the diagonal, ``-inf`` above.
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """The ``(sz, sz)`` causal float mask: 0 on and below the diagonal, ``-inf`` above
+        (``device`` is taken for PyTorch's code and changes nothing).
 
         Example:
             >>> import engine as en

@@ -196,6 +196,8 @@ def test_errors_name_the_layer_and_shapes():
         en.nn.GRU(3, 4, dropout=1.0)
     with pytest.raises(en.InvalidArgumentError, match="nonlinearity"):
         en.nn.SimpleRNN(3, 4, nonlinearity="sigmoid")
+    with pytest.raises(en.UnimplementedError, match="LSTM: proj_size"):
+        en.nn.LSTM(3, 4, proj_size=2)
 
 
 def _torch_layer(torch, kind, layer):

@@ -128,6 +128,13 @@ def test_dropout_in_training_only():
 def test_square_subsequent_mask_and_errors():
     mask = en.nn.Transformer.generate_square_subsequent_mask(4).numpy()
     np.testing.assert_array_equal(mask, np.triu(np.full((4, 4), -np.inf), 1) + 0.0)
+    as_torch = en.nn.Transformer.generate_square_subsequent_mask(3, None, "float64")  # (sz, device, dtype)
+    assert as_torch.dtype == np.float64
+    layer = _encoder_layer()
+    x = en.tensor(np.random.default_rng(8).normal(size=(3, 2, 8)))
+    np.testing.assert_array_equal(        # PyTorch's switches are taken and change nothing
+        en.nn.TransformerEncoder(layer, 1, enable_nested_tensor=False, mask_check=False)(x).numpy(),
+        en.nn.TransformerEncoder(layer, 1)(x).numpy())
     with pytest.raises(en.InvalidArgumentError, match="TransformerEncoderLayer: activation"):
         en.nn.TransformerEncoderLayer(8, 2, activation="swish")
     with pytest.raises(en.InvalidArgumentError, match="divisible"):
