@@ -408,3 +408,32 @@ def test_vmap_while_and_cond_against_jax():
     got = en.function(en.vmap(lambda x: en.cond(x > 1.0, lambda: x * 2.0, lambda: -x)))(
         en.tensor(X))
     np.testing.assert_allclose(np.asarray(got), np.asarray(jax.vmap(jax_cond)(X)))
+
+
+# ---- AutoGraph: Python control flow in a vmapped function inside en.function -----------------
+def python_flow(flag, x):
+    if flag > 0:                    # unbatched: one cond
+        y = x * 2.0
+    else:
+        y = -x
+    if en.sum(x) > 1.0:             # batched: both branches, selected per example
+        y = y + 1.0
+    total = en.tensor(0.0, dtype=x.dtype)
+    for row in x:                   # one scan over the rows
+        total = total + row
+    i = en.tensor(0)
+    while en.sum(x) * i < 5.0:      # batched: one loop, a trip count per example
+        i = i + 1
+    return y, total, i
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_converted_python_control_flow_under_vmap(dtype):
+    X = np.array([[1.0, 2.0], [0.5, 0.1], [3.0, 3.0], [0.2, 0.3]], dtype=dtype)
+    f = en.function(en.vmap(python_flow, in_axes=(None, 0)))
+    for flag in (1.0, -1.0):
+        want = _per_example(lambda x, flag=flag: python_flow(en.tensor(flag), x), X)
+        _close(f(en.tensor(flag), en.tensor(X)), want, dtype)
+    graph = f.get_concrete_function(en.tensor(1.0), en.tensor(X)).graph
+    assert sum(n.op.name == "while_loop" for n in graph.nodes) == 1
+    assert sum(n.op.name == "scan" for n in graph.nodes) == 1

@@ -62,7 +62,7 @@ def _as_condition(value):
 def if_stmt(cond, body, orelse, get_state, set_state, names, lists=None):
     """``if cond: body() else: orelse()``, a ``cond`` node when ``cond`` is traced."""
     cond = _as_condition(cond)
-    if not tc.is_traced(cond):
+    if not tc.is_traced(cond) and not tc.per_element(cond):
         if cond:
             body()
         else:
@@ -70,7 +70,7 @@ def if_stmt(cond, body, orelse, get_state, set_state, names, lists=None):
         return
     init = get_state()
     pred = tc.predicate(cond)
-    if pred._node.op is ops.logical_not_op:
+    if pred._node is not None and pred._node.op is ops.logical_not_op:
         # `if not flag:` (the guards that break and return lower to): branch on the flag.
         node = pred._node.inputs[0]
         pred, body, orelse = traced(node.shape, node.dtype, node), orelse, body
@@ -95,7 +95,7 @@ def if_stmt(cond, body, orelse, get_state, set_state, names, lists=None):
 def if_exp(cond, true_fn, false_fn):
     """``true_fn() if cond else false_fn()``."""
     cond = _as_condition(cond)
-    if not tc.is_traced(cond):
+    if not tc.is_traced(cond) and not tc.per_element(cond):
         return true_fn() if cond else false_fn()
     return tc.merge(tc.predicate(cond), lambda: (true_fn(),), lambda: (false_fn(),),
                     ("the conditional expression",), "conditional expression")[0]
@@ -164,7 +164,7 @@ def while_stmt(test, body, get_state, set_state, names, lists=None):
     count = 0
     while True:
         cond = _as_condition(test())
-        if tc.is_traced(cond):
+        if tc.is_traced(cond) or tc.per_element(cond):   # (a vmap batch: a loop per element)
             # (Also when it becomes traced after some Python iterations: the rest is a loop.)
             tc.tensor_while(test, body, get_state, set_state, names, lists)
             return

@@ -26,7 +26,7 @@ from ...control.interpret import interpret
 from ...control.subgraph import SubGraph, hoist_invariant_reads
 from . import messages, transform_select
 from .values import RETVAL_NAME, Undefined, UndefinedReturnValue
-from engine.errors import EngineError
+from engine.errors import EngineError, TracingError
 
 _NO_INPUTS = TreeDef(tuple, None, ())
 
@@ -51,9 +51,22 @@ def _is_tensorish(x):
     return isinstance(x, (Tensor, Variable, np.ndarray))
 
 
+def per_element(x):
+    """True for a transformation's tensor whose truth has no one value now (a batch of
+    ``en.vmap``: each element has its own), so ``if``/``while`` on it are staged."""
+    if not isinstance(x, Tensor) or x._value is not None or x._node is not None:
+        return False
+    try:
+        x._concrete("a condition")
+    except TracingError:
+        return True
+    return False
+
+
 def predicate(x):
-    """``bool(x)`` as a traced bool scalar (what ``if x:`` means for a tensor)."""
-    if not is_traced(x):
+    """``bool(x)`` as a traced bool scalar (what ``if x:`` means for a tensor; a batched
+    one, per element, for a batch of ``en.vmap``)."""
+    if not is_traced(x) and not per_element(x):
         return ops.cast(Tensor(bool(x)), "bool")
     if tuple(x.shape) != ():
         if None in x.shape or int(np.prod(x.shape)) != 1:
