@@ -8,7 +8,11 @@ imported from that file and its function compiled with ``cache=True``, so
 numba stores the machine code beside it (``__pycache__``) and a second process
 loads it instead of compiling (tens of milliseconds instead of seconds).
 ``<key>.ok`` is written after a compile succeeds: the lowering policy reads it
-to know that a region is cheap to load.
+to know that a region is cheap to load, and it records the SHA-256 of each of
+numba's machine-code files for the region. Before numba reads them, a file whose
+bytes changed since (cut short, or another region's copied over it) is removed,
+and one numba cannot read (a cut pickle) has the region's files removed: either
+way numba compiles again and stores the code anew, never running what it found.
 
 The folder is ``$ENGINE_CACHE_DIR/numba`` if that is set, else
 ``$XDG_CACHE_HOME/engine/numba``, else ``~/.cache/engine/numba``. Where it
@@ -25,6 +29,7 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import logging
 import pathlib
 import platform
 import sys
@@ -38,6 +43,8 @@ from engine.numerics import bitwise
 from .. import cache_trust
 from ..cache_folder import cache_folder
 from .numba_emitter import HELPERS_IMPORT
+
+log = logging.getLogger("engine.graph")
 
 _MATH = pathlib.Path(__file__).with_name("numba_math.py")
 # LLVM may fuse a multiply and an add into one FMA (one rounding instead of two, so each
@@ -147,12 +154,69 @@ def load(source, fn_name, signature):
         fn = None
     if fn is None:
         fn = _in_memory(source, fn_name)
-    fn.compile(signature)
+    else:
+        _set_aside_changed(folder, key)
+    try:
+        fn.compile(signature)
+    except numba.core.errors.NumbaError:
+        raise                        # numba refuses the source: a typing limit
+    except Exception as err:         # numba's own files unreadable (a cut pickle)
+        if not on_disk:
+            raise
+        log.debug("numba lowering: the cached machine code of region %s is unreadable "
+                  "(%s: %s); compiled again", key, type(err).__name__, err)
+        _forget(folder, key)
+        fn = numba.njit(fn.py_func, cache=True, nogil=True, error_model="numpy",
+                        fastmath=fastmath())
+        fn.compile(signature)
     from_cache = bool(getattr(fn, "stats", None) and fn.stats.cache_hits)
     _LOADED[(key, fn_name)] = fn
     if on_disk:
         try:
-            (folder / f"r{key}.ok").touch()
+            write_file(str(folder / f"r{key}.ok"), _record(folder, key))
         except OSError:
             pass
     return fn, from_cache
+
+
+def _numba_files(folder, key):
+    """numba's machine-code files (``.nbc``) for region ``key``; its index (``.nbi``)
+    maps signatures to them and is numba's to check (against the module's stamp)."""
+    return sorted((folder / "__pycache__").glob(f"r{key}.*.nbc"))
+
+
+def _record(folder, key):
+    """What ``r<key>.ok`` holds: the key, then each of numba's machine-code files for the
+    region with the SHA-256 of its bytes."""
+    lines = [key] + [f"{p.name} {hashlib.sha256(p.read_bytes()).hexdigest()}"
+                     for p in _numba_files(folder, key)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _set_aside_changed(folder, key):
+    """Removes each machine-code file of ``key`` whose bytes are not those recorded when
+    it was written (cut short, or another region's copied over it) before numba reads
+    it: numba then compiles that signature again. Files written since the record (a
+    specialization for another layout) are numba's."""
+    try:
+        recorded = (folder / f"r{key}.ok").read_text().splitlines()[1:]
+    except (OSError, UnicodeDecodeError):
+        return
+    for line in recorded:
+        name, _, digest = line.partition(" ")
+        path = folder / "__pycache__" / name
+        try:
+            if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                log.debug("numba lowering: %s changed since it was written; compiled again",
+                          path)
+                path.unlink()
+        except OSError:
+            continue
+
+
+def _forget(folder, key):
+    for path in sorted((folder / "__pycache__").glob(f"r{key}.*")) + [folder / f"r{key}.ok"]:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
