@@ -65,6 +65,9 @@ ATTRIBUTES = {
     "contiguous": "tensors need no contiguous(): use x as it is",
     "cpu": "use x.numpy() (a numpy array); tensors have a back end, not a device",
     "cuda": "tensors have a back end, not a device: en.tensor(x, backend=...)",
+    "to": ("tensors have a back end, not a device: en.tensor(x, backend=...); "
+           "x.astype(dtype) converts the dtype"),
+    "clone": "use x.copy()",
     "float": "use x.astype('float32')",
     "double": "use x.astype('float64')",
     "long": "use x.astype('int64')",
@@ -72,7 +75,8 @@ ATTRIBUTES = {
     "parameters": "use m.trainable_variables (a list; m.variables also has BatchNorm's "
                   "statistics)",
     "named_parameters": "use m.named_variables()",
-    "zero_grad": "nothing to zero: gradients are returned by tapes, never accumulated",
+    "zero_grad": ("nothing to zero: gradients are returned by tapes, never accumulated; "
+                  "opt.minimize(loss_fn, variables) takes a whole step"),
     "cat": "use en.concatenate(tensors, axis=0)",
     "no_grad": ("no context is needed: gradients are recorded only inside en.GradientTape "
                 "or en.grad; en.stop_gradient(x) blocks one value"),
@@ -88,7 +92,7 @@ ATTRIBUTES = {
 
 # The names of ATTRIBUTES a tensor (or variable) answers with its hint.
 TENSOR_ATTRIBUTES = ("backward", "grad", "permute", "unsqueeze", "detach", "numel", "dim",
-                     "contiguous", "cpu", "cuda", "float", "double", "long", "clamp")
+                     "contiguous", "cpu", "cuda", "clone", "float", "double", "long", "clamp")
 
 _UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
 

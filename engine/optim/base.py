@@ -57,6 +57,10 @@ class Optimizer:
         # PyTorch's keywords and SGD(params, lr=...) get errors naming the engine's way
         torch_spellings.translating_init(cls, check=torch_spellings.params_given_first)
 
+    def __getattr__(self, name):
+        # Only for names not found: opt.zero_grad() says why there is nothing to zero.
+        raise torch_spellings.missing_attribute(self, name)
+
     def __init__(self, name):
         self.name = name
         # Steps taken so far (int64); the bias correction in Adam reads it.
