@@ -348,6 +348,30 @@ def test_vmap_grad_through_cond_against_finite_differences():
         np.testing.assert_allclose(np.asarray(got)[b], numeric_grad(f, [X[b]], 0), rtol=1e-6)
 
 
+def test_forward_mode_and_vmap_of_while_and_cond_compose():
+    X = np.array([[1.0, 2.0], [0.5, 0.1], [3.0, 3.0]])
+    T = np.full_like(X, 0.5)
+
+    def grow(x):     # a batched condition: a trip count per example
+        return en.while_loop(lambda i, v: en.sum(v) < 10.0,
+                             lambda i, v: (i + 1, v * 1.5 + 0.1), (en.tensor(0), x))[1]
+
+    def branch(flag, x):
+        return en.cond(flag, lambda: en.sin(x) * 2.0, lambda: x * x)
+
+    def tangent(fn, x, t):
+        return en.jvp(fn, (x,), (t,))[1]
+    want = _per_example(lambda x, t: tangent(grow, x, t), X, T)
+    for f in _both(lambda x, t: en.vmap(lambda x, t: tangent(grow, x, t))(x, t)):
+        _close(f(en.tensor(X), en.tensor(T)), want, np.float64)
+    for f in _both(lambda x, t: tangent(en.vmap(grow), x, t)):
+        _close(f(en.tensor(X), en.tensor(T)), want, np.float64)
+    for flag in (True, False):
+        want = _per_example(lambda x, t, flag=flag: tangent(lambda v: branch(flag, v), x, t), X, T)
+        for f in _both(lambda flag, x, t: tangent(en.vmap(lambda v: branch(flag, v)), x, t)):
+            _close(f(en.tensor(flag), en.tensor(X), en.tensor(T)), want, np.float64)
+
+
 # ---- compiled lowerings run the staged loops -------------------------------------------------
 @pytest.mark.parametrize("lowering", ["numba", "c"])
 def test_compiled_lowerings_run_vmapped_loops(monkeypatch, lowering):
