@@ -27,12 +27,15 @@ import numpy as np
 
 from engine.config import config
 from engine.errors import TracingError, format_location, user_frame
+from engine.numerics import bitwise
+from engine.ops import transpose
 from engine.modes import current_mode
 from engine.pytree import LEAF, unflatten
 from engine.tensor import wrap, wrap_on
 
 from ..control.interpret import evaluate
 from ..ir.queries import is_view
+from .gather import gather_reductions, rows_first
 from .partition import needed, partition
 from .program import ChunkProgram
 
@@ -56,6 +59,9 @@ class ChunkedFunction:
     # -- building the three parts ----------------------------------------------------
     def _build(self, plan):
         graph = plan.graph
+        # Under en.config.numerics = "bitwise": sums over the rows run after the chunks,
+        # on their inputs' rows gathered (gather.py).
+        self._gathered = gather_reductions(plan) if bitwise() else []
         reduce_nodes = plan.nodes("reduce")
         row_outputs = [o for o in graph.outputs if plan.place[o] == "rows"]
         for o in row_outputs:
@@ -63,7 +69,7 @@ class ChunkedFunction:
                 raise TracingError(f"{self.name}: a result computed per chunk must keep the "
                                    f"rows as its first axis; {o.name} has them at axis "
                                    f"{plan.axis[o]} (transpose it after the call)")
-        chunk_nodes = [n for n in needed(plan, reduce_nodes + row_outputs)
+        chunk_nodes = [n for n in needed(plan, reduce_nodes + row_outputs + self._gathered)
                        if plan.place[n] in ("rows", "reduce") or n in plan.resized]
         chunk_nodes = [n for n in chunk_nodes if n not in plan.row_inputs]
         chunk_nodes = _recompute_views(plan, chunk_nodes)
@@ -96,15 +102,27 @@ class ChunkedFunction:
         for j, s in enumerate(shared):
             slot[s] = len(plan.row_inputs) + j
         steps = []
+
+        def add_step(node, step):
+            steps.append(step)
+            slot[node] = len(plan.row_inputs) + len(shared) + len(steps) - 1
+
         for n in chunk_nodes:
             rule = plan.rule.get(n)
             op_name = rule.partial if rule is not None and rule.partial else n.op.name
             resize = plan.resized[n][1] if n in plan.resized else (rule.resize if rule else ())
-            steps.append((op_name, [slot[i] for i in n.inputs], dict(n.params), tuple(resize)))
-            slot[n] = len(plan.row_inputs) + len(shared) + len(steps) - 1
+            add_step(n, (op_name, [slot[i] for i in n.inputs], dict(n.params), tuple(resize)))
+        gathered = []
+        for n in self._gathered:
+            axes, _ = rows_first(n, plan.axis[n])
+            if axes is None:
+                gathered.append(slot[n])
+            else:
+                add_step(("rows_first", n), ("transpose", [slot[n]], {"axes": axes}, ()))
+                gathered.append(slot[("rows_first", n)])
         return ChunkProgram(self.name, len(plan.row_inputs), steps,
                             [slot[n] for n in self._reduce],
-                            [slot[n] for n in self._row_outputs], where="",
+                            [slot[n] for n in self._row_outputs] + gathered, where="",
                             compile_function=self._compile)
 
     def _run_free(self, *args):
@@ -121,9 +139,12 @@ class ChunkedFunction:
 
     def _run_post(self, *values):
         plan = self.plan
-        k = len(self._reduce)
+        k, m = len(self._reduce), len(self._post_inputs)
         env = dict(zip(self._reduce, values[:k]))
-        env.update(zip(self._post_inputs, values[k:]))
+        env.update(zip(self._post_inputs, values[k:k + m]))
+        for n, value in zip(self._gathered, values[k + m:]):
+            _, inverse = rows_first(n, plan.axis[n])
+            env[n] = value if inverse is None else transpose(value, inverse)
         for n in self._post:
             env[n] = evaluate(current_mode(), n, [env[i] for i in n.inputs])
         outs = [o for o in plan.graph.outputs if plan.place[o] != "rows"]
@@ -145,7 +166,9 @@ class ChunkedFunction:
         free_values = _same_objects([np.asarray(v.numpy()) for v in free_values])
         combines = [(plan.rule[n].combine, _divisor(n) if plan.rule[n].divide else None)
                     for n in self._reduce]
-        row_avals = [(o.shape[1:], o.dtype) for o in self._row_outputs]
+        row_avals = [(o.shape[1:], o.dtype) for o in self._row_outputs] + \
+            [(tuple(d for k, d in enumerate(n.shape) if k != plan.axis[n]), n.dtype)
+             for n in self._gathered]
         args = (self._program, [t._value for t in rows], free_values[:len(self._shared)],
                 combines, row_avals)
         return args, free_values[len(self._shared):]
@@ -176,8 +199,12 @@ class ChunkedFunction:
         args, post_values = self._chunk_call(tensors)
         partials, row_arrays = self.backend.run_chunks(*args)
         reduced = [wrap(np.asarray(v, dtype=n.dtype)) for v, n in zip(partials, self._reduce)]
+        n_rows = len(self._row_outputs)
+        gathered = [wrap(np.asarray(a)) for a in row_arrays[n_rows:]]
+        row_arrays = row_arrays[:n_rows]
         has_post = any(plan.place[o] != "rows" for o in graph.outputs) or self._post
-        post = self._post_fn(*reduced, *[wrap(v) for v in post_values]) if has_post else ()
+        post = self._post_fn(*reduced, *[wrap(v) for v in post_values], *gathered) \
+            if has_post else ()
         if not isinstance(post, tuple):
             post = (post,)
         out_iter, row_iter = iter(post), iter(row_arrays)
