@@ -8,11 +8,15 @@ in microseconds per traced op. Linear growth keeps the per-op figure flat as
 the size grows; the last column is it divided by the smallest size's.
 
 Programs:
-    chain   ``x = tanh(x @ w + 0.1) * 0.5 + x`` repeated (a deep residual stack)
-    grad    the value and gradient of the same stack's ``sum(x * x)``
+    chain         ``x = tanh(x @ w + 0.1) * 0.5 + x`` repeated (a deep residual stack)
+    grad          the value and gradient of the same stack's ``sum(x * x)``
+    elementwise   ``x = tanh(x) * 0.5 + 0.1`` repeated: one long elementwise chain
+                  (the compiled lowerings once wrote it as one expression, n * n
+                  characters)
 
 Run it as ``python -m bench.trace_scaling`` (2,000 / 8,000 / 20,000 ops);
-``--ops 500,1000`` and ``--programs chain`` choose others.
+``--ops 500,1000``, ``--programs chain,elementwise`` and ``--lowering numpy``
+(``en.config.lowering``) choose others.
 
 Example:
     >>> rows = measure("chain", [50])      # doctest: +SKIP
@@ -50,9 +54,17 @@ def _grad(layers):
     return value_and_grad
 
 
+def _elementwise(layers):
+    def run(x, w):
+        for _ in range(layers):
+            x = en.tanh(x) * 0.5 + 0.1
+        return en.sum(x)
+    return run
+
+
 # Builder and traced nodes per layer (the chain's five ops and two constants;
-# the gradient's forward and backward nodes).
-PROGRAMS = {"chain": (_chain, 7), "grad": (_grad, 18)}
+# the gradient's forward and backward nodes; three ops and two constants).
+PROGRAMS = {"chain": (_chain, 7), "grad": (_grad, 18), "elementwise": (_elementwise, 5)}
 
 
 @contextlib.contextmanager
@@ -128,7 +140,19 @@ def main(argv=None):
                         help="comma-separated op counts (default 2000,8000,20000)")
     parser.add_argument("--programs", default="chain,grad",
                         help=f"comma-separated, from {', '.join(PROGRAMS)}")
+    parser.add_argument("--lowering", default=None,
+                        help="en.config.lowering while tracing (default: as configured)")
     args = parser.parse_args(argv)
+    previous = en.config.lowering
+    if args.lowering is not None:
+        en.config.lowering = args.lowering
+    try:
+        return _run(parser, args)
+    finally:
+        en.config.lowering = previous
+
+
+def _run(parser, args):
     sizes = [int(s) for s in args.ops.split(",")]
     rows = []
     for program in args.programs.split(","):
