@@ -120,7 +120,8 @@ def fused_kernel(region, numpy_out_impl):
     if name == "numpy" or not region.size:
         return None, None
     candidates, forced = _candidates(name)
-    sources = {}   # each lowering writes the region once (the hot swap reads them again)
+    # Each lowering writes the region once (the hot swap reads them again).
+    sources: dict[str, str | None] = {}
     for lowering in candidates:
         if not lowering.available():
             continue
