@@ -26,6 +26,8 @@ scan whose step runs the body's VJP (:func:`_record_scan`).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import dtypes, ops
@@ -69,21 +71,31 @@ def inner_tapes(mode):
     return [t for t in active_tapes() if t._recording and id(t) not in mode._outer_tapes]
 
 
+class Tracker:
+    """The values a staged body uses that gradient tapes watch (``watched``: their ids),
+    in first-use order (``found``): the closed-over inputs of a tape entry."""
+
+    __slots__ = ("watched", "found")
+
+    def __init__(self, watched):
+        self.watched: set[int] = watched
+        self.found: dict[int, Any] = {}
+
+
 class LoopBodyMode(BatchMode):
     """The ``BatchMode`` of a staged body: the outer vmap's tag and size over the body's
-    trace. With a ``tracker`` it notes the values closed over that ``tracker["watched"]``
-    (ids a gradient tape watches) holds, so a tape entry can name them as inputs."""
+    trace. With a :class:`Tracker` it notes the watched values the body uses."""
 
     def __init__(self, parent, tag, size, tracker=None):
         super().__init__(parent, tag, size)
         self.tracker = tracker
 
     def lift(self, args):
-        if self.tracker is not None:   # before lifting: the trace swaps captures for inputs
-            watched, found = self.tracker["watched"], self.tracker["found"]
+        tracker = self.tracker
+        if tracker is not None:   # before lifting: the trace swaps captures for inputs
             for t in args:
-                if id(t) in watched and id(t) not in found:
-                    found[id(t)] = t
+                if id(t) in tracker.watched and id(t) not in tracker.found:
+                    tracker.found[id(t)] = t
         return super().lift(args)
 
 
@@ -128,17 +140,15 @@ def staged_scan(mode, fn, init, xs, length, reverse, stage):
     c_leaves = mode.lift(c_leaves) if c_leaves else []
     x_leaves = mode.lift(x_leaves) if x_leaves else []
     tapes = inner_tapes(mode)
-    tracker = None
-    if tapes:
-        tracker = {"watched": {i for t in tapes for i in t._watched}, "found": {}}
+    tracker = Tracker({i for t in tapes for i in t._watched}) if tapes else None
     with paused(tapes):
         out = _stage_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, length, reverse,
                           stage, tracker)
     carry, ys, stacked, y_tree = out
-    if tapes:
-        closures = list(tracker["found"].values())
+    if tracker is not None:
+        closures = list(tracker.found.values())
         inputs = c_leaves + x_leaves + closures
-        if any(id(x) in tracker["watched"] for x in inputs):
+        if any(id(x) in tracker.watched for x in inputs):
             _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, ys,
                          stacked, length, reverse, stage, tapes)
     return unflatten(c_tree, carry), unflatten(y_tree, ys)
@@ -156,7 +166,7 @@ def _stage_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, length, reverse, s
     keep_carries = tracker is not None
     owner = object()
     for _ in range(_MAX_TRIES):
-        holder = {}
+        holder: dict[str, Any] = {}
         with use_mode(mode.parent):
             c_raws = [_to_front(mode, c, b) for c, b in zip(c_leaves, batched_c)]
 
@@ -331,7 +341,7 @@ def _staged_while(mode, cond_fn, body_fn, leaves, tree, stage):
     is_batched = [mode.owns(v) for v in leaves]
     owner = object()
     for _ in range(_MAX_TRIES):
-        holder = {}
+        holder: dict[str, Any] = {}
         with use_mode(mode.parent):
             raws = [_to_front(mode, v, b) for v, b in zip(leaves, is_batched)]
 
