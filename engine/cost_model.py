@@ -59,6 +59,12 @@ THRESHOLDS = (
               "reciprocal (and sigmoid) of at least this many elements runs divide(1, x), "
               "twice as fast as numpy's unvectorized reciprocal loop; below, the plain ufunc",
               "engine/ops/elementwise.py"),
+    Threshold("conv_input_grad_scatter_ratio", 4, "output channels per input channel",
+              EPYC, "2026-12-05", "f9d828d",
+              "conv2d_backprop_input scatters each window's input cotangent (col2im) where "
+              "the filters have more than this many times as many output as input channels "
+              "(16 back to 1 at 64x28x28: 1.1 against 13.5 ms); else the full correlation",
+              "engine/ops/conv.py"),
     Threshold("dot_out_max_work", 1 << 19, "multiply-adds", EPYC_512, "2026-12-02", "a22c4d0",
               "matmul's out= kernel calls np.dot below this work; above, np.matmul is "
               "faster ((1000, 196) @ (196, 784)^T: 0.95 against 1.09 ms)",

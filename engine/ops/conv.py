@@ -24,6 +24,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import chunk_rules, dtypes, workspace
+from ..cost_model import cost
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
@@ -240,7 +241,8 @@ def _bp_input_impl(g, w, *, input_hw, strides, padding, dilation=_ONE, groups=1)
     _, pads = _spatial("conv2d_backprop_input", input_hw, (kh, kw), strides, padding, [],
                        dilation)
     if strides == _ONE and dilation == _ONE and groups == 1 and \
-            max(pads[0]) < kh and max(pads[1]) < kw and o <= 4 * cg:
+            max(pads[0]) < kh and max(pads[1]) < kw and \
+            o <= cost.conv_input_grad_scatter_ratio * cg:
         return _bp_input_full(g, w, input_hw, pads)
     return _bp_input_scatter(g, w, input_hw, strides, pads, dilation, groups)
 
