@@ -16,6 +16,7 @@ Example:
 """
 import math
 import operator
+from collections.abc import Callable
 
 import numpy as np
 
@@ -46,6 +47,10 @@ def _concrete(x):
 
 class Draws:
     """The distributions a :class:`~engine.random.Generator` draws, from its ``uniform``."""
+
+    # Defined by the Generator: draws of a shape, and of another tensor's shape.
+    uniform: Callable[..., Tensor]
+    uniform_like: Callable[..., Tensor]
 
     def integers(self, low, high=None, size=None, dtype="int64", endpoint=False):
         """Random integers in ``[low, high)`` (``[low, high]`` with ``endpoint``), as

@@ -146,7 +146,7 @@ def translating(fn):
             if better is None:
                 raise
             raise better from None
-    call._torch_spellings = True
+    call.__dict__["_torch_spellings"] = True   # marks a wrapper: never wrapped twice
     return call
 
 
@@ -194,7 +194,7 @@ def translating_init(cls, check=None):
             if error is not None:
                 raise error
             return plain(self, *args, **kwargs)
-        call._torch_spellings = True
+        call.__dict__["_torch_spellings"] = True   # marks a wrapper: never wrapped twice
     cls.__init__ = call
 
 

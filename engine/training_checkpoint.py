@@ -34,6 +34,7 @@ import io
 import json
 import os
 import zipfile
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class TrainingCheckpoint:
     # -- what is saved ----------------------------------------------------------------
     def _variables(self):
         """``{file name: Variable}`` of everything saved as arrays."""
-        out = {}
+        out: dict[str, Any] = {}
         if self.model is not None:
             out.update((f"model/{n}", v) for n, v in self.model.named_variables())
         if self.optimizer is not None:

@@ -57,8 +57,7 @@ class Module:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         torch_spellings.translating_init(cls)    # Dropout(p=) names rate=, and so on
-        if "__init__" in cls.__dict__:           # a layer made inside en.function is refused
-            cls.__init__ = module_guards.refused_in_traces(cls, cls.__dict__["__init__"])
+        module_guards.refuse_in_traces(cls)      # a layer made inside en.function is refused
 
     def __init__(self) -> None:
         self.training = True

@@ -64,6 +64,13 @@ def _layer_in_trace(cls):
         f"\n  at {format_location(user_frame())}")
 
 
+def refuse_in_traces(cls):
+    """Make ``cls.__init__`` (if ``cls`` defines one) refuse to run while a trace is made
+    (see :func:`refused_in_traces`); for ``Module.__init_subclass__``."""
+    if "__init__" in cls.__dict__:
+        cls.__init__ = refused_in_traces(cls, cls.__dict__["__init__"])
+
+
 def refused_in_traces(cls, init):
     """``init`` (``cls.__init__``) refusing, while a trace is made, to build a module that
     holds variables (variables a layer makes later, in its first call, are its business)."""

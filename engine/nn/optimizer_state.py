@@ -24,7 +24,7 @@ def named_variables(opt):
     for i, (_, slots) in enumerate(opt._slots.values()):
         out.extend((f"slots.{i}.{name}", var) for name, var in slots.items())
     listed = {id(var) for _, var in out}
-    names = set()
+    names: set[str] = set()
     for var in opt.variables():
         if id(var) not in listed:
             name = "state." + str(var.name).rsplit("/", 1)[-1]

@@ -25,7 +25,7 @@ from engine.tensor import Tensor
 from engine.variable import Variable
 
 from ..ir.signature import TensorSpec
-from ..jit.function import function
+from ..jit.function import Function, function
 
 
 def module_function(module, example_args, what):
@@ -40,7 +40,7 @@ def module_function(module, example_args, what):
     specs = _batch_specs(example_args)
     if specs is None:
         return function(module)
-    polymorphic = function(module, input_signature=specs)
+    polymorphic = Function(module, input_signature=specs)
     try:
         polymorphic.get_concrete_function(*example_args)
     except (EngineError, TypeError, ValueError) as err:   # int(None) for a batch size, say
