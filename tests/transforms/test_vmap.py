@@ -299,14 +299,15 @@ def test_fallback_loops_warn_once_and_agree(monkeypatch):
     np.testing.assert_array_equal(np.asarray(got), 2 * np.exp(np.asarray(X)))
 
 
-def test_a_converted_if_on_a_batched_tensor_says_to_use_where():
+def test_a_converted_if_on_a_batched_tensor_selects_per_element():
     @en.function
     def f(x):
         if en.sum(x) > 0:
             return x
         return -x
-    with pytest.raises(en.TracingError, match="batched .* inside en.vmap"):
-        en.vmap(f)(en.ones((3, 2)))
+    X = en.tensor([[1.0, 2.0], [-3.0, 1.0], [0.5, -2.0]])
+    got = en.vmap(f)(X)   # tests/transforms/test_vmap_control_flow.py has the loops
+    np.testing.assert_array_equal(np.asarray(got), [[1.0, 2.0], [3.0, -1.0], [-0.5, 2.0]])
 
 
 def test_a_compiled_function_under_jvp_branches_on_the_primal():
