@@ -112,8 +112,8 @@ def _where_impl(cond, x, y):
 
 def _where_out(cond, x, y, out):
     # np.where into a temporary, then one copy: numpy's masked copyto (copyto(where=))
-    # runs four times slower (13.2 against 3.0 ms on a 64x28x28x16 float32 ReLU gradient),
-    # and reading every input before writing ``out`` makes any aliasing safe.
+    # is slower (5.6 against 3.1 ms on a 64x28x28x16 float32 ReLU gradient), and reading
+    # every input before writing ``out`` makes any aliasing safe.
     np.copyto(out, np.where(cond, x, y))
     return out
 
