@@ -15,6 +15,7 @@ from engine.errors import (ArgumentTypeError, DTypeError, EngineError, NotDiffer
                            ShapeError, TracingError, describe_inputs, expect_callable,
                            format_location, user_frame)
 from engine.modes import current_mode
+from engine.numerics import bitwise
 from engine.recording import active_tapes, record
 from engine.op import Op, declare
 from engine.ops.reduce import LeadingSum
@@ -417,7 +418,14 @@ def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse, summed=(), u
     xs = list(rest[n_carry:n_carry + n_x])
     caps = list(rest[n_carry + n_x:])
 
-    n_gy, n_gs = len(ys_given), len(stacked_given)
+    # Under en.config.numerics = "bitwise", a result that is the carry itself (an RNN's
+    # h) has its cotangent added first, as eager mode's tape adds it (see _eager_order).
+    exact = bitwise()
+    first, g_carry, g_ys = _eager_order(body, n_carry, gs[:n_carry], g_carry, g_ys, reverse) \
+        if exact else ({}, g_carry, g_ys)
+    ys_given = [k for k in range(n_y) if g_ys[k] is not None]
+    given_first = list(first.values())
+    n_gy, n_gs, n_first = len(ys_given), len(stacked_given), len(given_first)
 
     def step(gc, sl):
         sl = list(sl)
@@ -427,24 +435,59 @@ def _scan_vjp(gs, outs, *rest, body, n_carry, n_x, length, reverse, summed=(), u
         for k, g in zip(ys_given, sl[n_carry + n_x:n_carry + n_x + n_gy]):
             gy_t[k] = g
         gs_t = dict(zip(stacked_given, sl[n_carry + n_x + n_gy:n_carry + n_x + n_gy + n_gs]))
+        start = n_carry + n_x + n_gy + n_gs
+        seeds_first = sl[start:start + n_first]
         # Random draws and effects of this step come from the forward pass.
-        replay = dict(zip(body.replay, sl[n_carry + n_x + n_gy + n_gs:]))
+        replay = dict(zip(body.replay, sl[start + n_first:]))
         inner_caps = current_mode().lift(caps) if caps else []
         ins = carry_t + x_t + inner_caps
-        grads = _vjp_of(lambda *a: interpret(body.graph, list(a), replay)[:n_real], ins,
-                        list(gc) + gy_t)
+        # The entering carries seeded first (``first``): the cotangent of the result
+        # that was them, before this step's contributions are added to it.
+        grads = _vjp_of(lambda *a: [a[j] for j in first] +
+                        interpret(body.graph, list(a), replay)[:n_real], ins,
+                        list(seeds_first) + list(gc) + gy_t)
         # carries[t] is the carry entering step t: its cotangent joins that step's.
         g_in = tuple(g + gs_t[k] if k in gs_t else g for k, g in enumerate(grads[:n_carry]))
         return g_in, tuple(grads[n_carry:])
 
-    given = [g_ys[k] for k in ys_given] + [g_stacked[k] for k in stacked_given]
+    given = [g_ys[k] for k in ys_given] + [g_stacked[k] for k in stacked_given] + given_first
     g_init, per_step = scan(step, tuple(g_carry),
                             tuple(carries + xs + given + residuals[:n_res]),
                             length=length, reverse=not reverse)
     g_xs = list(per_step[:n_x])
-    g_caps = [ops.sum(g, axis=0) for g in per_step[n_x:]]
+    # (bitwise: the step run last added first, as eager's tape adds them)
+    g_caps = [ops.sum(g[::-1] if exact and not reverse else g, axis=0) for g in per_step[n_x:]]
     grads = list(g_init) + g_xs + g_caps
     return tuple(g if _is_float(x) else None for x, g in zip(rest, grads))
+
+
+def _eager_order(body, n_carry, given_carry, g_carry, g_ys, reverse):
+    """Cotangents in eager mode's order of additions, for a scan whose result ``k`` is its
+    carry ``j`` (the same value: an RNN returns its new state twice). Eagerly, that
+    value's cotangent is the result's (the stack's gradient, reached first) plus, one
+    after another, what the next step's ops send back. Here the next step's backward
+    starts from it too: returns ``({j: the results' cotangents shifted by one step}, the
+    final carries' cotangents with the last step's added, the results' cotangents with
+    those of ``k`` taken out)``. Only the first carry a result is counted for.
+    ``given_carry``: the final carries' cotangents as given (None where none reached).
+    The carry entering the first step is seeded with zeros: a gradient of exactly -0.0
+    with respect to the initial carry comes out +0.0."""
+    outputs = body.graph.outputs
+    n_y = len(g_ys)
+    first, g_carry, g_ys = {}, list(g_carry), list(g_ys)
+    for k in range(n_y):
+        g = g_ys[k]
+        j = next((j for j in range(n_carry) if outputs[j] is outputs[n_carry + k]), None)
+        if g is None or j is None or j in first:
+            continue
+        last, rest = (g[-1:], g[:-1]) if not reverse else (g[:1], g[1:])
+        zero = ops.zeros_like(last)
+        first[j] = ops.concat([zero, rest], axis=0) if not reverse else \
+            ops.concat([rest, zero], axis=0)
+        last = ops.reshape(last, tuple(last.shape[1:]))
+        g_carry[j] = last if given_carry[j] is None else last + given_carry[j]
+        g_ys[k] = None
+    return first, g_carry, g_ys
 
 
 scan_op = _structural(Op("scan", _scan_impl, _scan_eval, _scan_vjp, multiple_results=True,

@@ -1,0 +1,94 @@
+"""What ``en.config.numerics = "bitwise"`` costs against the default ("fast"), per step.
+
+    python -m bench.bitwise_cost [--batch 1000] [--rounds 7] [--calls 10]
+
+Two training steps of the bench's workloads, each one ``en.function`` under the default
+lowering ("auto"): the autoencoder's loss and gradient (``bench/workloads/autoencoder.py``)
+and the GRU's 50-step scan with its gradient (``bench/workloads/rnn.py``, the ``graph``
+mode's function). Both settings run in this one process, alternating: each round times
+``--calls`` calls under "fast", then as many under "bitwise" (each setting keeps its own
+trace, made before the rounds), and the table gives the medians over the rounds, their
+ratio (the target: at most 1.3) and whether the bitwise step gave eager mode's bits.
+"""
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import engine as en
+from bench.workloads import autoencoder, rnn
+
+
+def autoencoder_step(batch):
+    args = autoencoder.Problem(batch).tensors()
+    step = en.value_and_grad(autoencoder.engine_loss, argnums=(0, 1, 2))
+    return step, args
+
+
+def gru_step():
+    problem = rnn.Problem({"steps": 50, "batch": 32, "hidden": 64, "features": 64})
+    params, xs, targets = problem.arrays()
+    p = tuple(en.tensor(a) for a in params)
+    h0 = en.zeros((problem.batch, problem.hidden), dtype="float32")
+
+    def loss_and_grads(p, xs, targets, h0):
+        with en.GradientTape() as tape:
+            tape.watch(list(p))
+            loss = rnn._scan_loss(rnn.gru_cell, p, xs, targets, h0)
+        return loss, tape.gradient(loss, list(p))
+    return loss_and_grads, (p, en.tensor(xs), en.tensor(targets), h0)
+
+
+def _flat(value):
+    if isinstance(value, (tuple, list)):
+        return [a for v in value for a in _flat(v)]
+    return [np.asarray(value.numpy())]
+
+
+def _per_call(fn, args, calls):
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn(*args)
+    return (time.perf_counter() - start) / calls
+
+
+def measure(step, args, rounds, calls):
+    """``(fast seconds, bitwise seconds, bitwise gives eager's bits)`` per call: medians."""
+    compiled = en.function(step)
+    times = {"fast": [], "bitwise": []}
+    try:
+        for mode in times:     # the traces, and the check of the bits
+            en.config.numerics = mode
+            got = _flat(compiled(*args))
+            if mode == "bitwise":
+                want = _flat(step(*args))
+                exact = all(np.array_equal(g, w, equal_nan=True) for g, w in zip(got, want))
+            _per_call(compiled, args, 2)     # warm: buffers, kernels
+        for _ in range(rounds):
+            for mode in times:
+                en.config.numerics = mode
+                compiled(*args)      # the first call after a switch looks the trace up again
+                times[mode].append(_per_call(compiled, args, calls))
+    finally:
+        en.config.numerics = "fast"
+    return statistics.median(times["fast"]), statistics.median(times["bitwise"]), exact
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=10)
+    args = parser.parse_args(argv)
+    rows = [(f"autoencoder, batch {args.batch}", *autoencoder_step(args.batch)),
+            ("GRU scan, 50 steps, batch 32, hidden 64", *gru_step())]
+    print(f"{'step':42} {'fast ms':>8} {'bitwise ms':>11} {'ratio':>6} {'eager bits':>11}")
+    for name, step, step_args in rows:
+        fast, exact_s, exact = measure(step, step_args, args.rounds, args.calls)
+        print(f"{name:42} {fast * 1e3:8.2f} {exact_s * 1e3:11.2f} {exact_s / fast:6.2f} "
+              f"{'yes' if exact else 'NO':>11}")
+
+
+if __name__ == "__main__":
+    main()
