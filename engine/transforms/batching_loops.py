@@ -75,11 +75,12 @@ class Tracker:
     """The values a staged body uses that gradient tapes watch (``watched``: their ids),
     in first-use order (``found``): the closed-over inputs of a tape entry."""
 
-    __slots__ = ("watched", "found")
+    __slots__ = ("watched", "found", "impure")
 
     def __init__(self, watched):
         self.watched: set[int] = watched
         self.found: dict[int, Any] = {}
+        self.impure: str | None = None   # what the body does that a re-run would repeat
 
 
 class LoopBodyMode(BatchMode):
@@ -97,6 +98,16 @@ class LoopBodyMode(BatchMode):
                 if id(t) in tracker.watched and id(t) not in tracker.found:
                     tracker.found[id(t)] = t
         return super().lift(args)
+
+    def apply(self, op, args, params):
+        if self.tracker is not None and (op.random or op.side_effects):
+            self.tracker.impure = self.tracker.impure or f"op '{op.name}'"
+        return super().apply(op, args, params)
+
+    def assign_variable(self, var, value, kind, indices=None):
+        if self.tracker is not None:
+            self.tracker.impure = self.tracker.impure or f"a write to variable {var.name!r}"
+        return super().assign_variable(var, value, kind, indices)
 
 
 def inner_mode(mode):
@@ -150,7 +161,7 @@ def staged_scan(mode, fn, init, xs, length, reverse, stage):
         inputs = c_leaves + x_leaves + closures
         if any(id(x) in tracker.watched for x in inputs):
             _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, ys,
-                         stacked, length, reverse, stage, tapes)
+                         stacked, length, reverse, stage, tapes, tracker.impure)
     return unflatten(c_tree, carry), unflatten(y_tree, ys)
 
 
@@ -218,16 +229,24 @@ def _is_float(t):
 
 
 def _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, ys, stacked,
-                 length, reverse, stage, tapes):
+                 length, reverse, stage, tapes, impure):
     """Record the staged scan on ``tapes`` (begun inside the vmap) as one entry of batched
     values: inputs the init, the xs and the watched values ``fn`` closes over; its VJP a
-    reverse scan (vmapped, as it runs in the vmap) of ``fn``'s VJP at each step's carry."""
+    reverse scan (vmapped, as it runs in the vmap) of ``fn``'s VJP at each step's carry.
+    The VJP runs ``fn`` again, so a body with random draws or side effects (``impure``
+    names one) refuses the gradient rather than differentiating other draws."""
     n_c, n_x, n_y = len(c_leaves), len(x_leaves), len(ys)
     fc = [k for k in range(n_c) if _is_float(c_leaves[k])]
     fx = [k for k in range(n_x) if _is_float(x_leaves[k])]
     n_k = len(closures)
 
     def vjp(g, out, *inputs):
+        if impure is not None:
+            raise NotDifferentiableError(
+                f"vmap(grad) of a scan inside a graph: the scan's body has {impure}, which "
+                f"the backward pass would run again (other random numbers, repeated "
+                f"effects); draw the numbers outside the scan and pass them in xs, or take "
+                f"the gradient outside the vmap (grad(vmap(f)))")
         g_c, g_y = list(g[:n_c]), list(g[n_c:n_c + n_y])
         # The carries entering each step are outputs too: a second-order gradient sends
         # cotangents into them (they join that step's carry cotangent).

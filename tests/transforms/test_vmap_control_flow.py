@@ -232,6 +232,17 @@ def test_second_order_through_a_vmapped_scan_against_finite_differences():
                                rtol=1e-6, atol=1e-7)
 
 
+def test_vmap_grad_of_a_scan_drawing_random_numbers_is_refused_by_name():
+    # The backward pass runs the body again: other draws would give a wrong gradient.
+    X = en.tensor(_rng().standard_normal((3, 4)))
+
+    def loss(xs):
+        c, _ = en.scan(lambda c, x: (c * en.random.uniform(()) + x, c), en.tensor(0.0), xs)
+        return c
+    with pytest.raises(en.NotDifferentiableError, match="vmap\\(grad\\) of a scan.*xs"):
+        en.function(en.vmap(en.grad(loss)))(X)
+
+
 def test_vmap_jvp_scan_matches_a_loop():
     rng = _rng()
     X = rng.standard_normal((3, 6, 2))
