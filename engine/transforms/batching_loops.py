@@ -449,11 +449,9 @@ def staged_cond(mode, pred, true_fn, false_fn, operands):
             force |= again.which
             continue
         o_leaves, o_tree = flatten(out, is_leaf=_leaf)
-        want = holder.get("f_out") if "f_out" in holder and "t_out" in holder else None
-        if want is None:   # one branch ran (a Python if one level out)
-            want = holder.get("t_out") or holder.get("f_out") or []
-        else:
-            want = [a or b for a, b in zip(holder["t_out"], holder["f_out"])]
+        # Both branches traced, or one ran (a Python if one level out).
+        ran = [holder[k] for k in ("t_out", "f_out") if k in holder]
+        want = [any(col) for col in zip(*ran)]
         return unflatten(o_tree, [batched(v, 0, mode.tag) if w else v
                                   for v, w in zip(o_leaves, want)])
     raise ShapeError("vmap: the batching of a cond's outputs did not settle")
