@@ -94,9 +94,10 @@ def test_summary_states_each_target_and_the_table():
     results = [rec("cnn", "graph", 12.0), rec("cnn", "torch", 10.0),
                rec("gru_gates", "graph", 4.0), rec("gru_gates", "jax", 5.0)]
     text = styles.summary(results)
-    assert "styles cnn target met: graph at most 1.2x torch (12.00 vs 10.00 ms)" in text
-    assert "styles gru_gates target met: graph at most 1x jax" in text
-    assert "styles gru_gates target met: graph's first call at most 1.5x jax's" in text
+    assert ("styles cnn target met: the CNN step at most 1.2x PyTorch eager (graph 12.00 vs "
+            "torch 10.00 ms)") in text
+    assert "styles gru_gates target met: each recurrent cell at most JAX's" in text
+    assert "styles gru_gates target met: its first call at most 1.5x JAX's" in text
     results[0] = rec("cnn", "graph", 12.5)
     assert "styles cnn target MISSED" in styles.summary(results)
     assert "| cnn | 12.50 | - | - | 10.00 | - | 1.25 |" in styles.summary(results)
