@@ -4,7 +4,8 @@
 [--grads PATH]`` prints one JSON line: ``first_call_s`` (from making the step
 function to its first result: tracing, compiling and the first run; the parent
 points the engine's and numba's caches at an empty folder), ``times_s`` (the
-timed calls after two warm-ups), ``loss``; ``--grads`` saves the loss and the
+timed calls after the warm-ups: two, and for the engine past the call at which it
+compiles hot kernels in the background, which it waits for), ``loss``; ``--grads`` saves the loss and the
 gradients to an ``.npz`` for the parent to compare. FRAMEWORK is ``graph``
 (``en.function``), ``eager`` (the engine), ``jax`` or ``torch``.
 """
@@ -44,8 +45,17 @@ def measure(model, framework, repeats, quick=False, grads_path=None):
     first = time.perf_counter() - start
     if grads_path:
         np.savez(grads_path, loss, *grads)
-    for _ in range(2):
+    # Steady state: the engine compiles a hot fused kernel in the background at its
+    # hot_swap_calls-th call (graph/lowering/hot_swap.py); warm up past it and let the
+    # compiles finish, so the timed calls run what a long training run runs.
+    warm = 2
+    if framework in ("graph", "eager"):
+        import engine as en
+        warm = max(warm, en.config.cost.hot_swap_calls + 2)
+    for _ in range(warm):
         step()
+    from bench.common import _wait_for_engine_compiles
+    _wait_for_engine_compiles()
     times = []
     for _ in range(repeats):
         t = time.perf_counter()
