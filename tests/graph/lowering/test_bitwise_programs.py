@@ -13,7 +13,6 @@ import warnings
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import engine as en
 from engine.errors import TracingError
