@@ -8,7 +8,9 @@ and the GRU's 50-step scan with its gradient (``bench/workloads/rnn.py``, the ``
 mode's function). Both settings run in this one process, alternating: each round times
 ``--calls`` calls under "fast", then as many under "bitwise" (each setting keeps its own
 trace, made before the rounds), and the table gives the medians over the rounds, their
-ratio (the target: at most 1.3) and whether the bitwise step gave eager mode's bits.
+ratio (the target: at most 1.3), whether the bitwise step gave eager mode's bits, and
+what the default ("fast") trace compiled: whole graphs or scans as native functions
+(``compiled_region`` nodes, which "bitwise" never makes) and C or numba fused kernels.
 """
 import argparse
 import statistics
@@ -53,14 +55,25 @@ def _per_call(fn, args, calls):
     return (time.perf_counter() - start) / calls
 
 
+def _compiled_parts(fn, args):
+    """What the current trace of ``fn`` compiled: "N native, M C/numba kernels"."""
+    nodes = fn.graph_for(*args).nodes
+    native = sum(n.op.name == "compiled_region" for n in nodes)
+    kernels = sum(n.meta.get("backend") in ("c", "numba") for n in nodes)
+    return f"{native} native, {kernels} kernels"
+
+
 def measure(step, args, rounds, calls):
-    """``(fast seconds, bitwise seconds, bitwise gives eager's bits)`` per call: medians."""
+    """``(fast seconds, bitwise seconds, bitwise gives eager's bits, what the fast trace
+    compiled)`` per call: medians."""
     compiled = en.function(step)
     times = {"fast": [], "bitwise": []}
     try:
         for mode in times:     # the traces, and the check of the bits
             en.config.numerics = mode
             got = _flat(compiled(*args))
+            if mode == "fast":
+                parts = _compiled_parts(compiled, args)
             if mode == "bitwise":
                 want = _flat(step(*args))
                 exact = all(np.array_equal(g, w, equal_nan=True) for g, w in zip(got, want))
@@ -72,7 +85,7 @@ def measure(step, args, rounds, calls):
                 times[mode].append(_per_call(compiled, args, calls))
     finally:
         en.config.numerics = "fast"
-    return statistics.median(times["fast"]), statistics.median(times["bitwise"]), exact
+    return statistics.median(times["fast"]), statistics.median(times["bitwise"]), exact, parts
 
 
 def main(argv=None):
@@ -83,11 +96,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rows = [(f"autoencoder, batch {args.batch}", *autoencoder_step(args.batch)),
             ("GRU scan, 50 steps, batch 32, hidden 64", *gru_step())]
-    print(f"{'step':42} {'fast ms':>8} {'bitwise ms':>11} {'ratio':>6} {'eager bits':>11}")
+    print(f"{'step':42} {'fast ms':>8} {'bitwise ms':>11} {'ratio':>6} {'eager bits':>11}  "
+          "fast compiled")
     for name, step, step_args in rows:
-        fast, exact_s, exact = measure(step, step_args, args.rounds, args.calls)
+        fast, exact_s, exact, parts = measure(step, step_args, args.rounds, args.calls)
         print(f"{name:42} {fast * 1e3:8.2f} {exact_s * 1e3:11.2f} {exact_s / fast:6.2f} "
-              f"{'yes' if exact else 'NO':>11}")
+              f"{'yes' if exact else 'NO':>11}  {parts}")
 
 
 if __name__ == "__main__":
