@@ -7,6 +7,8 @@ inlined into their single user's loop where they can be. Ops of other kinds are
 written by the pattern their ``numba_form`` rule names, from the table of
 patterns the emitter is given (``numba_source.PATTERNS``).
 """
+import functools
+
 import numpy as np
 
 from ...ir.graph import Node
@@ -32,7 +34,9 @@ _DTYPES = {np.dtype(t) for t in ("bool", "int8", "int16", "int32", "int64", "uin
                                  "uint32", "uint64", "float32", "float64")}
 
 
+@functools.lru_cache(maxsize=None)
 def _np_type(dtype):
+    # Cached: asked several times for each node written, and np.dtype(...).name is slow.
     name = np.dtype(dtype).name
     return "np.bool_" if name == "bool" else f"np.{name}"
 
@@ -240,7 +244,8 @@ def scalar_form_text(op, in_avals, out_dtype):
         return None
     dt = loop_dtype(op, [d for _, d in in_avals], out_dtype)
     for word, value in (("ONE", 1), ("ZERO", 0), ("HALF", 0.5)):
-        form = form.replace(word, _literal(value, dt))
+        if word in form:
+            form = form.replace(word, _literal(value, dt))
     if dt == np.float32:
         for slow, fast in _FAST_FLOAT32:
             form = form.replace(slow, fast)
