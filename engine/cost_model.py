@@ -115,12 +115,12 @@ THRESHOLDS = (
     Threshold("whole_graph_small_elements", 1 << 16, "elements", EPYC, "2026-12-01", "ddc16f9",
               "a graph (or scan) whose values hold at most this many elements each is "
               "compiled whole with numba: numpy's per-call overhead is its cost",
-              "graph/lowering/numba/whole_graph.py"),
+              "graph/lowering/graph_limits.py"),
     Threshold("whole_graph_max_elements", 1 << 18, "elements", EPYC_512, "2026-12-02",
               "e291c14",
               "a graph with values up to this many elements and no product OpenBLAS would "
               "thread is compiled whole too ((400, 300) elementwise: 549 against 705 us)",
-              "graph/lowering/numba/whole_graph.py"),
+              "graph/lowering/graph_limits.py"),
     Threshold("numba_max_source_lines", 600, "lines", EPYC, "2026-12-01", "bda1d27",
               "a region over this many lines of numba source is compiled in parts (numba's "
               "compile time grows faster than its length)",
@@ -141,7 +141,8 @@ THRESHOLDS = (
               "graph/lowering/numba/lowering.py, graph/lowering/numba/numba_fused.py"),
     Threshold("numpy_call_seconds", 1.5e-6, "seconds", EPYC_512, "2026-12-02", "e9b2465",
               "the overhead of one numpy call, saved per op by a compiled kernel or graph",
-              "graph/lowering/numba/lowering.py, graph/lowering/numba/numba_fused.py"),
+              "graph/lowering/c/lowering.py, graph/lowering/numba/lowering.py, "
+              "graph/lowering/numba/numba_fused.py"),
     Threshold("numba_call_seconds", 2e-6, "seconds", EPYC_512, "2026-12-02", "e9b2465",
               "the overhead of one call of a numba-compiled fused kernel (tanh(a + b) over "
               "(32, 64): 5.1 us against numpy's two calls 6.7)",
@@ -156,12 +157,24 @@ THRESHOLDS = (
     Threshold("c_compile_seconds", 0.3, "seconds", EPYC_512, "2026-12-04", "6b051de",
               "the estimated time the system's C compiler takes for one kernel",
               "graph/lowering/c/c_fused.py, graph/lowering/c/lowering.py"),
+    Threshold("c_graph_compile_seconds", 0.05, "seconds", EPYC_512, "2026-12-05", "",
+              "the fixed part of the system's C compiler's estimated time for a whole graph "
+              "or scan written in C (cc -O3: 81 lines 0.14 s, 313 lines 0.51 s, loaded)",
+              "graph/lowering/c/lowering.py"),
+    Threshold("c_graph_compile_seconds_per_line", 1.5e-3, "seconds", EPYC_512, "2026-12-05",
+              "", "the C compiler's estimated time per line of a whole graph's source",
+              "graph/lowering/c/lowering.py"),
+    Threshold("c_graph_call_seconds", 7e-6, "seconds", EPYC_512, "2026-12-05", "",
+              "the overhead of one call of a whole graph in C (ctypes, the output arrays: "
+              "tanh(x) * 2 on 4 elements 7.0 us against the numpy lowering's 1.5)",
+              "graph/lowering/c/lowering.py"),
     # ---- threads and BLAS --------------------------------------------------------------
     Threshold("openblas_threaded_work", 65536 * 4, "multiply-adds", NOT_MEASURED,
               "2026-12-01", "adf85fd",
               "OpenBLAS runs a product on all its threads above this work (its "
               "SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD, read from its source)",
-              "graph/lowering/numba/lowering.py, graph/lowering/numba/whole_graph.py"),
+              "graph/lowering/c/lowering.py, graph/lowering/graph_limits.py, "
+              "graph/lowering/numba/lowering.py"),
     Threshold("parallel_matmul_min_work", 1 << 25, "multiply-adds", EPYC, "2026-12-01",
               "91623f5",
               "a graph matrix product of at least this work is split by rows over the "

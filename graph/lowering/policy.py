@@ -7,8 +7,8 @@
   builds in the background (C) is given the region as a hot swap when it pays over
   ``long_run_calls`` calls (``graph/lowering/hot_swap.py``). Whole graphs and loops
   (the ``compile_numba`` pass) are asked of the lowerings that write graphs the same way
-  (numba): the first that writes the whole graph, or else its loops, and pays over
-  ``compile_calls`` calls replaces them by compiled nodes.
+  (C, then numba): the first that writes the whole graph, or else its loops, and pays
+  over ``compile_calls`` calls replaces them by compiled nodes.
 - a lowering's name (``"numpy"``, ``"c"``, ``"numba"``, ``"numba_ufunc"`` or one
   registered later): that lowering wherever it can write, the numpy lowering elsewhere;
   ``"numpy"`` compiles nothing.

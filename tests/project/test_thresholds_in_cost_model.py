@@ -30,6 +30,11 @@ NOT_COSTS = {
     ("reduce.py", "_BLOCK_ROWS"): "numerics: float32 sums add blocks of rows (accuracy)",
     ("loop_nest.py", "FLUSH_ROWS"): "numerics: float32 partial sums move to float64",
     ("c_source.py", "MAX_FLAT_SUM"): "a limit of the written C loop (its flush is quadratic)",
+    ("c_graph_emit.py", "ALIGN"): "memory layout: workspace slots start on cache lines",
+    ("c_graph_emit.py", "MAX_CONSTANT_ELEMENTS"): "a limit of the written C source (array "
+                                                  "constants written into it)",
+    ("c_graph_ops.py", "MAX_INLINED_CHARS"): "a limit of the written C source (keeps writing "
+                                            "a long chain linear in its length)",
     ("serialization.py", "VERSION"): "file format version",
     ("serialization.py", "_MAX_META_BYTES"): "safety limit on a loaded file",
     ("safetensors_io.py", "_MAX_HEADER_BYTES"): "safety limit on a loaded file",

@@ -1,17 +1,20 @@
 """The C lowering as a plug-in: large fused regions as C loop nests (``c_source``),
-built by the system's C compiler (``c_compiler``) and run by ``c_fused.CFusedKernel``.
+built by the system's C compiler (``c_compiler``) and run by ``c_fused.CFusedKernel``;
+and whole graphs, or each scan with its time loop, as one C function (``c_graph``).
 
 Example:
     >>> from engine.graph.lowering.plugin import get
-    >>> get("c").background       # may move a hot kernel to C in the background
-    True
+    >>> get("c").background, get("c").writes_graphs
+    (True, True)
 """
+import math
 import warnings
 
 from engine.cost_model import cost
 
-from . import c_compiler, c_fused, c_source
-from ..plugin import Lowering
+from . import c_compiler, c_fused, c_graph, c_source
+from .. import graph_limits
+from ..plugin import Declined, Lowering
 
 
 class CLowering(Lowering):
@@ -22,6 +25,7 @@ class CLowering(Lowering):
     name = "c"
     priority = 10
     background = True
+    writes_graphs = True
 
     def available(self):
         return c_fused.available()
@@ -50,3 +54,47 @@ class CLowering(Lowering):
             warnings.warn(f"C lowering: fused region {region.name} was not compiled ({err}); "
                           "the numpy lowering runs it", RuntimeWarning, stacklevel=2)
             return None
+
+    # ---- whole graphs and scans (graph/lowering/c/c_graph.py) ----------------------------
+    def loop_members(self, graph):
+        return graph_limits.loop_members(graph)
+
+    def graph_source(self, part):
+        """The part's C function; a whole graph of large values is declined (numpy's
+        threaded BLAS and the fused kernels serve it: ``graph_limits.too_large``)."""
+        if part.kind == "graph":
+            why = graph_limits.too_large(part.members)
+            if why:
+                raise Declined("compiled lowering: the graph is not written whole: " + why)
+        source, em = c_graph.emit(part.members, part.inputs, part.outputs)
+        part.meta.update(compiled_ops=graph_limits.op_count(part.members),
+                         largest_product=em.largest_product, workspace_bytes=em.ws_bytes,
+                         uses_blas=em.uses_blas)
+        return source
+
+    def graph_cost(self, part, calls, source=None):
+        """What ``calls`` calls cost beyond the numpy lowering's: the build (none when
+        on disk) less the numpy calls saved (each op a call, a scan's body once a step),
+        less one call of the compiled function each."""
+        if not graph_limits.small_enough(part.members):
+            return math.inf   # numpy's threaded BLAS and fused kernels serve it better
+        ops = part.meta.get("compiled_ops")
+        if ops is None:
+            ops = graph_limits.op_count(part.members)
+        saved = ops * cost.numpy_call_seconds - cost.c_graph_call_seconds
+        build = 0.0
+        if source is not None and not c_compiler.is_cached(source):
+            build = cost.c_graph_compile_seconds + \
+                cost.c_graph_compile_seconds_per_line * source.count("\n")
+        return build - saved * calls
+
+    def build_graph(self, part, source):
+        try:
+            run = c_graph.build(source, part, part.meta, cost.openblas_threaded_work)
+        except (c_compiler.CompileError, OSError) as err:
+            warnings.warn(f"C lowering: a {part.kind} of {len(part.members)} nodes was not "
+                          f"compiled ({err}); the numpy lowering runs it", RuntimeWarning,
+                          stacklevel=2)
+            return None
+        part.meta["from_cache"] = run is not None and c_compiler.is_cached(source)
+        return run

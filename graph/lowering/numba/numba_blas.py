@@ -1,80 +1,10 @@
-"""One BLAS thread while a compiled region runs.
-
-numba's ``np.dot`` calls the BLAS that SciPy bundles (``scipy.linalg.cython_blas``;
-in SciPy's wheels an OpenBLAS of its own, not numpy's). OpenBLAS runs a product
-on all its threads once ``m * n * k`` exceeds
-``en.config.cost.openblas_threaded_work`` (262,144 multiply-adds: its
-``SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD``); below that, on the calling thread.
-A region's per-step products (32x64x64 in the RNN workloads) stay below it, but the
-products a scan's compiled loop runs once for all steps ((1600, 64) @ (64, 64)) do not, and on
-the 2-core benchmark machine, with other processes running, the two-thread
-product measured 2.5-3.5x slower than the one-thread one (the second thread
-waits for a core, and OpenBLAS's workers spin after each call, taking the core
-the region's own loops need). So a region with such a product runs with SciPy's
-OpenBLAS set to one thread for the calling thread only
-(``openblas_set_num_threads_local``, OpenBLAS 0.3.27+; a ctypes call, about a
-microsecond), and back after.
-
-Where that function is not found (another BLAS, an older OpenBLAS, no SciPy),
-:func:`one_thread` returns the region's function as it is.
+"""One BLAS thread while a numba-compiled region runs: see ``graph/lowering/scipy_blas.py``,
+shared with the C lowering (re-exported here for the numba lowering's readers).
 
 Example:
     >>> one_thread(abs)(-2)
     2
 """
-import ctypes
-import functools
-import os
+from ..scipy_blas import _set_local, one_thread
 
-_found: list = []
-
-
-def _scipy_openblas_set_local():
-    """``openblas_set_num_threads_local`` of the OpenBLAS SciPy loaded, or None."""
-    try:
-        import scipy   # noqa: F401  (optional: numba's np.dot needs it, so it is there)
-        import scipy.linalg.cython_blas   # noqa: F401  (loads SciPy's BLAS)
-    except ImportError:
-        return None
-    root = os.path.dirname(os.path.dirname(os.path.abspath(scipy.__file__)))
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
-            paths = {line.rsplit(" ", 1)[-1] for line in f.read().splitlines()}
-    except OSError:
-        return None
-    for path in sorted(paths):
-        name = os.path.basename(path).lower()
-        if "openblas" not in name or ".so" not in name or \
-                not os.path.abspath(path).startswith(os.path.join(root, "scipy")):
-            continue
-        try:
-            fn = ctypes.CDLL(path).openblas_set_num_threads_local
-        except (OSError, AttributeError):
-            continue
-        fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_int]
-        return fn
-    return None
-
-
-def _set_local():
-    if not _found:
-        _found.append(_scipy_openblas_set_local())
-    return _found[0]
-
-
-def one_thread(fn):
-    """``fn`` run with SciPy's OpenBLAS on one thread for the calling thread (see the
-    module docstring); ``fn`` itself where that cannot be set."""
-    set_local = _set_local()
-    if set_local is None:
-        return fn
-
-    @functools.wraps(fn)
-    def run(*arrays):
-        previous = set_local(1)
-        try:
-            return fn(*arrays)
-        finally:
-            set_local(previous)
-    vars(run)["dispatcher"] = getattr(fn, "dispatcher", fn)   # as _caller's (whole_graph.py)
-    return run
+__all__ = ["_set_local", "one_thread"]

@@ -24,10 +24,10 @@ The statement writer is ``numba_emitter.py``; a ``scan``'s time loop, ``numba_sc
 """
 import numpy as np
 
-from ...ir.graph_ops import constant_op, placeholder_op, unpack_op
 from .numba_emitter import (Emitter, Unsupported, _np_type, _Value, check_writable,
                             count_users, scalar_expression)
 from .numba_scan import plan_reuse, scan_loop
+from ..graph_limits import op_count   # shared with the C lowering
 from . import numba_shapes
 
 __all__ = ["PATTERNS", "Unsupported", "check_writable", "emit", "op_count", "scalar_expression"]
@@ -239,17 +239,3 @@ def emit(nodes, inputs, outputs, name):
     em.line(f"return ({', '.join(returned)}{',' if len(returned) == 1 else ''})")
     source = f"def {name}({', '.join(args)}):\n" + "\n".join(em.lines) + "\n"
     return source, op_count(nodes), em.largest_product
-
-
-def op_count(nodes):
-    """The ops one call of ``nodes`` runs (a scan's body once per step)."""
-    total = 0
-    for n in nodes:
-        if n.op in (placeholder_op, constant_op, unpack_op):
-            continue
-        if n.op.rules.get("numba_form") == "time_loop":
-            body = n.params["body"].graph
-            total += n.params["length"] * op_count(body.topo_order())
-        else:
-            total += 1
-    return total

@@ -41,14 +41,16 @@ import logging
 import numpy as np
 
 from engine.cost_model import cost
-from engine.shapes import size_of
 
 # None of these imports numba until it compiles.
 from . import numba_cache, numba_source
+from ..graph_limits import loop_members, small_enough, too_large   # shared with the C lowering
 from ..graph_part import GraphPart
-from ..parallel import product_work
 from ...ir.graph_ops import unpack_op
 from ...ir.graph import Node
+
+__all__ = ["loop_members", "small_enough", "too_large", "too_long", "pieces",
+           "compile_function", "whole_graph_source"]
 
 # The policy's figures, measured on the benchmark machine (README, "rnn"): the numpy
 # lowering spends 1.5-3 us per op on arrays of a few thousand elements; importing numba
@@ -96,16 +98,6 @@ def whole_graph_source(graph):
     return numba_source.emit(part.members, part.inputs, part.outputs, NAME)[0]
 
 
-def loop_members(graph):
-    """Each scan of ``graph`` (without effects) with the nodes unpacking its results."""
-    regions = []
-    for node in graph.topo_order():
-        if node.op.rules.get("numba_form") != "time_loop" or node.side_effects or node.control_deps:
-            continue
-        regions.append([node] + [u for u in graph.users(node) if u.op is unpack_op])
-    return regions
-
-
 def too_long(source):
     """Whether ``source`` is over ``cost.numba_max_source_lines`` lines and not on disk
     (numba would compile it for minutes)."""
@@ -141,43 +133,6 @@ def pieces(members, lines):
             part = []
         part.append(m)
     return parts + [part] if part else parts
-
-
-def _largest(members):
-    """The most elements of one value in ``members`` (a scan's body included); values
-    of unknown dims, which the emitter refuses anyway, count as none."""
-    nodes = [m for m in members if not m.op.multiple_results]
-    for m in members:
-        if m.op.rules.get("numba_form") == "time_loop":
-            nodes += list(m.params["body"].graph.nodes)
-    return max([_size(n.shape) for n in nodes], default=0)
-
-
-def small_enough(members):
-    """Whether ``members`` may be compiled as one function: every value has at most
-    ``cost.whole_graph_small_elements`` elements, or at most
-    ``cost.whole_graph_max_elements`` with no matrix product that OpenBLAS would
-    thread. Other graphs of larger values get compiled fused kernels instead."""
-    return too_large(members) is None
-
-
-def too_large(members):
-    """Why ``members`` may not be compiled as one function (``small_enough``), or None."""
-    largest = _largest(members)
-    if largest <= cost.whole_graph_small_elements:
-        return None
-    if largest > cost.whole_graph_max_elements:
-        return f"a value of {largest} elements, over cost.whole_graph_max_elements"
-    work = max(map(product_work, members), default=0)
-    if work <= cost.openblas_threaded_work:
-        return None
-    return (f"a value of {largest} elements, over cost.whole_graph_small_elements, and a "
-            f"matrix product of {work} multiply-adds, which OpenBLAS threads")
-
-
-def _size(shape):
-    """Elements of ``shape``; 0 where it is unknown (such values are never compiled)."""
-    return (size_of(shape) or 0) if shape is not None else 0
 
 
 def compile_seconds(source):

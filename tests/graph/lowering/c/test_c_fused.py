@@ -41,6 +41,10 @@ FOLDED = {"ones_like", "zeros_like"}
 def config(monkeypatch):
     monkeypatch.setattr(en.config, "lowering", en.config.lowering)
     monkeypatch.setattr(en.config, "fusion_threads", en.config.fusion_threads)
+    # These check the fused kernels: a small graph would be one C function instead
+    # (graph/lowering/c/c_graph.py, checked in test_c_graph.py).
+    monkeypatch.setattr(importlib.import_module("engine.graph.lowering.plugin").get("c"),
+                        "writes_graphs", False)
     return en.config
 
 
@@ -221,6 +225,8 @@ def test_a_second_process_loads_the_library_from_disk(tmp_path):
         import importlib, numpy as np, engine as en
         c_fused = importlib.import_module("engine.graph.lowering.c.c_fused")
         en.config.lowering = "c"
+        # The fused kernel's library, not the whole graph's (test_c_graph.py):
+        importlib.import_module("engine.graph.lowering.plugin").get("c").writes_graphs = False
         f = en.function(lambda x: en.sigmoid(x) * 3.0)
         x = en.tensor(np.linspace(-5, 5, 400 * 400, dtype=np.float32).reshape(400, 400))
         y = f(x)

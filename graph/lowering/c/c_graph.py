@@ -1,0 +1,129 @@
+"""Whole graphs, or each ``scan`` with its time loop, as one C function.
+
+The C lowering's graph writer (the twin of ``graph/lowering/numba/whole_graph.py``, on
+the same op rules). ``emit`` writes ``int graph(p, ws, sgemm, dgemm)``: ``p`` holds the
+part's input pointers then its output pointers, ``ws`` a workspace whose slots hold
+every value in between (laid out when the source is written: the function allocates
+nothing), and ``sgemm``/``dgemm`` the BLAS the products call (``graph/lowering/scipy_blas.py``). Elementwise
+ops come from their ``scalar_form`` rules as in the fused kernels; the other ops from
+the pattern their ``numba_form`` rule names (``PATTERNS``; ``c_graph_ops.py`` and
+``c_scan.py``). Anything else raises :class:`Unsupported` and the numpy lowering runs
+it. The system's C compiler builds the source and the checked disk cache keeps it
+(``c_compiler``); :class:`CGraphFunction` calls it through ``ctypes``.
+
+Example:
+    >>> import engine as en
+    >>> g = en.function(lambda x: en.tanh(x) * 2.0, passes=["cleanup"]).graph_for(en.ones(3))
+    >>> from engine.graph.lowering.graph_part import GraphPart
+    >>> part = GraphPart.whole(g)
+    >>> source, _ = emit(part.members, part.inputs, part.outputs)
+    >>> "int graph(char *const *p, char *ws, void *sgemm_p, void *dgemm_p)" in source
+    True
+"""
+import ctypes
+import threading
+
+import numpy as np
+
+from . import c_compiler, c_graph_ops, c_scan
+from .c_graph_emit import CVal, Emitter, check_node
+from .c_source import C_MATH, ctype
+from .. import scipy_blas
+
+NAME = "graph"
+
+PATTERNS = {
+    "elementwise": c_graph_ops.elementwise,
+    "dot": c_graph_ops.matmul,
+    "view_transpose": c_graph_ops.transpose,
+    "reduce_sum": c_graph_ops.reduce(mean=False),
+    "reduce_mean": c_graph_ops.reduce(mean=True),
+    "leading_index": c_graph_ops.getitem,
+    "reshape_view": c_graph_ops.reshape,
+    "broadcast_copy": c_graph_ops.broadcast,
+    "concat_rows": c_graph_ops.concat,
+    "split_parts": c_graph_ops.split,
+    "stack_rows": c_graph_ops.stack,
+    "time_loop": c_scan.scan_loop,
+}
+
+
+def emit(members, inputs, outputs):
+    """``(source, emitter)``: the C source computing ``outputs`` from ``inputs`` through
+    ``members`` (topological order); the emitter tells the workspace's size
+    (``ws_bytes``), whether BLAS is called and the largest product. Raises
+    :class:`Unsupported` naming what cannot be written."""
+    em = Emitter(PATTERNS)
+    em.blas = scipy_blas.gemm_pointers()
+    n_in = len(inputs)
+    for k, node in enumerate(inputs):
+        check_node(node)
+        t = ctype(node.dtype)
+        em.decls.append(f"const {t} *restrict a{k} = (const {t} *)p[{k}];")
+        em.values[node] = CVal(f"a{k}", node.shape, node.dtype, root=f"a{k}")
+    for j, node in enumerate(outputs):
+        check_node(node)
+        t = ctype(node.dtype)
+        em.decls.append(f"{t} *restrict o{j} = ({t} *)p[{n_in + j}];")
+        em.out_index[node] = j
+    for n in members:
+        for i in n.inputs:
+            em.users.setdefault(i, []).append(n)
+    em.emit_nodes(members)
+    for j, node in enumerate(outputs):
+        v = em.get(node)
+        if v.ptr != f"o{j}":
+            em.copy_into(f"o{j}", v)
+    head = ["    gemm_s sgemm_ = (gemm_s)sgemm_p;", "    gemm_d dgemm_ = (gemm_d)dgemm_p;",
+            "    (void)sgemm_; (void)dgemm_; (void)ws;"]
+    source = (C_MATH + scipy_blas.GEMM_TYPEDEF + "\n".join(em.statics) + "\n"
+              f"int {NAME}(char *const *p, char *ws, void *sgemm_p, void *dgemm_p) {{\n" +
+              "\n".join(head + ["    " + d for d in em.decls] + em.lines) +
+              "\n    return 0;\n}\n")
+    return source, em
+
+
+class CGraphFunction:
+    """The compiled node's callable: ``inputs``' arrays in, a tuple of fresh output
+    arrays back. One workspace is kept and reused (a call that finds it in use, on
+    another thread, allocates its own)."""
+
+    def __init__(self, source, inputs, outputs, ws_bytes, uses_blas):
+        fn = getattr(c_compiler.load(source), NAME)
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p] * 4
+        self.fn, self.source = fn, source
+        self.in_dtypes = [np.dtype(i.dtype) for i in inputs]
+        self.out_avals = [(tuple(o.shape), np.dtype(o.dtype)) for o in outputs]
+        self.n = len(inputs) + len(outputs)
+        self.ws_bytes = ws_bytes + 64
+        self.ws = np.empty(self.ws_bytes, np.uint8)
+        self.lock = threading.Lock()
+        blas = scipy_blas.gemm_pointers() if uses_blas else None
+        self.blas = blas if blas is not None else (None, None)
+
+    def __call__(self, *arrays):
+        arrays = [np.ascontiguousarray(a, dt) for a, dt in zip(arrays, self.in_dtypes)]
+        outs = [np.empty(shape, dt) for shape, dt in self.out_avals]
+        pointers = (ctypes.c_void_p * self.n)(*[a.ctypes.data for a in arrays],
+                                             *[o.ctypes.data for o in outs])
+        mine = self.lock.acquire(blocking=False)
+        try:
+            ws = self.ws if mine else np.empty(self.ws_bytes, np.uint8)
+            base = ws.ctypes.data
+            self.fn(pointers, base + (-base % 64), *self.blas)
+        finally:
+            if mine:
+                self.lock.release()
+        return tuple(outs)
+
+
+def build(source, part, em_meta, threaded_work):
+    """The callable for ``part`` from ``source`` (see :class:`CGraphFunction`); one BLAS
+    thread while it runs where a product is large enough for OpenBLAS to thread
+    (``scipy_blas.one_thread``: its spinning workers slow the loops around it)."""
+    run = CGraphFunction(source, part.inputs, part.outputs, em_meta["workspace_bytes"],
+                         em_meta["uses_blas"])
+    if em_meta["largest_product"] > threaded_work:
+        return scipy_blas.one_thread(run)
+    return run

@@ -1,0 +1,164 @@
+"""The C form of a ``scan``: its time loop written out, the body's ops inlined inside it.
+
+The ``"time_loop"`` pattern of the whole-graph C writer (``c_graph.py``). The carries
+live in workspace slots, set from their initial values before the loop and updated in
+place at the end of each step (a new value that is a view of a carry, or of anything
+not made in this step, is copied aside first, so no carry is overwritten before another
+reads it); a step reads its slice of each stacked input through a pointer; each ``y``
+is copied into its stack, and a ``y`` whose one use is its sum over the steps (a
+scan's VJP summing the per-step gradients of captured weights) is added into a double
+accumulator instead of being stacked. Every slot the body needs is laid out once, so a
+step allocates nothing.
+"""
+import math
+
+import numpy as np
+
+from ...ir.graph_ops import placeholder_op, unpack_op
+from ..plugin import Unsupported
+from .c_graph_emit import CVal, check_node
+
+
+def _needed(graph, wanted):
+    """The body's nodes (topological order) that ``wanted`` needs."""
+    need, stack = set(), list(wanted)
+    while stack:
+        n = stack.pop()
+        if n in need or n.op is placeholder_op:
+            continue
+        need.add(n)
+        stack.extend(n.inputs)
+    return [n for n in graph.topo_order() if n in need]
+
+
+def _summed(em, node, n_carry, n_y):
+    """``{y index: sum node}`` for the stacked ys read only by their float sum over the
+    steps (and not returned)."""
+    found = {}
+    unpacks = [u for u in em.users.get(node, []) if u.op is unpack_op]
+    for u in unpacks:
+        k = u.params["index"] - n_carry
+        if not 0 <= k < n_y or u in em.out_index or \
+                sum(1 for v in unpacks if v.params["index"] == u.params["index"]) != 1:
+            continue
+        readers = em.users.get(u, [])
+        if len(readers) != 1:
+            continue
+        total = readers[0]
+        if total.op.rules.get("numba_form") != "reduce_sum" or total.inputs != [u] or \
+                total.params.get("axis") not in (0, (0,)) or total.params.get("keepdims") or \
+                np.dtype(total.dtype) not in (np.float32, np.float64) or \
+                np.dtype(total.dtype) != np.dtype(u.dtype) or len(u.shape) < 2:
+            continue
+        found[k] = total
+    return found
+
+
+def scan_loop(em, node):
+    """Writes ``node`` (a scan) as a time loop; its values are the final carries, the
+    stacked ys and the stacked carries (None for those nobody reads)."""
+    p = node.params
+    body, n_carry, n_x, length = p["body"], p["n_carry"], p["n_x"], p["length"]
+    graph = body.graph
+    if body.replay or body.has_side_effects or not length:
+        raise Unsupported("scan: replayed values, effects or unknown length")
+    if p.get("summed") or p.get("unread"):   # passes that run after this lowering
+        raise Unsupported("scan with results summed or stacks left out by the numpy "
+                          "lowering's passes")
+    ins = [em.get(i) for i in node.inputs]
+    carries, xs, caps = ins[:n_carry], ins[n_carry:n_carry + n_x], ins[n_carry + n_x:]
+    outs = list(graph.outputs)
+    n_y = len(outs) - n_carry
+    for o in outs:
+        check_node(o)
+    used = {u.params["index"] for u in em.users.get(node, []) if u.op is unpack_op}
+    summed = _summed(em, node, n_carry, n_y)
+    xs = [em.contig(x) for x in xs]
+    if any(not x.shape for x in xs):
+        raise Unsupported("scan over a scalar")
+
+    # Before the loop: the carries' slots, the stacks, the accumulators.
+    carry_slots = []
+    for c in carries:
+        slot = em.slot(c.shape, c.dtype)
+        em.copy_into(slot.ptr, c)
+        carry_slots.append(slot)
+    ys, accs = {}, {}
+    for k, o in enumerate(outs[n_carry:]):
+        if k in summed:
+            accs[k] = em.slot(tuple(o.shape), np.float64)
+            size = max(1, math.prod(o.shape))
+            i = em.fresh()
+            em.line(f"for (int64_t {i} = 0; {i} < {size}; {i}++) {accs[k].ptr}[{i}] = 0;")
+        elif n_carry + k in used:
+            ys[k] = em.slot((length,) + tuple(o.shape), o.dtype)
+    stacked = {j: em.slot((length,) + c.shape, c.dtype) for j, c in enumerate(carries)
+               if n_carry + n_y + j in used}
+
+    t = em.fresh("t")
+    if p["reverse"]:
+        em.open(f"for (int64_t {t} = {length - 1}; {t} >= 0; {t}--)")
+    else:
+        em.open(f"for (int64_t {t} = 0; {t} < {length}; {t}++)")
+    first_slot = em.slots
+    saved = dict(em.values)
+    saved_users = em.users
+    em.loop_depth += 1
+    for j, slot in stacked.items():
+        size = max(1, math.prod(carries[j].shape))
+        em.copy_into(f"({slot.ptr} + {t} * {size})", carry_slots[j])
+    for ph, slot in zip(graph.inputs[:n_carry], carry_slots):
+        em.values[ph] = slot
+    for ph, x in zip(graph.inputs[n_carry:n_carry + n_x], xs):
+        step = max(1, math.prod(x.shape[1:]))
+        em.values[ph] = CVal(f"({x.ptr} + {t} * {step})", x.shape[1:], x.dtype, root=x.root)
+    for ph, c in zip(graph.inputs[n_carry + n_x:], caps):
+        em.values[ph] = c
+    wanted = outs[:n_carry] + [outs[n_carry + k] for k in list(ys) + list(accs)]
+    order = _needed(graph, wanted)
+    em.users = {}
+    for n in order:
+        for i in n.inputs:
+            em.users.setdefault(i, []).append(n)
+    saved_keep = em.keep
+    em.keep = saved_keep | set(outs)     # copied into carries and stacks: stored
+    em.emit_nodes(order)
+    em.keep = saved_keep
+    results = [em.values.get(o) if o in em.values else None for o in outs]
+    for k, slot in ys.items():
+        v = results[n_carry + k]
+        size = max(1, math.prod(outs[n_carry + k].shape))
+        em.copy_into(f"({slot.ptr} + {t} * {size})", v)
+    for k, acc in accs.items():
+        v = results[n_carry + k]
+        v = em.contig(v) if v.trans is not None else v
+        em.copy_into(acc.ptr, v, op="+=")
+    # The new carries: copied aside first where they are not this step's own values.
+    news = []
+    for slot, v in zip(carry_slots, results[:n_carry]):
+        if v.literal is None and v.trans is None and em.owned_since(v, first_slot):
+            news.append(v)
+        else:
+            aside = em.slot(slot.shape, slot.dtype)
+            em.copy_into(aside.ptr, v)
+            news.append(aside)
+    for slot, v in zip(carry_slots, news):
+        em.copy_into(slot.ptr, v)
+    em.loop_depth -= 1
+    em.values, em.users = saved, saved_users
+    em.close()
+
+    values = list(carry_slots)
+    for k in range(n_y):
+        values.append(ys.get(k))
+    for j in range(n_carry):
+        values.append(stacked.get(j))
+    em.values[node] = values
+    for k, total in summed.items():
+        out = em.dest(total)
+        size = max(1, math.prod(total.shape))
+        i = em.fresh()
+        t_out = "float" if np.dtype(total.dtype) == np.float32 else "double"
+        em.line(f"for (int64_t {i} = 0; {i} < {size}; {i}++) "
+                f"{out.ptr}[{i}] = ({t_out}){accs[k].ptr}[{i}];")
+        em.values[total] = out
