@@ -15,8 +15,10 @@ Dual tensors of the enclosing forward mode that a body uses (captures) become
 the staged construct's inputs through their primals and tangents. A tape begun
 inside the ``jvp`` (``jvp`` of ``grad``: a Hessian-vector product) watches dual
 tensors, which the parent-level construct never sees: :mod:`.forward_loops_vjp`
-records the construct on it, captures included, with a reverse rule that is
-itself one ``scan`` (or ``cond``), so forward over reverse stays one loop.
+records the construct on it, with a reverse rule that is itself one ``scan`` (or
+``cond``), so forward over reverse stays one loop. Its inputs are the operands,
+the captured duals, the variables the bodies read and the parent's tensors the
+tape watches that a body uses (``_Body`` lists them while the bodies are traced).
 """
 from .. import dtypes, ops
 from ..errors import NotDifferentiableError, ShapeError
@@ -40,8 +42,9 @@ def inside_trace(mode):
 
 class _Body:
     """Runs a body of a staged construct in a forward mode over the body's own trace,
-    and lists the enclosing mode's dual tensors it captures (``captured``) and the
-    variables it reads (``variables``)."""
+    and lists what it uses from outside: the enclosing mode's dual tensors and the
+    tensors the recording tapes watch (``captured``), and the variables it reads
+    (``variables``). A nested construct's are its enclosing body's too (``done``)."""
 
     def __init__(self, mode, make_dual):
         self.mode = mode
