@@ -157,14 +157,14 @@ THRESHOLDS = (
     Threshold("c_compile_seconds", 0.3, "seconds", EPYC_512, "2026-12-04", "6b051de",
               "the estimated time the system's C compiler takes for one kernel",
               "graph/lowering/c/c_fused.py, graph/lowering/c/lowering.py"),
-    Threshold("c_graph_compile_seconds", 0.05, "seconds", EPYC_512, "2026-12-05", "",
+    Threshold("c_graph_compile_seconds", 0.05, "seconds", EPYC_512, "2026-12-05", "9da0065",
               "the fixed part of the system's C compiler's estimated time for a whole graph "
               "or scan written in C (cc -O3: 81 lines 0.14 s, 313 lines 0.51 s, loaded)",
               "graph/lowering/c/lowering.py"),
     Threshold("c_graph_compile_seconds_per_line", 1.5e-3, "seconds", EPYC_512, "2026-12-05",
-              "", "the C compiler's estimated time per line of a whole graph's source",
+              "9da0065", "the C compiler's estimated time per line of a whole graph's source",
               "graph/lowering/c/lowering.py"),
-    Threshold("c_graph_call_seconds", 7e-6, "seconds", EPYC_512, "2026-12-05", "",
+    Threshold("c_graph_call_seconds", 7e-6, "seconds", EPYC_512, "2026-12-05", "9da0065",
               "the overhead of one call of a whole graph in C (ctypes, the output arrays: "
               "tanh(x) * 2 on 4 elements 7.0 us against the numpy lowering's 1.5)",
               "graph/lowering/c/lowering.py"),
