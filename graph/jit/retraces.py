@@ -17,6 +17,8 @@ Example:
 """
 import dataclasses
 import inspect
+from collections.abc import Mapping
+from typing import Any
 
 from engine.pytree import is_namedtuple_type
 
@@ -74,18 +76,20 @@ def leaf_names(fn, args, kwargs):
         >>> leaf_names(lambda x, params: 0, (1.0, (2.0, {"b": 3.0})), {})
         ['x', 'params[0]', "params[1]['b']"]
     """
+    bound: dict[str, Any] = {}
+    params: Mapping[str, inspect.Parameter] = {}
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs).arguments
         params = inspect.signature(fn).parameters
+        bound = dict(inspect.signature(fn).bind(*args, **kwargs).arguments)
     except (TypeError, ValueError):   # a builtin, or arguments that do not bind
-        bound, params = {}, {}
-    positional = []
+        bound = {}
+    positional: list[str] = []
     for name, value in bound.items():
         if params[name].kind is inspect.Parameter.VAR_POSITIONAL:
             positional += [f"{name}[{i}]" for i in range(len(value))]
         elif name not in kwargs:
             positional.append(name)
-    names = []
+    names: list[str] = []
     for i, a in enumerate(args):
         _paths(positional[i] if i < len(positional) else f"argument {i}", a, names)
     for k in sorted(kwargs, key=repr):
@@ -174,7 +178,9 @@ def suggest_fix(signatures, names):
     if len(plain) < 2 or len({(s[0], len(s[1])) for s in plain}) != 1:
         return None
     columns = list(zip(*[s[1] for s in plain]))
-    specs, varying, numbers = [], [], []
+    specs: list[str | None] = []
+    varying: list[str] = []
+    numbers: list[str] = []
     for i, parts in enumerate(columns):
         name = names[i] if i < len(names) else f"argument leaf {i}"
         kinds = {p[0] for p in parts}
