@@ -200,7 +200,8 @@ def suggest_fix(signatures, names):
             specs.append(None)   # a Python value or variable that stays the same
     fixes = []
     if varying and len(specs) == len(columns) and None not in specs:
-        fixes.append(f"input_signature=[{', '.join(specs)}] traces once for every size")
+        fixes.append(f"input_signature=[{', '.join(str(s) for s in specs)}] traces once for "
+                     f"every size")
     elif varying:
         fixes.append(f"trace once for every size with an input_signature (tensor arguments "
                      f"only) holding None for the dimension that changes: {'; '.join(varying)}")
