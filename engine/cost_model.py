@@ -164,6 +164,11 @@ THRESHOLDS = (
     Threshold("c_graph_compile_seconds_per_line", 1.5e-3, "seconds", EPYC_512, "2026-12-05",
               "9da0065", "the C compiler's estimated time per line of a whole graph's source",
               "graph/lowering/c/lowering.py"),
+    Threshold("c_graph_compile_calls", 1000, "calls", EPYC_512, "2026-12-05", "7d7e3f7",
+              "a whole graph or scan in C is compiled where what it saves over at least this "
+              "many calls exceeds its compile time (a 50-step tanh RNN's loss and gradient: "
+              "0.74 against 1.68 ms a call, compiled in 0.55 s)",
+              "graph/lowering/c/lowering.py"),
     Threshold("c_graph_call_seconds", 7e-6, "seconds", EPYC_512, "2026-12-05", "9da0065",
               "the overhead of one call of a whole graph in C (ctypes, the output arrays: "
               "tanh(x) * 2 on 4 elements 7.0 us against the numpy lowering's 1.5)",

@@ -107,23 +107,28 @@ def matmul(em, node):
     b, k2, n, tb = _operand(y, False)
     if 0 in (m, k, n) or k != k2:
         raise Unsupported("matmul: empty operands")
+    out = em.dest(node)
+    gemm(em, a.ptr, ta, b.ptr, tb, out.ptr, m, k, n, x.dtype)
+    em.values[node] = out
+
+
+def gemm(em, a, ta, b, tb, c, m, k, n, dtype):
+    """Writes ``c = op(a) @ op(b)``, row-major, ``(m, k) @ (k, n)``: ``a`` (a pointer
+    text) holds the left operand, or its transpose where ``ta``; ``b`` likewise."""
     em.uses_blas = True
     em.largest_product = max(em.largest_product, m * k * n)
-    out = em.dest(node)
     # Row-major C = A @ B is column-major C^T = B^T @ A^T: B's memory read as B^T
-    # (transposed again where B is a transposed view), then A's.
+    # (transposed again where B is held transposed), then A's.
     lda = m if ta else k
     ldb = k if tb else n
-    gemm = "sgemm_" if x.dtype == np.float32 else "dgemm_"
-    t = ctype(x.dtype)
+    call = "sgemm_" if np.dtype(dtype) == np.float32 else "dgemm_"
     em.open("")
     em.line(f"const int m_ = {n}, n_ = {m}, k_ = {k}, lda_ = {ldb}, ldb_ = {lda}, "
             f"ldc_ = {n};")
-    em.line(f"const {t} one_ = 1, zero_ = 0;")
-    em.line(f"{gemm}(\"{'T' if tb else 'N'}\", \"{'T' if ta else 'N'}\", &m_, &n_, &k_, "
-            f"&one_, {b.ptr}, &lda_, {a.ptr}, &ldb_, &zero_, {out.ptr}, &ldc_);")
+    em.line(f"const {ctype(dtype)} one_ = 1, zero_ = 0;")
+    em.line(f"{call}(\"{'T' if tb else 'N'}\", \"{'T' if ta else 'N'}\", &m_, &n_, &k_, "
+            f"&one_, {b}, &lda_, {a}, &ldb_, &zero_, {c}, &ldc_);")
     em.close()
-    em.values[node] = out
 
 
 def transpose(em, node):

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...ir.graph_ops import placeholder_op, unpack_op
 from ..plugin import Unsupported
+from . import c_graph_ops
 from .c_graph_emit import CVal, check_node
 
 
@@ -54,6 +55,38 @@ def _summed(em, node, n_carry, n_y):
     return found
 
 
+def _is_swap(node):
+    """A transpose of a matrix."""
+    if node.op.rules.get("numba_form") != "view_transpose" or len(node.shape) != 2:
+        return False
+    axes = node.params.get("axes")
+    return axes is None or tuple(a % 2 for a in axes) == (1, 0)
+
+
+def _summed_products(graph, outs, n_carry, summed):
+    """``{y index: (a, b)}`` for the summed ys that are ``a.T @ b`` of two matrices of
+    the body (a weight's gradient in a scan's VJP) and are read by nothing else: ``a``
+    and ``b`` are stacked over the steps, and the sum is one product after the loop
+    (one large BLAS call instead of one small one a step)."""
+    readers = set()
+    for n in graph.nodes:
+        readers.update(n.inputs)
+    found = {}
+    for k in summed:
+        o = outs[n_carry + k]
+        if o.op.rules.get("numba_form") != "dot" or len(o.shape) != 2 or o in readers or \
+                outs.count(o) != 1:
+            continue
+        t, b = o.inputs
+        if not _is_swap(t) or len(b.shape) != 2:
+            continue
+        a = t.inputs[0]
+        if not np.dtype(a.dtype) == np.dtype(b.dtype) == np.dtype(o.dtype):
+            continue
+        found[k] = (a, b)
+    return found
+
+
 def scan_loop(em, node):
     """Writes ``node`` (a scan) as a time loop; its values are the final carries, the
     stacked ys and the stacked carries (None for those nobody reads)."""
@@ -83,8 +116,18 @@ def scan_loop(em, node):
         slot = em.slot(c.shape, c.dtype)
         em.copy_into(slot.ptr, c)
         carry_slots.append(slot)
+    products = _summed_products(graph, outs, n_carry, summed) if em.blas is not None else {}
+    x_of = dict(zip(graph.inputs[n_carry:n_carry + n_x], xs))
+    factors = {}    # body node -> its stack over the steps (a summed product's factor)
+    for a, b in products.values():
+        for f in (a, b):
+            if f not in factors:
+                factors[f] = x_of[f] if f in x_of else \
+                    em.slot((length,) + tuple(f.shape), f.dtype)
     ys, accs = {}, {}
     for k, o in enumerate(outs[n_carry:]):
+        if k in products:
+            continue
         if k in summed:
             accs[k] = em.slot(tuple(o.shape), np.float64)
             size = max(1, math.prod(o.shape))
@@ -114,14 +157,15 @@ def scan_loop(em, node):
         em.values[ph] = CVal(f"({x.ptr} + {t} * {step})", x.shape[1:], x.dtype, root=x.root)
     for ph, c in zip(graph.inputs[n_carry + n_x:], caps):
         em.values[ph] = c
-    wanted = outs[:n_carry] + [outs[n_carry + k] for k in list(ys) + list(accs)]
+    wanted = outs[:n_carry] + [outs[n_carry + k] for k in list(ys) + list(accs)] + \
+        [f for f in factors if f not in x_of]
     order = _needed(graph, wanted)
     em.users = {}
     for n in order:
         for i in n.inputs:
             em.users.setdefault(i, []).append(n)
     saved_keep = em.keep
-    em.keep = saved_keep | set(outs)     # copied into carries and stacks: stored
+    em.keep = saved_keep | set(outs) | set(factors)    # copied into stacks: stored
     em.emit_nodes(order)
     em.keep = saved_keep
     results = [em.values.get(o) if o in em.values else None for o in outs]
@@ -129,6 +173,10 @@ def scan_loop(em, node):
         v = results[n_carry + k]
         size = max(1, math.prod(outs[n_carry + k].shape))
         em.copy_into(f"({slot.ptr} + {t} * {size})", v)
+    for f, stack in factors.items():
+        if f not in x_of:
+            size = max(1, math.prod(f.shape))
+            em.copy_into(f"({stack.ptr} + {t} * {size})", em.get(f))
     for k, acc in accs.items():
         v = results[n_carry + k]
         v = em.contig(v) if v.trans is not None else v
@@ -156,6 +204,13 @@ def scan_loop(em, node):
     em.values[node] = values
     for k, total in summed.items():
         out = em.dest(total)
+        if k in products:     # the sum over t of a_t.T @ b_t: one product of the stacks
+            a, b = products[k]
+            rows = length * a.shape[0]
+            c_graph_ops.gemm(em, factors[a].ptr, True, factors[b].ptr, False, out.ptr,
+                             a.shape[1], rows, b.shape[1], total.dtype)
+            em.values[total] = out
+            continue
         size = max(1, math.prod(total.shape))
         i = em.fresh()
         t_out = "float" if np.dtype(total.dtype) == np.float32 else "double"

@@ -75,7 +75,9 @@ class CLowering(Lowering):
     def graph_cost(self, part, calls, source=None):
         """What ``calls`` calls cost beyond the numpy lowering's: the build (none when
         on disk) less the numpy calls saved (each op a call, a scan's body once a step),
-        less one call of the compiled function each."""
+        less one call of the compiled function each. A C compile takes well under a
+        second, so the build is weighed over at least ``cost.c_graph_compile_calls``
+        calls (a training loop's length), where the policy's horizon is shorter."""
         if not graph_limits.small_enough(part.members):
             return math.inf   # numpy's threaded BLAS and fused kernels serve it better
         ops = part.meta.get("compiled_ops")
@@ -86,7 +88,7 @@ class CLowering(Lowering):
         if source is not None and not c_compiler.is_cached(source):
             build = cost.c_graph_compile_seconds + \
                 cost.c_graph_compile_seconds_per_line * source.count("\n")
-        return build - saved * calls
+        return build - saved * max(calls, cost.c_graph_compile_calls)
 
     def build_graph(self, part, source):
         try:

@@ -258,3 +258,26 @@ def test_without_blas_a_product_stays_with_numpy_and_the_results_agree(c_lowerin
     fn = en.function(lambda x: en.tanh(x) * 2.0)      # no product: still C
     assert _compiled(fn.graph_for(x))
     np.testing.assert_allclose(fn(x).numpy(), np.tanh(x.numpy()) * 2.0, rtol=1e-12)
+
+
+def _gemm_lines(source):
+    """``(inside a time loop, outside)``: the BLAS calls of a C graph function (a product
+    outside loops sits two levels in: the function, its block; inside a loop, deeper)."""
+    calls = [line for line in source.splitlines() if "gemm_(" in line and "typedef" not in line]
+    inside = [c for c in calls if c.startswith(" " * 12)]
+    return len(inside), len(calls) - len(inside)
+
+
+def test_weight_gradients_summed_over_the_steps_are_one_product_after_the_loop(c_lowering):
+    # tanh(x @ w + h @ u + b): per step the forward's two products, the backward's
+    # recomputed two and dh @ u.T; dw and du (sums over the steps of x_t.T @ dz_t and
+    # h_t.T @ dz_t) are each one product of the stacked factors after the loop.
+    params, inputs = styles_data.make("tanh_ln", quick=True)
+    loss = styles_engine._recurrent_loss("tanh_ln")
+    fn = en.function(en.value_and_grad(loss))
+    args = (tuple(en.tensor(p) for p in params), *[en.tensor(a) for a in inputs])
+    sources = [n.meta["kernel_source"] for n in _compiled(fn.graph_for(*args))]
+    inside, outside = zip(*map(_gemm_lines, sources))
+    assert sum(outside) >= 2 and sum(inside) == 5, (inside, outside)
+    want = styles_engine.make_step("tanh_ln", "eager", params, inputs)()
+    _assert_close(fn(*args), want, "tanh_ln", rtol=2e-4, atol=1e-6)
