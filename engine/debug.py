@@ -28,7 +28,7 @@ def check_numerics(enabled=True):
 
 
 # The en.function class, handed over by the facade (the core imports no mode).
-_FUNCTION = []
+_FUNCTION: list = []
 
 
 def _use_function(get_function_class):

@@ -20,6 +20,7 @@ Example:
     (1, 4, 5, 5, 6)
 """
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -170,7 +171,7 @@ def conv3d(x, w, stride=1, padding="valid", dilation=1, groups=1):
     if before or after:
         x = ops.pad(x, ((0, 0), (before, after), (0, 0), (0, 0), (0, 0)))
     plane = tuple(x.shape[2:])
-    total = None
+    total: Any = None
     for k in range(kd):
         start = k * dd
         # The depth slices this tap reads, one per output depth, folded into the batch.
@@ -217,7 +218,7 @@ def conv_transpose3d(x, w, stride=1, padding=0, output_padding=0, dilation=1, gr
                              f"window {span(kd, dd)}, stride {sd}, padding {padding!r})"
                              f"{at_user_line()}")
     plane = tuple(x.shape[2:])
-    total = None
+    total: Any = None
     for k in range(kd):
         y = ops.conv_transpose2d(ops.reshape(x, (-1,) + plane), w[k], stride=tuple(s_hw),
                                  padding=plane_pad, output_padding=tuple(e_hw),

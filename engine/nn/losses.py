@@ -40,7 +40,7 @@ class _Loss(Module):
                               f"{', '.join(map(repr, self._reductions))}, got {reduction!r}")
         self.reduction = reduction
 
-    _reductions = ("mean", "sum", "none")
+    _reductions: tuple[str, ...] = ("mean", "sum", "none")
 
     def extra_repr(self):
         return "" if self.reduction == "mean" else f"reduction={self.reduction!r}"

@@ -116,7 +116,7 @@ class BatchNorm(Module):
 class _TorchBatchNorm(BatchNorm):
     """PyTorch's argument order (eps before momentum) and channels-first inputs."""
 
-    _ranks = (2, 3)
+    _ranks: tuple[int, ...] = (2, 3)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, *, data_format="channels_first", dtype=None,
