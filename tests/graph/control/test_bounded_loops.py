@@ -216,6 +216,21 @@ def test_gradient_of_fori_loop_is_two_scans_whatever_the_number_of_steps():
     assert counts[10] == counts[100]
 
 
+def test_per_example_gradients_of_bounded_loops_under_vmap():
+    # Each example stops at its own step (the cond's predicate is batched).
+    X = np.array([[0.5, 0.2], [3.0, 4.0], [0.01, 0.02]])
+    a = en.tensor(1.7)
+
+    def loss(x):
+        return en.sum(grow(x, a)[1] ** 2) + en.sum(spin(x, a))
+    got = en.function(en.vmap(en.grad(loss)))(en.tensor(X))
+    for row, x in zip(got.numpy(), X):
+        _close(row, en.grad(loss)(en.tensor(x)).numpy(), np.float64)
+        fd = central_difference(lambda v: np.sum(np_grow(v, 1.7)[1] ** 2)
+                                + np.sum(np_spin(v, 1.7)), x)
+        np.testing.assert_allclose(row, fd, rtol=1e-6)
+
+
 # ---- checkpoint -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("loop", ["fori_loop", "while_loop"])
 def test_checkpoint_of_a_bounded_loop(loop):
