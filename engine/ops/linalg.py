@@ -70,14 +70,27 @@ def _mT(a):
 def _transposed(t):
     """Whether a concrete 2-D tensor's array is laid out column by column (the
     view of a transposed matrix). Unknown while tracing: False (graph mode has
-    its own layout pass)."""
+    its own layout pass), except under ``en.config.numerics = "bitwise"``, where
+    graph mode turns that pass off and follows eager mode's choice instead: a matrix
+    is then taken as transposed where a transpose made it (eagerly, the view of a
+    C-ordered matrix), so the gradient has eager's products, in eager's layout."""
     if not current_mode().is_concrete:
-        return False
+        return NUMERICS.value == "bitwise" and _made_by_transpose(t)
     a = t._value
     if type(a) is not np.ndarray:     # another back end's array: no layout to keep (and a
         return False                  # lazy one must not be computed here)
     return (a.ndim == 2 and a.shape[0] > 1 and a.shape[1] > 1
             and a.flags.f_contiguous and not a.flags.c_contiguous)
+
+
+def _made_by_transpose(t):
+    node = getattr(t, "_node", None)
+    if node is None or node.op is not shape_ops.transpose_op or len(t.shape or ()) != 2:
+        return False
+    rows, cols = t.shape
+    source = node.inputs[0] if node.inputs else None
+    return rows is not None and cols is not None and rows > 1 and cols > 1 and \
+        getattr(source, "op", None) is not shape_ops.transpose_op
 
 
 def _matmul_impl(x, y):

@@ -118,3 +118,23 @@ def test_a_sum_stays_out_of_fused_kernels_in_bitwise_mode():
         exact = en.function(f).graph_for(x)
     assert "sum" not in [n.op.name for n in fast.nodes]
     assert "sum" in [n.op.name for n in exact.nodes]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_autoencoder_step_gives_eager_bits(dtype):
+    """The bench's autoencoder (``h @ w.T`` in the decoder: eager mode makes the gradient
+    of a transposed matrix transposed, and "bitwise" traces the same products)."""
+    from bench.workloads import autoencoder
+    rng = np.random.default_rng(5)
+    # The bench's layer sizes: there (h.T @ g).T and g.T @ h differ in float64's last bits.
+    w = rng.uniform(-0.07, 0.07, (784, 196)).astype(dtype)
+    b1, b2 = (rng.uniform(-0.1, 0.1, n).astype(dtype) for n in (196, 784))
+    x = rng.random((100, 784)).astype(dtype)
+    args = [en.tensor(a) for a in (w, b1, b2, x)]
+    step = en.value_and_grad(autoencoder.engine_loss, argnums=(0, 1, 2))
+    with numerics("bitwise"):
+        want = step(*args)
+        for lowering in LOWERINGS + ("auto",):
+            if _available(lowering):
+                en.config.lowering = lowering
+                assert_same_bits(en.function(step)(*args), want, f"autoencoder, {lowering}")
