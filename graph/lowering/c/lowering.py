@@ -78,7 +78,10 @@ class CLowering(Lowering):
         less one call of the compiled function each. A C compile takes well under a
         second, so the build is weighed over at least ``cost.c_graph_compile_calls``
         calls (a training loop's length), where the policy's horizon is shorter."""
-        if not graph_limits.small_enough(part.members):
+        # A scan is judged by the values a step computes: the stacks of its results are
+        # written by the loop (a weight gradient summed over the steps never is).
+        judged = part.members[:1] if part.kind == "scan" else part.members
+        if not graph_limits.small_enough(judged):
             return math.inf   # numpy's threaded BLAS and fused kernels serve it better
         ops = part.meta.get("compiled_ops")
         if ops is None:
