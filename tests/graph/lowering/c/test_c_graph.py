@@ -281,3 +281,25 @@ def test_weight_gradients_summed_over_the_steps_are_one_product_after_the_loop(c
     assert sum(outside) >= 2 and sum(inside) == 5, (inside, outside)
     want = styles_engine.make_step("tanh_ln", "eager", params, inputs)()
     _assert_close(fn(*args), want, "tanh_ln", rtol=2e-4, atol=1e-6)
+
+
+def test_auto_compiles_a_scan_whose_numpy_calls_repay_the_compile_and_no_small_one(monkeypatch):
+    monkeypatch.setattr(en.config, "lowering", "auto")
+    # The concat LSTM's loss and gradient, 50 steps: about 2,500 numpy calls a call, whose
+    # 1.5 us each over 1,000 calls outweigh compiling both scans; its backward's
+    # per-step weight gradients (a stack of 1.6 million elements if written) are summed in
+    # the loop, so the scan is judged by its step's values.
+    params, inputs = styles_data.make("lstm_concat")
+    fn = en.function(en.value_and_grad(styles_engine._recurrent_loss("lstm_concat")))
+    args = (tuple(en.tensor(p) for p in params), *[en.tensor(a) for a in inputs])
+    graph = fn.graph_for(*args)
+    assert [n.meta["backend"] for n in _compiled(graph)] == ["c", "c"], graph.notes
+    assert not [n for n in graph.nodes if n.op.name == "scan"]
+    # Three steps of one op: the compile would never pay; numpy runs it.
+    xs = en.tensor(np.arange(6.0).reshape(3, 2))
+    small = en.function(lambda xs: en.scan(lambda c, x: (c + x, c * x), en.zeros(2), xs))
+    assert not _compiled(small.graph_for(xs))
+    total, ys = small(xs)
+    np.testing.assert_allclose(total.numpy(), xs.numpy().sum(0))
+    np.testing.assert_allclose(ys.numpy(), np.cumsum(np.vstack([np.zeros(2), xs.numpy()[:-1]]),
+                                                     axis=0) * xs.numpy())
