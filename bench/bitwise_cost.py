@@ -11,6 +11,8 @@ trace, made before the rounds), and the table gives the medians over the rounds,
 ratio (the target: at most 1.3), whether the bitwise step gave eager mode's bits, and
 what the default ("fast") trace compiled: whole graphs or scans as native functions
 (``compiled_region`` nodes, which "bitwise" never makes) and C or numba fused kernels.
+The last column is the default setting with ``en.config.lowering = "numpy"`` (nothing
+compiled), for scale: what "bitwise" costs beyond giving up compiled code.
 """
 import argparse
 import statistics
@@ -65,11 +67,15 @@ def _compiled_parts(fn, args):
 
 def measure(step, args, rounds, calls):
     """``(fast seconds, bitwise seconds, bitwise gives eager's bits, what the fast trace
-    compiled)`` per call: medians."""
+    compiled, fast seconds with the numpy lowering)`` per call: medians."""
     compiled = en.function(step)
-    times = {"fast": [], "bitwise": []}
+    en.config.lowering = "numpy"      # read when a trace is made: this one compiles nothing
+    plain = en.function(step)
+    plain(*args)
+    en.config.lowering = "auto"
+    times = {"fast": [], "bitwise": [], "numpy": []}
     try:
-        for mode in times:     # the traces, and the check of the bits
+        for mode in ("fast", "bitwise"):     # the traces, and the check of the bits
             en.config.numerics = mode
             got = _flat(compiled(*args))
             if mode == "fast":
@@ -80,12 +86,14 @@ def measure(step, args, rounds, calls):
             _per_call(compiled, args, 2)     # warm: buffers, kernels
         for _ in range(rounds):
             for mode in times:
-                en.config.numerics = mode
-                compiled(*args)      # the first call after a switch looks the trace up again
-                times[mode].append(_per_call(compiled, args, calls))
+                fn = plain if mode == "numpy" else compiled
+                en.config.numerics = "fast" if mode == "numpy" else mode
+                fn(*args)      # the first call after a switch looks the trace up again
+                times[mode].append(_per_call(fn, args, calls))
     finally:
         en.config.numerics = "fast"
-    return statistics.median(times["fast"]), statistics.median(times["bitwise"]), exact, parts
+    return (statistics.median(times["fast"]), statistics.median(times["bitwise"]), exact, parts,
+            statistics.median(times["numpy"]))
 
 
 def main(argv=None):
@@ -97,11 +105,11 @@ def main(argv=None):
     rows = [(f"autoencoder, batch {args.batch}", *autoencoder_step(args.batch)),
             ("GRU scan, 50 steps, batch 32, hidden 64", *gru_step())]
     print(f"{'step':42} {'fast ms':>8} {'bitwise ms':>11} {'ratio':>6} {'eager bits':>11}  "
-          "fast compiled")
+          f"{'fast compiled':22} {'fast, numpy lowering ms':>23}")
     for name, step, step_args in rows:
-        fast, exact_s, exact, parts = measure(step, step_args, args.rounds, args.calls)
+        fast, exact_s, exact, parts, plain = measure(step, step_args, args.rounds, args.calls)
         print(f"{name:42} {fast * 1e3:8.2f} {exact_s * 1e3:11.2f} {exact_s / fast:6.2f} "
-              f"{'yes' if exact else 'NO':>11}  {parts}")
+              f"{'yes' if exact else 'NO':>11}  {parts:22} {plain * 1e3:23.2f}")
 
 
 if __name__ == "__main__":
