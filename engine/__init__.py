@@ -49,6 +49,7 @@ import engine.fft as fft  # noqa: E402
 from .autodiff import GradientTape, custom_gradient, grad, value_and_grad
 from .transforms.base import TransformFallbackWarning
 from .transforms.batching import vmap
+from .transforms import batching_loops as _batching_loops  # noqa: F401,E402 (vmap's loops)
 from .transforms.forward import custom_jvp, jvp, linearize
 from .transforms.jacobians import hessian, jacfwd, jacrev, vjp
 from .transforms.checkpoint import checkpoint, checkpoint_name

@@ -20,4 +20,5 @@ from .ir.signature import TensorSpec  # noqa: F401
 from .jit.function import Function, function, run_functions_eagerly  # noqa: F401
 from .jit.tracer import is_tracing  # noqa: F401
 from .control.control_flow import cond, scan, while_loop  # noqa: F401
+from .control import bounded_loops as _bounded_loops  # noqa: F401  (while_loop's max_steps)
 from .control.effects import print, py_function  # noqa: F401

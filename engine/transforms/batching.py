@@ -32,6 +32,12 @@ from ..tensor import Tensor
 from .base import TransformMode, warn_fallback
 
 
+# The staged loops under vmap (batching_loops.py, which builds on this module and on the
+# gradient tape, itself a user of vmap) register here when the facade imports them:
+# "scan", "while_loop", "cond" and "inner_tapes".
+STAGED_LOOPS: dict[str, Callable[..., Any]] = {}
+
+
 class BatchTensor(Tensor):
     """A tensor inside :func:`vmap`: ``raw`` (a parent tensor) holds every batch
     element along axis ``bdim``; ``shape`` is one element's shape."""
@@ -144,13 +150,11 @@ class BatchMode(TransformMode):
 
     def stage_scan(self, fn, init, xs, length, reverse, stage):
         """One scan one level out whose body is ``fn`` vmapped (batching_loops.py)."""
-        from .batching_loops import staged_scan
-        return staged_scan(self, fn, init, xs, length, reverse, stage)
+        return STAGED_LOOPS["scan"](self, fn, init, xs, length, reverse, stage)
 
     def stage_while_loop(self, cond_fn, body_fn, loop_vars, stage):
         """A loop on a batched or not-yet-known condition (batching_loops.py)."""
-        from .batching_loops import staged_while_loop
-        return staged_while_loop(self, cond_fn, body_fn, loop_vars, stage)
+        return STAGED_LOOPS["while_loop"](self, cond_fn, body_fn, loop_vars, stage)
 
     def call_custom_jvp(self, fun, rule, args):
         # The function and its rule run vectorized one level out, so an outer forward
@@ -196,11 +200,10 @@ class BatchMode(TransformMode):
     def cond(self, pred, true_fn, false_fn, *operands):
         if not self.owns(pred) and self.parent.is_concrete:
             return true_fn(*operands) if bool(pred) else false_fn(*operands)
-        from .batching_loops import inner_tapes, staged_cond
-        if not self.owns(pred) and not inner_tapes(self):
+        if not self.owns(pred) and not STAGED_LOOPS["inner_tapes"](self):
             # One cond one level out, its branches vmapped (a tape begun inside the
             # vmap records the select below instead, at this level).
-            return staged_cond(self, pred, true_fn, false_fn, operands)
+            return STAGED_LOOPS["cond"](self, pred, true_fn, false_fn, operands)
         # A batched predicate: both branches, then a select per element.
         a, b = true_fn(*operands), false_fn(*operands)
         la, tree = flatten(a)

@@ -32,18 +32,18 @@ import numpy as np
 
 from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
-from ..errors import NotDifferentiableError, ShapeError
+from ..errors import EngineError, NotDifferentiableError, ShapeError
 from ..modes import current_mode, use_mode
 from ..pytree import flatten, unflatten
 from ..recording import TapeRule, active_tapes, paused, record
 from ..tensor import Tensor
 from ..variable import Variable
-from .batching import BatchMode, batched, move_to_front
+from .batching import STAGED_LOOPS, BatchMode, batched, move_to_front
 
 _MAX_TRIES = 8   # each retrace batches at least one more carry; a safety bound
 
 
-class _Retrace(Exception):
+class _Retrace(EngineError):
     """A body made these unbatched loop values batched: stage again with them batched.
     ``owner`` names the staging that must retry (an inner vmap's retrace passes through
     an outer vmap's staging of the same loop)."""
@@ -455,3 +455,7 @@ def staged_cond(mode, pred, true_fn, false_fn, operands):
         return unflatten(o_tree, [batched(v, 0, mode.tag) if w else v
                                   for v, w in zip(o_leaves, want)])
     raise ShapeError("vmap: the batching of a cond's outputs did not settle")
+
+
+STAGED_LOOPS.update(scan=staged_scan, while_loop=staged_while_loop, cond=staged_cond,
+                    inner_tapes=inner_tapes)

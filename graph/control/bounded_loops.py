@@ -25,7 +25,7 @@ from engine.modes import current_mode
 from engine.pytree import flatten, unflatten
 from engine.tensor import Tensor, tensor
 
-from .control_flow import cond, scan, while_loop
+from .control_flow import BOUNDED_WHILE, cond, scan, while_loop
 
 
 def _static_int(who, what, value):
@@ -152,3 +152,6 @@ def fori_loop(lower, upper, body_fn, init_val):
     start = tensor(lo) if lo is not None else lower
     _, val = while_loop(lambda i, val: i < upper, body, (start, init_val))
     return val
+
+
+BOUNDED_WHILE.append((bounded_while_loop, check_max_steps))

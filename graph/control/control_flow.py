@@ -205,6 +205,12 @@ declare(while_op, onnx=None, side_effects_of=lambda p: p["cond"].has_side_effect
         p["body"].has_side_effects, load_check=control_flow_checks.check_while)
 
 
+# ``while_loop(..., max_steps=N)`` hands over to the bounded loop of bounded_loops.py (which
+# builds on this module); it registers ``(bounded_while_loop, check_max_steps)`` here when
+# the graph package is imported.
+BOUNDED_WHILE: list = []
+
+
 def while_loop(cond_fn, body_fn, loop_vars, max_steps=None):
     """Repeat ``loop_vars = body_fn(*loop_vars)`` while ``cond_fn(*loop_vars)``.
 
@@ -229,7 +235,7 @@ def while_loop(cond_fn, body_fn, loop_vars, max_steps=None):
                                 f"variables, got {got} (one variable: pass (x,))\n"
                                 f"  at {format_location(user_frame())}")
     if max_steps is not None:
-        from .bounded_loops import bounded_while_loop, check_max_steps
+        bounded_while_loop, check_max_steps = BOUNDED_WHILE[0]
         return bounded_while_loop(cond_fn, body_fn, loop_vars, check_max_steps(max_steps))
     mode = current_mode()
     if mode.is_concrete or mode.transforms:   # a transformation runs the loop's ops itself

@@ -34,6 +34,8 @@ SIGNALS = {
     "OnOtherBackend": "caught by eager/mode.py: the op runs on the tensors' back end instead",
     "_Retry": "caught in graph/jit/autograph/tensor_control.py: the loop is traced again",
     "Unconvertible": "caught by graph/jit/autograph/__init__.py: the function is traced unconverted",
+    "ForeignLibrary": "caught in graph/lowering/c/c_cache.py: a library that is not its key's is "
+                      "rebuilt, never run",
 }
 
 

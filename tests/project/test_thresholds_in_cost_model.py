@@ -77,6 +77,8 @@ NOT_COSTS = {
     ("cse.py", "_CONST_BYTES"): "bounds the bytes CSE hashes to merge constants",
     ("simplify.py", "_SMALL"): "bounds the constants simplify reads element by element",
     ("operators.py", "UNROLL_WARNING"): "a warning: Python loop iterations while tracing",
+    ("batching_loops.py", "_MAX_TRIES"): "a safety bound on vmap's restaging of a loop (each "
+                                         "try batches one more carry), not a cost",
     ("rnn_layers.py", "_MAX_LAYERS"): "the layers load_torch_state_dict's name table lists",
 }
 
