@@ -116,13 +116,15 @@ def one_hot(labels, num_classes=-1, dtype="int64"):
 
 
 # ---- nll_loss ---------------------------------------------------------------------------------
-def nll_loss(log_probs, target, weight=None, ignore_index=-100, reduction="mean", axis=-1):
+def nll_loss(log_probs, target, weight=None, ignore_index=None, reduction="mean", axis=-1):
     """Negative log-likelihood of integer ``target`` classes under ``log_probs``.
 
     ``log_probs`` has a class axis (``axis``, default last); ``target`` has its
     shape without that axis. ``weight`` (one per class) scales each example's
     loss; examples whose target is ``ignore_index`` count for nothing (nor in
-    the mean's denominator).
+    the mean's denominator). ``ignore_index`` is None by default: every target
+    counts, and an unweighted mean divides by the static number of targets, so
+    chunked (Dask) data needs one pass; PyTorch's ``NLLLoss`` module passes -100.
 
     Example:
         >>> import engine as en
@@ -157,7 +159,14 @@ def nll_loss(log_probs, target, weight=None, ignore_index=-100, reduction="mean"
             raise ShapeError(f"nll_loss: weight must be a float vector of {n_classes} class "
                              f"weights, got {describe_args([weight])}{at_user_line()}")
     _check_ids("nll_loss", target, n_classes, ignore_index)
-    valid = compare.not_equal(target, ignore_index)
+    if ignore_index is None and weight is None:
+        # Every example counts alike: a plain mean, whose gradient needs no count of
+        # the data (chunked data runs in one pass).
+        hits = _class_hits(target, n_classes, ax, logp.ndim)
+        loss = ew.neg(reduce.sum(compare.where(hits, logp, 0.0), axis=ax))
+        return reduce.mean(loss) if reduction == "mean" else _reduce(loss, reduction)
+    valid = (creation.ones_like(target, dtype=dtypes.bool_) if ignore_index is None
+             else compare.not_equal(target, ignore_index))
     safe = compare.where(valid, target, creation.zeros_like(target))
     # Picked, not multiplied by a one-hot: a masked class's -inf times 0 is nan.
     hits = _class_hits(safe, n_classes, ax, logp.ndim)

@@ -98,7 +98,7 @@ def mse(pred, target):
     return reduce.mean(elementwise.square(elementwise.sub(pred, target)))
 
 
-def cross_entropy(logits, labels, axis=-1, weight=None, ignore_index=-100, reduction="mean",
+def cross_entropy(logits, labels, axis=-1, weight=None, ignore_index=None, reduction="mean",
                   label_smoothing=0.0):
     """Softmax cross-entropy, averaged over the batch (every dim but ``axis``).
 
@@ -108,7 +108,9 @@ def cross_entropy(logits, labels, axis=-1, weight=None, ignore_index=-100, reduc
     integer labels equal to ``ignore_index`` count for nothing; ``reduction``
     is "mean", "sum" or "none"; ``label_smoothing`` mixes the target with the
     uniform distribution. A weighted mean over integer labels divides by the
-    summed weights of the counted labels, as PyTorch's does.
+    summed weights of the counted labels, as PyTorch's does. ``ignore_index`` is
+    None by default (every label counts, the mean's count is static, so chunked
+    data needs one pass); ``en.nn.CrossEntropyLoss`` passes PyTorch's -100.
 
     Example:
         >>> import engine as en
@@ -116,7 +118,7 @@ def cross_entropy(logits, labels, axis=-1, weight=None, ignore_index=-100, reduc
         >>> round(float(en.cross_entropy(logits, en.tensor([0, 1]))), 4)
         0.1269
         >>> round(float(en.cross_entropy(logits, en.tensor([0, -100]), reduction="sum",
-        ...                              label_smoothing=0.2)), 4)
+        ...                              label_smoothing=0.2, ignore_index=-100)), 4)
         0.3269
     """
     reduction = _reduction("cross_entropy", reduction)
@@ -153,7 +155,8 @@ def cross_entropy(logits, labels, axis=-1, weight=None, ignore_index=-100, reduc
         if not label_smoothing:
             return loss
         # PyTorch's smoothing: (1 - e) * nll + e / C * (the weighted sum of -log p over classes).
-        valid = compare.not_equal(labels, ignore_index)
+        valid = (creation.ones_like(labels, dtype=dtypes.bool_) if ignore_index is None
+                 else compare.not_equal(labels, ignore_index))
         spread = logp if w_axis is None else elementwise.mul(logp, w_axis)
         smooth = compare.where(valid, elementwise.neg(reduce.sum(spread, axis=ax)), 0.0)
         if reduction == "mean":

@@ -166,7 +166,8 @@ def test_activations_and_losses_match_closed_forms_and_torch():
     bce_logits = -(pw * y * np.log(_sigmoid(x)) + (1 - y) * np.log(1 - _sigmoid(x)))
     for red in ("mean", "sum", "none"):
         cases += [
-            (en.nll_loss(logp, target, w, reduction=red), _reduce(nll, red, weight.sum()),
+            (en.nll_loss(logp, target, w, ignore_index=-100, reduction=red),
+             _reduce(nll, red, weight.sum()),
              lambda t, red=red: TF.nll_loss(t(logp), t(target), weight=t(w), reduction=red)),
             (en.binary_cross_entropy(p, y, reduction=red), _reduce(bce, red),
              lambda t, red=red: TF.binary_cross_entropy(t(p), t(y), reduction=red)),

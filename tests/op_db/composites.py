@@ -58,7 +58,7 @@ def _np_log_softmax(x, axis=-1):
     return x - _np_logsumexp(x, axis=axis, keepdims=True)
 
 
-def _np_cross_entropy(logits, labels, axis=-1, weight=None, ignore_index=-100,
+def _np_cross_entropy(logits, labels, axis=-1, weight=None, ignore_index=None,
                       reduction="mean", label_smoothing=0.0):
     """PyTorch's definition as one weighted sum over classes: the target is the label's
     one-hot (or the given probabilities) mixed with the uniform distribution."""
@@ -107,12 +107,13 @@ def _cross_entropy_samples(dtype, rng):
     weight = rng.uniform(0.5, 2.0, size=3).astype(dtype)
     labels = np.array([0, -100, 2, 1, 2])
     # (The weights go as an argument, so the back-end suites move them with the inputs.)
-    yield Sample((make(rng, (5, 3), dtype), labels, -1, weight), desc="weighted")
-    yield Sample((make(rng, (5, 3), dtype), labels), dict(reduction="sum"))
-    yield Sample((make(rng, (5, 3), dtype), labels, -1, weight), dict(reduction="none"))
+    ignored = dict(ignore_index=-100)      # PyTorch's modules' value
+    yield Sample((make(rng, (5, 3), dtype), labels, -1, weight), ignored, desc="weighted")
+    yield Sample((make(rng, (5, 3), dtype), labels), dict(ignored, reduction="sum"))
+    yield Sample((make(rng, (5, 3), dtype), labels, -1, weight), dict(ignored, reduction="none"))
     yield Sample((make(rng, (5, 3), dtype), np.array([0, 1, 1, 2, 0]), -1, weight),
                  dict(ignore_index=1, label_smoothing=0.2), desc="smoothed")
-    yield Sample((make(rng, (5, 3), dtype), labels), dict(label_smoothing=0.3,
+    yield Sample((make(rng, (5, 3), dtype), labels), dict(ignored, label_smoothing=0.3,
                                                           reduction="none"))
     yield Sample((make(rng, (2, 3, 4), dtype), rng.integers(0, 3, size=(2, 4))),
                  dict(axis=1, label_smoothing=0.1, reduction="sum"))

@@ -79,7 +79,7 @@ def _np_reduce(loss, reduction):
     return loss if reduction == "none" else (loss.sum() if reduction == "sum" else loss.mean())
 
 
-def _np_nll(logp, target, weight=None, ignore_index=-100, reduction="mean", axis=-1):
+def _np_nll(logp, target, weight=None, ignore_index=None, reduction="mean", axis=-1):
     logp = np.moveaxis(logp, axis, -1)
     safe = np.where(target == ignore_index, 0, target)
     picked = np.take_along_axis(logp, safe[..., None], axis=-1)[..., 0]
@@ -102,7 +102,8 @@ def _nll_samples(dtype, rng):
     w = make(rng, (3,), dtype, 0.5, 2.0)
     for reduction in ("mean", "sum", "none"):
         yield Sample((_log_probs(rng, (4, 3), dtype), np.array([0, 2, -100, 1]), w),
-                     dict(reduction=reduction), desc="weights, an ignored example")
+                     dict(reduction=reduction, ignore_index=-100),
+                     desc="weights, an ignored example")
     yield Sample((_log_probs(rng, (2, 4, 3, 3), dtype, 1), rng.integers(0, 4, (2, 3, 3))),
                  dict(axis=1, ignore_index=2), desc="NCHW, class 2 ignored")
     yield Sample((_log_probs(rng, (4,), dtype), np.array(3)), desc="one example")
