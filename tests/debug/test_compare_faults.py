@@ -12,7 +12,7 @@ import engine as en
 from engine import chunk_rules, ops
 from engine.graph.ir.graph_ops import constant_op
 from engine.graph.ir.queries import replace_node
-from engine.graph.lowering import fusion, parallel_matmul, pipeline
+from engine.graph.lowering import fusion, parallel_matmul, pipeline, plugin
 from engine.graph.control import control_flow
 from engine.graph.lowering.c import c_source
 from engine.graph.lowering.numba import fusion_numba
@@ -164,6 +164,12 @@ def test_numpy_static_kernel_of_sum(monkeypatch):
                  made_by="static_kernel")
 
 
+def _fused_kernels_only(monkeypatch):
+    """C writes fused kernels only (the path these faults are planted in): a graph this
+    small would otherwise be one C function (graph/lowering/c/c_graph.py)."""
+    monkeypatch.setattr(plugin.get("c"), "writes_graphs", False)
+
+
 def test_c_kernel(monkeypatch):
     expression = c_source.c_expression
 
@@ -172,6 +178,7 @@ def test_c_kernel(monkeypatch):
         return f"({text} * 1.001f)" if node.op.name == "tanh" else text
     monkeypatch.setattr(c_source, "c_expression", wrong)
     monkeypatch.setattr(en.config, "lowering", "c")
+    _fused_kernels_only(monkeypatch)
     first = assert_found(en.debug.compare(tanh_region, data(64, 64)), "tanh", traced_op="tanh",
                          made_by="C kernel")
     assert "%tanh" in first.members
@@ -180,6 +187,7 @@ def test_c_kernel(monkeypatch):
 def test_scalar_form_rule_in_c(monkeypatch):
     monkeypatch.setitem(ops.tanh_op.rules, "scalar_form", "np.tanh({0}) * 1.001")
     monkeypatch.setattr(en.config, "lowering", "c")
+    _fused_kernels_only(monkeypatch)
     assert_found(en.debug.compare(tanh_region, data(64, 64)), "tanh", traced_op="tanh",
                  made_by="C kernel")
 
