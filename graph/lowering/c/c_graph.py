@@ -102,8 +102,8 @@ class CGraphFunction:
         blas = scipy_blas.gemm_pointers() if uses_blas else None
         self.blas = blas if blas is not None else (None, None)
 
-    def __call__(self, *arrays):
-        arrays = [np.ascontiguousarray(a, dt) for a, dt in zip(arrays, self.in_dtypes)]
+    def __call__(self, *given):
+        arrays = [np.ascontiguousarray(a, dt) for a, dt in zip(given, self.in_dtypes)]
         outs = [np.empty(shape, dt) for shape, dt in self.out_avals]
         pointers = (ctypes.c_void_p * self.n)(*[a.ctypes.data for a in arrays],
                                              *[o.ctypes.data for o in outs])

@@ -206,7 +206,9 @@ def getitem(em, node):
     x = em.contig(em.get(node.inputs[0]))
     if len(spec) > len(x.shape):
         raise Unsupported("getitem: too many indices")
-    starts, steps, block = [], [], True
+    starts: list[int] = []
+    steps: list[int | None] = []
+    block = True
     for k, s in enumerate(spec):
         d = x.shape[k]
         if s[0] == "int":
@@ -231,11 +233,11 @@ def getitem(em, node):
     shape = tuple(node.shape)
     loops = em.loops(shape)
     source, j = [], 0
-    for lo, step in zip(starts, steps):
-        if step is None:
+    for lo, stride in zip(starts, steps):
+        if stride is None:
             source.append(str(lo))
         else:
-            source.append(f"({lo} + {step} * {loops[j]})")
+            source.append(f"({lo} + {stride} * {loops[j]})")
             j += 1
     source += loops[j:]
     em.line(f"{out.ptr}[{linear(loops, shape)}] = {x.ptr}[{linear(source, x.shape)}];")

@@ -11,6 +11,7 @@ accumulator instead of being stacked. Every slot the body needs is laid out once
 step allocates nothing.
 """
 import math
+from typing import Any
 
 import numpy as np
 
@@ -168,7 +169,10 @@ def scan_loop(em, node):
     em.keep = saved_keep | set(outs) | set(factors)    # copied into stacks: stored
     em.emit_nodes(order)
     em.keep = saved_keep
-    results = [em.values.get(o) if o in em.values else None for o in outs]
+    results: list[Any] = [em.values.get(o) if o in em.values else None for o in outs]
+    if any(v is None for v in results[:n_carry]) or \
+            any(results[n_carry + k] is None for k in accs):
+        raise Unsupported("scan: a carry or summed result the body does not compute")
     for k, slot in ys.items():
         v = results[n_carry + k]
         size = max(1, math.prod(outs[n_carry + k].shape))
