@@ -42,7 +42,35 @@ def _check_key(who, key):
     return key
 
 
-class ModuleDict(Module):
+class _Keyed:
+    """A dict's reading methods over ``self._items`` (ModuleDict, ParameterDict); the
+    entries are the module's public items, named by their keys."""
+
+    _items: dict
+
+    def __contains__(self, key):
+        return key in self._items
+
+    def __len__(self):
+        return len(self._items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def keys(self):
+        return self._items.keys()
+
+    def values(self):
+        return self._items.values()
+
+    def items(self):
+        return self._items.items()
+
+    def _public_items(self):
+        return iter(self._items.items())
+
+
+class ModuleDict(_Keyed, Module):
     """An ordered dict of modules, named by their keys (PyTorch's ``ModuleDict``)."""
 
     def __init__(self, modules=None):
@@ -80,26 +108,6 @@ class ModuleDict(Module):
         self._changed()
         return module
 
-    def __contains__(self, key):
-        return key in self._items
-
-    def __len__(self):
-        return len(self._items)
-
-    def __iter__(self):
-        return iter(self._items)
-
-    def keys(self):
-        return self._items.keys()
-
-    def values(self):
-        return self._items.values()
-
-    def items(self):
-        return self._items.items()
-
-    def _public_items(self):
-        return iter(self._items.items())
 
 
 def _as_variable(who, value):
@@ -152,7 +160,7 @@ class ParameterList(Module):
         return ", ".join(f"{v.dtype}{list(v.shape)}" for v in self._items)
 
 
-class ParameterDict(Module):
+class ParameterDict(_Keyed, Module):
     """An ordered dict of variables, named by their keys (PyTorch's ``ParameterDict``)."""
 
     def __init__(self, values=None):
@@ -170,23 +178,3 @@ class ParameterDict(Module):
     def __getitem__(self, key):
         return self._items[key]
 
-    def __contains__(self, key):
-        return key in self._items
-
-    def __len__(self):
-        return len(self._items)
-
-    def __iter__(self):
-        return iter(self._items)
-
-    def keys(self):
-        return self._items.keys()
-
-    def values(self):
-        return self._items.values()
-
-    def items(self):
-        return self._items.items()
-
-    def _public_items(self):
-        return iter(self._items.items())
