@@ -23,7 +23,7 @@ from ..variable import Variable
 from . import init as initializers
 from .layers import _generator, _positive_int
 from .module import Module, input_error
-from .rnn_layers import SimpleRNN
+from .rnn_layers import SimpleRNN, gru_update
 # en.scan, handed over by the facade (engine/__init__.py calls use_scan here).
 from .scan_loop import scan as _scan, use_scan  # noqa: F401
 
@@ -168,12 +168,7 @@ class GRUCell(_Cell):
 
     def step(self, params, x, h):
         gi, gh = self._projections(params, x, h)
-        xr, xz, xn = ops.split(gi, 3, axis=-1)
-        hr, hz, hn = ops.split(gh, 3, axis=-1)
-        r = ops.sigmoid(ops.add(xr, hr))
-        z = ops.sigmoid(ops.add(xz, hz))
-        n = ops.tanh(ops.add(xn, ops.mul(r, hn)))
-        h_new = ops.add(ops.mul(ops.sub(1.0, z), n), ops.mul(z, h))
+        h_new = gru_update(gi, gh, h)
         return h_new, h_new
 
 

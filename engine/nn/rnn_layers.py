@@ -42,6 +42,17 @@ _TRANSPOSED = {f"weight_{kind}_l{layer}{suffix}": (1, 0) for kind in ("ih", "hh"
                for layer in range(_MAX_LAYERS) for suffix in ("", "_reverse")}
 
 
+def gru_update(gi, gh, h):
+    """The GRU's new state from the input's and the state's projections ``gi``, ``gh``
+    (gates in PyTorch's order r, z, n) and the state ``h``; ``r`` scales the state's
+    projection of ``n`` with its bias, as PyTorch's does."""
+    xr, xz, xn = ops.split(gi, 3, axis=-1)
+    hr, hz, hn = ops.split(gh, 3, axis=-1)
+    r = ops.sigmoid(ops.add(xr, hr))
+    z = ops.sigmoid(ops.add(xz, hz))
+    n = ops.tanh(ops.add(xn, ops.mul(r, hn)))
+    return ops.add(ops.mul(ops.sub(1.0, z), n), ops.mul(z, h))
+
 class _RecurrentLayer(Module):
     """The shared parts: the variables, the states, the layer and direction loops."""
 
@@ -300,12 +311,7 @@ class GRU(_SingleState):
 
     def _step(self, gi, h, w_hh, b_hh):
         gi, gh = _projections(gi, h, w_hh, b_hh)
-        xr, xz, xn = ops.split(gi, 3, axis=-1)
-        hr, hz, hn = ops.split(gh, 3, axis=-1)
-        r = ops.sigmoid(ops.add(xr, hr))
-        z = ops.sigmoid(ops.add(xz, hz))
-        n = ops.tanh(ops.add(xn, ops.mul(r, hn)))
-        h_new = ops.add(ops.mul(ops.sub(1.0, z), n), ops.mul(z, h))
+        h_new = gru_update(gi, gh, h)
         return h_new, h_new
 
 
