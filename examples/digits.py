@@ -12,7 +12,10 @@ directory is given::
 Each run trains, reports the test accuracy, saves the model with
 ``en.nn.save``, loads it into a fresh model with ``en.nn.load_into`` and
 checks that the reloaded model predicts exactly the same. A progress bar
-comes from tqdm when it is installed, plain text otherwise.
+comes from tqdm when it is installed, plain text otherwise. When PyTorch is
+installed the same model is trained there too (same batches and epochs, CPU),
+and a line compares the milliseconds per training step of eager, graph and
+PyTorch (``--no-torch`` skips it).
 """
 import argparse
 import os
@@ -164,6 +167,60 @@ def save_and_reload(model, make, side, seed):
     return fresh
 
 
+# ---- the same models in PyTorch, for the timing ---------------------------------------------
+def torch_model(torch, model_name, side, channels=(16, 32), hidden=128):
+    """The PyTorch twin of ``MODELS[model_name]`` (channels-first images)."""
+    nn = torch.nn
+    if model_name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(side * side, hidden), nn.ReLU(),
+                             nn.Linear(hidden, 10))
+    c1, c2 = channels
+    return nn.Sequential(
+        nn.Conv2d(1, c1, 3, padding="same"), nn.BatchNorm2d(c1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(c1, c2, 3, padding="same"), nn.BatchNorm2d(c2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(c2 * (side // 4) ** 2, 10))
+
+
+def torch_run(model_name, data, epochs=None, batch_size=32, lr=None, seed=0):
+    """Train the PyTorch twin on the same batches: ``{"seconds", "steps", "accuracy"}``,
+    or None without PyTorch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    (x, y), (xt, yt), side = data
+    epochs = epochs or {"mlp": 20, "cnn": 12}[model_name]
+    lr = lr or 1e-2
+    torch.manual_seed(seed)
+    model = torch_model(torch, model_name, side)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
+    model.train()
+    steps, start = 0, time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        for xb, yb in en.data.batches((x, y), batch_size, shuffle=True, seed=seed + epoch):
+            xb = torch.from_numpy(np.ascontiguousarray(np.moveaxis(np.asarray(xb), -1, 1)))
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(xb), torch.from_numpy(np.asarray(yb)))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+            steps += 1
+    seconds = time.perf_counter() - start
+    model.eval()
+    with torch.no_grad():
+        logits = model(torch.from_numpy(np.ascontiguousarray(np.moveaxis(xt, -1, 1))))
+    accuracy_ = float(np.mean(logits.argmax(-1).numpy() == yt))
+    return {"seconds": seconds, "steps": steps, "accuracy": accuracy_}
+
+
+def timing_line(results, torch_result):
+    """Milliseconds per training step of each run (and PyTorch's), as one line."""
+    parts = [f"{r['mode']} {1000 * r['seconds'] / r['steps']:.2f}" for r in results]
+    if torch_result is not None:
+        parts.append(f"PyTorch {1000 * torch_result['seconds'] / torch_result['steps']:.2f}")
+    return "ms per training step (first step's trace included): " + ", ".join(parts)
+
+
 def run(model_name="mlp", mode="graph", epochs=None, batch_size=32, lr=None, mnist_dir=None,
         seed=0, progress=True, data=None, verbose=True):
     """Train one model one way; returns a dict of results (accuracy, seconds, reload check)."""
@@ -179,7 +236,9 @@ def run(model_name="mlp", mode="graph", epochs=None, batch_size=32, lr=None, mni
     acc = accuracy(model, test_data)
     reloaded = save_and_reload(model, make, side, seed)
     same = bool(np.array_equal(predict(reloaded, test_data[0]), predict(model, test_data[0])))
+    steps = epochs * -(-len(train_data[0]) // batch_size)
     result = {"model": model_name, "mode": mode, "accuracy": acc, "seconds": seconds,
+              "steps": steps,
               "reloaded_same": same, "traces": step.trace_count if step is not None else 0,
               "parameters": model.num_parameters(trainable_only=True)}
     if verbose:
@@ -201,6 +260,7 @@ def main(argv=None):
     parser.add_argument("--mnist", metavar="DIR", default=None,
                         help="read MNIST's IDX files from DIR instead of the bundled digits")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch timing")
     args = parser.parse_args(argv)
     data = load_data(args.mnist, seed=args.seed)
     (x, _), (xt, _), side = data
@@ -210,9 +270,14 @@ def main(argv=None):
     results = []
     for name in models:
         print(f"{name}: {MODELS[name](side)!r}")
-        for mode in modes:
-            results.append(run(name, mode, args.epochs, args.batch_size, args.lr,
-                               seed=args.seed, progress=not args.no_progress, data=data))
+        mine = [run(name, mode, args.epochs, args.batch_size, args.lr, seed=args.seed,
+                    progress=not args.no_progress, data=data) for mode in modes]
+        theirs = None if args.no_torch else torch_run(name, data, args.epochs,
+                                                       args.batch_size, args.lr, args.seed)
+        if theirs is not None:
+            print(f"{name:>3} torch: test accuracy {theirs['accuracy']:.2%}", flush=True)
+        print(timing_line(mine, theirs), flush=True)
+        results += mine
     return results
 
 

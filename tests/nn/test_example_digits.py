@@ -58,3 +58,21 @@ def test_reads_mnist_idx_files_from_a_directory(digits, tmp_path, data):
     assert side == 8 and mx.shape == x.shape and mxt.shape == xt.shape
     np.testing.assert_array_equal(my, y)
     np.testing.assert_allclose(mx, np.round(x * 255) / 255, atol=1e-6)
+
+
+def test_the_pytorch_twin_trains_on_the_same_batches_and_the_timing_line_names_each_run(
+        digits, data):
+    torch = pytest.importorskip("torch")
+    # The twin is the same architecture: its parameter count is the engine model's.
+    side = data[2]
+    for name in ("mlp", "cnn"):
+        twin = digits.torch_model(torch, name, side)
+        ours = digits.MODELS[name](side)
+        assert sum(p.numel() for p in twin.parameters()) == \
+            ours.num_parameters(trainable_only=True)
+    theirs = digits.torch_run("mlp", data, epochs=3)
+    steps = 3 * -(-len(data[0][0]) // 32)
+    assert theirs["steps"] == steps and theirs["accuracy"] >= 0.9, theirs
+    mine = digits.run("mlp", "graph", epochs=1, data=data, progress=False, verbose=False)
+    line = digits.timing_line([mine], theirs)
+    assert line.startswith("ms per training step") and "graph " in line and "PyTorch " in line
