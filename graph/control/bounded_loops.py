@@ -75,12 +75,23 @@ def bounded_while_loop(cond_fn, body_fn, loop_vars, max_steps):
     """``while_loop(cond_fn, body_fn, loop_vars, max_steps=max_steps)`` (see the module
     docstring); ``cond_fn`` and ``body_fn`` are converted already."""
     vals = tuple(loop_vars)
-    if _runs_now(current_mode()):
+    mode = current_mode()
+    if mode.is_concrete:
         for _ in range(max_steps):
             if not bool(cond_fn(*vals)):
                 break
             vals = _as_tuple(body_fn(*vals))
         return type(loop_vars)(vals)
+    if _runs_now(mode):
+        # A transformation over eager values: its own while_loop with a step count in the
+        # condition (vmap's stops each example at its own condition, or at the bound).
+        def bounded_cond(k, *vs):
+            return ops.logical_and(ops.less(k, max_steps), cond_fn(*vs))
+
+        def bounded_body(k, *vs):
+            return (ops.add(k, 1),) + _as_tuple(body_fn(*vs))
+        out = while_loop(bounded_cond, bounded_body, (tensor(0),) + vals)
+        return type(loop_vars)(out[1:])
     if max_steps == 0:
         return type(loop_vars)(vals)
     leaves, tree = flatten(vals)

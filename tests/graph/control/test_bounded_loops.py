@@ -52,6 +52,19 @@ def test_bounded_while_loop_equals_the_python_loop(dtype, max_steps):
         _close(v.numpy(), want_v, dtype)
 
 
+@pytest.mark.parametrize("max_steps", [40, 3])
+def test_vmap_of_a_bounded_while_loop_stops_each_example_at_its_condition_or_the_bound(max_steps):
+    # A batched condition, eagerly and in a graph: per-example trip counts, capped.
+    scales = np.array([0.5, 1.0, 3.0, 40.0])
+    x, a = _args(np.float64)
+    want = [np_grow(x * s, float(a), max_steps) for s in scales]
+    for run in (en.vmap(lambda x: grow(x, en.tensor(a), max_steps)),
+                en.function(en.vmap(lambda x: grow(x, en.tensor(a), max_steps)))):
+        i, v = run(en.tensor(x[None, :] * scales[:, None]))
+        assert i.numpy().tolist() == [w[0] for w in want]
+        _close(v.numpy(), np.stack([w[1] for w in want]), np.float64)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gradient_of_bounded_while_loop_in_a_graph(dtype):
     def loss(x, a):
