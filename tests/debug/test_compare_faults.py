@@ -14,7 +14,7 @@ from engine.graph.ir.graph_ops import constant_op
 from engine.graph.ir.queries import replace_node
 from engine.graph.lowering import fusion, parallel_matmul, pipeline, plugin
 from engine.graph.control import control_flow
-from engine.graph.lowering.c import c_source
+from engine.graph.lowering.c import c_graph_ops, c_source
 from engine.graph.lowering.numba import fusion_numba
 from engine.graph.passes import batch_products
 from engine.graph.passes import constant_folding as folding
@@ -428,6 +428,25 @@ def test_numba_ufunc_kernel(monkeypatch):
     monkeypatch.setattr(en.config, "lowering", "numba_ufunc")
     first = assert_found(en.debug.compare(tanh_region, data(64, 64)), "tanh", made_by="numba")
     assert first.traced_op == "tanh"
+
+
+def test_c_whole_graph_kernel(monkeypatch):
+    """The C lowering of whole graphs, its elementwise writer wrong for tanh: the compare
+    names the one C function and its members (its output's line: a member compiled
+    alone goes through the fused kernels' writer, which is right here)."""
+    expression = c_graph_ops.c_expression
+
+    def wrong(node, args):
+        text = expression(node, args)
+        return f"({text} * 1.001f)" if node.op.name == "tanh" else text
+    monkeypatch.setattr(c_graph_ops, "c_expression", wrong)
+    monkeypatch.setattr(en.config, "lowering", "c")
+    report = en.debug.compare(tanh_region, data(64, 64))
+    assert not report.ok
+    first = report.first
+    assert "whole-graph c kernel" in first.made_by, str(report)
+    assert "%tanh" in first.members and first.source[0] == __file__, str(report)
+    assert first.figures.graph_abs > 10 * first.figures.eager_abs
 
 
 def chunked_loss(x, w):

@@ -249,8 +249,9 @@ def made_by(node, producer):
     maker = node.meta.get(MADE_BY) or producer.meta.get(MADE_BY)
     if maker is None and any(isinstance(v, SubGraph) for v in producer.params.values()):
         return f"'{producer.op.name}' running its bodies' compiled graphs"
-    if maker == "compile_numba":
-        return f"whole-graph numba kernel {producer.op.name} (pass compile_numba)"
+    if maker == "compile_numba":   # the pass that asks each lowering for whole graphs
+        lowering = meta.get("backend", "numba")
+        return f"whole-graph {lowering} kernel {producer.op.name} (pass compile_numba)"
     if maker is not None:
         return _PASS_WORDS.get(maker, f"rewrite by pass {maker}")
     if node.meta.get("contiguous"):
