@@ -94,6 +94,10 @@ ATTRIBUTES = {
 TENSOR_ATTRIBUTES = ("backward", "grad", "permute", "unsqueeze", "detach", "numel", "dim",
                      "contiguous", "cpu", "cuda", "clone", "float", "double", "long", "clamp")
 
+# The Keras-named layers whose PyTorch-named twin takes PyTorch's keywords (engine/nn).
+PYTORCH_NAMED = {"MaxPool2D": "MaxPool2d", "AvgPool2D": "AvgPool2d", "Conv2D": "Conv2d",
+                 "ConvTranspose2D": "ConvTranspose2d"}
+
 _UNEXPECTED = re.compile(r"unexpected keyword argument '(\w+)'")
 
 
@@ -129,8 +133,11 @@ def translated(err, fn):
                                  f"{_at()}")
     if not _takes(fn, ours):
         return None
+    twin = PYTORCH_NAMED.get(_who(fn))
+    also = (f"; or en.nn.{twin}, which takes PyTorch's arguments and channels-first input"
+            if twin else "")
     return ArgumentTypeError(f"{_who(fn)}: use {ours}= ({torch_name}= is PyTorch's spelling)"
-                             f"{_at()}")
+                             f"{also}{_at()}")
 
 
 def translating(fn):

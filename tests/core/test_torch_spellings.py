@@ -17,7 +17,8 @@ X = en.tensor(np.arange(6.0).reshape(2, 3))
     (lambda: en.nn.functional.log_softmax(X, dim=1), "log_softmax: use axis="),
     (lambda: en.concatenate([X, X], dim=0), "concat(enate)?: use axis="),
     (lambda: en.nn.Dropout(p=0.1), r"Dropout: use rate= \(p= is PyTorch's"),
-    (lambda: en.nn.MaxPool2D(kernel_size=2), "MaxPool2D: use pool_size="),
+    (lambda: en.nn.MaxPool2D(kernel_size=2), r"MaxPool2D: use pool_size=.*en.nn.MaxPool2d, "
+                                             r"which takes PyTorch's arguments"),
     (lambda: en.nn.AvgPool2D(2, stride=2), "AvgPool2D: use strides="),
     (lambda: en.tensor([1.0], requires_grad=True), "requires_grad= is PyTorch's.*en.Variable"),
     (lambda: en.Variable([1.0], requires_grad=True), "requires_grad= is PyTorch's"),
