@@ -16,6 +16,7 @@ import numpy as np
 
 import engine as en
 
+from .rnn import lstm_cell
 from .styles_data import HEADS, LN_EPS
 
 
@@ -28,15 +29,8 @@ def lstm_concat(carry, x, p):
     return en.sigmoid(o) * en.tanh(c), c
 
 
-def lstm_eight(carry, x, p):
-    h, c = carry
-    wi, ui, bi, wf, uf, bf, wo, uo, bo, wg, ug, bg = p
-    i = en.sigmoid(x @ wi + h @ ui + bi)
-    f = en.sigmoid(x @ wf + h @ uf + bf)
-    o = en.sigmoid(x @ wo + h @ uo + bo)
-    g = en.tanh(x @ wg + h @ ug + bg)
-    c = f * c + i * g
-    return o * en.tanh(c), c
+# The LSTM with eight separate products is the rnn workload's own cell (same parameters).
+lstm_eight = lstm_cell
 
 
 def gru_gates(h, x, p):
