@@ -18,6 +18,7 @@ from engine.cost_model import cost
 from engine.shapes import size_of
 
 from .parallel import product_work
+from .plugin import Unsupported
 from ..ir.graph_ops import constant_op, placeholder_op, unpack_op
 
 __all__ = ["loop_members", "op_count", "small_enough", "too_large"]
@@ -82,3 +83,17 @@ def op_count(nodes):
         else:
             total += 1
     return total
+
+
+def writable_scan(node):
+    """``(body, n_carry, n_x, length)`` of a scan ``node`` a compiled time loop can write;
+    raises :class:`Unsupported` for a body that replays values or has effects, an
+    unknown or zero length, or stacks the numpy lowering's passes changed."""
+    p = node.params
+    body, n_carry, n_x, length = p["body"], p["n_carry"], p["n_x"], p["length"]
+    if body.replay or body.has_side_effects or not length:
+        raise Unsupported("scan: replayed values, effects or unknown length")
+    if p.get("summed") or p.get("unread"):   # passes that run after these lowerings
+        raise Unsupported("scan with results summed or stacks left out by the numpy "
+                          "lowering's passes")
+    return body, n_carry, n_x, length

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.graph_ops import placeholder_op, unpack_op
+from ..graph_limits import writable_scan
 from ..plugin import Unsupported
 from . import c_graph_ops
 from .c_graph_emit import CVal, check_node
@@ -91,14 +92,8 @@ def _summed_products(graph, outs, n_carry, summed):
 def scan_loop(em, node):
     """Writes ``node`` (a scan) as a time loop; its values are the final carries, the
     stacked ys and the stacked carries (None for those nobody reads)."""
-    p = node.params
-    body, n_carry, n_x, length = p["body"], p["n_carry"], p["n_x"], p["length"]
+    body, n_carry, n_x, length = writable_scan(node)
     graph = body.graph
-    if body.replay or body.has_side_effects or not length:
-        raise Unsupported("scan: replayed values, effects or unknown length")
-    if p.get("summed") or p.get("unread"):   # passes that run after this lowering
-        raise Unsupported("scan with results summed or stacks left out by the numpy "
-                          "lowering's passes")
     ins = [em.get(i) for i in node.inputs]
     carries, xs, caps = ins[:n_carry], ins[n_carry:n_carry + n_x], ins[n_carry + n_x:]
     outs = list(graph.outputs)
@@ -140,7 +135,7 @@ def scan_loop(em, node):
                if n_carry + n_y + j in used}
 
     t = em.fresh("t")
-    if p["reverse"]:
+    if node.params["reverse"]:
         em.open(f"for (int64_t {t} = {length - 1}; {t} >= 0; {t}--)")
     else:
         em.open(f"for (int64_t {t} = 0; {t} < {length}; {t}++)")

@@ -12,6 +12,7 @@ from engine.errors import UnsupportedError
 
 from ...ir.graph import Node
 from ...ir.graph_ops import placeholder_op, unpack_op
+from ..graph_limits import writable_scan
 from .numba_emitter import Unsupported, _Value, check_writable, count_users
 
 
@@ -26,14 +27,8 @@ def scan_loop(em, node, depth):
     Products that do not depend on the carries run once for all the steps, before or
     after the loop (:func:`_batched_products`).
     """
-    p = node.params
-    body, n_carry, n_x, length = p["body"], p["n_carry"], p["n_x"], p["length"]
+    body, n_carry, n_x, length = writable_scan(node)
     graph = body.graph
-    if body.replay or body.has_side_effects or length is None or length == 0:
-        raise Unsupported("scan: replayed values, effects or unknown length")
-    if p.get("summed") or p.get("unread"):   # passes that run after this lowering
-        raise Unsupported("scan with results summed or stacks left out by the numpy "
-                          "lowering's passes")
     ins = [em.scalar_or_array(i) for i in node.inputs]
     carries, xs, caps = ins[:n_carry], ins[n_carry:n_carry + n_x], ins[n_carry + n_x:]
     outs = list(graph.outputs)
@@ -102,7 +97,7 @@ def scan_loop(em, node, depth):
         else:
             em.stashes[n] = em.alloc((length,) + tuple(n.shape), n.dtype, depth, "r")
             em.targets.setdefault(n, f"{em.stashes[n]}[{t}]")
-    steps = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
+    steps = f"range({length} - 1, -1, -1)" if node.params["reverse"] else f"range({length})"
     em.line(f"for {t} in {steps}:", depth)
     inner = depth + 1
     saved, saved_pre, saved_owned = dict(em.values), em.preheader, em.owned
