@@ -86,15 +86,21 @@ def compare_concrete(concrete, arrays, make_function):
     return Report(concrete.name, divergences, checked, writer(concrete, eager, make_function), notes)
 
 
+def _compared(optimized, eager):
+    """``(node, origin)`` for each node of the optimized graph (in order) that stands for
+    one traced node with one value eager mode computed."""
+    for node in optimized.topo_order():
+        origin = node.meta.get(ORIGIN)
+        if node.op is not placeholder_op and origin is not None and _single(node) and \
+                _single(origin) and origin in eager:
+            yield node, origin
+
+
 def _close_to_eager(optimized, graph, eager):
     """``(nodes compared, whether every one is close to eager's value)`` (``judge.close``)."""
     checked = 0
     scales: dict[Node, float] = {}
-    for node in optimized.topo_order():
-        origin = node.meta.get(ORIGIN)
-        if node.op is placeholder_op or origin is None or not _single(node) or \
-                not _single(origin) or origin not in eager:
-            continue
+    for node, origin in _compared(optimized, eager):
         checked += 1
         if not close(graph[node], eager[origin], input_scales(origin, eager, scales),
                      origin.dtype):
@@ -194,11 +200,7 @@ def _judge_nodes(optimized, graph, eager, reference):
     found: list[Divergence] = []
     checked = 0
     scales: dict[Node, float] = {}
-    for node in optimized.topo_order():
-        origin = node.meta.get(ORIGIN)
-        if node.op is placeholder_op or origin is None or not _single(node) or \
-                not _single(origin) or origin not in eager:
-            continue
+    for node, origin in _compared(optimized, eager):
         checked += 1
         figures = judge(graph[node], eager[origin], reference[origin],
                         input_scales(origin, reference, scales), origin.dtype)
