@@ -129,7 +129,7 @@ class Function:
         # signatures traced so far (the budget counts them, an evicted one retraces free).
         self._records = []
         self._traced_keys = set()
-        self._signatures = []
+        self._signatures = {}      # an ordered set: each signature once, oldest first
         self._last_signature = None
         self.autograph = autograph
         self._converted = None
@@ -249,18 +249,20 @@ class Function:
             concrete = self._cache.get(full_key)
             if concrete is not None:
                 return concrete
+            over = budgeted and full_key not in self._traced_keys and \
+                len(self._traced_keys) >= self.max_traces
+            if over and self._warned and key in self._signatures:
+                raise _OverBudget()     # noted and said already: it runs eagerly again
             where = user_frame()
             names = leaf_names(self.python_function, *call)
             reason = describe(self._last_signature, key, names,
                               lambda: self._guards.describe(self._last_key, full_key)
                               if self._last_key else "the module settings changed")
-            if self.trace_count:
-                log.info("retracing %s: %s (called from %s)", self.name,
-                         self._guards.describe(self._last_key, full_key) if self._last_key
-                         else "", format_location(where))
-            if budgeted and full_key not in self._traced_keys and \
-                    len(self._traced_keys) >= self.max_traces:
+            if over:
                 self._over_budget(key, names, reason, where)
+            if self.trace_count:
+                log.info("retracing %s: %s (called from %s)", self.name, reason,
+                         format_location(where))
             start = time.perf_counter()
             with trace_state.collecting() as used:
                 numerics.note_use()     # a trace made under one en.config.numerics only
@@ -291,8 +293,7 @@ class Function:
 
     def _note(self, record, key, names):
         self._records.append(record)
-        if key not in self._signatures:
-            self._signatures.append(key)
+        self._signatures[key] = None
         self._leaf_names = names
 
     def _over_budget(self, key, names, reason, where):
@@ -303,7 +304,7 @@ class Function:
                                ran_eagerly=True), key, names)
         if not self._warned:
             self._warned = True
-            fix = suggest_fix(self._signatures, names) or (
+            fix = suggest_fix(list(self._signatures), names) or (
                 "pass input_signature=[en.TensorSpec(shape=(None, ...), dtype=...)] to trace "
                 "once for every size")
             warnings.warn_explicit(
@@ -330,7 +331,8 @@ class Function:
             "input_signature=[en.TensorSpec(shape=(None,), dtype='float64')] traces once for every size"
         """
         return RetraceReport(self.name, self._records, self.max_traces,
-                             suggest_fix(self._signatures, getattr(self, "_leaf_names", [])))
+                             suggest_fix(list(self._signatures),
+                                         getattr(self, "_leaf_names", [])))
 
     def _install_checks(self, concrete):
         """Compare the calls of a new trace against eager mode where ``shadow`` (or
