@@ -4,6 +4,7 @@ Every error the engine raises derives from :class:`EngineError`. Shape and
 dtype errors also derive from the builtin ``ValueError`` / ``TypeError`` so
 that code written against numpy's exceptions keeps working.
 """
+import contextvars
 import os
 import sys
 import types
@@ -159,6 +160,14 @@ def user_frame(depth=1):
     if frame is None:
         return None
     return (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
+# While a backward pass runs the gradient rule of a TRACED op: ``(source, op name)`` of
+# that forward op. The tracer gives the nodes the rule adds the forward op's line, so a
+# backward node in a graph (a report of en.debug.compare, a NaN found in a compiled
+# gradient) names the user's line whose gradient it computes, not the en.grad call.
+GRADIENT_OF: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
+    "engine_gradient_of", default=None)
 
 
 def format_location(loc):

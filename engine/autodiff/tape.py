@@ -12,7 +12,7 @@ import contextlib
 import numpy as np
 
 from .. import dtypes, ops
-from ..errors import EngineError, NotDifferentiableError, NumericsError
+from ..errors import GRADIENT_OF, EngineError, NotDifferentiableError, NumericsError
 from ..recording import (active_tapes, complex_refusal, has_complex_vjp, paused, pop_tape,
                          push_tape)
 from ..transforms.batching import vmap
@@ -258,6 +258,9 @@ def backward(entries, targets, seeds, sources):
                 id(x) in complex_reach for x in inputs):
             # e.g. abs of an fft: its real-valued VJP would be silently wrong on complex z
             raise complex_refusal(op.name)
+        # A traced op's rule adds graph nodes: they take the forward op's line (errors.py).
+        forward = getattr(out[0] if op.multiple_results else out, "_node", None)
+        token = None if forward is None else GRADIENT_OF.set((forward.source, op.name))
         try:
             if op.vjp_needs:
                 # The rule skips the work for inputs that need no gradient.
@@ -268,6 +271,9 @@ def backward(entries, targets, seeds, sources):
         except NumericsError as err:
             # The failing op is one inside a backward rule; say whose rule it was.
             raise NumericsError(f"{err}\n  in the gradient of op '{op.name}'") from None
+        finally:
+            if token is not None:
+                GRADIENT_OF.reset(token)
         for x, gx in zip(inputs, in_grads):
             if gx is not None and id(x) in reach:
                 _accumulate(cot, x, gx, owned)

@@ -11,7 +11,8 @@ tensors of the enclosing graph as extra inputs.
 """
 import numpy as np
 
-from engine.errors import DTypeError, EngineError, TracingError, format_location, user_frame
+from engine.errors import (GRADIENT_OF, DTypeError, EngineError, TracingError, format_location,
+                           user_frame)
 from engine.lifting import (NESTED_TYPES, WEAK_SCALAR_TYPES, as_array, holds_tensors, lift_error,
                             weak_scalar_array)
 from engine.modes import Mode, current_mode, read_variable, use_mode
@@ -142,7 +143,12 @@ class TraceMode(Mode):
 
     def add_node(self, op, inputs, params, aval, name=None):
         """Add a node for ``op`` and order it after earlier side effects when needed."""
-        node = self.graph.add(op, inputs, params, aval, name=name, source=user_frame())
+        gradient_of = GRADIENT_OF.get()
+        if gradient_of is None or gradient_of[0] is None:
+            node = self.graph.add(op, inputs, params, aval, name=name, source=user_frame())
+        else:                 # a node of a gradient rule: the line of the op it differentiates
+            node = self.graph.add(op, inputs, params, aval, name=name, source=gradient_of[0])
+            node.meta["gradient_of"] = gradient_of[1]
         if node.side_effects or op.random:
             self._order_effect(node)
         return node

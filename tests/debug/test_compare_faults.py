@@ -329,20 +329,23 @@ def test_vjp_rule(monkeypatch):
 def autoencoder_step(w, b1, b2, x):
     def loss(w, b1, b2):
         h = en.sigmoid(x @ w + b1)
-        y = en.sigmoid(h @ en.transpose(w) + b2)
+        y = en.sigmoid(h @ en.transpose(w) + b2)  # F:output_sigmoid
         return en.mean((y - x) ** 2.0)
-    return en.value_and_grad(loss, argnums=(0, 1, 2))(w, b1, b2)  # F:backward
+    return en.value_and_grad(loss, argnums=(0, 1, 2))(w, b1, b2)
 
 
 def test_backward_kernel_of_a_training_step(monkeypatch):
-    """sigmoid_grad runs only in the backward pass: its node carries the gradient's line."""
+    """sigmoid_grad runs only in the backward pass: its node carries the line of the
+    forward op whose gradient it computes (the output's sigmoid, whose gradient runs
+    first), and the report says it is that op's gradient."""
     monkeypatch.setattr(en.config, "lowering", "numpy")
     monkeypatch.setattr(ops.sigmoid_grad_op, "out_impl",
                         scaled(ops.sigmoid_grad_op.out_impl, 1.01, n_inputs=2))
     first = assert_found(en.debug.compare(autoencoder_step, data(12, 6), data(6, seed=1),
                                           data(12, seed=2), data(9, 12, seed=3)),
-                         "backward", traced_op="sigmoid_grad", made_by="fused region")
-    assert first.traced_op == "sigmoid_grad"
+                         "output_sigmoid", traced_op="sigmoid_grad", made_by="fused region")
+    assert "in the gradient of op 'sigmoid' made there" in first.line
+    assert "in the gradient of op 'sigmoid'" in str(first)
 
 
 class _WrongLeadingSum(control_flow.LeadingSum):
@@ -421,8 +424,8 @@ def test_numba_ufunc_kernel(monkeypatch):
     pytest.importorskip("numba")
     form = fusion_numba.scalar_form_text
 
-    def wrong(op, in_avals, out_dtype):
-        text = form(op, in_avals, out_dtype)
+    def wrong(op, in_avals, out_dtype, params=None):
+        text = form(op, in_avals, out_dtype, params)
         return f"({text}) * 1.001" if op.name == "tanh" else text
     monkeypatch.setattr(fusion_numba, "scalar_form_text", wrong)
     monkeypatch.setattr(en.config, "lowering", "numba_ufunc")

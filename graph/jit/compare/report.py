@@ -34,8 +34,11 @@ class Divergence:
 
     @property
     def line(self):
-        """``file:line in function`` of the user's code that made the node."""
-        return format_location(self.source)
+        """``file:line in function`` of the user's code that made the node; for a node of
+        a backward pass, the line of the forward op whose gradient it computes, said so."""
+        where = format_location(self.source)
+        of = getattr(self.traced_node, "meta", {}).get("gradient_of")
+        return where if of is None else f"{where} (in the gradient of op '{of}' made there)"
 
     def __str__(self):
         f = self.figures
