@@ -5,6 +5,10 @@ default pipeline, in order:
 
 1. ``simplify``, ``layout``, ``constant_folding``, ``cse``, ``batch_products``, ``dce`` --
    repeated until none changes the graph (each can expose work for the others);
+   with them ``scan_dead_results`` -- a scan's per-step results, carries and inputs nothing
+   reads leave the loop -- and ``body_cleanup`` -- these passes inside the bodies of
+   scan, while_loop and cond; ``scan_hoist`` -- a scan body's work that reads no carry
+   (``x_t @ U``) runs for all steps before the loop, one large product;
 2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one compiled function
    where a registered lowering writes it (numba, where it is installed) and it pays
    (the lowering policy, ``en.config.lowering``);
@@ -28,6 +32,7 @@ import time
 from engine.config import config
 
 from ..passes.batch_products import batch_products
+from ..passes.body_cleanup import CLEANUP_PASSES, body_cleanup
 from ..passes.constant_folding import constant_folding
 from .compile_numba import compile_numba
 from ..passes.cse import cse
@@ -37,6 +42,8 @@ from ..passes.layout import layout
 from .memory_planning import memory_planning
 from .parallel_matmul import parallel_matmul
 from ..passes.report import OptimizationReport, PassRecord
+from ..passes.scan_dead_results import scan_dead_results
+from ..passes.scan_hoist import scan_hoist
 from ..passes.scan_sums import scan_sums
 from ..passes.scan_unread import scan_unread
 from ..passes.simplify import simplify
@@ -44,11 +51,14 @@ from engine.errors import InvalidArgumentError
 
 PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch_products, dce,
                                   compile_numba, scan_sums, scan_unread, fusion, parallel_matmul,
-                                  memory_planning)}
-CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "dce")
+                                  memory_planning, scan_dead_results, body_cleanup, scan_hoist)}
+CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "dce",
+           "scan_dead_results", "body_cleanup", "scan_hoist")
 DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_sums", "scan_unread", "fusion", "dce",
                     "parallel_matmul", "memory_planning")
 MAX_ROUNDS = 10
+# body_cleanup runs the cleanup passes (itself too: nested bodies) inside loop bodies.
+CLEANUP_PASSES.extend(PASSES[name] for name in CLEANUP)
 
 # Tests set this to run graph.lint() after every pass.
 LINT_AFTER_EACH_PASS = [False]

@@ -163,15 +163,20 @@ def test_a_gradient_keeps_the_draws_its_backward_replays():
     xs = en.tensor(np.random.default_rng(5).standard_normal((5, 3)))
 
     def loss(gen):
-        return lambda xs: en.sum(_noisy_walk(gen)(xs)[0] ** 2.0)
+        def step(c, x):   # the noise scales x: the backward pass reads each step's draw
+            return c * 0.9 + x * gen.normal(x.shape, dtype="float64"), en.sum(c)
+        return lambda xs: en.sum(en.scan(step, en.zeros(3, dtype="float64"), xs)[0] ** 2.0)
     grad = en.function(en.grad(loss(en.random.Generator(8))))
-    # The forward scan keeps its draws (the backward reads them); the backward scan
-    # draws nothing and leaves out its carries' stack.
-    assert sorted(_stacks_left_out(grad.graph_for(xs))) == [(0, 0), (1, 0)]
+    # The forward scan keeps its draws (the backward reads them) and leaves out the
+    # stacks of its carries and of the generator's state (the step is linear in the
+    # carry: the backward reads neither); the backward scan draws nothing and leaves
+    # out its carries' stack.
+    assert sorted(_stacks_left_out(grad.graph_for(xs))) == [(1, 0), (1, 1)]
     got = grad(xs).numpy()
-    # d/dxs of sum(c_T^2) with c_{t+1} = 0.9 c_t + x_t + noise_t: 2 c_T 0.9^(T-1-t).
-    gen, c = en.random.Generator(8), np.zeros(3)
+    # d/dxs of sum(c_T^2) with c_{t+1} = 0.9 c_t + x_t noise_t: 2 c_T 0.9^(T-1-t) noise_t.
+    gen, c, noise = en.random.Generator(8), np.zeros(3), []
     for x in xs.numpy():
-        c = c * 0.9 + x + gen.normal((3,), dtype="float64").numpy()
-    want = np.stack([2 * c * 0.9 ** (4 - t) for t in range(5)])
+        noise.append(gen.normal((3,), dtype="float64").numpy())
+        c = c * 0.9 + x * noise[-1]
+    want = np.stack([2 * c * 0.9 ** (4 - t) * noise[t] for t in range(5)])
     np.testing.assert_allclose(got, want, rtol=1e-12)
