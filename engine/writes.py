@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import dis
+import operator
 import sys
 import weakref
 from typing import TYPE_CHECKING, Any, cast
@@ -146,38 +147,88 @@ def note_alias(op, out, tensors):
 
 
 # ---- x[index] = value -----------------------------------------------------------------------
-_BASIC = (int, slice, type(Ellipsis))
-_NUMBERS = (int, float, bool)
+# Index items numpy checks in full before it writes anything (a basic index): a write with
+# only these, on an eager numpy tensor, is numpy's own ``buf[index] = value``.
+_BASIC = frozenset({int, slice, type(Ellipsis), np.intp, np.int32, np.int64})
+# numpy's errors for a write it refuses before writing (read-only memory, an index out of
+# range, values that do not broadcast or do not fit): the checked path then runs and
+# raises the engine's error naming the op, the shapes and the dtypes.
+_REFUSED = (IndexError, ValueError, TypeError, OverflowError)
+
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+def _kind(dtype):
+    """``dtype.kind``, at once for the usual float dtypes (reading ``kind`` costs as much
+    as numpy's whole ``a[i] = v``)."""
+    return "f" if dtype is _F32 or dtype is _F64 else dtype.kind
+
+
+def _same_dtype(a, b):
+    return a is b or a == b
 
 
 def setitem(x, index, value):
-    """``x[index] = value`` (see the module docstring). Called by ``Tensor.__setitem__``."""
-    # The common eager case first: a basic index (ints, slices), a number or a numpy
-    # tensor of a real dtype, no tape, writable memory. numpy checks a basic index and
-    # the broadcast before it writes anything; any doubt takes the checked path below.
-    if (not _LIVE and type(x) is _TENSOR and x._value is not None
-            and pushed_mode(None) is None
-            and (type(index) in _BASIC or type(index) is tuple
-                 and all(type(i) in _BASIC for i in index))):
-        kind = type(value)
-        if kind in _NUMBERS and not (kind is float and x.dtype.kind in "biu"):
-            operand = value
-        elif kind is _TENSOR and value._value is not None and \
-                value.dtype.kind != "c" and value.dtype == x.dtype:
-            operand = value._value
-        else:
-            operand = None
-        if operand is not None:
-            try:
-                x._value[index] = operand
-            except (IndexError, ValueError, TypeError, OverflowError):
-                pass          # read-only memory, or an error: the checked path
+    """``x[index] = value`` (see the module docstring); ``Tensor.__setitem__`` is this.
+
+    Example:
+        >>> import engine as en
+        >>> x = en.zeros(3)
+        >>> x[1] = 2.0
+        >>> x.tolist()
+        [0.0, 2.0, 0.0]
+    """
+    # The common eager case first, in numpy's time: no tape, a numpy tensor, a basic
+    # index (or a boolean mask tensor) and a number or a tensor of x's dtype. Each test
+    # below is a few nanoseconds; any doubt takes the checked path at the end.
+    if type(x) is _TENSOR and not _LIVE:
+        buf = x._value
+        kind = type(index)
+        where = index
+        if kind is int or kind is slice:
+            pass
+        elif kind is tuple:
+            for item in index:
+                if type(item) not in _BASIC:
+                    buf = None
+                    break
+        elif kind is _TENSOR:          # a boolean mask of at least one axis
+            where = index._value
+            if where is None or where.dtype.kind != "b" or not where.ndim:
+                buf = None
+        elif kind not in _BASIC:
+            buf = None
+        if buf is not None:
+            kind = type(value)
+            if kind is float:              # (into integers: the checked path's casting)
+                dtype = buf.dtype
+                operand = value if dtype is _F64 or dtype is _F32 or dtype.kind in "fc" \
+                    else None
+            elif kind is int or kind is bool:
+                operand = value
+            elif kind is _TENSOR:
+                operand = value._value
+                if operand is not None and not _same_dtype(operand.dtype, buf.dtype):
+                    operand = None
             else:
-                # a view, a root with views, or captured by a trace (capture_version
-                # marks it): its version moves. (Most tensors are made with _alias None.)
-                if getattr(x, "_alias", None) is not None:
-                    _bump(x)
-                return
+                operand = None
+            if operand is not None and pushed_mode(None) is None:
+                try:
+                    buf[where] = operand
+                except _REFUSED:
+                    pass       # nothing was written: the checked path raises the error
+                else:
+                    # a view, a root with views, or captured by a trace (capture_version
+                    # marks it): its version moves. (Every tensor is made with _alias.)
+                    if x._alias is not None:
+                        _bump(x)
+                    return
+    _checked_setitem(x, index, value)
+
+
+def _checked_setitem(x, index, value):
+    """``x[index] = value`` checked in full: any tape, mode, back end, index or value."""
     new_axis = zero_d_masks(index, len(x.shape))[1]
     if new_axis is not None:
         if new_axis[1]:                        # x[False] = v: no position is written
@@ -476,6 +527,7 @@ def _take_state(x, new):
     tapes = _tapes_with_entries()
     if tapes:
         old = object.__new__(type(x))
+        old._alias = None         # (every tensor has the slot: the fast paths read it)
         for name in _state_slots(x):
             if hasattr(x, name):
                 setattr(old, name, getattr(x, name))
@@ -559,22 +611,64 @@ def note_traced_view(op, out, inputs, params):
 
 
 # ---- in-place operators -------------------------------------------------------------------------
-# numpy's own in-place ufunc where the engine's op computes what numpy's does (floor
-# division and remainder follow the Array API's special cases instead: the checked path).
-_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-           "pow": np.power,
-           "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-           "lshift": np.left_shift, "rshift": np.right_shift}
+# numpy's own in-place operator (``buf += y``: same_kind casting, the broadcast checked
+# before anything is written) where the engine's op computes what numpy's does, and the
+# dtype kinds of x it runs on: true division of integers and bitwise operators on floats
+# take the checked path (its errors); floor division and remainder follow the Array API's
+# special cases instead of numpy's, so they always do. (numpy's ``**=`` takes shortcuts
+# for some exponents: np.power itself computes what the engine's pow does.)
+_NUMPY_IN_PLACE = {
+    "add": (operator.iadd, "biufc"), "sub": (operator.isub, "iufc"),
+    "mul": (operator.imul, "biufc"), "truediv": (operator.itruediv, "fc"),
+    "pow": (lambda buf, y: np.power(buf, y, out=buf), "iufc"),
+    "and": (operator.iand, "biu"), "or": (operator.ior, "biu"), "xor": (operator.ixor, "biu"),
+    "lshift": (operator.ilshift, "iu"), "rshift": (operator.irshift, "iu"),
+}
+
+
+def in_place_method(name, binary):
+    """The tensor method ``x <name>= y`` (``__iadd__`` for "add"): numpy's own in-place
+    operator on an eager numpy tensor with no tape, given a tensor of x's dtype or a
+    Python number of x's kind (:data:`_NUMPY_IN_PLACE`); :func:`in_place` otherwise."""
+    numpy_op, kinds = _NUMPY_IN_PLACE.get(name, (None, ""))
+
+    def method(self, other):
+        if type(self) is _TENSOR and not _LIVE:
+            buf = self._value
+            if buf is not None and (kind := _kind(buf.dtype)) in kinds:
+                given = type(other)
+                if given is _TENSOR:
+                    operand = other._value
+                    if operand is not None and not _same_dtype(operand.dtype, buf.dtype):
+                        operand = None
+                elif given is float:
+                    operand = other if kind in "fc" else None
+                elif given is int:
+                    operand = other if kind in "fci" else None
+                elif given is bool:
+                    operand = other if kind == "b" else None
+                else:
+                    operand = None
+                if operand is not None and pushed_mode(None) is None:
+                    try:           # (read-only memory raises ValueError: the checked path copies)
+                        numpy_op(buf, operand)      # warns as numpy's x op= y does
+                    except _REFUSED:
+                        pass       # nothing was written: the checked path names the error
+                    else:
+                        if self._alias is not None:
+                            _bump(self)
+                        return self
+        return in_place(self, name, other, binary)
+    method.__name__ = f"__i{name}__"
+    method.__doc__ = (f"``x {_SYMBOLS.get(name, name)}= y`` in place, as numpy: the tensor "
+                      "object itself is updated (its views too); its shape and dtype stay.")
+    return method
 
 
 def in_place(x, name, other, binary):
     """``x <name>= other``: ``binary(x, other)`` stored into x, which keeps its shape and
     dtype (numpy's ``same_kind`` cast; a result that broadcasts to a larger shape or a
     dtype x cannot hold is refused before anything is written). Returns x."""
-    if type(x) is _TENSOR and x._value is not None and not _LIVE:
-        fast = _fast_in_place(x, name, other)
-        if fast is not None:
-            return fast
     if _outer_traced(x):
         # A tensor of an enclosing trace inside a loop or branch body: the body cannot
         # change it (it is an input there), so ``x op= y`` rebinds x, as Python's own
@@ -604,36 +698,6 @@ def in_place(x, name, other, binary):
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
             "pow": "**", "matmul": "@", "and": "&", "or": "|", "xor": "^", "lshift": "<<",
             "rshift": ">>"}
-
-
-def _fast_in_place(x, name, other):
-    """numpy's own in-place ufunc, where it computes what the engine would: a tensor or
-    number operand of x's dtype (or a Python number of x's kind), no tape, writable
-    memory. None where the general path must run."""
-    ufunc = _UFUNCS.get(name)
-    if ufunc is None or pushed_mode(None) is not None:
-        return None
-    if type(other) is _TENSOR:
-        operand = other._value
-        if operand is None or operand.dtype != x.dtype or len(operand.shape) > len(x.shape):
-            return None
-    elif type(other) is float and x.dtype.kind == "f" or type(other) is int and \
-            x.dtype.kind in "fi" and name not in ("truediv",) or type(other) is bool and \
-            x.dtype.kind == "b":
-        operand = other
-    else:
-        return None
-    if name == "truediv" and x.dtype.kind != "f" or name in ("and", "or", "xor", "lshift",
-                                                               "rshift") and x.dtype.kind == "f":
-        return None
-    buf = x._value
-    try:                   # (read-only memory raises ValueError: the checked path copies)
-        ufunc(buf, operand, out=buf, casting="same_kind")   # warns as numpy's x op= y does
-    except (ValueError, TypeError):
-        return None       # the general path names the op, the shapes and the dtypes
-    if getattr(x, "_alias", None) is not None:
-        _bump(x)
-    return x
 
 
 def _temporary_view(x):
