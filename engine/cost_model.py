@@ -218,6 +218,21 @@ THRESHOLDS = (
     Threshold("layout_min_readers", 2, "products", XEON, "2026-12-04", "2399b2f",
               "... where at least this many small products read it",
               "graph/passes/layout.py"),
+    Threshold("scan_product_min_elements", 1024, "elements", EPYC_512, "2026-12-05",
+              "1b08d84",
+              "a scan's sum over its steps of per-step products of at least this many "
+              "elements each becomes one product after the loop (scan_product_pays)",
+              "engine/cost_model.py, graph/passes/scan_products.py"),
+    Threshold("scan_product_stack_ratio", 1.0, "elements", EPYC_512, "2026-12-05",
+              "1b08d84",
+              "... where the loop newly stacks at most this many elements per step per "
+              "element of the product (the factors against the product it no longer writes)",
+              "engine/cost_model.py, graph/passes/scan_products.py"),
+    Threshold("scan_product_max_stack_bytes", 1 << 28, "bytes", NOT_MEASURED, "2026-12-05",
+              "1b08d84",
+              "... and the factors' stacks, over all the steps, hold at most this many bytes "
+              "(a memory bound: the accumulator holds one step's product)",
+              "engine/cost_model.py, graph/passes/scan_products.py"),
     # ---- layers -------------------------------------------------------------------------
     Threshold("attention_block_elements", 1 << 22, "elements", NOT_MEASURED, "2026-12-05",
               "36e4e3f",
@@ -324,3 +339,28 @@ def _checked(name, value):
 
 # The one instance every decision reads (en.config.cost).
 cost = CostModel()
+
+
+def scan_product_pays(length, product_elements, new_elements, stacked_elements, itemsize):
+    """Whether a scan's sum over its ``length`` steps of a per-step product of
+    ``product_elements`` elements pays as one product after the loop
+    (``graph/passes/scan_products.py``), where the loop would stack ``new_elements``
+    more elements per step for it and ``stacked_elements`` per step in all.
+
+    Per step the loop then writes the factors' new stacks instead of reading and
+    writing an accumulator of the product's size, and one matrix product of inner
+    size ``length`` times the step's does the arithmetic of ``length`` small ones
+    (whose inner size is small exactly where the factors are small beside the
+    product: ``(m + n) k <= m n``). A small product is left alone (its accumulator
+    stays in cache, the transposes and the call after the loop cost more than they
+    save), and so are stacks beyond a memory bound.
+
+    Example:
+        >>> scan_product_pays(50, 64 * 64, 32 * 64, 32 * 64, 4)    # h_t.T @ d_t
+        True
+        >>> scan_product_pays(50, 64 * 64, 2 * 256 * 64, 2 * 256 * 64, 4)   # batch 256
+        False
+    """
+    return (length >= 2 and product_elements >= cost.scan_product_min_elements
+            and new_elements <= cost.scan_product_stack_ratio * product_elements
+            and length * stacked_elements * itemsize <= cost.scan_product_max_stack_bytes)

@@ -9,6 +9,9 @@ default pipeline, in order:
    reads leave the loop -- and ``body_cleanup`` -- these passes inside the bodies of
    scan, while_loop and cond; ``scan_hoist`` -- a scan body's work that reads no carry
    (``x_t @ U``) runs for all steps before the loop, one large product;
+   ``scan_products`` (before ``scan_hoist``, which would stack a product whose factors
+   read no carry) -- a scan's sum over its steps of per-step products (a weight's
+   gradient ``h_t.T @ d_t``, a per-example accumulator) is one product after the loop;
 2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one compiled function
    where a registered lowering writes it (numba, where it is installed) and it pays
    (the lowering policy, ``en.config.lowering``);
@@ -44,6 +47,7 @@ from .parallel_matmul import parallel_matmul
 from ..passes.report import OptimizationReport, PassRecord
 from ..passes.scan_dead_results import scan_dead_results
 from ..passes.scan_hoist import scan_hoist
+from ..passes.scan_products import scan_products
 from ..passes.scan_sums import scan_sums
 from ..passes.scan_unread import scan_unread
 from ..passes.simplify import simplify
@@ -51,9 +55,10 @@ from engine.errors import InvalidArgumentError
 
 PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch_products, dce,
                                   compile_numba, scan_sums, scan_unread, fusion, parallel_matmul,
-                                  memory_planning, scan_dead_results, body_cleanup, scan_hoist)}
+                                  memory_planning, scan_dead_results, body_cleanup, scan_hoist,
+                                  scan_products)}
 CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "dce",
-           "scan_dead_results", "body_cleanup", "scan_hoist")
+           "scan_dead_results", "body_cleanup", "scan_products", "scan_hoist")
 DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_sums", "scan_unread", "fusion", "dce",
                     "parallel_matmul", "memory_planning")
 MAX_ROUNDS = 10

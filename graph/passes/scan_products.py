@@ -1,0 +1,338 @@
+"""Sums of per-step products: one product after the loop instead of one per step.
+
+A scan's VJP computes each step's gradient of a captured weight, a product of two
+per-step values (``h_t.T @ d_t``), and sums them over the steps; ``vmap`` of that
+gradient carries per-example accumulators instead (``c' = c + h_t[:, :, None] *
+d_t[:, None, :]``, a ``(32, 64, 64)`` outer product written and added each step).
+Fifty products with an inner size of 32 run far below a matrix product's speed,
+and the accumulator costs a read and a write of the product's size each step. The
+same sum is one product over the stacked factors, with the steps as part of the
+inner size (cuDNN computes an RNN's weight gradients this way)::
+
+    sum_t h_t.T @ d_t             = reshape(H, (T*B, i)).T @ reshape(D, (T*B, j))
+    sum_t h_t[:, :, None] * d_t[:, None, :] = transpose(H, (1, 2, 0)) @ transpose(D, (1, 0, 2))
+
+This pass finds, in each scan, such a sum of a product ``P(a_t, b_t)``
+(``step_products.bilinear``: ``matmul`` of two operands of two or more axes, or a
+``mul`` broadcasting two values into a larger one) where
+
+* a carry ``c`` is an accumulator, ``c' = c + P`` with ``c`` read by nothing else in
+  the body and its stack by nothing outside (its final value is ``init + sum_t P_t``);
+* or a per-step result ``P`` is read only by its sum over the steps (a ``sum`` over
+  axis 0, or the ``summed`` param of ``scan_sums.py``).
+
+The loop then returns ``a_t`` and ``b_t`` as per-step results (a stack the scan has
+already, an ``x`` it reads or a carry's, is used as it is) and the product of the
+stacks follows the loop. Whether it pays is ``engine/cost_model.py``'s
+``scan_product_pays``: the elements the loop would newly stack per step against the
+product's, the product's size, and the memory of the stacks.
+
+The steps are added in another order (inside the matrix product), so the results
+agree with the loop's to rounding: nothing changes under ``en.config.numerics =
+"bitwise"``. It runs before ``compile_numba``: a compiled time loop writes the
+smaller loop, and the product after it is a graph node like any other.
+
+Example:
+    >>> import engine as en
+    >>> def f(w, hs):
+    ...     step = lambda c, h: (c + en.expand_dims(h, 2) * en.expand_dims(h @ w, 1), h)
+    ...     return en.scan(step, en.zeros((32, 64, 64)), hs)[0]
+    >>> g = en.function(f).graph_for(en.ones((64, 64)), en.ones((50, 32, 64)))
+    >>> [n.op.name for n in g.nodes if n.name.startswith("step_product")]
+    ['matmul']
+"""
+import collections
+import copy
+
+import numpy as np
+
+from engine import ops
+from engine.cost_model import scan_product_pays
+from engine.numerics import bitwise
+from engine.pytree import LEAF, TreeDef
+from engine.shapes import normalize_axes
+
+from ..ir.graph_ops import unpack_op
+from ..ir.queries import all_equal_to, remove_node
+from .dce import dce
+from .step_products import Contraction, bilinear, unpack
+
+# One sum found: ``kind`` "carry" or "y", ``index`` the carry's or the result's,
+# ``product`` the body node, ``factors`` from ``bilinear``, ``target`` the outer node
+# the sum replaces (the final carry's unpack, the sum over the steps, or a summed
+# result's unpack), ``init`` the carry's initial value (None for a result).
+Found = collections.namedtuple("Found", "kind index product factors target init")
+
+
+def _varying(body, n_carry, n_x):
+    """The body's nodes that change from step to step (they read a carry or an x)."""
+    graph = body.graph
+    varying = set(graph.inputs[:n_carry + n_x])
+    for n in graph.topo_order():
+        if any(i in varying for i in n.inputs):
+            varying.add(n)
+    return varying
+
+
+def _float_product(graph, p, varying):
+    """``bilinear(p)`` if ``p`` is a float product of two per-step values, else None."""
+    if p.op.multiple_results or np.dtype(p.dtype).kind != "f":
+        return None
+    found = bilinear(p)
+    if found is None:
+        return None
+    (fa, _), (fb, _) = found
+    if fa.dtype != p.dtype or fb.dtype != p.dtype or fa not in varying or fb not in varying:
+        return None
+    return found
+
+
+def _accumulators(graph, node, varying, unpacks):
+    """The carries of scan ``node`` that only add a product to themselves."""
+    body = node.params["body"]
+    bg, n_carry = body.graph, node.params["n_carry"]
+    n_y = len(body.out_avals) - n_carry
+    outs = bg.outputs
+    found = []
+    for j in range(n_carry):
+        c, new = bg.inputs[j], outs[j]
+        if new.op is not ops.add_op or outs.count(new) != 1 or bg.users(new) or \
+                bg.users(c) != [new] or c in outs or new.inputs.count(c) != 1:
+            continue
+        p = new.inputs[1] if new.inputs[0] is c else new.inputs[0]
+        if bg.users(p) != [new] or p in outs or p.shape != c.shape or p.dtype != c.dtype:
+            continue
+        factors = _float_product(bg, p, varying)
+        stacked = unpacks.get(n_carry + n_y + j, [])
+        if factors is None or stacked:
+            continue
+        finals = unpacks.get(j, [])
+        if len(finals) != 1:   # an unread final carry is another pass's (dead carries)
+            continue
+        found.append(Found("carry", j, p, factors, finals[0], node.inputs[j]))
+    return found
+
+
+def _step_sums(graph, node, varying, unpacks):
+    """The per-step results of scan ``node`` that only their sum over the steps reads."""
+    body = node.params["body"]
+    bg, n_carry = body.graph, node.params["n_carry"]
+    n_y = len(body.out_avals) - n_carry
+    summed = node.params.get("summed") or ()
+    found = []
+    for k in range(n_y):
+        p = bg.outputs[n_carry + k]
+        readers = unpacks.get(n_carry + k, [])
+        if bg.outputs.count(p) != 1 or bg.users(p) or len(readers) != 1:
+            continue
+        target = readers[0]
+        if k not in summed:     # the stack itself: read only by its sum
+            users = graph.users(target)
+            if target in graph.outputs or len(users) != 1 or users[0].op is not ops.sum_op:
+                continue
+            total = users[0]
+            if total.params["keepdims"] or total.dtype != p.dtype or \
+                    normalize_axes(total.params["axis"], len(target.shape), "sum") != (0,):
+                continue
+            target = total
+        if tuple(target.shape) != tuple(p.shape):
+            continue
+        factors = _float_product(bg, p, varying)
+        if factors is not None:
+            found.append(Found("y", k, p, factors, target, None))
+    return found
+
+
+def _candidate_scans(graph):
+    for node in graph.topo_order():
+        if not node.op.rules.get("summed_results") or node.side_effects:
+            continue
+        p = node.params
+        if not isinstance(p["length"], int) or p["length"] < 2 or p["body"].replay or \
+                node.control_deps or any(o is node for o in graph.outputs):
+            continue
+        users = graph.users(node)
+        if any(u.op is not unpack_op or u.control_deps for u in users):
+            continue
+        yield node, users
+
+
+class _Stacks:
+    """Where each factor's stack comes from: an ``x`` of the scan, a carry's stack, a
+    result already stacked, or a new per-step result (``new``, in order)."""
+
+    def __init__(self, node):
+        p = node.params
+        self.body = p["body"]
+        self.n_carry, self.n_x = p["n_carry"], p["n_x"]
+        bg = self.body.graph
+        n_y = len(self.body.out_avals) - self.n_carry
+        summed, unread = p.get("summed") or (), p.get("unread") or ()
+        self.xs = {bg.inputs[self.n_carry + i]: node.inputs[self.n_carry + i]
+                   for i in range(self.n_x)}
+        self.carries = {bg.inputs[j]: j for j in range(self.n_carry) if j not in unread}
+        self.ys = {bg.outputs[self.n_carry + k]: k for k in range(n_y) if k not in summed}
+        self.new = []
+
+    def cost(self, factor, dropped):
+        """Elements per step a new stack of ``factor`` would add (0: it has one)."""
+        if factor in self.xs or factor in self.new or \
+                (factor in self.carries and self.carries[factor] not in dropped[0]) or \
+                (factor in self.ys and self.ys[factor] not in dropped[1]):
+            return 0
+        return int(np.prod(factor.shape))
+
+    def take(self, factor, dropped):
+        if self.cost(factor, dropped):
+            self.new.append(factor)
+
+
+def _chosen(node, found):
+    """The sums worth rewriting (``scan_product_pays``), factors stacked once for all."""
+    stacks = _Stacks(node)
+    length = node.params["length"]
+    dropped = (set(), set())   # carries, results
+    chosen = []
+    def factors_of(f):   # each factor once (h_t * h_t has one)
+        return list(dict.fromkeys((f.factors[0][0], f.factors[1][0])))
+    # Sums whose factors are stacked already come first: later ones may share theirs.
+    for f in sorted(found, key=lambda f: sum(stacks.cost(x, dropped) for x in factors_of(f))):
+        factors = factors_of(f)
+        trial = (dropped[0] | {f.index} if f.kind == "carry" else dropped[0],
+                 dropped[1] | {f.index} if f.kind == "y" else dropped[1])
+        added = sum(stacks.cost(x, trial) for x in factors)
+        stacked_so_far = sum(int(np.prod(x.shape)) for x in stacks.new)
+        if not scan_product_pays(length, int(np.prod(f.product.shape)), added,
+                                 stacked_so_far + added, np.dtype(f.product.dtype).itemsize):
+            continue
+        dropped = trial
+        for x in factors:
+            stacks.take(x, dropped)
+        chosen.append(f)
+    return chosen, stacks, dropped
+
+
+def _new_body(body, n_carry, kept_carries, kept_ys, new):
+    """A copy of ``body`` without the dropped carries and results, returning ``new``
+    (body nodes) as extra per-step results after its own."""
+    mapping = {}
+    graph = body.graph.copy(mapping=mapping)
+    graph.backend = body.graph.backend
+    old_in, old_out = body.graph.inputs, body.graph.outputs
+    n_real = len(body.out_avals)
+    graph.inputs = [mapping[old_in[j]] for j in kept_carries] + \
+        [mapping[n] for n in old_in[n_carry:]]
+    outs = [mapping[old_out[j]] for j in kept_carries] + \
+        [mapping[old_out[n_carry + k]] for k in kept_ys] + [mapping[n] for n in new]
+    graph.outputs = outs + [mapping[n] for n in old_out[n_real:]]
+    graph.output_tree = TreeDef(tuple, None, tuple(LEAF for _ in outs))
+    graph.notes = []
+    dce(graph)     # the products and the dropped carries' adds and inputs
+    sub = copy.copy(body)
+    sub.graph = graph
+    sub.out_avals = tuple((o.shape, o.dtype) for o in outs)
+    sub.out_tree = graph.output_tree
+    sub.replay = [mapping[n] for n in body.replay]
+    sub.captures = list(body.captures)
+    sub.variables = list(body.variables)
+    sub.assigned = list(body.assigned)
+    sub._compiled = None
+    return sub
+
+
+def _renumbered(node, kept_carries, kept_ys, n_new):
+    """``(params, {old output index: new one})`` of the rewritten scan."""
+    p = node.params
+    n_carry = p["n_carry"]
+    n_y = len(p["body"].out_avals) - n_carry
+    n_c, n_ys = len(kept_carries), len(kept_ys) + n_new
+    index = {j: i for i, j in enumerate(kept_carries)}
+    index.update({n_carry + k: n_c + i for i, k in enumerate(kept_ys)})
+    index.update({n_carry + n_y + j: n_c + n_ys + i for i, j in enumerate(kept_carries)})
+    n_res = len(node.avals) - 2 * n_carry - n_y
+    index.update({2 * n_carry + n_y + r: 2 * n_c + n_ys + r for r in range(n_res)})
+    params = {**p, "n_carry": n_c}
+    summed = tuple(kept_ys.index(k) for k in p.get("summed") or () if k in kept_ys)
+    unread = tuple(kept_carries.index(j) for j in p.get("unread") or ()
+                   if j < n_carry and j in kept_carries) + \
+        tuple(n_c + j - n_carry for j in p.get("unread") or () if j >= n_carry)
+    for key, value in (("summed", summed), ("unread", unread)):
+        params.pop(key, None)
+        if value:
+            params[key] = value
+    return params, index
+
+
+def _rewrite(graph, node, users, chosen, stacks, dropped):
+    """Replace scan ``node`` by one without the ``chosen`` sums, and each sum by the
+    product of its factors' stacks after the loop."""
+    p = node.params
+    n_carry, body = p["n_carry"], p["body"]
+    n_y = len(body.out_avals) - n_carry
+    kept_carries = [j for j in range(n_carry) if j not in dropped[0]]
+    kept_ys = [k for k in range(n_y) if k not in dropped[1]]
+    new_body = _new_body(body, n_carry, kept_carries, kept_ys, stacks.new)
+    params, index = _renumbered(node, kept_carries, kept_ys, len(stacks.new))
+    params["body"] = new_body
+    inputs = [node.inputs[j] for j in kept_carries] + node.inputs[n_carry:]
+    avals = node.op.abstract_eval(*[(i.shape, i.dtype) for i in inputs], **params)
+    scan = graph.add(node.op, inputs, params, avals, name=node.name, source=node.source)
+    results = {}
+
+    def result(i):   # the rewritten scan's output i, one unpack each
+        if i not in results:
+            results[i] = unpack(graph, scan, i, node.source)
+        return results[i]
+
+    n_first_new = len(kept_carries) + len(kept_ys)
+
+    def stack_of(factor):
+        if factor in stacks.xs:
+            return stacks.xs[factor]
+        if factor in stacks.new:
+            return result(n_first_new + stacks.new.index(factor))
+        if factor in stacks.carries and stacks.carries[factor] in kept_carries:
+            return result(index[n_carry + n_y + stacks.carries[factor]])
+        return result(index[n_carry + stacks.ys[factor]])
+
+    contraction = Contraction(graph, node.source)
+    for f in chosen:
+        (fa, la), (fb, lb) = f.factors
+        total = contraction.summed(stack_of(fa), la, stack_of(fb), lb, f.product.shape)
+        if f.kind == "carry" and not all_equal_to(f.init, 0):
+            total = contraction.add(ops.add_op, [f.init, total], {}, name="step_sum")
+        graph.replace_all_uses_with(f.target, total)
+        remove_node(graph, f.target)
+    for u in users:
+        if u not in graph:
+            continue                # a final carry a sum replaced
+        if u.params["index"] in index:
+            graph.replace_all_uses_with(u, result(index[u.params["index"]]))
+        remove_node(graph, u)       # (a dropped result's unpack: its sum is replaced)
+    remove_node(graph, node)
+
+
+def scan_products(graph):
+    """Turn each scan's sums over its steps of per-step products into one product after
+    the loop, where the cost model says it pays (see the module docstring). Returns True
+    if any scan changed. Not under ``en.config.numerics = "bitwise"``: the steps are
+    added in another order."""
+    if bitwise():
+        return False
+    count = 0
+    for node, users in list(_candidate_scans(graph)):
+        p = node.params
+        unpacks = collections.defaultdict(list)
+        for u in users:
+            unpacks[u.params["index"]].append(u)
+        varying = _varying(p["body"], p["n_carry"], p["n_x"])
+        found = _accumulators(graph, node, varying, unpacks) + \
+            _step_sums(graph, node, varying, unpacks)
+        chosen, stacks, dropped = _chosen(node, found) if found else ([], None, None)
+        if chosen:
+            _rewrite(graph, node, users, chosen, stacks, dropped)
+            count += len(chosen)
+    if count:
+        graph.notes.append(f"summed {count} per-step product{'s' if count != 1 else ''} "
+                           f"after their loops")
+    return bool(count)
