@@ -228,10 +228,23 @@ def _gelu_impl(x, *, approximate):
     return _gelu_out(x, np.empty_like(x), approximate=approximate)
 
 
+# The scalar forms compute in the kernel's order (the same roundings in float32).
+_GELU_SCALAR_FORMS = {
+    "none": f"(((math.erf({{0}} * {1 / math.sqrt(2.0)!r}) + ONE) * {{0}}) * HALF)",
+    "tanh": f"(((np.tanh(((({{0}} * {{0}}) * {_GELU_CUBIC!r} + ONE) * {{0}}) * "
+            f"{_SQRT_2_OVER_PI!r}) + ONE) * {{0}}) * HALF)"}
+
+
+def _gelu_scalar_form(in_avals, out_dtype, params=None):
+    # The form depends on ``approximate``: a consumer without the params gets none
+    # (engine/scalar_forms.py).
+    return _GELU_SCALAR_FORMS.get((params or {}).get("approximate"))
+
+
 gelu_op = _define("gelu", _gelu_impl, _gelu_out, _gelu_vjp, _gelu_generic,
                   "GELU ``x * Phi(x)``; ``approximate='none'`` is exact (erf), "
                   "``approximate='tanh'`` the tanh form.")
-declare(gelu_op, onnx=("Gelu",), scalar_form=None)
+declare(gelu_op, onnx=("Gelu",), scalar_form=_gelu_scalar_form)
 
 
 # ---- public functions ------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import numerics, ops
+from engine import numerics, ops, scalar_forms
 from engine.cost_model import cost
 from engine.op import Op, declare
 from engine.warning_location import TRACED_LINES
@@ -517,6 +517,14 @@ def reduction_kind(member, reduction):
     return reduction.op.name
 
 
+def _one_pass_pays(node):
+    """Whether a lone elementwise ``node`` is worth a kernel of its own: its numpy kernel
+    is not one ufunc but several passes over memory (gelu's exact form: ten, erf's in
+    float64), its scalar form lets a compiled lowering write it as one, and the switch
+    allows one. Any other lone op runs its own kernel, which a kernel would only wrap."""
+    return policy.mode() != "numpy" and scalar_forms.numpy_passes(node) > 1
+
+
 def fusion(graph):
     """Replace each elementwise region, or group of regions feeding one another, by one
     fused node. Returns True if anything was fused."""
@@ -540,7 +548,8 @@ def fusion(graph):
         member_set = set(members)
         outputs = group_outputs(graph, rids, regions, reductions, member_set, index,
                                 rows_sum)
-        if len(members) == 1 and all(r is None for _, r in outputs):
+        if len(members) == 1 and all(r is None for _, r in outputs) and \
+                not _one_pass_pays(members[0]):
             continue
         inputs = []
         for m in members:

@@ -28,6 +28,7 @@ import dataclasses
 import math
 from typing import Any
 
+from engine import scalar_forms
 from engine.errors import EngineError, InvalidArgumentError
 
 __all__ = ["Declined", "Lowering", "Region", "Unsupported", "register", "unregister",
@@ -77,7 +78,9 @@ class Region:
 
     @property
     def n_ops(self) -> int:
-        return len(self.members)
+        """The numpy passes the region's members make (a member whose kernel is no
+        ufunc makes one per step of its scalar form: ``scalar_forms.numpy_passes``)."""
+        return sum(map(scalar_forms.numpy_passes, self.members))
 
     @property
     def one_value(self) -> bool:
@@ -98,6 +101,8 @@ class Lowering:
     background thread once hot (``graph/lowering/hot_swap.py``).
     ``writes_graphs``: whether it writes whole graphs (and loops) as one function (the
     ``graph_*`` methods; the numpy lowering's writer, ``codegen``, runs where none does).
+    ``bitwise_graphs``: whether those functions give eager mode's bits under
+    ``en.config.numerics = "bitwise"`` (else none is written under it).
     """
 
     name: str | None = None
@@ -105,6 +110,7 @@ class Lowering:
     auto: bool = True
     groups_regions: bool = True
     writes_graphs: bool = False
+    bitwise_graphs: bool = False
     background: bool = False
 
     def available(self) -> bool:

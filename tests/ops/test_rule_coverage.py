@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from engine import scalar_forms
 from engine.op import REGISTRY, RULE_KINDS, Op
 from engine.graph.ir.graph_ops import STRUCTURAL
 from engine.graph.export.onnx_export import PATTERNS, not_exported
@@ -84,9 +85,18 @@ def test_every_fusable_elementwise_op_is_classified_for_numba():
         if form is not None:
             assert _fusable(op), f"{name}: a scalar_form on an op fusion never lowers"
             n = op.n_inputs
-            if callable(form):   # a form chosen by the input types: float64 ones here
-                form = form([((2, 3), np.dtype("float64"))] * n, np.dtype("float64"))
-            form.format(*[f"x{i}" for i in range(n)])   # names only inputs the op has
+            avals, f64 = [((2, 3), np.dtype("float64"))] * n, np.dtype("float64")
+            # A form chosen by the input types (float64 ones here) and, where it takes
+            # them, the params (each sample's of the op database that names them).
+            params = [None]
+            if callable(form) and scalar_forms.takes_params(form):
+                params = [s.kwargs for s in OPS_BY_NAME[name].sample_inputs(
+                    f64, seeded_rng(name)) if s.kwargs]
+                assert params, f"{name}: no sample names the params its scalar form reads"
+            for p in params:
+                text = scalar_forms.resolve(op, avals, f64, p)
+                assert text is not None, f"{name}: no scalar form for the params {p}"
+                text.format(*[f"x{i}" for i in range(n)])   # names only inputs the op has
 
 
 @pytest.mark.parametrize("name", sorted(n for n, op in REGISTRY.items()

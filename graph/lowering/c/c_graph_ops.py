@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from engine import scalar_forms
+
 from ..plugin import Unsupported
 from .c_graph_emit import CVal, linear
 from .c_source import _offset, c_expression, ctype
@@ -36,9 +38,8 @@ def _arg(em, v, shape, flat, loops):
 def _reads_once(user, node):
     """Whether ``user``'s scalar form names ``node``'s place once (``square``'s
     ``{0} * {0}`` would compute an inlined input twice)."""
-    form = user.op.rules.get("scalar_form")
-    if callable(form):
-        form = form([(tuple(i.shape), i.dtype) for i in user.inputs], user.dtype)
+    form = scalar_forms.resolve(user.op, [(tuple(i.shape), i.dtype) for i in user.inputs],
+                                user.dtype, user.params)
     return isinstance(form, str) and form.count("{%d}" % user.inputs.index(node)) == 1
 
 

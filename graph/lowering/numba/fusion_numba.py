@@ -43,7 +43,7 @@ def ufunc_source(name, members, inputs):
         # Each step is converted to its node's dtype, so float32 stays float32 as in numpy
         # (and cast is its input, converted).
         in_avals = [(tuple(i.shape), i.dtype) for i in m.inputs]
-        form = scalar_form_text(m.op, in_avals, m.dtype)
+        form = scalar_form_text(m.op, in_avals, m.dtype, m.params)
         if form is None:
             return None
         args = cast_arguments(m.op, [d for _, d in in_avals], m.dtype,

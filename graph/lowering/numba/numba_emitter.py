@@ -11,6 +11,8 @@ import functools
 
 import numpy as np
 
+from engine import scalar_forms
+
 from ...ir.graph import Node
 from ...ir.graph_ops import constant_op, placeholder_op, unpack_op
 # The dtype rule both compiled lowerings follow, and the refusal every lowering raises
@@ -232,14 +234,12 @@ class Emitter:
         self.values[node] = _Value("array", name, node.shape, node.dtype)
 
 
-def scalar_form_text(op, in_avals, out_dtype):
-    """The op's ``scalar_form`` for inputs ``in_avals`` (``(shape, dtype)`` pairs) as a
-    format string over its inputs, with ONE, ZERO and HALF written in its loop dtype and
-    the float32 ``exp``/``tanh`` in their vectorizable forms; None where the op has no
-    form for these inputs (a callable rule may decline)."""
-    form = op.rules.get("scalar_form")
-    if callable(form):
-        form = form(in_avals, out_dtype)
+def scalar_form_text(op, in_avals, out_dtype, params=None):
+    """The op's ``scalar_form`` for inputs ``in_avals`` (``(shape, dtype)`` pairs) and the
+    node's ``params`` as a format string over its inputs, with ONE, ZERO and HALF written
+    in its loop dtype and the float32 ``exp``/``tanh`` in their vectorizable forms; None
+    where the op has no form for these inputs (a callable rule may decline)."""
+    form = scalar_forms.resolve(op, in_avals, out_dtype, params)
     if form is None:
         return None
     dt = loop_dtype(op, [d for _, d in in_avals], out_dtype)
@@ -279,7 +279,7 @@ def scalar_expression(node, args):
         'np.float32(exp32(a))'
     """
     in_avals = [(tuple(i.shape), i.dtype) for i in node.inputs]
-    form = scalar_form_text(node.op, in_avals, node.dtype)
+    form = scalar_form_text(node.op, in_avals, node.dtype, node.params)
     if form is None:
         raise Unsupported(f"{node.name}: {node.op.name} has no numba form for "
                           f"{[np.dtype(d).name for _, d in in_avals]}")
@@ -295,7 +295,7 @@ def _inlinable_user(user, node):
             tuple(user.shape) != tuple(node.shape) or user.inputs.count(node) != 1:
         return False
     form = scalar_form_text(user.op, [(tuple(i.shape), i.dtype) for i in user.inputs],
-                            user.dtype)
+                            user.dtype, user.params)
     return form is not None and form.count("{%d}" % user.inputs.index(node)) == 1
 
 
