@@ -107,6 +107,8 @@ def _scan(fn, init, xs, **kwargs):
 
 
 nn.recurrent.use_scan(_scan)   # RNN's loop: one scan node when traced
+# The window ops' C kernels (engine/ops/native.py) come with the lowerings, on first use.
+ops.native.set_loader(lambda: _importlib.import_module(f"{__name__}.graph.lowering.registry"))
 debug._use_function(lambda: __getattr__("Function"))   # en.debug.compare compiles with it
 
 

@@ -65,6 +65,15 @@ THRESHOLDS = (
               "the filters have more than this many times as many output as input channels "
               "(16 back to 1 at 64x28x28: 1.1 against 13.5 ms); else the full correlation",
               "engine/ops/conv.py"),
+    Threshold("conv_input_grad_native_scatter_ratio", 2, "input channels per output channel",
+              EPYC, "2026-12-05", "6183535",
+              "with the C col2im (engine/ops/native.py), conv2d_backprop_input makes every "
+              "window's input cotangent in one product and adds it in place unless the "
+              "filters have more than this many times as many input as output channels, "
+              "where the full correlation's im2col of the cotangent is the smaller copy "
+              "(3x3, batch 64 at 14x14, one thread: 16 from 32 channels 2.0 against 5.1 ms, "
+              "32 from 16 2.4 against 2.5, 64 from 16 10.3 against 8.4)",
+              "engine/ops/conv.py"),
     Threshold("dot_out_max_work", 1 << 19, "multiply-adds", EPYC_512, "2026-12-02", "a22c4d0",
               "matmul's out= kernel calls np.dot below this work; above, np.matmul is "
               "faster ((1000, 196) @ (196, 784)^T: 0.95 against 1.09 ms)",

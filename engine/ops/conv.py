@@ -28,7 +28,7 @@ from ..cost_model import cost
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
-from . import _rules, conv_generic
+from . import _rules, conv_generic, native
 from . import shape_ops as _shapes
 from .conv_geometry import nonnegative_pair, pair, padding_param, span, spatial as _geometry
 
@@ -120,11 +120,27 @@ def _conv2d_eval(x, w, *, strides, padding, dilation=_ONE, groups=1):
     return ((n, oh, ow, o), dt)
 
 
+def _window_geometry(x_shape, khw, strides, pads, dilation):
+    """The 14 sizes a native window kernel takes (``engine/ops/native.py``): the input's
+    N, H, W, C, the windows' OH, OW, the taps, strides, dilation and the pads before."""
+    oh, ow = ((x_shape[1 + i] + sum(pads[i]) - span(khw[i], dilation[i])) // strides[i] + 1
+              for i in range(2))
+    return (*x_shape, oh, ow, *khw, *strides, *dilation, pads[0][0], pads[1][0])
+
+
 @contextlib.contextmanager
 def _patches(x, khw, strides, pads, dilation=_ONE):
     """The im2col matrix (N*OH*OW, KH*KW*C) of the windows of ``x`` padded by
     ``pads``, valid inside the ``with``: copied into the thread's scratch (see
     ``engine.workspace``)."""
+    fast = native.kernel("im2col", x.dtype)
+    if fast is not None:
+        geo = _window_geometry(x.shape, khw, strides, pads, dilation)
+        n, c, oh, ow = geo[0], geo[3], geo[4], geo[5]
+        with workspace.borrow((n * oh * ow, khw[0] * khw[1] * c), x.dtype) as cols:
+            if fast(x, geo, cols) is not None:
+                yield cols
+                return
     win = _windows(_pad(x, pads), khw, strides, dilation)
     n, oh, ow, kh, kw, c = win.shape
     with workspace.borrow(win.shape, win.dtype) as cols:
@@ -240,6 +256,12 @@ def _bp_input_impl(g, w, *, input_hw, strides, padding, dilation=_ONE, groups=1)
     kh, kw, cg, o = w.shape
     _, pads = _spatial("conv2d_backprop_input", input_hw, (kh, kw), strides, padding, [],
                        dilation)
+    fast = native.kernel("col2im", np.result_type(g.dtype, w.dtype))
+    if fast is not None and groups == 1 and \
+            cg <= cost.conv_input_grad_native_scatter_ratio * o:
+        dx = _bp_input_native(fast, g, w, input_hw, strides, pads, dilation)
+        if dx is not None:
+            return dx
     if strides == _ONE and dilation == _ONE and groups == 1 and \
             max(pads[0]) < kh and max(pads[1]) < kw and \
             o <= cost.conv_input_grad_scatter_ratio * cg:
@@ -262,6 +284,20 @@ def _bp_input_full(g, w, input_hw, pads):
             (kw - 1 - pads[1][0], kw - 1 - pads[1][1]))
     with _patches(g, (kh, kw), _ONE, full) as cols:
         return (cols @ flipped).reshape(n, h, wd, c)   # dtype: result_type(g, w)
+
+
+def _bp_input_native(fast, g, w, input_hw, strides, pads, dilation):
+    """One matrix product gives every window's input cotangent, (N*OH*OW, KH*KW*C), and a
+    native col2im adds each into place in one pass (``engine/ops/native.py``): no im2col
+    of the cotangent and no numpy adds C channels long. None where the kernel is not
+    built."""
+    kh, kw, c, o = w.shape
+    n = g.shape[0]
+    dt = np.result_type(g.dtype, w.dtype)
+    geo = _window_geometry((n, *input_hw, c), (kh, kw), strides, pads, dilation)
+    with workspace.borrow((g.size // o, kh * kw * c), dt) as cols:
+        np.matmul(g.reshape(-1, o), w.reshape(kh * kw * c, o).T, out=cols)
+        return fast(cols, geo)
 
 
 def _bp_input_scatter(g, w, input_hw, strides, pads, dilation, groups):

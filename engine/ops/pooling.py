@@ -29,9 +29,9 @@ from .. import chunk_rules, dtypes
 from ..errors import DomainError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
-from . import _rules, max_pool_taps, pool_generic
+from . import _rules, max_pool_taps, native, pool_generic
 from .conv import (_check_floats, _fold_batch, _need_known, _pad, _pair, _padding, _spatial,
-                   _windows)
+                   _window_geometry, _windows)
 from .conv_geometry import span
 
 _ONE = (1, 1)
@@ -72,7 +72,20 @@ def lowest(dtype):
     return np.iinfo(dtype).min if np.dtype(dtype).kind in "iu" else -np.inf
 
 
+def _native(name, x, *others, pool_size, strides, padding, dilation, ceil_mode):
+    """The native kernel ``name``'s result for float inputs of one dtype, else None."""
+    fast = native.kernel(name, x.dtype)
+    if fast is None or any(o.dtype != x.dtype for o in others):
+        return None
+    _, pads = _geometry(x.shape[1:3], pool_size, strides, padding, dilation, ceil_mode)
+    return fast(x, *others, _window_geometry(x.shape, pool_size, strides, pads, dilation))
+
+
 def _max_pool_impl(x, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):
+    out = _native("max_pool2d", x, pool_size=pool_size, strides=strides, padding=padding,
+                  dilation=dilation, ceil_mode=ceil_mode)
+    if out is not None:
+        return out
     _, pads = _geometry(x.shape[1:3], pool_size, strides, padding, dilation, ceil_mode)
     win = _windows(_pad(x, pads, lowest(x.dtype)), pool_size, strides, dilation)
     # A running maximum over the KH*KW taps: each step is one vectorized pass.
@@ -123,6 +136,10 @@ def _pool_grad_eval(x, g, *, pool_size, strides, padding, dilation=_ONE, ceil_mo
 
 
 def _pool_grad_impl(x, g, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):
+    dx = _native("max_pool2d_grad", x, g, pool_size=pool_size, strides=strides,
+                 padding=padding, dilation=dilation, ceil_mode=ceil_mode)
+    if dx is not None:
+        return dx
     # One pass per window tap (max_pool_taps.py); the flat-index scatter below is kept for
     # windows whose maximum is NaN.
     dx = max_pool_taps.grad(x, g, lowest(x.dtype), pool_size=pool_size, strides=strides,
@@ -165,6 +182,10 @@ def _gather_eval(x, u, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=
 
 
 def _gather_impl(x, u, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):
+    out = _native("max_pool2d_gather", x, u, pool_size=pool_size, strides=strides,
+                  padding=padding, dilation=dilation, ceil_mode=ceil_mode)
+    if out is not None:
+        return out
     out = max_pool_taps.gather(x, u, lowest(x.dtype), pool_size=pool_size, strides=strides,
                                padding=padding, dilation=dilation, ceil_mode=ceil_mode)
     return out if out is not None else gather_flat(x, u, pool_size, strides, padding, dilation,

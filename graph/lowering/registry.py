@@ -8,6 +8,7 @@ Example:
     >>> list(registered())
     ['numpy', 'c', 'numba', 'numba_ufunc']
 """
+from .c import c_window
 from .c.lowering import CLowering
 from .numba.lowering import NumbaLowering, NumbaUfuncLowering
 from .numpy_lowering import NumpyLowering
@@ -15,5 +16,6 @@ from .plugin import register, registered
 
 for _lowering in (NumpyLowering(), CLowering(), NumbaLowering(), NumbaUfuncLowering()):
     register(_lowering)
+c_window.install()      # the window ops' C kernels (engine/ops/native.py)
 
 __all__ = ["registered"]
