@@ -47,7 +47,7 @@ import copy
 import numpy as np
 
 from engine import ops
-from engine.cost_model import scan_product_pays
+from engine.cost_model import scan_product_chunks, scan_product_pays
 from engine.numerics import bitwise
 from engine.pytree import LEAF, TreeDef
 from engine.shapes import normalize_axes
@@ -55,7 +55,7 @@ from engine.shapes import normalize_axes
 from ..ir.graph_ops import unpack_op
 from ..ir.queries import all_equal_to, remove_node
 from .dce import dce
-from .step_products import Contraction, bilinear, unpack
+from .step_products import Contraction, bilinear, matrix_work, unpack
 
 # One sum found: ``kind`` "carry" or "y", ``index`` the carry's or the result's,
 # ``product`` the body node, ``factors`` from ``bilinear``, ``target`` the outer node
@@ -203,7 +203,8 @@ def _chosen(node, found):
         added = sum(stacks.cost(x, trial) for x in factors)
         stacked_so_far = sum(int(np.prod(x.shape)) for x in stacks.new)
         if not scan_product_pays(length, int(np.prod(f.product.shape)), added,
-                                 stacked_so_far + added, np.dtype(f.product.dtype).itemsize):
+                                 stacked_so_far + added, np.dtype(f.product.dtype).itemsize) \
+                or not scan_product_chunks(length, matrix_work(*f.factors[0], *f.factors[1])):
             continue
         dropped = trial
         for x in factors:
@@ -298,7 +299,8 @@ def _rewrite(graph, node, users, chosen, stacks, dropped):
     contraction = Contraction(graph, node.source)
     for f in chosen:
         (fa, la), (fb, lb) = f.factors
-        total = contraction.summed(stack_of(fa), la, stack_of(fb), lb, f.product.shape)
+        chunks = scan_product_chunks(p["length"], matrix_work(fa, la, fb, lb))
+        total = contraction.summed(stack_of(fa), la, stack_of(fb), lb, f.product.shape, chunks)
         if f.kind == "carry" and not all_equal_to(f.init, 0):
             total = contraction.add(ops.add_op, [f.init, total], {}, name="step_sum")
         graph.replace_all_uses_with(f.target, total)

@@ -31,6 +31,7 @@ from ..ir.graph_ops import unpack_op
 
 STEP = "t"   # the label of a stack's step axis
 SUMMED = "k"   # the label of the axis a matmul sums over
+CHUNK = "c"   # the label of the runs of steps a long sum is cut into
 
 _SAME_DATA = (ops.reshape_op, ops.expand_dims_op, ops.squeeze_op)
 
@@ -115,6 +116,21 @@ def bilinear(node):
     return fa, fb
 
 
+def matrix_work(factor_a, labels_a, factor_b, labels_b):
+    """The multiply-adds of one step's product per matrix of the contraction (the
+    axes both factors share are the matrices' batch)."""
+    size_a = dict(zip(labels_a, [factor_a.shape[i] for i in _non1(factor_a.shape)]))
+    size_b = dict(zip(labels_b, [factor_b.shape[i] for i in _non1(factor_b.shape)]))
+    work = 1
+    for label, n in size_a.items():
+        if label not in size_b or not isinstance(label, int):
+            work *= n              # rows, and the inner axis
+    for label, n in size_b.items():
+        if label not in size_a:
+            work *= n              # columns
+    return work
+
+
 def _sizes(shape, labels, which):
     n = 1
     for label in which:
@@ -170,15 +186,19 @@ class Contraction:
             return x
         return self.add(ops.transpose_op, [x], {"axes": tuple(perm)})
 
-    def summed(self, stack_a, labels_a, stack_b, labels_b, shape):
+    def summed(self, stack_a, labels_a, stack_b, labels_b, shape, chunks=1):
         """``sum_t P_t`` of shape ``shape``, for the product ``P`` of the factors whose
-        stacks (size-1 axes dropped) are ``stack_a`` and ``stack_b``, with the axes
-        labelled ``[STEP] + labels`` (from ``bilinear``)."""
+        stacks are ``stack_a`` and ``stack_b`` (from ``bilinear``: their axes after the
+        steps' are labelled ``labels``). With ``chunks`` above 1 the steps are cut into
+        that many runs, each one product (matrices of a batch), added up after."""
         la, lb = [STEP] + labels_a, [STEP] + labels_b
         stack_a, stack_b = self._squeezed(stack_a, la), self._squeezed(stack_b, lb)
-        batch = [ax for ax in la if isinstance(ax, int) and ax in lb]
+        if chunks > 1:
+            la, lb = [CHUNK] + la, [CHUNK] + lb
+            stack_a, stack_b = self._chunked(stack_a, chunks), self._chunked(stack_b, chunks)
+        batch = [ax for ax in la if ax == CHUNK or isinstance(ax, int) and ax in lb]
         rows = [ax for ax in la if isinstance(ax, int) and ax not in lb]
-        inner = [ax for ax in la if not isinstance(ax, int)]
+        inner = [ax for ax in la if ax in (STEP, SUMMED)]
         cols = [ax for ax in lb if isinstance(ax, int) and ax not in la]
         nb = [_sizes(stack_a.shape, la, [ax]) for ax in batch]
         ni, nk = _sizes(stack_a.shape, la, rows), _sizes(stack_a.shape, la, inner)
@@ -195,10 +215,18 @@ class Contraction:
             [_sizes(stack_b.shape, lb, [ax]) for ax in cols]
         if tuple(sizes) != tuple(c.shape):
             c = self.add(ops.reshape_op, [c], {"shape": tuple(sizes)})
+        if chunks > 1:     # the runs' products added up
+            c = self.add(ops.sum_op, [c], {"axis": (0,), "keepdims": False}, name="step_sum")
+            got = got[1:]
         c = self._transpose(c, [got.index(d) for d in sorted(got)])
         if tuple(c.shape) != tuple(shape):
             c = self.add(ops.reshape_op, [c], {"shape": tuple(shape)})
         return c
+
+    def _chunked(self, stack, chunks):
+        """``stack`` with its steps cut into ``chunks`` runs: ``(chunks, steps / chunks, ...)``."""
+        shape = (chunks, stack.shape[0] // chunks) + tuple(stack.shape[1:])
+        return self.add(ops.reshape_op, [stack], {"shape": shape})
 
     def _squeezed(self, stack, labels):
         """``stack`` without its axes of size 1 (the step axis kept)."""

@@ -264,6 +264,24 @@ def test_lstm_weight_gradients_agree_with_jax():
         np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_long_sum_is_cut_into_runs_of_steps_each_product_unthreaded(dtype):
+    # Products above cost.openblas_threaded_work would run on OpenBLAS's threads: with a
+    # bound of 3 steps' work the 12 steps are 4 runs, one batched product, then their sum.
+    w, xs = _rng_arrays(dtype, (32, 32), (12, 6, 32))
+    step_work = 32 * 32         # one example's outer product, per matrix of the batch
+    with en.config.cost.override(openblas_threaded_work=3 * step_work):
+        fn = en.function(lambda w, xs: _outer_accumulator(w, xs, True))
+        args = en.tensor(w), en.tensor(xs)
+        graph = fn.graph_for(*args)
+        assert [p.shape for p in _products_after_loops(graph)] == [(4 * 6, 32, 32)]
+        got = fn(*args).numpy()
+    np.testing.assert_allclose(got, _numpy_outer(w.astype(np.float64), xs.astype(np.float64)),
+                               rtol=RTOL[dtype] * 10, atol=RTOL[dtype])
+    with en.config.cost.override(openblas_threaded_work=step_work - 1):   # one step too big
+        _left_alone(lambda w, xs: _outer_accumulator(w, xs, True), w, xs)
+
+
 # ---- cases left alone ---------------------------------------------------------------
 def _left_alone(fn, *arrays):
     """``fn`` keeps its loop as the unoptimized graph has it: no product after the loop,
@@ -314,12 +332,13 @@ def test_a_small_product_keeps_its_accumulator():
 
 
 def test_the_cost_rule_weighs_new_stacks_against_the_product_and_memory():
-    assert scan_product_pays(50, 64 * 64, 32 * 64, 32 * 64, 4)
-    assert not scan_product_pays(50, 64 * 64, 3 * 32 * 64, 3 * 32 * 64, 4)   # stacks more
-    assert not scan_product_pays(50, 16 * 16, 0, 0, 4)                     # small
-    assert not scan_product_pays(1, 64 * 64, 0, 0, 4)                      # one step
+    per_example = (32 * 64 * 64, 32 * 64)          # a product per step, a new stack per step
+    assert scan_product_pays(50, *per_example, per_example[1], 4)
+    assert not scan_product_pays(50, 64 * 64, 32 * 64, 32 * 64, 4)    # stacks half of it
+    assert not scan_product_pays(50, 16 * 16, 0, 0, 4)                 # small
+    assert not scan_product_pays(1, *per_example, per_example[1], 4)  # one step
     with en.config.cost.override(scan_product_max_stack_bytes=50 * 32 * 64 * 4 - 1):
-        assert not scan_product_pays(50, 64 * 64, 32 * 64, 32 * 64, 4)
+        assert not scan_product_pays(50, *per_example, per_example[1], 4)
     w, xs = _rng_arrays(np.float32, (32, 32), (6, 4, 32))
     with en.config.cost.override(scan_product_min_elements=1 << 20):
         _left_alone(lambda w, xs: _outer_accumulator(w, xs, False), w, xs)
