@@ -142,15 +142,15 @@ class EagerMode(Mode):
         if params:
             # Params in call order: one call site always passes them in the same
             # order; an unhashable value falls back to freeze_params below.
-            key = (op, tuple(params.items()), *[(t.shape, t.dtype) for t in tensors])
+            key = (op, tuple(params.items()), *[(t._shape, t.dtype) for t in tensors])
         elif n == 2:
             a, b = tensors
-            key = (op, a.shape, a.dtype, b.shape, b.dtype)
+            key = (op, a._shape, a.dtype, b._shape, b.dtype)
         elif n == 1:
             a = tensors[0]
-            key = (op, a.shape, a.dtype)
+            key = (op, a._shape, a.dtype)
         else:
-            key = (op, *[(t.shape, t.dtype) for t in tensors])
+            key = (op, *[(t._shape, t.dtype) for t in tensors])
         try:
             checked = _AVAL_CACHE.get(key)
         except TypeError:  # unhashable params (a list): freeze them
@@ -177,7 +177,7 @@ class EagerMode(Mode):
                 result = _as_array(result, aval[1])
             out = object.__new__(Tensor)   # wrap(), inlined: this runs for every op
             out._value = result
-            out.shape = result.shape
+            out._shape = result.shape
             out.dtype = result.dtype
             out._node = None
             out._alias = None

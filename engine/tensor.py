@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 from html import escape
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from . import writes as _writes
 from .backend import NUMPY
 from .devices import check_device
 from .errors import (ArgumentTypeError, InvalidArgumentError, ShapeError, SharingError,
-                     TracingError, format_location, user_frame)
+                     TracingError, UnsupportedAttributeError, format_location, user_frame)
 from .lifting import NESTED_TYPES, as_array, caller_can_write, holds_tensors
 from .numpy_conversion import check_conversion as _check_conversion
 from .recording import active_tapes as _active_tapes
@@ -161,6 +162,30 @@ _API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 _FRESH = (list, tuple, int, float, bool, complex)
 
 
+def _refuse_shape_set(t, shape):
+    """``t.shape = s``: refused. numpy reshapes an array in place there (and discourages
+    it); a tensor keeps its shape, which tapes, traced graphs and views rely on, so the
+    error says how to write the reshape instead. Never a shape its values do not have."""
+    error = UnsupportedAttributeError(
+        f"{type(t).__name__}.shape cannot be set: a tensor keeps its shape (tapes, traced "
+        f"graphs and views rely on it), so {t._describe()} cannot take the shape {shape!r} "
+        f"in place; write t = t.reshape({shape!r}) or en.reshape(t, {shape!r}), a view "
+        f"of t's memory as numpy's reshape gives\n  at {format_location(user_frame())}")
+    error.name, error.obj = "shape", t        # as Python's own AttributeError says
+    raise error
+
+
+_SHAPE_DOC = """The tensor's shape, a tuple of ints (None for a dimension not known while
+tracing). It cannot be set as numpy's ``a.shape = s``: write ``t = t.reshape(s)``.
+
+Example:
+    >>> import engine as en
+    >>> t = en.ones(6)
+    >>> t.shape, t.reshape((2, 3)).shape
+    ((6,), (2, 3))
+"""
+
+
 class Tensor(TensorOps):
     """An immutable n-dimensional array. Create one with :func:`engine.tensor`.
 
@@ -171,9 +196,16 @@ class Tensor(TensorOps):
         ((2, 2), dtype('int64'))
     """
 
-    # _alias and _version are set only when needed (engine/writes.py): a view's root,
-    # a captured tensor's write count.
-    __slots__ = ("_value", "shape", "dtype", "_node", "_alias", "_version", "__weakref__")
+    # _shape is read by ``shape`` (below). _alias (None unless the tensor is a view or has
+    # views: engine/writes.py) is set on every tensor; _version only once a trace captures it.
+    __slots__ = ("_value", "_shape", "dtype", "_node", "_alias", "_version", "__weakref__")
+
+    if TYPE_CHECKING:
+        shape: tuple[Any, ...]
+    else:
+        # A C getter of the slot (a def would cost a Python call on every read; the engine's
+        # hot paths read ``_shape`` itself), and a set refused, never a silent wrong shape.
+        shape = property(attrgetter("_shape"), _refuse_shape_set, doc=_SHAPE_DOC)
 
     def __init__(self, data, dtype=None):
         value = as_array(data, dtype)
@@ -183,7 +215,7 @@ class Tensor(TensorOps):
             # views, or the buffer behind an array-like); a tensor must never change.
             value = value.copy()
         self._value = value
-        self.shape = value.shape
+        self._shape = value.shape
         self.dtype = value.dtype
         self._node = None
         self._alias = None
@@ -411,7 +443,7 @@ def wrap_on(backend, value):
         return wrap(value)
     t = object.__new__(ForeignTensor)
     t._value = value
-    t.shape = tuple(value.shape)
+    t._shape = tuple(value.shape)
     t.dtype = backend.dtype_of(value)
     t._node = None
     t._alias = None
@@ -423,7 +455,7 @@ def wrap(value):
     """Fast path: a concrete tensor around an array the engine made (no checks)."""
     t = object.__new__(Tensor)
     t._value = value
-    t.shape = value.shape
+    t._shape = value.shape
     t.dtype = value.dtype
     t._node = None
     t._alias = None
@@ -434,7 +466,7 @@ def traced(shape, dtype, node):
     """A traced tensor standing for ``node`` (used by the tracer)."""
     t = object.__new__(Tensor)
     t._value = None
-    t.shape = shape
+    t._shape = shape
     t.dtype = dtype
     t._node = node
     return t

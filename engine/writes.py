@@ -156,17 +156,10 @@ _BASIC = frozenset({int, slice, type(Ellipsis), np.intp, np.int32, np.int64})
 _REFUSED = (IndexError, ValueError, TypeError, OverflowError)
 
 
+# The usual float dtypes, told by identity: reading ``dtype.kind`` costs as much as
+# numpy's whole ``a[i] = v`` on a small array. (A tensor's ``dtype`` slot holds its
+# array's dtype.)
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-
-
-def _kind(dtype):
-    """``dtype.kind``, at once for the usual float dtypes (reading ``kind`` costs as much
-    as numpy's whole ``a[i] = v``)."""
-    return "f" if dtype is _F32 or dtype is _F64 else dtype.kind
-
-
-def _same_dtype(a, b):
-    return a is b or a == b
 
 
 def setitem(x, index, value):
@@ -202,14 +195,15 @@ def setitem(x, index, value):
         if buf is not None:
             kind = type(value)
             if kind is float:              # (into integers: the checked path's casting)
-                dtype = buf.dtype
+                dtype = x.dtype            # (buf's own, read from the slot: ndarray.dtype
                 operand = value if dtype is _F64 or dtype is _F32 or dtype.kind in "fc" \
-                    else None
+                    else None              # costs as much as numpy's a[i] = v)
             elif kind is int or kind is bool:
                 operand = value
             elif kind is _TENSOR:
                 operand = value._value
-                if operand is not None and not _same_dtype(operand.dtype, buf.dtype):
+                if operand is not None and value.dtype is not x.dtype \
+                        and value.dtype != x.dtype:
                     operand = None
             else:
                 operand = None
@@ -630,16 +624,18 @@ def in_place_method(name, binary):
     """The tensor method ``x <name>= y`` (``__iadd__`` for "add"): numpy's own in-place
     operator on an eager numpy tensor with no tape, given a tensor of x's dtype or a
     Python number of x's kind (:data:`_NUMPY_IN_PLACE`); :func:`in_place` otherwise."""
-    numpy_op, kinds = _NUMPY_IN_PLACE.get(name, (None, ""))
+    numpy_op, kinds = _NUMPY_IN_PLACE.get(name, (operator.iadd, ""))   # "": never run
 
     def method(self, other):
-        if type(self) is _TENSOR and not _LIVE:
-            buf = self._value
-            if buf is not None and (kind := _kind(buf.dtype)) in kinds:
+        if type(self) is _TENSOR and not _LIVE and (buf := self._value) is not None:
+            dtype = self.dtype     # (buf's own, read from the slot: ndarray.dtype is slow)
+            kind = "f" if dtype is _F32 or dtype is _F64 else dtype.kind
+            if kind in kinds:
                 given = type(other)
                 if given is _TENSOR:
                     operand = other._value
-                    if operand is not None and not _same_dtype(operand.dtype, buf.dtype):
+                    if operand is not None and other.dtype is not dtype \
+                            and other.dtype != dtype:
                         operand = None
                 elif given is float:
                     operand = other if kind in "fc" else None

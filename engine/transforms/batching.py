@@ -77,7 +77,7 @@ def batched(raw, bdim, tag):
     t._value = None
     t._node = None
     shape = tuple(raw.shape)
-    t.shape = shape[:bdim] + shape[bdim + 1:]
+    t._shape = shape[:bdim] + shape[bdim + 1:]
     t.dtype = raw.dtype
     t.raw = raw
     t.bdim = bdim

@@ -93,7 +93,7 @@ def dual(primal, tangent, tag):
     t = object.__new__(DualTensor)
     t._value = None
     t._node = None
-    t.shape = primal.shape
+    t._shape = primal.shape
     t.dtype = primal.dtype
     t.primal = primal
     t.tangent = tangent

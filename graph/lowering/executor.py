@@ -97,7 +97,7 @@ class CompiledGraph:
             for i, (t, (shape, dt)) in enumerate(zip(ts, guard)):
                 namespace[f"shape{i}"], namespace[f"dtype{i}"] = tuple(shape), dt
                 checks.append(f"type({t}) is not Tensor or {t}._value is None or "
-                              f"{t}.shape != shape{i} or {t}.dtype is not dtype{i}")
+                              f"{t}._shape != shape{i} or {t}.dtype is not dtype{i}")
             lines += ["    if " + " \\\n            or ".join(checks) + ":",
                       "        return MISS"]
         lines += ["    if tapes_get():",
@@ -122,7 +122,7 @@ class CompiledGraph:
                       "    if type(out) is ndarray and out.dtype is dtype:",
                       "        t = new(Tensor)   # wrap(out), inlined",
                       "        t._value = out",
-                      "        t.shape = out.shape",
+                      "        t._shape = out.shape",
                       "        t.dtype = dtype",
                       "        t._node = None",
                       "        t._alias = None",
