@@ -15,15 +15,12 @@ Example:
     False
     >>> en.config.lowering = "auto"
 """
-from engine.numerics import bitwise
-
 from . import policy
 
 
 def compile_numba(graph):
     """Replace ``graph``, or each of its loops, by compiled nodes where the policy says
-    so; True if anything was replaced. Under ``en.config.numerics = "bitwise"`` nothing
-    is: numba's products and sums are not numpy's (``graph/lowering/bitwise.py``)."""
-    if bitwise():
-        return False
+    so; True if anything was replaced. Under ``en.config.numerics = "bitwise"`` only a
+    lowering whose functions give eager's bits writes them (the C lowering, with
+    ``graph/lowering/c/c_bitwise.py``; numba's products and sums are not numpy's)."""
     return policy.compile_graph(graph)

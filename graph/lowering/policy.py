@@ -27,6 +27,7 @@ import warnings
 from engine.backend import NUMPY
 from engine.config import config
 from engine.cost_model import cost
+from engine.numerics import bitwise
 
 from . import hot_swap, registry   # registry: the shipped lowerings register themselves
 from .graph_part import GraphPart
@@ -65,7 +66,8 @@ def compile_graph(graph):
         return False
     candidates, forced = _candidates(name)
     for lowering in candidates:
-        if not lowering.writes_graphs or not lowering.available():
+        if not lowering.writes_graphs or not lowering.available() or \
+                (bitwise() and not lowering.bitwise_graphs):
             continue
         whole = GraphPart.whole(graph)
         done = _write_part(lowering, whole, forced) if whole is not None else 0

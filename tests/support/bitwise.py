@@ -61,3 +61,10 @@ def fused_backends(fn, tensors):
     """The back ends of the fused kernels of ``fn``'s graph for ``tensors``."""
     graph = fn.graph_for(*tensors)
     return [n.meta.get("backend") for n in graph.nodes if n.op.name.startswith("fused")]
+
+
+def compiled_backends(fn, tensors):
+    """The lowerings that wrote ``fn``'s graph for ``tensors``, or its scans, as one
+    compiled function each (``compiled_region`` nodes)."""
+    graph = fn.graph_for(*tensors)
+    return [n.meta.get("backend") for n in graph.nodes if n.op.name == "compiled_region"]

@@ -25,10 +25,12 @@ import threading
 
 import numpy as np
 
-from . import c_compiler, c_graph_ops, c_scan
+from engine.numerics import bitwise
+
+from . import c_bitwise, c_compiler, c_graph_ops, c_scan
 from .c_graph_emit import CVal, Emitter, check_node
 from .c_source import C_MATH, ctype
-from .. import scipy_blas
+from .. import numpy_kernels, scipy_blas
 
 NAME = "graph"
 
@@ -46,6 +48,11 @@ PATTERNS = {
     "stack_rows": c_graph_ops.stack,
     "time_loop": c_scan.scan_loop,
 }
+# Under en.config.numerics = "bitwise": the writers that give eager's bits (c_bitwise.py);
+# no mean (numpy's pairwise sums).
+BITWISE_PATTERNS = {**{k: v for k, v in PATTERNS.items() if k != "reduce_mean"},
+                    "elementwise": c_bitwise.elementwise, "dot": c_bitwise.matmul,
+                    "reduce_sum": c_bitwise.reduce_sum}
 
 
 def emit(members, inputs, outputs):
@@ -53,8 +60,9 @@ def emit(members, inputs, outputs):
     ``members`` (topological order); the emitter tells the workspace's size
     (``ws_bytes``), whether BLAS is called and the largest product. Raises
     :class:`Unsupported` naming what cannot be written."""
-    em = Emitter(PATTERNS)
-    em.blas = scipy_blas.gemm_pointers()
+    exact = bitwise()
+    em = Emitter(BITWISE_PATTERNS if exact else PATTERNS)
+    em.blas = None if exact else scipy_blas.gemm_pointers()
     n_in = len(inputs)
     for k, node in enumerate(inputs):
         check_node(node)
@@ -74,9 +82,14 @@ def emit(members, inputs, outputs):
         v = em.get(node)
         if v.ptr != f"o{j}":
             em.copy_into(f"o{j}", v)
-    head = ["    gemm_s sgemm_ = (gemm_s)sgemm_p;", "    gemm_d dgemm_ = (gemm_d)dgemm_p;",
-            "    (void)sgemm_; (void)dgemm_; (void)ws;"]
-    source = (C_MATH + scipy_blas.GEMM_TYPEDEF + "\n".join(em.statics) + "\n"
+    head = ["gemm_s sgemm_ = (gemm_s)sgemm_p;", "gemm_d dgemm_ = (gemm_d)dgemm_p;",
+            "(void)sgemm_; (void)dgemm_; (void)ws;"]
+    typedefs = scipy_blas.GEMM_TYPEDEF
+    if exact:   # numpy's cblas products and ufunc loops (c_bitwise.py)
+        more, decls = c_bitwise.source_head(em.ufunc_loops, n_in + len(outputs))
+        typedefs, head = typedefs + more, head + decls
+    head = ["    " + h for h in head]
+    source = (C_MATH + typedefs + "\n".join(em.statics) + "\n"
               f"int {NAME}(char *const *p, char *ws, void *sgemm_p, void *dgemm_p) {{\n" +
               "\n".join(head + ["    " + d for d in em.decls] + em.lines) +
               "\n    return 0;\n}\n")
@@ -88,25 +101,31 @@ class CGraphFunction:
     arrays back. One workspace is kept and reused (a call that finds it in use, on
     another thread, allocates its own)."""
 
-    def __init__(self, source, inputs, outputs, ws_bytes, uses_blas):
+    def __init__(self, source, inputs, outputs, ws_bytes, uses_blas, ufunc_loops=None):
+        """``ufunc_loops``: the numpy loops a bitwise source calls (``c_bitwise.py``), whose
+        addresses follow the outputs' in the pointers passed; None for a default source."""
         fn = getattr(c_compiler.load(source), NAME)
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p] * 4
         self.fn, self.source = fn, source
         self.in_dtypes = [np.dtype(i.dtype) for i in inputs]
         self.out_avals = [(tuple(o.shape), np.dtype(o.dtype)) for o in outputs]
-        self.n = len(inputs) + len(outputs)
+        self.extra = c_bitwise.loop_pointers(ufunc_loops or ())
+        self.n = len(inputs) + len(outputs) + len(self.extra)
         self.ws_bytes = ws_bytes + 64
         self.ws = np.empty(self.ws_bytes, np.uint8)
         self.lock = threading.Lock()
-        blas = scipy_blas.gemm_pointers() if uses_blas else None
+        blas = None
+        if uses_blas:
+            blas = numpy_kernels.cblas_gemm()[:2] if ufunc_loops is not None else \
+                scipy_blas.gemm_pointers()
         self.blas = blas if blas is not None else (None, None)
 
     def __call__(self, *given):
         arrays = [np.ascontiguousarray(a, dt) for a, dt in zip(given, self.in_dtypes)]
         outs = [np.empty(shape, dt) for shape, dt in self.out_avals]
         pointers = (ctypes.c_void_p * self.n)(*[a.ctypes.data for a in arrays],
-                                             *[o.ctypes.data for o in outs])
+                                             *[o.ctypes.data for o in outs], *self.extra)
         mine = self.lock.acquire(blocking=False)
         try:
             ws = self.ws if mine else np.empty(self.ws_bytes, np.uint8)
@@ -123,7 +142,7 @@ def build(source, part, em_meta, threaded_work):
     thread while it runs where a product is large enough for OpenBLAS to thread
     (``scipy_blas.one_thread``: its spinning workers slow the loops around it)."""
     run = CGraphFunction(source, part.inputs, part.outputs, em_meta["workspace_bytes"],
-                         em_meta["uses_blas"])
+                         em_meta["uses_blas"], em_meta.get("ufunc_loops"))
     if em_meta["largest_product"] > threaded_work:
         return scipy_blas.one_thread(run)
     return run

@@ -86,6 +86,7 @@ class Emitter:
         self.blas = None              # (sgemm, dgemm) addresses where SciPy has them
         self.largest_product = 0
         self.keep = set()             # nodes stored whatever their users (a scan body's results)
+        self.ufunc_loops = []         # (ufunc name, dtype) of numpy loops called (c_bitwise.py)
 
     # -- text ------------------------------------------------------------------------
     def fresh(self, prefix="i"):

@@ -11,6 +11,7 @@ import math
 import warnings
 
 from engine.cost_model import cost
+from engine.numerics import bitwise
 
 from . import c_compiler, c_fused, c_graph, c_source
 from .. import graph_limits
@@ -26,6 +27,7 @@ class CLowering(Lowering):
     priority = 10
     background = True
     writes_graphs = True
+    bitwise_graphs = True
 
     def available(self):
         return c_fused.available()
@@ -69,7 +71,8 @@ class CLowering(Lowering):
         source, em = c_graph.emit(part.members, part.inputs, part.outputs)
         part.meta.update(compiled_ops=graph_limits.op_count(part.members),
                          largest_product=em.largest_product, workspace_bytes=em.ws_bytes,
-                         uses_blas=em.uses_blas)
+                         uses_blas=em.uses_blas,
+                         ufunc_loops=tuple(em.ufunc_loops) if bitwise() else None)
         return source
 
     def graph_cost(self, part, calls, source=None):

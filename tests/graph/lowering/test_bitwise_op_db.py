@@ -5,7 +5,10 @@ Each op is followed by ``* 2.0`` (exact) so that an elementwise op forms a fused
 with it. Under "bitwise" a compiled lowering takes a region only where every member is
 exact arithmetic (graph/lowering/bitwise.py): those regions must really be compiled
 (the C and numba checks would otherwise compare numpy with numpy), and the others
-must stay on the numpy kernels.
+must stay on the numpy kernels. The C lowering writes such a small graph whole, as one
+C function (``"c"``), where the transcendental functions call numpy's own loops
+(graph/lowering/c/c_bitwise.py); with whole graphs declined (``"c_fused"``) it writes
+the fused kernels.
 """
 import warnings
 
@@ -16,7 +19,7 @@ import engine as en
 from engine.graph.lowering.c import c_compiler
 from engine.op import REGISTRY
 from op_db import ALL_ENTRIES, F32, F64, seeded_rng
-from support.bitwise import assert_same_bits, fused_backends, numerics
+from support.bitwise import assert_same_bits, compiled_backends, fused_backends, numerics
 from support.programs import flat
 
 # Samples per op and dtype under the numpy lowering (every op), and under C and numba
@@ -26,8 +29,10 @@ SAMPLES, COMPILED_SAMPLES = 2, 1
 # helpers of numba_math, see tests/graph/lowering/c/test_c_fused.py).
 C_AT_LEAST = {"add", "sub", "mul", "div", "neg", "abs", "maximum", "minimum", "relu",
               "square", "sqrt", "where", "floor", "ceil"}
-# Functions no compiled kernel computes as numpy does: kept on the numpy kernels.
+# Functions no compiled kernel computes as numpy does: kept on the numpy kernels, except
+# in a whole graph in C, which calls numpy's own loops for them.
 INEXACT = {"exp", "tanh", "sigmoid", "log", "erf", "sin", "power"}
+C_NUMPY_LOOPS = {"exp", "tanh", "sigmoid", "log", "sin", "pow", "log1p", "arctan2"}
 # numba compiles a region in about a third of a second: it checks these only.
 NUMBA_OPS = C_AT_LEAST | INEXACT
 
@@ -81,28 +86,36 @@ def test_every_op_traced_gives_eager_bits(dtype):
     assert len(checked) >= 320, len(checked)
 
 
-@pytest.mark.parametrize("lowering", ["c", "numba"])
+@pytest.mark.parametrize("lowering", ["c", "c_fused", "numba"])
 @pytest.mark.parametrize("dtype", [F32, F64], ids=str)
 def test_ops_in_compiled_kernels_give_eager_bits(lowering, dtype):
-    if lowering == "c" and not c_compiler.available():
+    if lowering.startswith("c") and not c_compiler.available():
         pytest.skip("no C compiler")   # the numpy lowering's test above still runs
     if lowering == "numba":
         pytest.importorskip("numba")
     def writable(info):
-        return _exact_elementwise(info) and (lowering == "c" or info.name in NUMBA_OPS)
+        return _exact_elementwise(info) and (lowering != "numba" or info.name in NUMBA_OPS)
 
+    name = "c" if lowering == "c_fused" else lowering
+    # (c_fused: no graph is small enough to be written whole)
+    limit = {"whole_graph_small_elements": 0, "whole_graph_max_elements": 0} \
+        if lowering == "c_fused" else {}
     compiled, kept = set(), set()
-    with numerics("bitwise", lowering):
+    with numerics("bitwise", name), en.config.cost.override(**limit):
         for info, sample, tensors in _cases(dtype, COMPILED_SAMPLES, writable,
                                               arrays_only=True):
             run = _twice(info, sample)
             f = en.function(run)
             assert_same_bits(f(*tensors), run(*tensors), f"{info.name} on {sample} ({lowering})")
-            if lowering in fused_backends(f, tensors):
+            if name in fused_backends(f, tensors) + compiled_backends(f, tensors):
                 compiled.add(info.name)
             else:
                 kept.add(info.name)
     assert C_AT_LEAST <= compiled, sorted(C_AT_LEAST - compiled)
+    if lowering == "c":
+        # A whole graph in C calls numpy's loops for the transcendental functions.
+        assert C_NUMPY_LOOPS <= compiled, sorted(C_NUMPY_LOOPS - compiled)
+        return
     # A transcendental function never runs in a compiled kernel under "bitwise".
     assert not compiled & INEXACT, sorted(compiled & INEXACT)
     assert {"exp", "tanh", "log"} <= kept
