@@ -22,6 +22,7 @@ from engine.variable import Variable, check_scatter
 from engine.writes import VIEW_OPS, capture_version, note_traced_view
 
 from ..control.control_flow import traced_cond
+from ..passes.graph_builder import TRACE_MODE
 from ..ir.graph_ops import (VarRef, assign_variable_op, body_variables, constant_op,
                         placeholder_op, read_variable_op, unpack_op)
 
@@ -251,6 +252,10 @@ class TraceMode(Mode):
                         f"a traced function returned {type(leaf).__name__} {leaf!r}; "
                         "return tensors, arrays, numbers or tuples/lists/dicts of them")
         return nodes
+
+
+# Passes add nodes through this mode (graph/passes/graph_builder.py, an earlier stage).
+TRACE_MODE.append(TraceMode)
 
 
 def _var_name(var):

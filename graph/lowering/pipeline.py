@@ -7,15 +7,17 @@ default pipeline, in order:
    repeated until none changes the graph (each can expose work for the others);
    with them ``scan_dead_results`` -- a scan's per-step results, carries and inputs nothing
    reads leave the loop -- and ``body_cleanup`` -- these passes inside the bodies of
-   scan, while_loop and cond; ``scan_hoist`` -- a scan body's work that reads no carry
-   (``x_t @ U``) runs for all steps before the loop, one large product;
+   scan, while_loop and cond;
    ``scan_products`` (before ``scan_hoist``, which would stack a product whose factors
    read no carry) -- a scan's sum over its steps of per-step products (a weight's
    gradient ``h_t.T @ d_t``, a per-example accumulator) is one product after the loop;
 2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one compiled function
    where a registered lowering writes it (numba, where it is installed) and it pays
    (the lowering policy, ``en.config.lowering``);
-3. ``scan_sums`` -- a scan's per-step results that only their sum over the steps reads
+3. ``scan_hoist`` -- in the scans no compiled lowering took, work that reads no carry
+   (``x_t @ U``) runs for all steps before the loop, one large product (a loop compiled
+   whole runs its small products well, and hoisted stacks would stop that);
+   ``scan_sums`` -- a scan's per-step results that only their sum over the steps reads
    are added up in the loop instead of stacked (the numpy lowering's scans);
    ``scan_unread`` -- the stacks of a scan's carries and random draws that nothing reads
    are left out;
@@ -58,9 +60,9 @@ PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch
                                   memory_planning, scan_dead_results, body_cleanup, scan_hoist,
                                   scan_products)}
 CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "dce",
-           "scan_dead_results", "body_cleanup", "scan_products", "scan_hoist")
-DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_sums", "scan_unread", "fusion", "dce",
-                    "parallel_matmul", "memory_planning")
+           "scan_dead_results", "body_cleanup", "scan_products")
+DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_hoist", "scan_sums", "scan_unread",
+                    "fusion", "dce", "parallel_matmul", "memory_planning")
 MAX_ROUNDS = 10
 # body_cleanup runs the cleanup passes (itself too: nested bodies) inside loop bodies.
 CLEANUP_PASSES.extend(PASSES[name] for name in CLEANUP)
