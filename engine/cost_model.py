@@ -218,7 +218,8 @@ THRESHOLDS = (
     Threshold("batched_min_products", 4, "products", EPYC_512, "2026-12-02", "050b693",
               "products are batched only where at least this many share an operand",
               "graph/passes/batch_products.py"),
-    Threshold("scan_hoist_max_bytes", 1 << 26, "bytes", NOT_MEASURED, "2026-12-05", "",
+    Threshold("scan_hoist_max_bytes", 1 << 26, "bytes", NOT_MEASURED, "2026-12-05",
+              "6d041fe",
               "a scan's per-step value computed for every step before the loop (its product "
               "one GEMM over all steps' rows) is stacked only up to this many bytes; a "
               "larger stack stays in the loop (a memory bound)",
