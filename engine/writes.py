@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from . import trace_state
-from .errors import (ArgumentTypeError, DTypeError, ShapeError, TracingError, format_location,
-                     user_frame)
+from .errors import (ArgumentTypeError, DTypeError, InvalidArgumentError, ScalarOverflowError,
+                     ShapeError, TracingError, format_location, user_frame)
 from .modes import apply, current_mode, pushed_mode
 from .ops import compare
 from .ops.index_update import index_update, index_update_apply, index_update_op, store
@@ -223,6 +223,8 @@ def setitem(x, index, value):
 
 def _checked_setitem(x, index, value):
     """``x[index] = value`` checked in full: any tape, mode, back end, index or value."""
+    if type(value) in (int, float) and x.dtype.kind in "iu":
+        _check_fits(x, value)
     new_axis = zero_d_masks(index, len(x.shape))[1]
     if new_axis is not None:
         if new_axis[1]:                        # x[False] = v: no position is written
@@ -233,6 +235,23 @@ def _checked_setitem(x, index, value):
     if x._value is None or type(x) is not _TENSOR or not current_mode().is_concrete:
         return _functional_write(x, index, value)
     _eager_write(x, index, value)
+
+
+def _check_fits(x, value):
+    """numpy's refusals of a Python number an integer tensor cannot hold, rather than a
+    wrapped or undefined value: an int out of the dtype's range or an infinity (numpy:
+    OverflowError), a NaN (ValueError)."""
+    if type(value) is int:
+        info = np.iinfo(x.dtype)
+        if not info.min <= value <= info.max:
+            raise ScalarOverflowError(
+                f"x[index] = value: Python integer {value} is out of bounds for "
+                f"{x._describe()} (range {info.min} to {info.max}), at "
+                f"{format_location(user_frame())}")
+    elif not np.isfinite(value):       # (numpy: OverflowError for an infinity)
+        error = InvalidArgumentError if np.isnan(value) else ScalarOverflowError
+        raise error(f"x[index] = value: cannot store {value} in the integer tensor "
+                    f"{x._describe()}, at {format_location(user_frame())}")
 
 
 def _parsed(x, index, value):

@@ -125,6 +125,7 @@ class GradientTape:
             self._entries = None
             self._watched = None
             self._variables = []
+            LIVE_TAPES.discard(self)   # writes need no check for it: their fast paths run
         return rebuild(grads)
 
     def jacobian(self, target, sources, experimental_use_pfor=True):
@@ -205,6 +206,7 @@ class GradientTape:
             self._entries = None
             self._watched = None
             self._variables = []
+            LIVE_TAPES.discard(self)
         return rows
 
     def __del__(self):
