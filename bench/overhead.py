@@ -59,7 +59,8 @@ LABELS = {
     "torch_grad": "torch+grad",
 }
 # (numerator, denominator, header) ratios shown after the timings.
-RATIOS = (("engine", "torch", "engine/torch"),
+RATIOS = (("engine", "numpy", "engine/numpy"),
+          ("engine", "torch", "engine/torch"),
           ("engine_tape", "torch_grad", "tape/torch+grad"),
           ("engine", "engine_traced", "eager/traced"),
           ("engine", "engine_traced_noopt", "eager/-O0"),
@@ -217,6 +218,61 @@ def _function_30(inputs):
     return variants
 
 
+# ---- writes: x[i] = v, x[a:b] = v, x[mask] = v and x += y, on float32 arrays -----------------
+WRITE_SIZES = {"100": 100, "1e6": 10**6}   # a small array (the per-call cost) and a large one
+
+
+def _setitem_runner(x, index, value):
+    """A runner doing ``x[index] = value`` ``n`` times: the statement itself, with no call
+    around it, so the time is the write's own (numpy's, the engine's or PyTorch's)."""
+    def runner(n):
+        target, r = x, range(n)
+        start = time.perf_counter()
+        for _ in r:
+            target[index] = value
+        return time.perf_counter() - start
+    return runner
+
+
+def _iadd_runner(x, y):
+    """A runner doing ``x += y`` ``n`` times (x keeps its object: numpy's, the engine's and
+    PyTorch's in-place add all return it)."""
+    def runner(n):
+        target, r = x, range(n)
+        start = time.perf_counter()
+        for _ in r:
+            target += y
+        return time.perf_counter() - start
+    return runner
+
+
+def _write_case(make_runner, size):
+    """The numpy, engine and PyTorch variants of one write on float32 arrays of ``size``
+    elements: ``make_runner(x, y, mask, n)`` with each library's arrays."""
+    def variants(inputs):
+        rng = np.random.default_rng(0)
+        x = rng.uniform(0.5, 1.5, size).astype(np.float32)
+        y = np.full(size, 1e-3, dtype=np.float32)   # x += y many times stays a float32 range
+        mask = rng.uniform(size=size) < 0.25
+        out = {"numpy": make_runner(x.copy(), y, mask, size),
+               "engine": make_runner(en.tensor(x), en.tensor(y), en.tensor(mask), size)}
+        if torch is not None:
+            out["torch"] = make_runner(torch.tensor(x), torch.tensor(y), torch.tensor(mask),
+                                       size)
+        return out
+    return variants
+
+
+for _label, _size in WRITE_SIZES.items():
+    case(f"x[i] = v ({_label})")(_write_case(
+        lambda x, y, mask, n: _setitem_runner(x, 3, 1.0), _size))
+    case(f"x[a:b] = v ({_label})")(_write_case(
+        lambda x, y, mask, n: _setitem_runner(x, slice(n // 4, 3 * n // 4), 1.0), _size))
+    case(f"x[mask] = v ({_label})")(_write_case(
+        lambda x, y, mask, n: _setitem_runner(x, mask, 1.0), _size))
+    case(f"x += y ({_label})")(_write_case(lambda x, y, mask, n: _iadd_runner(x, y), _size))
+
+
 def _calibrate(runner, target_s=0.02):
     """A call count that makes one timed block last about ``target_s`` seconds."""
     n = 100
@@ -322,7 +378,7 @@ def main(argv=None):
               "(pip install torch to compare).")
     results = run(args.case, repeats=repeats, block_s=block_s)
     print(f"median µs per op over {repeats} interleaved rounds "
-          f"(8-element float32 inputs; matmul is 4x4); "
+          f"(8-element float32 inputs; matmul is 4x4; the writes name their sizes); "
           f"timing-loop overhead {call_overhead_us(repeats=3):.3f} µs/call, included")
     print(format_table(results))
     return results
