@@ -57,9 +57,27 @@ def _matmul_vjp(g, out, x, y, needs=(True, True)):
         gx = _mT(matmul(y, _mT(g))) if _transposed(x) else matmul(g, _mT(y))
         gx = unbroadcast(gx, xs)
     if needs[1]:
-        gy = _mT(matmul(_mT(g), x)) if _transposed(y) else matmul(_mT(x), g)
+        if _rows_product(x, y):
+            # A matrix applied to a batch of matrices (a layer's weight): its gradient
+            # is one product over every row of the batch, not a product per matrix of
+            # the batch summed after (one BLAS call of full depth, no batched result).
+            gy = matmul(_mT(_as_rows(x)), _as_rows(g))
+        else:
+            gy = _mT(matmul(_mT(g), x)) if _transposed(y) else matmul(_mT(x), g)
         gy = unbroadcast(gy, ys)
     return gx, gy
+
+
+def _rows_product(x, y):
+    """Whether ``x @ y`` is a stack of matrices ``x`` (batch dims, all static and
+    nonzero) times one matrix ``y``: then it is ``x``'s rows, flattened, times ``y``."""
+    shape = tuple(x.shape)
+    return len(y.shape) == 2 and len(shape) > 2 and None not in shape and 0 not in shape
+
+
+def _as_rows(a):
+    """``a`` of shape ``(..., m, k)`` as the matrix of its rows, ``(... * m, k)``."""
+    return shape_ops.reshape(a, (-1, a.shape[-1]))
 
 
 def _mT(a):
@@ -98,7 +116,17 @@ def _matmul_impl(x, y):
     # call overhead (0.55 vs 0.9 us on 4x4); batched products need np.matmul.
     if x.ndim <= 2 and y.ndim <= 2:
         return np.dot(x, y)
+    if _stacked_rows(x, y):
+        return np.matmul(x.reshape(-1, x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[-1:])
     return np.matmul(x, y)
+
+
+def _stacked_rows(x, y):
+    """Whether ``x @ y`` is a C-contiguous stack of matrices times one matrix: one
+    product of ``x``'s rows, which np.matmul would compute a matrix of the stack at a
+    time ((32, 32, 256) @ (256, 64) float32 on one core: 0.35 ms as one product, 0.6
+    as 32)."""
+    return y.ndim == 2 and x.ndim > 2 and x.flags.c_contiguous and x.size > 0
 
 
 # Above about this many multiply-adds np.matmul runs faster than np.dot (on numpy 2.4's
@@ -117,6 +145,9 @@ def _matmul_out(x, y, out):
             out.flags.c_contiguous and \
             x.shape[0] * x.shape[1] * y.shape[1] < cost.dot_out_max_work:
         return np.dot(x, y, out=out)
+    if _stacked_rows(x, y) and out.flags.c_contiguous:
+        np.matmul(x.reshape(-1, x.shape[-1]), y, out=out.reshape(-1, out.shape[-1]))
+        return out
     return np.matmul(x, y, out=out)
 
 
