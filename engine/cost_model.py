@@ -74,6 +74,21 @@ THRESHOLDS = (
               "(3x3, batch 64 at 14x14, one thread: 16 from 32 channels 2.0 against 5.1 ms, "
               "32 from 16 2.4 against 2.5, 64 from 16 10.3 against 8.4)",
               "engine/ops/conv.py"),
+    Threshold("wide_sum_max_trailing", 256, "elements", EPYC, "2026-12-05", "6183535",
+              "a float sum over two or more leading axes onto at most this many trailing "
+              "elements lays rows side by side and folds the sums (numpy's inner loop "
+              "would run only that long: (64, 28, 28, 16) float32 to 16, 1.03 against "
+              "0.085 ms); larger trailing blocks are np.add.reduce's",
+              "engine/ops/reduce.py"),
+    Threshold("wide_sum_min_elements", 1 << 14, "elements", NOT_MEASURED, "2026-12-05",
+              "6183535",
+              "below this many elements the leading-axes sum stays one np.add.reduce "
+              "(the reshapes cost a few microseconds)",
+              "engine/ops/reduce.py"),
+    Threshold("wide_sum_row_elements", 1024, "elements", EPYC, "2026-12-05", "6183535",
+              "how many elements the side-by-side rows of a leading-axes sum span "
+              "(whole rows of the trailing block; inner loops this long run at memory speed)",
+              "engine/ops/reduce.py"),
     Threshold("dot_out_max_work", 1 << 19, "multiply-adds", EPYC_512, "2026-12-02", "a22c4d0",
               "matmul's out= kernel calls np.dot below this work; above, np.matmul is "
               "faster ((1000, 196) @ (196, 784)^T: 0.95 against 1.09 ms)",

@@ -4,6 +4,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes
+from ..cost_model import cost
 from ..names import also_named as _also_named
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..modes import apply
@@ -176,14 +177,52 @@ BLOCKED_FROM_ROWS = 4 * _BLOCK_ROWS
 def _in_blocks(shape, dtype, axes):
     """Whether ``_blocked_sum`` sums over ``axes`` of a ``shape`` and ``dtype`` value in
     blocks of rows (else in one np.add.reduce)."""
-    return axes == (0,) and len(shape) >= 2 and shape[0] >= BLOCKED_FROM_ROWS and \
-        dtype in dtypes.FLOATS
+    return (axes == (0,) and len(shape) >= 2 and shape[0] >= BLOCKED_FROM_ROWS and
+            dtype in dtypes.FLOATS) or _wide(shape, dtype, axes)
+
+
+# Down two or more leading axes onto a short trailing block (a convolution's bias
+# gradient: (N, H, W, C) summed to C), numpy's inner loop runs only C long: 1.0 ms for
+# (64, 28, 28, 16) float32. Rows laid side by side, cost.wide_sum_row_elements at a
+# time, are summed with long inner loops, then the side-by-side sums folded: 0.085 ms,
+# and fewer float32 rounding steps in a row (R / k against R).
+def _wide(shape, dtype, axes):
+    """Whether ``_blocked_sum`` sums ``axes`` with rows side by side (:func:`_wide_sum`)."""
+    lead = len(axes)
+    if lead < 2 or axes != tuple(range(lead)) or lead >= len(shape) or \
+            dtype not in dtypes.FLOATS or None in shape:
+        return False
+    trailing = int(np.prod(shape[lead:]))
+    return 0 < trailing <= cost.wide_sum_max_trailing and \
+        trailing * int(np.prod(shape[:lead])) >= cost.wide_sum_min_elements
+
+
+def _wide_sum(x, lead):
+    """The sum over the first ``lead`` axes of ``x``, rows side by side."""
+    tail = x.shape[lead:]
+    flat = x.reshape((-1, int(np.prod(tail))))
+    rows, t = flat.shape
+    k = builtins.max(1, cost.wide_sum_row_elements // t)
+    full = rows // k * k
+    total = flat[:full].reshape(full // k, k * t).sum(axis=0).reshape(k, t).sum(axis=0)
+    if full < rows:
+        total += flat[full:].sum(axis=0)
+    return total.reshape(tail)
 
 
 def _blocked_sum(x, axis=None, keepdims=False, out=None):
-    if not _in_blocks(x.shape, x.dtype, normalize_axes(axis, x.ndim, "sum")):
+    axes = normalize_axes(axis, x.ndim, "sum")
+    if not _in_blocks(x.shape, x.dtype, axes):
         # np.sum is add.reduce behind ~1 µs of argument handling
         return np.add.reduce(x, axis=axis, keepdims=keepdims, out=out)
+    if axes != (0,):
+        total = _wide_sum(x, len(axes))
+        if keepdims:
+            total = total.reshape((1,) * len(axes) + total.shape)
+        if out is None:
+            return total
+        out[...] = total
+        return out
     n = x.shape[0]
     k = n // _BLOCK_ROWS
     blocks = x[:k * _BLOCK_ROWS].reshape((k, _BLOCK_ROWS) + x.shape[1:]).sum(axis=1)

@@ -32,6 +32,7 @@ Example:
 import ctypes
 import string
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -154,44 +155,48 @@ int col2im_$S(const $T* restrict cols, $T* restrict dx, const int64_t* g) {
 """)
 
 _TYPES = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double", "f64")}
-SOURCE = _HEADER + "".join(_KERNELS.substitute(T=t, S=s) for t, s in _TYPES.values())
+# One library per dtype: a float32 program compiles only its own kernels (about half the
+# compile of both, on the first call of a fresh cache).
+SOURCES = {dt: _HEADER + _KERNELS.substitute(T=t, S=s) for dt, (t, s) in _TYPES.items()}
 NAMES = ("max_pool2d", "max_pool2d_grad", "max_pool2d_gather", "im2col", "col2im")
-_state: dict[str, ctypes.CDLL | None] = {}
+_KINDS = {"max_pool": 3, "im2col": 2, "col2im": 2}       # kernel -> its array arguments
+# dtype -> {kind: C function}, or None where the library cannot be built.
+_built: dict[np.dtype, dict[str, Any] | None] = {}
 
 
-def _library():
-    """The built library, or None where it cannot be built (said once; the numpy kernels
-    run from then on)."""
-    if "lib" in _state:
-        return _state["lib"]
+def _library(dtype):
+    """The kernels of ``dtype`` by kind, or None where they cannot be built (said once;
+    the numpy kernels run from then on)."""
+    if dtype in _built:
+        return _built[dtype]
     if not c_compiler.available():          # no compiler: numpy's kernels, nothing said
         for name in NAMES:
             native.drop(name)
-        _state["lib"] = None
+        _built[dtype] = None
         return None
     try:
-        lib = c_compiler.load(SOURCE)
+        lib = c_compiler.load(SOURCES[dtype])
     except (c_compiler.CompileError, OSError) as err:
         warnings.warn(f"C window kernels were not built ({err}); numpy's kernels run",
                       RuntimeWarning, stacklevel=3)
         for name in NAMES:
             native.drop(name)
-        lib = None
-    else:
-        for _, s in _TYPES.values():
-            for kind in ("max_pool", "im2col", "col2im"):
-                fn = getattr(lib, f"{kind}_{s}")
-                fn.restype = ctypes.c_int
-                fn.argtypes = ([ctypes.c_void_p] * 3 + [ctypes.c_int64]
-                               if kind == "max_pool" else [ctypes.c_void_p] * 2) + \
-                    [ctypes.c_void_p]
-    _state["lib"] = lib
-    return lib
+        _built[dtype] = None
+        return None
+    fns = {}
+    for kind, arrays in _KINDS.items():
+        fn = getattr(lib, f"{kind}_{_TYPES[dtype][1]}")
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p] * arrays + \
+            ([ctypes.c_int64] if kind == "max_pool" else []) + [ctypes.c_void_p]
+        fns[kind] = fn
+    _built[dtype] = fns
+    return fns
 
 
 def _function(kind, dtype):
-    lib = _library()
-    return None if lib is None else getattr(lib, f"{kind}_{_TYPES[np.dtype(dtype)][1]}")
+    fns = _library(np.dtype(dtype))
+    return None if fns is None else fns[kind]
 
 
 def _geometry(geo):
@@ -252,7 +257,7 @@ def col2im(cols, geo):
 
 def installed():
     """Whether the kernels are registered and can be built (a C compiler is found)."""
-    return "max_pool2d" in native.KERNELS and _library() is not None
+    return "max_pool2d" in native.KERNELS and _library(np.dtype(np.float64)) is not None
 
 
 def install():
