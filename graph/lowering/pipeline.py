@@ -6,7 +6,8 @@ default pipeline, in order:
 1. ``simplify``, ``layout``, ``constant_folding``, ``cse``, ``batch_products``, ``dce`` --
    repeated until none changes the graph (each can expose work for the others);
    with them ``scan_dead_results`` -- a scan's per-step results, carries and inputs nothing
-   reads leave the loop -- and ``body_cleanup`` -- these passes inside the bodies of
+   reads leave the loop -- ``while_dead_vars`` -- the same for a while_loop's variables --
+   and ``body_cleanup`` -- these passes inside the bodies of
    scan, while_loop and cond;
    ``scan_products`` (before ``scan_hoist``, which would stack a product whose factors
    read no carry) -- a scan's sum over its steps of per-step products (a weight's
@@ -53,14 +54,15 @@ from ..passes.scan_products import scan_products
 from ..passes.scan_sums import scan_sums
 from ..passes.scan_unread import scan_unread
 from ..passes.simplify import simplify
+from ..passes.while_dead_vars import while_dead_vars
 from engine.errors import InvalidArgumentError
 
 PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch_products, dce,
                                   compile_numba, scan_sums, scan_unread, fusion, parallel_matmul,
-                                  memory_planning, scan_dead_results, body_cleanup, scan_hoist,
-                                  scan_products)}
+                                  memory_planning, scan_dead_results, while_dead_vars,
+                                  body_cleanup, scan_hoist, scan_products)}
 CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "dce",
-           "scan_dead_results", "body_cleanup", "scan_products")
+           "scan_dead_results", "while_dead_vars", "body_cleanup", "scan_products")
 DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_hoist", "scan_sums", "scan_unread",
                     "fusion", "dce", "parallel_matmul", "memory_planning")
 MAX_ROUNDS = 10
