@@ -253,13 +253,19 @@ def _bp_input_eval(g, w, *, input_hw, strides, padding, dilation=_ONE, groups=1)
 
 
 def _bp_input_impl(g, w, *, input_hw, strides, padding, dilation=_ONE, groups=1):
+    return _bp_input(g, w, input_hw, strides, padding, dilation, groups, None)
+
+
+def _bp_input(g, w, input_hw, strides, padding, dilation, groups, out):
+    """The input gradient by the form the shapes pick; the native one writes into
+    ``out`` when given (the others return a fresh array)."""
     kh, kw, cg, o = w.shape
     _, pads = _spatial("conv2d_backprop_input", input_hw, (kh, kw), strides, padding, [],
                        dilation)
     fast = native.kernel("col2im", np.result_type(g.dtype, w.dtype))
     if fast is not None and groups == 1 and \
             cg <= cost.conv_input_grad_native_scatter_ratio * o:
-        dx = _bp_input_native(fast, g, w, input_hw, strides, pads, dilation)
+        dx = _bp_input_native(fast, g, w, input_hw, strides, pads, dilation, out)
         if dx is not None:
             return dx
     if strides == _ONE and dilation == _ONE and groups == 1 and \
@@ -286,7 +292,16 @@ def _bp_input_full(g, w, input_hw, pads):
         return (cols @ flipped).reshape(n, h, wd, c)   # dtype: result_type(g, w)
 
 
-def _bp_input_native(fast, g, w, input_hw, strides, pads, dilation):
+def _bp_input_out(g, w, *, out, input_hw, strides, padding, dilation=_ONE, groups=1):
+    """``conv2d_backprop_input`` into the graph's buffer ``out`` (the C col2im writes
+    there: no fresh pages each call)."""
+    dx = _bp_input(g, w, input_hw, strides, padding, dilation, groups, out)
+    if dx is not out:
+        out[...] = dx
+    return out
+
+
+def _bp_input_native(fast, g, w, input_hw, strides, pads, dilation, out=None):
     """One matrix product gives every window's input cotangent, (N*OH*OW, KH*KW*C), and a
     native col2im adds each into place in one pass (``engine/ops/native.py``): no im2col
     of the cotangent and no numpy adds C channels long. None where the kernel is not
@@ -297,7 +312,7 @@ def _bp_input_native(fast, g, w, input_hw, strides, pads, dilation):
     geo = _window_geometry((n, *input_hw, c), (kh, kw), strides, pads, dilation)
     with workspace.borrow((g.size // o, kh * kw * c), dt) as cols:
         np.matmul(g.reshape(-1, o), w.reshape(kh * kw * c, o).T, out=cols)
-        return fast(cols, geo)
+        return fast(cols, geo, out=out)
 
 
 def _bp_input_scatter(g, w, input_hw, strides, pads, dilation, groups):
@@ -335,7 +350,7 @@ def _bp_input_vjp(u, out, g, w, *, input_hw, strides, padding, dilation=_ONE, gr
 
 conv2d_backprop_input_op = register(Op(
     "conv2d_backprop_input", _bp_input_impl, _bp_input_eval, _bp_input_vjp, n_inputs=2,
-    dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_input,
+    dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_input, out_impl=_bp_input_out,
     doc="Gradient of conv2d with respect to its input (a transposed convolution)."))
 declare(conv2d_backprop_input_op, onnx=("ConvTranspose",), fold_cost="im2col_input_grad",
         chunks=chunk_rules.leading)

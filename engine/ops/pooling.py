@@ -72,13 +72,28 @@ def lowest(dtype):
     return np.iinfo(dtype).min if np.dtype(dtype).kind in "iu" else -np.inf
 
 
-def _native(name, x, *others, pool_size, strides, padding, dilation, ceil_mode):
-    """The native kernel ``name``'s result for float inputs of one dtype, else None."""
+def _native(name, x, *others, out=None, pool_size, strides, padding, dilation, ceil_mode):
+    """The native kernel ``name``'s result (into ``out`` if given) for float inputs of
+    one dtype, else None."""
     fast = native.kernel(name, x.dtype)
     if fast is None or any(o.dtype != x.dtype for o in others):
         return None
     _, pads = _geometry(x.shape[1:3], pool_size, strides, padding, dilation, ceil_mode)
-    return fast(x, *others, _window_geometry(x.shape, pool_size, strides, pads, dilation))
+    return fast(x, *others, _window_geometry(x.shape, pool_size, strides, pads, dilation),
+                out=out)
+
+
+def _into(name, impl):
+    """The ``out_impl`` of a pooling op: the native kernel writes into the graph's buffer
+    (no fresh pages each call), else ``impl``'s result is copied in."""
+    def out_impl(*arrays, out, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):
+        params = dict(pool_size=pool_size, strides=strides, padding=padding,
+                      dilation=dilation, ceil_mode=ceil_mode)
+        if _native(name, *arrays, out=out, **params) is None:
+            out[...] = impl(*arrays, **params)
+        return out
+    out_impl.__name__ = f"_{name}_out"
+    return out_impl
 
 
 def _max_pool_impl(x, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=False):
@@ -121,6 +136,7 @@ max_pool2d_op = register(Op(
     lambda x, *, pool_size, strides, padding, dilation=_ONE, ceil_mode=False: _pool_eval(
         "max_pool2d", x, pool_size, strides, padding, (), dilation, ceil_mode, integers=True),
     _max_pool_vjp, n_inputs=1, dtypes=MAX_POOL_DTYPES, generic=pool_generic.max_pool2d,
+    out_impl=_into("max_pool2d", _max_pool_impl),
     doc="Maximum over 2-D windows of an NHWC input."))
 declare(max_pool2d_op, onnx=("MaxPool",), fold_cost="windows", chunks=chunk_rules.leading)
 
@@ -167,6 +183,7 @@ def _pool_grad_vjp(u, out, x, g, **params):
 max_pool2d_grad_op = register(Op(
     "max_pool2d_grad", _pool_grad_impl, _pool_grad_eval, _pool_grad_vjp, n_inputs=2,
     dtypes=dtypes.FLOATS, generic=pool_generic.max_pool2d_grad,
+    out_impl=_into("max_pool2d_grad", _pool_grad_impl),
     doc="Gradient of max_pool2d: each window's cotangent goes to its maximum."))
 declare(max_pool2d_grad_op, onnx=None, fold_cost="windows")
 

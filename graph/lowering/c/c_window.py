@@ -203,32 +203,47 @@ def _geometry(geo):
     return np.asarray(geo, dtype=np.int64)
 
 
-def _pool(mode, x, u, out, geo):
+def _target(out, shape, dtype, zeroed):
+    """Where a kernel writes: ``out`` when it is a C-contiguous array of ``dtype`` (a
+    buffer the graph's memory planning gives), else a fresh array."""
+    if out is not None and out.dtype == dtype and out.flags.c_contiguous:
+        if zeroed:
+            out.fill(0)
+        return out
+    return np.zeros(shape, dtype) if zeroed else np.empty(shape, dtype)
+
+
+def _pool(mode, x, u, shape, geo, out):
     fn = _function("max_pool", x.dtype)
     if fn is None:
         return None
     x = np.ascontiguousarray(x)
     u = x if u is None else np.ascontiguousarray(u, dtype=x.dtype)
+    target = _target(out, shape, x.dtype, zeroed=mode == 1)
     g = _geometry(geo)
-    fn(x.ctypes.data, u.ctypes.data, out.ctypes.data, mode, g.ctypes.data)
-    return out
+    fn(x.ctypes.data, u.ctypes.data, target.ctypes.data, mode, g.ctypes.data)
+    if out is not None and target is not out:
+        out[...] = target
+        return out
+    return target
 
 
-def max_pool2d(x, geo):
-    """Each window's maximum, (N, OH, OW, C); None where the library is not built."""
+def max_pool2d(x, geo, out=None):
+    """Each window's maximum, (N, OH, OW, C) (into ``out`` if given); None where the
+    library is not built."""
     n, _, _, c, oh, ow = geo[:6]
-    return _pool(0, x, None, np.empty((n, oh, ow, c), x.dtype), geo)
+    return _pool(0, x, None, (n, oh, ow, c), geo, out)
 
 
-def max_pool2d_grad(x, g, geo):
+def max_pool2d_grad(x, g, geo, out=None):
     """``g`` (N, OH, OW, C) added at each window's first maximum of ``x``, (N, H, W, C)."""
-    return _pool(1, x, g, np.zeros(x.shape, x.dtype), geo)
+    return _pool(1, x, g, x.shape, geo, out)
 
 
-def max_pool2d_gather(x, u, geo):
+def max_pool2d_gather(x, u, geo, out=None):
     """The values of ``u`` (shaped like ``x``) at each window's first maximum of ``x``."""
     n, _, _, c, oh, ow = geo[:6]
-    return _pool(2, x, u, np.empty((n, oh, ow, c), x.dtype), geo)
+    return _pool(2, x, u, (n, oh, ow, c), geo, out)
 
 
 def im2col(x, geo, cols):
@@ -242,16 +257,18 @@ def im2col(x, geo, cols):
     return cols
 
 
-def col2im(cols, geo):
+def col2im(cols, geo, out=None):
     """The input cotangent (N, H, W, C) summed from each window's ``cols`` (C-contiguous
-    (N, OH, OW, KH, KW, C))."""
+    (N, OH, OW, KH, KW, C)), into ``out`` if given."""
     fn = _function("col2im", cols.dtype)
     if fn is None:
         return None
-    n, h, w, c = geo[:4]
-    dx = np.zeros((n, h, w, c), cols.dtype)
+    dx = _target(out, tuple(geo[:4]), cols.dtype, zeroed=True)
     g = _geometry(geo)
     fn(np.ascontiguousarray(cols).ctypes.data, dx.ctypes.data, g.ctypes.data)
+    if out is not None and dx is not out:
+        out[...] = dx
+        return out
     return dx
 
 
