@@ -41,6 +41,8 @@ from .c_source import _offset, _ToC, ctype
 _FLOATS = (np.dtype("float32"), np.dtype("float64"))
 # cblas's enums (cblas.h): the order and the transposition flags np.dot passes.
 _ROW_MAJOR, _NO_TRANS, _TRANS = "101", "111", "112"
+# A getitem reversing the leading axis (``x[::-1]``).
+_REVERSED = (("slice", None, None, -1),)
 
 
 def _form_tree(node):
@@ -276,6 +278,51 @@ def reduce_sum(em, node):
             f"{out.ptr}[{j}] += {x.ptr}[{linear([i, j], (x.shape[0], row))}];")
     em.close()
     em.values[node] = out
+
+
+def step_sum(users, unpack, reverse, length):
+    """``(sum node, reversing getitem or None)`` where the stacked per-step result
+    ``unpack`` of a scan is read only by its sum over the steps, in the loop's order: a
+    forward scan's stack summed, or a reversed scan's stack reversed (``[::-1]``, as the
+    scan's gradient sums a weight's per-step gradients, ``control_flow._scan_vjp``) and
+    summed. numpy adds such a sum row by row from zero, so the loop adds each step's
+    value into an accumulator of the dtype as it goes and gives the same bits (rows of
+    at least two elements, fewer steps than ``BLOCKED_FROM_ROWS``); else None.
+    ``users(node)``: the nodes reading ``node``."""
+    readers = users(unpack)
+    if len(readers) != 1:
+        return None
+    flip, total = None, readers[0]
+    if total.op.rules.get("numba_form") == "leading_index" and \
+            tuple(tuple(s) for s in total.params.get("spec", ())) == _REVERSED:
+        flip, readers = total, users(total)
+        if len(readers) != 1:
+            return None
+        total = readers[0]
+    dtype = np.dtype(unpack.dtype)
+    shape = tuple(unpack.shape)
+    if (flip is not None) != bool(reverse) or \
+            total.op.rules.get("numba_form") != "reduce_sum" or \
+            total.inputs != [flip if flip is not None else unpack] or \
+            set(total.params) != {"axis", "keepdims"} or total.params["keepdims"] or \
+            dtype not in _FLOATS or np.dtype(total.dtype) != dtype or len(shape) < 2 or \
+            normalize_axes(total.params["axis"], len(shape), "sum") != (0,) or \
+            math.prod(shape[1:]) < 2 or not 0 < length < BLOCKED_FROM_ROWS:
+        return None
+    return total, flip
+
+
+def with_step_sums(graph, members):
+    """A scan's ``members`` (the scan, its unpacks) with the sums over the steps that
+    :func:`step_sum` finds, so that the loop adds them up (after the unpacks: the part
+    stays in topological order)."""
+    scan = members[0]
+    more = []
+    for u in members[1:]:
+        found = step_sum(graph.users, u, scan.params["reverse"], scan.params["length"])
+        if found is not None:
+            more += [n for n in (found[1], found[0]) if n is not None]
+    return members + more
 
 
 def source_head(ufunc_loops, n_pointers):

@@ -20,7 +20,7 @@ from engine.numerics import bitwise
 from ...ir.graph_ops import placeholder_op, unpack_op
 from ..graph_limits import writable_scan
 from ..plugin import Unsupported
-from . import c_graph_ops
+from . import c_bitwise, c_graph_ops
 from .c_graph_emit import CVal, check_node
 
 
@@ -56,6 +56,25 @@ def _summed(em, node, n_carry, n_y):
                 np.dtype(total.dtype) != np.dtype(u.dtype) or len(u.shape) < 2:
             continue
         found[k] = total
+    return found
+
+
+def _summed_in_order(em, node, n_carry, n_y):
+    """``{y index: sum node}`` under bitwise numerics: the sums over the steps that add
+    the steps in the loop's order (``c_bitwise.step_sum``); a reversing getitem between
+    is marked done (its sum reads the accumulator)."""
+    found = {}
+    for u in em.users.get(node, []):
+        k = u.params["index"] - n_carry if u.op is unpack_op else -1
+        if not 0 <= k < n_y or u in em.out_index:
+            continue
+        hit = c_bitwise.step_sum(lambda n: em.users.get(n, []), u, node.params["reverse"],
+                                 node.params["length"])
+        if hit is None or hit[1] in em.out_index or k in found:
+            continue
+        found[k] = hit[0]
+        if hit[1] is not None:
+            em.values[hit[1]] = []     # never written: only the sum read it
     return found
 
 
@@ -103,8 +122,9 @@ def scan_loop(em, node):
     for o in outs:
         check_node(o)
     used = {u.params["index"] for u in em.users.get(node, []) if u.op is unpack_op}
-    # (bitwise: no sum over the steps in the loop; it adds in double, eager in the dtype)
-    summed = {} if bitwise() else _summed(em, node, n_carry, n_y)
+    exact = bitwise()
+    summed = _summed_in_order(em, node, n_carry, n_y) if exact else \
+        _summed(em, node, n_carry, n_y)
     xs = [em.contig(x) for x in xs]
     if any(not x.shape for x in xs):
         raise Unsupported("scan over a scalar")
@@ -128,7 +148,8 @@ def scan_loop(em, node):
         if k in products:
             continue
         if k in summed:
-            accs[k] = em.slot(tuple(o.shape), np.float64)
+            # (bitwise: in the dtype, as numpy adds the stack's rows: c_bitwise.step_sum)
+            accs[k] = em.slot(tuple(o.shape), o.dtype if exact else np.float64)
             size = max(1, math.prod(o.shape))
             i = em.fresh()
             em.line(f"for (int64_t {i} = 0; {i} < {size}; {i}++) {accs[k].ptr}[{i}] = 0;")

@@ -13,7 +13,7 @@ import warnings
 from engine.cost_model import cost
 from engine.numerics import bitwise
 
-from . import c_compiler, c_fused, c_graph, c_source
+from . import c_bitwise, c_compiler, c_fused, c_graph, c_source
 from .. import graph_limits
 from ..plugin import Declined, Lowering
 
@@ -59,7 +59,10 @@ class CLowering(Lowering):
 
     # ---- whole graphs and scans (graph/lowering/c/c_graph.py) ----------------------------
     def loop_members(self, graph):
-        return graph_limits.loop_members(graph)
+        loops = graph_limits.loop_members(graph)
+        if bitwise():   # each loop adds up its sums over the steps (c_bitwise.step_sum)
+            loops = [c_bitwise.with_step_sums(graph, members) for members in loops]
+        return loops
 
     def graph_source(self, part):
         """The part's C function; a whole graph of large values is declined (numpy's
