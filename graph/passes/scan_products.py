@@ -23,7 +23,8 @@ This pass finds, in each scan, such a sum of a product ``P(a_t, b_t)``
 
 The loop then returns ``a_t`` and ``b_t`` as per-step results (a stack the scan has
 already, an ``x`` it reads or a carry's, is used as it is) and the product of the
-stacks follows the loop. Whether it pays is ``engine/cost_model.py``'s
+stacks follows the loop. An accumulator of a term the loop now stacks anyway (a
+bias's gradient, ``c' = c + d_t`` or ``c + sum(d_t, axis=0)``) becomes that stack's sum. Whether it pays is ``engine/cost_model.py``'s
 ``scan_product_pays``: the elements the loop would newly stack per step against the
 product's, the product's size, and the memory of the stacks.
 
@@ -57,10 +58,12 @@ from ..ir.queries import all_equal_to, remove_node
 from .dce import dce
 from .step_products import Contraction, bilinear, matrix_work, unpack
 
-# One sum found: ``kind`` "carry" or "y", ``index`` the carry's or the result's,
-# ``product`` the body node, ``factors`` from ``bilinear``, ``target`` the outer node
-# the sum replaces (the final carry's unpack, the sum over the steps, or a summed
-# result's unpack), ``init`` the carry's initial value (None for a result).
+# One sum found: ``kind`` "carry" or "y" (a product), or "sum" (a carry adding a term
+# that is no product); ``index`` the carry's or the result's, ``product`` the body node
+# added up, ``factors`` from ``bilinear`` (for "sum", ``(value, axes)``: the term is
+# ``value`` summed over ``axes``), ``target`` the outer node the sum replaces (the final
+# carry's unpack, the sum over the steps, or a summed result's unpack), ``init`` the
+# carry's initial value (None for a result).
 Found = collections.namedtuple("Found", "kind index product factors target init")
 
 
@@ -100,17 +103,27 @@ def _accumulators(graph, node, varying, unpacks):
                 bg.users(c) != [new] or c in outs or new.inputs.count(c) != 1:
             continue
         p = new.inputs[1] if new.inputs[0] is c else new.inputs[0]
-        if bg.users(p) != [new] or p in outs or p.shape != c.shape or p.dtype != c.dtype:
-            continue
-        factors = _float_product(bg, p, varying)
-        stacked = unpacks.get(n_carry + n_y + j, [])
-        if factors is None or stacked:
-            continue
         finals = unpacks.get(j, [])
-        if len(finals) != 1:   # an unread final carry is another pass's (dead carries)
+        # (an unread final carry is another pass's: dead carries)
+        if p.shape != c.shape or p.dtype != c.dtype or np.dtype(p.dtype).kind != "f" or \
+                p not in varying or unpacks.get(n_carry + n_y + j) or len(finals) != 1:
             continue
-        found.append(Found("carry", j, p, factors, finals[0], node.inputs[j]))
+        factors = _float_product(bg, p, varying) \
+            if bg.users(p) == [new] and p not in outs else None
+        if factors:
+            found.append(Found("carry", j, p, factors, finals[0], node.inputs[j]))
+        else:   # a plain sum, taken where the loop stacks its terms anyway
+            found.append(Found("sum", j, p, _summed_term(p), finals[0], node.inputs[j]))
     return found
+
+
+def _summed_term(v):
+    """``(value, axes)``: ``v`` is ``value`` summed over ``axes`` (a bias's gradient
+    ``sum(d_t, axis=0)``), or ``(v, ())``."""
+    if v.op is ops.sum_op and not v.params["keepdims"] and len(v.inputs) == 1:
+        x = v.inputs[0]
+        return x, normalize_axes(v.params["axis"], len(x.shape), "sum")
+    return v, ()
 
 
 def _step_sums(graph, node, varying, unpacks):
@@ -191,6 +204,8 @@ def _chosen(node, found):
     """The sums worth rewriting (``scan_product_pays``), factors stacked once for all."""
     stacks = _Stacks(node)
     length = node.params["length"]
+    sums = [f for f in found if f.kind == "sum"]
+    found = [f for f in found if f.kind != "sum"]
     dropped = (set(), set())   # carries, results
     chosen = []
     def factors_of(f):   # each factor once (h_t * h_t has one)
@@ -210,6 +225,13 @@ def _chosen(node, found):
         for x in factors:
             stacks.take(x, dropped)
         chosen.append(f)
+    # c' = c + v_t where v_t is stacked for a product: init + the stack's sum (a loop
+    # with no product rewritten is left as it is)
+    for f in sums if chosen else ():
+        trial = (dropped[0] | {f.index}, dropped[1])
+        if stacks.cost(f.factors[0], trial) == 0:
+            dropped = trial
+            chosen.append(f)
     return chosen, stacks, dropped
 
 
@@ -298,10 +320,17 @@ def _rewrite(graph, node, users, chosen, stacks, dropped):
 
     contraction = Contraction(graph, node.source)
     for f in chosen:
-        (fa, la), (fb, lb) = f.factors
-        chunks = scan_product_chunks(p["length"], matrix_work(fa, la, fb, lb))
-        total = contraction.summed(stack_of(fa), la, stack_of(fb), lb, f.product.shape, chunks)
-        if f.kind == "carry" and not all_equal_to(f.init, 0):
+        if f.kind == "sum":
+            term, axes = f.factors
+            total = contraction.add(ops.sum_op, [stack_of(term)],
+                                    {"axis": (0,) + tuple(a + 1 for a in axes),
+                                     "keepdims": False}, name="step_sum")
+        else:
+            (fa, la), (fb, lb) = f.factors
+            chunks = scan_product_chunks(p["length"], matrix_work(fa, la, fb, lb))
+            total = contraction.summed(stack_of(fa), la, stack_of(fb), lb, f.product.shape,
+                                       chunks)
+        if f.kind != "y" and not all_equal_to(f.init, 0):
             total = contraction.add(ops.add_op, [f.init, total], {}, name="step_sum")
         graph.replace_all_uses_with(f.target, total)
         remove_node(graph, f.target)

@@ -172,6 +172,9 @@ def test_per_example_rnn_gradients_have_no_per_example_accumulators(dtype):
     graph = per_example.graph_for(*args)
     shapes = _scan_value_shapes(graph)
     assert (5, 8, 32) not in shapes and (5, 32, 32) not in shapes
+    # the bias's accumulator adds up terms the loop now stacks: their sum after the loop
+    assert (5, 32) not in shapes
+    assert [n.shape for n in graph.nodes if n.name.startswith("step_sum")] == [(5, 32)]
     assert {p.shape for p in _products_after_loops(graph)} == {(5, 8, 32), (5, 32, 32)}
     got = [g.numpy() for g in per_example(*args)]
     for i in range(xs.shape[0]):
