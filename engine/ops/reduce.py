@@ -406,3 +406,6 @@ declare(mean_op, jvp=_rules.jvp_linear(mean_op))
 # The compiled lowering writes these as loops summing in float64 (graph/lowering/numba/numba_source.py).
 declare(sum_op, numba_form="reduce_sum")
 declare(mean_op, numba_form="reduce_mean")
+# (the C lowering's whole graphs: graph/lowering/c/c_batched.py; numba writes neither)
+declare(max_op, numba_form="reduce_max")
+declare(min_op, numba_form="reduce_min")

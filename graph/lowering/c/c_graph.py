@@ -27,7 +27,7 @@ import numpy as np
 
 from engine.numerics import bitwise
 
-from . import c_bitwise, c_compiler, c_graph_ops, c_scan
+from . import c_batched, c_bitwise, c_compiler, c_graph_ops, c_scan
 from .c_graph_emit import CVal, Emitter, check_node
 from .c_source import C_MATH, ctype
 from .. import numpy_kernels, scipy_blas
@@ -36,10 +36,12 @@ NAME = "graph"
 
 PATTERNS = {
     "elementwise": c_graph_ops.elementwise,
-    "dot": c_graph_ops.matmul,
+    "dot": c_batched.matmul,
     "view_transpose": c_graph_ops.transpose,
     "reduce_sum": c_graph_ops.reduce(mean=False),
     "reduce_mean": c_graph_ops.reduce(mean=True),
+    "reduce_max": c_batched.extreme(largest=True),
+    "reduce_min": c_batched.extreme(largest=False),
     "leading_index": c_graph_ops.getitem,
     "reshape_view": c_graph_ops.reshape,
     "broadcast_copy": c_graph_ops.broadcast,
