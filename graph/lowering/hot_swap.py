@@ -38,6 +38,13 @@ def _executor():
         return _pool[0]
 
 
+def submit(fn, *args):
+    """Run ``fn(*args)`` on the background compile thread; its future (a kernel built
+    outside a HotSwap, such as graph/lowering/c/c_window.py's, waits its turn there and
+    :func:`wait_for_compiles` waits for it too)."""
+    return _executor().submit(fn, *args)
+
+
 def wait_for_compiles(timeout=None):
     """Returns once every background compile started so far is done (at most ``timeout``
     seconds): the compiles run one after another, so the last one queued ends last. A

@@ -12,8 +12,9 @@ One source holds every kernel for float32 and float64 (shapes are arguments, so
 it is compiled once per machine, about 0.4 s of CPU, then loaded from the disk cache of
 ``c_compiler`` in a millisecond). The kernels register in
 ``engine.ops.native.KERNELS`` when this module is imported (the registry of
-lowerings imports it); the library is built on the first call. A build that
-fails warns once and drops the kernels: the numpy kernels run.
+lowerings imports it); a library not yet on disk is built on the background
+compile thread from the first call on (numpy's kernels run until it is ready). A
+build that fails warns once and drops the kernels: the numpy kernels run.
 
 The geometry every kernel takes, as int64s: ``N, H, W, C`` (the input), ``OH, OW``
 (the windows), ``KH, KW`` (taps), ``SH, SW`` (strides), ``DH, DW`` (dilation),
@@ -39,6 +40,7 @@ import numpy as np
 from engine.ops import native
 
 from . import c_compiler
+from .. import hot_swap
 
 _HEADER = """#include <stdint.h>
 #include <string.h>
@@ -162,11 +164,14 @@ NAMES = ("max_pool2d", "max_pool2d_grad", "max_pool2d_gather", "im2col", "col2im
 _KINDS = {"max_pool": 3, "im2col": 2, "col2im": 2}       # kernel -> its array arguments
 # dtype -> {kind: C function}, or None where the library cannot be built.
 _built: dict[np.dtype, dict[str, Any] | None] = {}
+_pending: dict[np.dtype, Any] = {}       # dtype -> the background compile's future
 
 
-def _library(dtype):
-    """The kernels of ``dtype`` by kind, or None where they cannot be built (said once;
-    the numpy kernels run from then on)."""
+def _library(dtype, wait=False):
+    """The kernels of ``dtype`` by kind, or None: where they cannot be built (said once;
+    the numpy kernels run from then on), or, unless ``wait``, while a library not yet on
+    disk compiles on the background compile thread (``hot_swap``), so that a first call
+    runs numpy's kernels rather than wait for the compiler."""
     if dtype in _built:
         return _built[dtype]
     if not c_compiler.available():          # no compiler: numpy's kernels, nothing said
@@ -174,11 +179,19 @@ def _library(dtype):
             native.drop(name)
         _built[dtype] = None
         return None
+    if dtype not in _pending:
+        if c_compiler.is_cached(SOURCES[dtype]):
+            return _load(dtype)             # from the disk cache: about a millisecond
+        _pending[dtype] = hot_swap.submit(_load, dtype)
+    return _pending[dtype].result() if wait else None
+
+
+def _load(dtype):
     try:
         lib = c_compiler.load(SOURCES[dtype])
     except (c_compiler.CompileError, OSError) as err:
         warnings.warn(f"C window kernels were not built ({err}); numpy's kernels run",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=2)
         for name in NAMES:
             native.drop(name)
         _built[dtype] = None
@@ -274,7 +287,8 @@ def col2im(cols, geo, out=None):
 
 def installed():
     """Whether the kernels are registered and can be built (a C compiler is found)."""
-    return "max_pool2d" in native.KERNELS and _library(np.dtype(np.float64)) is not None
+    return "max_pool2d" in native.KERNELS and all(
+        _library(dt, wait=True) is not None for dt in _TYPES)
 
 
 def install():

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.lowering.c import c_window
+from engine.graph.lowering import hot_swap
+from engine.graph.lowering.c import c_compiler, c_window
 from engine.ops import native
 from tests.support.finite_diff import numeric_grad
 
@@ -214,3 +215,19 @@ def test_a_traced_cnn_step_matches_numpys_kernels():
     np.testing.assert_allclose(got_loss.numpy(), want_loss.numpy(), rtol=1e-12)
     for got, want in zip(got_grads, want_grads):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_a_library_not_on_disk_builds_in_the_background(monkeypatch, tmp_path):
+    """An empty cache: the first call runs numpy's kernels while the library compiles on
+    the background compile thread; once built, the C kernel runs and agrees."""
+    monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(c_compiler, "_LOADED", {})
+    monkeypatch.setattr(c_window, "_built", {})
+    monkeypatch.setattr(c_window, "_pending", {})
+    x = np.random.default_rng(3).standard_normal((2, 6, 6, 3)).astype(np.float32)
+    geo = (2, 6, 6, 3, 3, 3, 2, 2, 2, 2, 1, 1, 0, 0)
+    assert c_window.max_pool2d(x, geo) is None            # compiling: numpy's turn
+    hot_swap.wait_for_compiles()
+    got = c_window.max_pool2d(x, geo)
+    np.testing.assert_array_equal(got, x.reshape(2, 3, 2, 3, 2, 3).max(axis=(2, 4)))
+    assert c_compiler.is_cached(c_window.SOURCES[np.dtype(np.float32)])
