@@ -2,15 +2,16 @@
 
     python -m bench.bitwise_cost [--batch 1000] [--rounds 7] [--calls 10]
 
-Two training steps of the bench's workloads, each one ``en.function`` under the default
+Training steps of the bench's workloads, each one ``en.function`` under the default
 lowering ("auto"): the autoencoder's loss and gradient (``bench/workloads/autoencoder.py``)
-and the GRU's 50-step scan with its gradient (``bench/workloads/rnn.py``, the ``graph``
-mode's function). Both settings run in this one process, alternating: each round times
+and the recurrent cells' 50-step scans with their gradients (``bench/workloads/rnn.py``,
+the ``graph`` mode's function: GRU, LSTM and tanh RNN; ``--cells`` picks them). Both settings run in this one process, alternating: each round times
 ``--calls`` calls under "fast", then as many under "bitwise" (each setting keeps its own
 trace, made before the rounds), and the table gives the medians over the rounds, their
 ratio (the target: at most 1.3), whether the bitwise step gave eager mode's bits, and
 what the default ("fast") trace compiled: whole graphs or scans as native functions
-(``compiled_region`` nodes, which "bitwise" never makes) and C or numba fused kernels.
+(``compiled_region`` nodes; under "bitwise" only the C lowering makes them, with numpy's
+own kernels: ``graph/lowering/c/c_bitwise.py``) and C or numba fused kernels.
 The last column is the default setting with ``en.config.lowering = "numpy"`` (nothing
 compiled), for scale: what "bitwise" costs beyond giving up compiled code.
 """
@@ -30,16 +31,23 @@ def autoencoder_step(batch):
     return step, args
 
 
-def gru_step():
-    problem = rnn.Problem({"steps": 50, "batch": 32, "hidden": 64, "features": 64})
+CELLS = {"gru": rnn.gru_cell, "lstm": rnn.lstm_cell, "tanh": rnn.tanh_cell}
+
+
+def recurrent_step(cell="gru"):
+    """The recurrent workload's step for ``cell`` (the GRU's by default)."""
+    problem = rnn.Problem({"steps": 50, "batch": 32, "hidden": 64, "features": 64,
+                           "cell": cell})
     params, xs, targets = problem.arrays()
     p = tuple(en.tensor(a) for a in params)
     h0 = en.zeros((problem.batch, problem.hidden), dtype="float32")
+    if cell == "lstm":
+        h0 = (h0, en.zeros((problem.batch, problem.hidden), dtype="float32"))
 
     def loss_and_grads(p, xs, targets, h0):
         with en.GradientTape() as tape:
             tape.watch(list(p))
-            loss = rnn._scan_loss(rnn.gru_cell, p, xs, targets, h0)
+            loss = rnn._scan_loss(CELLS[cell], p, xs, targets, h0)
         return loss, tape.gradient(loss, list(p))
     return loss_and_grads, (p, en.tensor(xs), en.tensor(targets), h0)
 
@@ -101,9 +109,13 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--cells", default="gru,lstm,tanh",
+                        help="the recurrent cells timed, comma-separated (gru, lstm, tanh)")
     args = parser.parse_args(argv)
-    rows = [(f"autoencoder, batch {args.batch}", *autoencoder_step(args.batch)),
-            ("GRU scan, 50 steps, batch 32, hidden 64", *gru_step())]
+    rows = [(f"autoencoder, batch {args.batch}", *autoencoder_step(args.batch))]
+    for cell in filter(None, args.cells.split(",")):
+        name = {"gru": "GRU", "lstm": "LSTM", "tanh": "tanh RNN"}[cell]
+        rows.append((f"{name} scan, 50 steps, batch 32, hidden 64", *recurrent_step(cell)))
     print(f"{'step':42} {'fast ms':>8} {'bitwise ms':>11} {'ratio':>6} {'eager bits':>11}  "
           f"{'fast compiled':22} {'fast, numpy lowering ms':>23}")
     for name, step, step_args in rows:

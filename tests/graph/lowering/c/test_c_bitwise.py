@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from bench import bitwise_cost
 from bench.workloads import rnn
 from engine.graph.lowering.c import c_compiler
 from support.bitwise import assert_same_bits, compiled_backends, numerics
@@ -71,13 +72,15 @@ def test_recurrent_cells_in_c_give_eager_bits(cell, dtype, reverse):
             assert _compiled_in_c(f, args).count("c") >= scans, f.graph_for(*args)
 
 
-def test_the_bench_gru_step_runs_its_scans_in_c_under_auto():
-    from bench import bitwise_cost
-    step, args = bitwise_cost.gru_step()
+@pytest.mark.parametrize("cell", sorted(CELLS))
+def test_the_bench_recurrent_steps_run_their_scans_in_c_under_auto(cell):
+    step, args = bitwise_cost.recurrent_step(cell)
     with numerics("bitwise", "auto"):
         f = en.function(step)
-        assert_same_bits(f(*args), step(*args), "the bench's GRU step")
+        assert_same_bits(f(*args), step(*args), f"the bench's {cell} step")
         assert compiled_backends(f, args) == ["c", "c"]
+        # the weights' gradients are summed over the steps inside the loop
+        assert not [n for n in f.graph_for(*args).nodes if n.op.name == "sum"]
 
 
 def _in_c(fn, *arrays):
