@@ -13,6 +13,11 @@ which calls eager's own kernels:
 - whole graphs and loops as one numba function: its products and reductions are
   numba's loops, not numpy's BLAS and pairwise sums.
 
+The C lowering's whole graphs and scans are written under "bitwise" with numpy's own
+kernels instead (``graph/lowering/c/c_bitwise.py``): numpy's ufunc loops for the
+transcendental functions, numpy's BLAS for products, and numpy's order for the sums
+over rows they write.
+
 Example:
     >>> import engine as en
     >>> g = en.function(lambda x: en.exp(x) * 2.0, passes=["cleanup"]).graph_for(en.ones(3))
