@@ -92,6 +92,8 @@ class Rules(TypedDict, total=False):
     load_check: LoadCheck
     absent_cotangents: bool
     unread_stacks: bool
+    bodies: tuple[str, ...]
+    dead_results: str
     summed_results: bool
     jvp: Jvp
     complex_vjp: bool

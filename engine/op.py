@@ -176,6 +176,12 @@ RULE_KINDS: dict[str, str] = {
                      "leave out the per-step stacks of carries and replayed values (random "
                      "draws) nothing reads (its ``unread`` param: carry ``k`` is ``k``, replayed "
                      "value ``k`` is ``n_carry + k``)",
+    "bodies": "control flow's traced bodies (graph/passes/body_cleanup.py): the names of the "
+              "params holding them (SubGraphs), which the cleanup passes optimize inside",
+    "dead_results": "unread loop results (graph/passes/scan_dead_results.py, "
+                    "while_dead_vars.py): the layout of the loop's results, ``\"scan\"`` "
+                    "(carries, per-step results, stacks of carries and replayed values) or "
+                    "``\"while_loop\"`` (loop variables), whose unread ones those passes remove",
     "summed_results": "scan sums (graph/passes/scan_sums.py): True for a loop op whose per-step "
                       "results it can add up over the steps itself (its ``summed`` param, the "
                       "results' indices) instead of stacking them",

@@ -104,6 +104,7 @@ cond_op = _structural(Op("cond", _cond_impl, _cond_eval, _cond_vjp, multiple_res
                          doc="Run one of two traced branches, chosen by a bool scalar."))
 declare(cond_op, onnx=None, side_effects_of=lambda p: p["true"].has_side_effects or
         p["false"].has_side_effects, load_check=control_flow_checks.check_cond,
+        bodies=("true", "false"),   # graph/passes/body_cleanup.py
         absent_cotangents=True)   # _cond_vjp takes None for a result no gradient reached
 
 
@@ -202,7 +203,9 @@ while_op = _structural(Op("while_loop", _while_impl, _while_eval, _while_vjp,
                           multiple_results=True, generic=_same_on_any_backend(_while_impl),
                           doc="Repeat a traced body while a traced condition holds."))
 declare(while_op, onnx=None, side_effects_of=lambda p: p["cond"].has_side_effects or
-        p["body"].has_side_effects, load_check=control_flow_checks.check_while)
+        p["body"].has_side_effects, load_check=control_flow_checks.check_while,
+        bodies=("cond", "body"),    # graph/passes/body_cleanup.py
+        dead_results="while_loop")  # graph/passes/while_dead_vars.py
 
 
 # ``while_loop(..., max_steps=N)`` hands over to the bounded loop of bounded_loops.py (which
@@ -504,6 +507,8 @@ declare(scan_op, onnx=None, side_effects_of=lambda p: p["body"].has_side_effects
         numba_form="time_loop",   # the time loop in compiled code (graph/lowering/numba/numba_scan.py)
         summed_results=True,      # graph/passes/scan_sums.py
         unread_stacks=True,       # graph/passes/scan_unread.py
+        bodies=("body",),         # graph/passes/body_cleanup.py
+        dead_results="scan",      # graph/passes/scan_dead_results.py
         absent_cotangents=True)   # _scan_vjp takes None for a result no gradient reached
 
 

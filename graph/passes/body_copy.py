@@ -20,20 +20,21 @@ Example:
 """
 import copy
 import weakref
+from typing import Any
 
 from engine.pytree import LEAF, TreeDef
 
-from ..control.subgraph import SubGraph
 from ..ir.graph import Node
 
 # Each body copy -> the node whose params hold it (weak both ways: a copy lives as long
 # as its node's params hold it).
-_OWNER: "weakref.WeakKeyDictionary[SubGraph, weakref.ref[Node]]" = weakref.WeakKeyDictionary()
+_OWNER: "weakref.WeakKeyDictionary[Any, weakref.ref[Node]]" = weakref.WeakKeyDictionary()
 
 
 def bodies(node):
-    """``[(param name, SubGraph)]`` of ``node``'s bodies (none for most nodes)."""
-    return [(k, v) for k, v in node.params.items() if isinstance(v, SubGraph)]
+    """``[(param name, SubGraph)]`` of ``node``'s bodies (its op's ``bodies`` rule; none
+    for most nodes)."""
+    return [(k, node.params[k]) for k in node.op.rules.get("bodies", ())]
 
 
 def private_body(node, body):

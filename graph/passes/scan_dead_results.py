@@ -86,7 +86,7 @@ def scan_dead_results(graph):
     module docstring). Returns True if any scan changed."""
     count = 0
     for node in graph.topo_order():
-        if node.op.rules.get("unread_stacks") and "body" in node.params:
+        if node.op.rules.get("dead_results") == "scan":
             count += _prune(graph, node)
     if count:
         graph.notes.append(f"removed {count} unread scan result{'s' if count != 1 else ''}, "

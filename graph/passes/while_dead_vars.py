@@ -21,7 +21,6 @@ Example:
     >>> next(n for n in g.nodes if n.op.name == "while_loop").params["n_vars"]
     2
 """
-from ..control.control_flow import while_op
 from .body_copy import flat_tree, private_body, set_body
 from .dce import dce
 from .scan_dead_results import needed, read_results
@@ -54,7 +53,7 @@ def while_dead_vars(graph):
     docstring). Returns True if any loop changed."""
     count = 0
     for node in graph.topo_order():
-        if node.op is not while_op:
+        if node.op.rules.get("dead_results") != "while_loop":
             continue
         read = read_results(graph, node)
         p = node.params
