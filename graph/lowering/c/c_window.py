@@ -39,10 +39,11 @@ import numpy as np
 
 from engine.ops import native
 
-from . import c_compiler
+from . import c_compiler, c_fused
 from .. import hot_swap
 
 _HEADER = """#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <math.h>
 #define GEOMETRY \\
@@ -61,49 +62,62 @@ _KERNELS = string.Template("""
 int max_pool_$S(const $T* restrict x, const $T* restrict u, $T* restrict out, int64_t mode,
                 const int64_t* g) {
     GEOMETRY
+    const int64_t T = KH * KW;
+    /* Per window, each tap's offset in x (-1 at a pad); per channel, the running maximum
+       and the tap holding it, an int32 beside a float so that the loop vectorizes. */
+    int64_t* off = malloc((size_t)T * sizeof(int64_t));
+    if (!off) return 1;
     $T best[BLOCK];
-    int64_t at[BLOCK];
+    int32_t tap[BLOCK];
     for (int64_t n = 0; n < N; n++)
     for (int64_t oh = 0; oh < OH; oh++)
     for (int64_t ow = 0; ow < OW; ow++) {
         const int64_t o = ((n * OH + oh) * OW + ow) * C;
+        for (int64_t a = 0; a < KH; a++) {
+            const int64_t ih = oh * SH + a * DH - PT;
+            for (int64_t b = 0; b < KW; b++) {
+                const int64_t iw = ow * SW + b * DW - PL;
+                off[a * KW + b] = ih >= 0 && ih < H && iw >= 0 && iw < W ?
+                    ((n * H + ih) * W + iw) * C : -1;
+            }
+        }
         for (int64_t c0 = 0; c0 < C; c0 += BLOCK) {
             const int64_t cb = C - c0 < BLOCK ? C - c0 : BLOCK;
-            int first = 1;
-            for (int64_t a = 0; a < KH; a++) {
-                const int64_t ih = oh * SH + a * DH - PT;
-                for (int64_t b = 0; b < KW; b++) {
-                    const int64_t iw = ow * SW + b * DW - PL;
-                    const int inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                    const int64_t p = inside ? ((n * H + ih) * W + iw) * C + c0 : -1;
-                    if (first) {
-                        for (int64_t c = 0; c < cb; c++) {
-                            best[c] = inside ? x[p + c] : -($T)INFINITY;
-                            at[c] = p;
-                        }
-                        first = 0;
-                    } else if (inside) {      /* a pad (the lowest value) never wins later */
-                        for (int64_t c = 0; c < cb; c++) {
-                            const $T v = x[p + c];
-                            if (v > best[c] || (v != v && best[c] == best[c])) {
-                                best[c] = v;
-                                at[c] = p;
-                            }
-                        }
-                    }
+            /* The first tap starts the maximum, a pad as the lowest value; a later pad
+               never wins (it beats nothing and ties lose to the earlier tap). */
+            if (off[0] >= 0) {
+                const $T* xs = x + off[0] + c0;
+                for (int64_t c = 0; c < cb; c++) best[c] = xs[c];
+            } else {
+                for (int64_t c = 0; c < cb; c++) best[c] = -($T)INFINITY;
+            }
+            for (int64_t c = 0; c < cb; c++) tap[c] = 0;
+            for (int64_t t = 1; t < T; t++) {
+                if (off[t] < 0) continue;
+                const $T* xs = x + off[t] + c0;
+                for (int64_t c = 0; c < cb; c++) {
+                    const $T v = xs[c], m = best[c];
+                    const int take = (v > m) | ((v != v) & (m == m));
+                    best[c] = take ? v : m;
+                    tap[c] = take ? (int32_t)t : tap[c];
                 }
             }
             if (mode == 0) {
                 for (int64_t c = 0; c < cb; c++) out[o + c0 + c] = best[c];
             } else if (mode == 1) {
-                for (int64_t c = 0; c < cb; c++)
-                    if (at[c] >= 0) out[at[c] + c] += u[o + c0 + c];
+                for (int64_t c = 0; c < cb; c++) {
+                    const int64_t p = off[tap[c]];
+                    if (p >= 0) out[p + c0 + c] += u[o + c0 + c];
+                }
             } else {
-                for (int64_t c = 0; c < cb; c++)
-                    out[o + c0 + c] = at[c] >= 0 ? u[at[c] + c] : ($T)0;
+                for (int64_t c = 0; c < cb; c++) {
+                    const int64_t p = off[tap[c]];
+                    out[o + c0 + c] = p >= 0 ? u[p + c0 + c] : ($T)0;
+                }
             }
         }
     }
+    free(off);
     return 0;
 }
 
@@ -234,7 +248,9 @@ def _pool(mode, x, u, shape, geo, out):
     u = x if u is None else np.ascontiguousarray(u, dtype=x.dtype)
     target = _target(out, shape, x.dtype, zeroed=mode == 1)
     g = _geometry(geo)
-    fn(x.ctypes.data, u.ctypes.data, target.ctypes.data, mode, g.ctypes.data)
+    if fn(x.ctypes.data, u.ctypes.data, target.ctypes.data, mode, g.ctypes.data) != 0:
+        raise c_fused.OutOfMemoryError("max pooling's C kernel: no memory for its window "
+                                       "offsets")
     if out is not None and target is not out:
         out[...] = target
         return out
