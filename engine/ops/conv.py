@@ -133,14 +133,6 @@ def _patches(x, khw, strides, pads, dilation=_ONE):
     """The im2col matrix (N*OH*OW, KH*KW*C) of the windows of ``x`` padded by
     ``pads``, valid inside the ``with``: copied into the thread's scratch (see
     ``engine.workspace``)."""
-    fast = native.kernel("im2col", x.dtype)
-    if fast is not None:
-        geo = _window_geometry(x.shape, khw, strides, pads, dilation)
-        n, c, oh, ow = geo[0], geo[3], geo[4], geo[5]
-        with workspace.borrow((n * oh * ow, khw[0] * khw[1] * c), x.dtype) as cols:
-            if fast(x, geo, cols) is not None:
-                yield cols
-                return
     win = _windows(_pad(x, pads), khw, strides, dilation)
     n, oh, ow, kh, kw, c = win.shape
     with workspace.borrow(win.shape, win.dtype) as cols:

@@ -1,7 +1,7 @@
 """Native kernels that window ops (convolution, pooling) use where a lowering supplies them.
 
 The op kernels in ``conv.py`` and ``pooling.py`` are numpy; a few of their loops
-(max pooling's window search, col2im's adds, im2col's copies) run their inner
+(max pooling's window search, col2im's adds) run their inner
 loops only C channels long in numpy, where compiled code does one pass over
 memory. The core cannot import the lowerings (they sit above it), so a lowering
 that can build such kernels fills :data:`KERNELS` when it is imported

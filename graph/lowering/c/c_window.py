@@ -1,15 +1,16 @@
-"""C kernels of the window ops: max pooling (forward, gradient, gather), im2col and col2im.
+"""C kernels of the window ops: max pooling (forward, gradient, gather) and col2im.
 
 numpy runs these loops with inner loops only C channels long (a strided view per
 window tap, an add per tap into (N, H, W, C) slices); in C each is one pass over
 memory. Measured on the 2-core AMD EPYC VM for the CNN step's shapes (batch 64, one
-thread, fastest of 25): the pooling gradient at 28x28x16 2.6 ms in numpy against 0.85
-in C, max pooling 0.72 against 0.56; the input gradient of a 3x3 convolution from 32
+thread, fastest of 25): the pooling gradient at 28x28x16 2.6 ms in numpy against 0.8
+in C, max pooling 0.8 against 0.33; the input gradient of a 3x3 convolution from 32
 back to 16 channels at 14x14 as one product and a C col2im 2.0 ms against 8.3 for the
-full correlation's im2col and product.
+full correlation's im2col and product. (im2col itself stays numpy's copy: a C loop
+measured no faster.)
 
-One source holds every kernel for float32 and float64 (shapes are arguments, so
-it is compiled once per machine, about 0.4 s of CPU, then loaded from the disk cache of
+One source per dtype (float32, float64) holds the kernels (shapes are arguments, so
+each is compiled once per machine, about 0.2 s of CPU, then loaded from the disk cache of
 ``c_compiler`` in a millisecond). The kernels register in
 ``engine.ops.native.KERNELS`` when this module is imported (the registry of
 lowerings imports it); a library not yet on disk is built on the background
@@ -18,7 +19,7 @@ build that fails warns once and drops the kernels: the numpy kernels run.
 
 The geometry every kernel takes, as int64s: ``N, H, W, C`` (the input), ``OH, OW``
 (the windows), ``KH, KW`` (taps), ``SH, SW`` (strides), ``DH, DW`` (dilation),
-``PT, PL`` (the pads before). A tap outside the input is a pad: zeros for im2col,
+``PT, PL`` (the pads before). A tap outside the input is a pad: skipped by col2im,
 never the maximum for pooling unless it is its window's first tap (numpy's padded
 kernels pad with the lowest value, which a later tap beats or ties).
 
@@ -121,35 +122,6 @@ int max_pool_$S(const $T* restrict x, const $T* restrict u, $T* restrict out, in
     return 0;
 }
 
-/* cols (N, OH, OW, KH, KW, C) = the windows of x (N, H, W, C); zeros at pads. A tap at a
-   time along a row of windows: the reads run along x's row, as numpy's copy per tap. */
-int im2col_$S(const $T* restrict x, $T* restrict cols, const int64_t* g) {
-    GEOMETRY
-    const int64_t K = KH * KW * C;
-    for (int64_t n = 0; n < N; n++)
-    for (int64_t oh = 0; oh < OH; oh++) {
-        $T* base = cols + (n * OH + oh) * OW * K;
-        for (int64_t a = 0; a < KH; a++) {
-            const int64_t ih = oh * SH + a * DH - PT;
-            const $T* row = x + (n * H + ih) * W * C;
-            for (int64_t b = 0; b < KW; b++) {
-                $T* dst = base + (a * KW + b) * C;
-                for (int64_t ow = 0; ow < OW; ow++, dst += K) {
-                    const int64_t iw = ow * SW + b * DW - PL;
-                    if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
-                        for (int64_t c = 0; c < C; c++) dst[c] = 0;
-                    } else if (C == 1) {
-                        dst[0] = row[iw];
-                    } else {
-                        memcpy(dst, row + iw * C, (size_t)C * sizeof($T));
-                    }
-                }
-            }
-        }
-    }
-    return 0;
-}
-
 /* dx (N, H, W, C), zeroed, += each window's cols (N, OH, OW, KH, KW, C) at its taps. */
 int col2im_$S(const $T* restrict cols, $T* restrict dx, const int64_t* g) {
     GEOMETRY
@@ -174,8 +146,8 @@ _TYPES = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double
 # One library per dtype: a float32 program compiles only its own kernels (about half the
 # compile of both, on the first call of a fresh cache).
 SOURCES = {dt: _HEADER + _KERNELS.substitute(T=t, S=s) for dt, (t, s) in _TYPES.items()}
-NAMES = ("max_pool2d", "max_pool2d_grad", "max_pool2d_gather", "im2col", "col2im")
-_KINDS = {"max_pool": 3, "im2col": 2, "col2im": 2}       # kernel -> its array arguments
+NAMES = ("max_pool2d", "max_pool2d_grad", "max_pool2d_gather", "col2im")
+_KINDS = {"max_pool": 3, "col2im": 2}       # kernel -> its array arguments
 # dtype -> {kind: C function}, or None where the library cannot be built.
 _built: dict[np.dtype, dict[str, Any] | None] = {}
 _pending: dict[np.dtype, Any] = {}       # dtype -> the background compile's future
@@ -275,17 +247,6 @@ def max_pool2d_gather(x, u, geo, out=None):
     return _pool(2, x, u, (n, oh, ow, c), geo, out)
 
 
-def im2col(x, geo, cols):
-    """The windows of ``x`` copied into ``cols`` (C-contiguous, N*OH*OW*KH*KW*C values)."""
-    fn = _function("im2col", x.dtype)
-    if fn is None:
-        return None
-    x = np.ascontiguousarray(x)
-    g = _geometry(geo)
-    fn(x.ctypes.data, cols.ctypes.data, g.ctypes.data)
-    return cols
-
-
 def col2im(cols, geo, out=None):
     """The input cotangent (N, H, W, C) summed from each window's ``cols`` (C-contiguous
     (N, OH, OW, KH, KW, C)), into ``out`` if given."""
@@ -310,6 +271,5 @@ def installed():
 def install():
     """Register the kernels in ``engine.ops.native`` (built on their first call)."""
     for dtype in _TYPES:
-        for name, fn in zip(NAMES, (max_pool2d, max_pool2d_grad, max_pool2d_gather, im2col,
-                                    col2im)):
+        for name, fn in zip(NAMES, (max_pool2d, max_pool2d_grad, max_pool2d_gather, col2im)):
             native.register(name, dtype, fn)
