@@ -56,7 +56,7 @@ from engine.shapes import normalize_axes
 from ..ir.graph_ops import unpack_op
 from ..ir.queries import all_equal_to, remove_node
 from .dce import dce
-from .step_products import Contraction, bilinear, matrix_work, unpack
+from .step_products import Contraction, batched, bilinear, matrix_work, unpack
 
 # One sum found: ``kind`` "carry" or "y" (a product), or "sum" (a carry adding a term
 # that is no product); ``index`` the carry's or the result's, ``product`` the body node
@@ -218,8 +218,12 @@ def _chosen(node, found):
         added = sum(stacks.cost(x, trial) for x in factors)
         stacked_so_far = sum(int(np.prod(x.shape)) for x in stacks.new)
         if not scan_product_pays(length, int(np.prod(f.product.shape)), added,
-                                 stacked_so_far + added, np.dtype(f.product.dtype).itemsize) \
-                or not scan_product_chunks(length, matrix_work(*f.factors[0], *f.factors[1])):
+                                 stacked_so_far + added, np.dtype(f.product.dtype).itemsize):
+            continue
+        chunks = scan_product_chunks(length, matrix_work(*f.factors[0], *f.factors[1]))
+        # A weight's gradient (no batch) stays one 2-d product, which the compiled
+        # lowerings write in a whole graph; cut into runs it would be a 3-d one.
+        if not chunks or chunks > 1 and not batched(f.factors[0][1], f.factors[1][1]):
             continue
         dropped = trial
         for x in factors:

@@ -131,6 +131,12 @@ def matrix_work(factor_a, labels_a, factor_b, labels_b):
     return work
 
 
+def batched(labels_a, labels_b):
+    """Whether the product is a batch of matrix products (the factors share a result
+    axis), a 3-d ``matmul`` after the loop rather than a 2-d one."""
+    return any(isinstance(label, int) and label in labels_b for label in labels_a)
+
+
 def _sizes(shape, labels, which):
     n = 1
     for label in which:

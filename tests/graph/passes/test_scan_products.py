@@ -285,6 +285,19 @@ def test_a_long_sum_is_cut_into_runs_of_steps_each_product_unthreaded(dtype):
         _left_alone(lambda w, xs: _outer_accumulator(w, xs, True), w, xs)
 
 
+def test_a_weight_gradient_too_long_for_one_unthreaded_product_stays_in_the_loop():
+    # 2-d products cut into runs would be a 3-d product, which the compiled lowerings do
+    # not write in a whole graph: the sum stays in the loop.
+    w, u, b, xs = _rng_arrays(np.float32, (32, 32), (32, 32), (32,), (20, 4, 32), seed=2)
+    args = [en.tensor(a) for a in (w, u, b, xs)]
+    with en.config.cost.override(openblas_threaded_work=32 * 32 * 4 * 10):   # ten steps
+        grad = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)))
+        assert not _products_after_loops(grad.graph_for(*args))
+        got = [g.numpy() for g in grad(*args)]
+    for g, want in zip(got, _numpy_rnn_grads(w, u, b, xs)):
+        _close(g, want, 1e-4)
+
+
 # ---- cases left alone ---------------------------------------------------------------
 def _left_alone(fn, *arrays):
     """``fn`` keeps its loop as the unoptimized graph has it: no product after the loop,
