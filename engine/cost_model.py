@@ -203,7 +203,8 @@ THRESHOLDS = (
               "OpenBLAS runs a product on all its threads above this work (its "
               "SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD, read from its source)",
               "graph/lowering/c/lowering.py, graph/lowering/graph_limits.py, "
-              "graph/lowering/numba/lowering.py"),
+              "graph/lowering/numba/lowering.py, graph/passes/scan_hoist.py, "
+              "graph/passes/scan_products.py"),
     Threshold("parallel_matmul_min_work", 1 << 25, "multiply-adds", EPYC, "2026-12-01",
               "91623f5",
               "a graph matrix product of at least this work is split by rows over the "
@@ -252,19 +253,19 @@ THRESHOLDS = (
               "1b08d84",
               "a scan's sum over its steps of per-step products of at least this many "
               "elements each becomes one product after the loop (scan_product_pays)",
-              "engine/cost_model.py, graph/passes/scan_products.py"),
+              "graph/passes/scan_products.py"),
     Threshold("scan_product_stack_ratio", 0.25, "elements", EPYC_512, "2026-12-05",
               "1b08d84",
               "... where the loop newly stacks at most this many elements per step per "
               "element of the product (the factors against the product it no longer "
               "writes; per-example RNN gradients, 1/64: 30.9 -> 10.9 ms; the styles GRU's "
               "weights, 1/2: 13.5 -> 19.0 ms, its graph no longer compiled whole in C)",
-              "engine/cost_model.py, graph/passes/scan_products.py"),
+              "graph/passes/scan_products.py"),
     Threshold("scan_product_max_stack_bytes", 1 << 28, "bytes", NOT_MEASURED, "2026-12-05",
               "1b08d84",
               "... and the factors' stacks, over all the steps, hold at most this many bytes "
               "(a memory bound: the accumulator holds one step's product)",
-              "engine/cost_model.py, graph/passes/scan_products.py"),
+              "graph/passes/scan_products.py"),
     # ---- layers -------------------------------------------------------------------------
     Threshold("attention_block_elements", 1 << 22, "elements", NOT_MEASURED, "2026-12-05",
               "36e4e3f",
@@ -371,56 +372,3 @@ def _checked(name, value):
 
 # The one instance every decision reads (en.config.cost).
 cost = CostModel()
-
-
-def scan_product_pays(length, product_elements, new_elements, stacked_elements, itemsize):
-    """Whether a scan's sum over its ``length`` steps of a per-step product of
-    ``product_elements`` elements pays as one product after the loop
-    (``graph/passes/scan_products.py``), where the loop would stack ``new_elements``
-    more elements per step for it and ``stacked_elements`` per step in all.
-
-    Per step the loop then writes the factors' new stacks instead of reading and
-    writing an accumulator of the product's size, and one matrix product of inner
-    size ``length`` times the step's does the arithmetic of ``length`` small ones
-    (whose inner size is small exactly where the factors are small beside the
-    product: ``(m + n) k <= m n``). A small product is left alone (its accumulator
-    stays in cache, the transposes and the call after the loop cost more than they
-    save), and so are stacks beyond a memory bound.
-
-    Example:
-        >>> scan_product_pays(50, 32 * 64 * 64, 32 * 64, 32 * 64, 4)   # per example
-        True
-        >>> scan_product_pays(50, 64 * 64, 32 * 64, 32 * 64, 4)    # h_t.T @ d_t, batch 32
-        False
-    """
-    return (length >= 2 and product_elements >= cost.scan_product_min_elements
-            and new_elements <= cost.scan_product_stack_ratio * product_elements
-            and length * stacked_elements * itemsize <= cost.scan_product_max_stack_bytes)
-
-
-def scan_product_chunks(length, step_work):
-    """How many runs of steps a sum over ``length`` steps of products of ``step_work``
-    multiply-adds each (per matrix) is cut into, each run one product of at most
-    ``cost.openblas_threaded_work`` multiply-adds: 0 where one step's product is larger.
-
-    A product OpenBLAS threads leaves its workers spinning after the call, and on a
-    loaded 2-core machine they take the cores from the loops that follow (the styles
-    GRU's gradient went from 29 to 243 ms a call with its six weights' (64, 1600) @
-    (1600, 64) products threaded); a larger product also keeps a graph from being
-    compiled whole (``graph/lowering/graph_limits.py``). Runs of the calling thread's
-    size keep most of the gain: (64, 64) @ (64, 64) products batched over 25 runs of
-    two steps took 128 us against 146 for one (64, 1600) @ (1600, 64) product and 221
-    for the 50 steps' products one at a time, on one thread.
-
-    Example:
-        >>> scan_product_chunks(50, 64 * 64 * 32)   # two steps a run
-        25
-        >>> scan_product_chunks(50, 64 * 64 * 1)    # per example: all 50 steps at once
-        1
-        >>> scan_product_chunks(50, 128 * 256 * 32)
-        0
-    """
-    for steps in range(length, 0, -1):
-        if length % steps == 0 and steps * step_work <= cost.openblas_threaded_work:
-            return length // steps
-    return 0
