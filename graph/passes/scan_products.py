@@ -24,9 +24,11 @@ This pass finds, in each scan, such a sum of a product ``P(a_t, b_t)``
 The loop then returns ``a_t`` and ``b_t`` as per-step results (a stack the scan has
 already, an ``x`` it reads or a carry's, is used as it is) and the product of the
 stacks follows the loop. An accumulator of a term the loop now stacks anyway (a
-bias's gradient, ``c' = c + d_t`` or ``c + sum(d_t, axis=0)``) becomes that stack's sum. Whether it pays is ``engine/cost_model.py``'s
-``scan_product_pays``: the elements the loop would newly stack per step against the
-product's, the product's size, and the memory of the stacks.
+bias's gradient, ``c' = c + d_t`` or ``c + sum(d_t, axis=0)``) becomes that stack's
+sum. Whether it pays is ``scan_product_pays`` (its thresholds are
+``engine/cost_model.py``'s): the elements the loop would newly stack per step against
+the product's, the product's size, and the memory of the stacks; and each product
+after the loop stays small enough for OpenBLAS not to thread it (``scan_product_chunks``).
 
 The steps are added in another order (inside the matrix product), so the results
 agree with the loop's to rounding: nothing changes under ``en.config.numerics =
@@ -48,11 +50,12 @@ import copy
 import numpy as np
 
 from engine import ops
-from engine.cost_model import scan_product_chunks, scan_product_pays
+from engine.cost_model import cost
 from engine.numerics import bitwise
 from engine.pytree import LEAF, TreeDef
 from engine.shapes import normalize_axes
 
+from ..ir.graph import Node
 from ..ir.graph_ops import unpack_op
 from ..ir.queries import all_equal_to, remove_node
 from .dce import dce
@@ -65,6 +68,59 @@ from .step_products import Contraction, batched, bilinear, matrix_work, unpack
 # carry's unpack, the sum over the steps, or a summed result's unpack), ``init`` the
 # carry's initial value (None for a result).
 Found = collections.namedtuple("Found", "kind index product factors target init")
+
+
+def scan_product_pays(length, product_elements, new_elements, stacked_elements, itemsize):
+    """Whether a scan's sum over its ``length`` steps of a per-step product of
+    ``product_elements`` elements pays as one product after the loop, where the loop
+    would stack ``new_elements`` more elements per step for it and ``stacked_elements``
+    per step in all.
+
+    Per step the loop then writes the factors' new stacks instead of reading and
+    writing an accumulator of the product's size, and one matrix product of inner
+    size ``length`` times the step's does the arithmetic of ``length`` small ones
+    (whose inner size is small exactly where the factors are small beside the
+    product: ``(m + n) k <= m n``). A small product is left alone (its accumulator
+    stays in cache, the transposes and the call after the loop cost more than they
+    save), and so are stacks beyond a memory bound.
+
+    Example:
+        >>> scan_product_pays(50, 32 * 64 * 64, 32 * 64, 32 * 64, 4)   # per example
+        True
+        >>> scan_product_pays(50, 64 * 64, 32 * 64, 32 * 64, 4)    # h_t.T @ d_t, batch 32
+        False
+    """
+    return (length >= 2 and product_elements >= cost.scan_product_min_elements
+            and new_elements <= cost.scan_product_stack_ratio * product_elements
+            and length * stacked_elements * itemsize <= cost.scan_product_max_stack_bytes)
+
+
+def scan_product_chunks(length, step_work):
+    """How many runs of steps a sum over ``length`` steps of products of ``step_work``
+    multiply-adds each (per matrix) is cut into, each run one product of at most
+    ``cost.openblas_threaded_work`` multiply-adds: 0 where one step's product is larger.
+
+    A product OpenBLAS threads leaves its workers spinning after the call, and on a
+    loaded 2-core machine they take the cores from the loops that follow (the styles
+    GRU's gradient went from 29 to 243 ms a call with its six weights' (64, 1600) @
+    (1600, 64) products threaded); a larger product also keeps a graph from being
+    compiled whole (``graph/lowering/graph_limits.py``). Runs of the calling thread's
+    size keep most of the gain: (64, 64) @ (64, 64) products batched over 25 runs of
+    two steps took 128 us against 146 for one (64, 1600) @ (1600, 64) product and 221
+    for the 50 steps' products one at a time, on one thread.
+
+    Example:
+        >>> scan_product_chunks(50, 64 * 64 * 32)   # two steps a run
+        25
+        >>> scan_product_chunks(50, 64 * 64 * 1)    # per example: all 50 steps at once
+        1
+        >>> scan_product_chunks(50, 128 * 256 * 32)
+        0
+    """
+    for steps in range(length, 0, -1):
+        if length % steps == 0 and steps * step_work <= cost.openblas_threaded_work:
+            return length // steps
+    return 0
 
 
 def _varying(body, n_carry, n_x):
@@ -206,7 +262,7 @@ def _chosen(node, found):
     length = node.params["length"]
     sums = [f for f in found if f.kind == "sum"]
     found = [f for f in found if f.kind != "sum"]
-    dropped = (set(), set())   # carries, results
+    dropped: tuple[set[int], set[int]] = (set(), set())   # carries, results
     chosen = []
     def factors_of(f):   # each factor once (h_t * h_t has one)
         return list(dict.fromkeys((f.factors[0][0], f.factors[1][0])))
@@ -242,7 +298,7 @@ def _chosen(node, found):
 def _new_body(body, n_carry, kept_carries, kept_ys, new):
     """A copy of ``body`` without the dropped carries and results, returning ``new``
     (body nodes) as extra per-step results after its own."""
-    mapping = {}
+    mapping: dict[Node, Node] = {}
     graph = body.graph.copy(mapping=mapping)
     graph.backend = body.graph.backend
     old_in, old_out = body.graph.inputs, body.graph.outputs

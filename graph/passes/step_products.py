@@ -43,7 +43,7 @@ def _non1(shape):
 def _factor(node):
     """``(factor, dims)``: the value ``node`` rearranges, and for each axis of ``node``
     the factor's axis it holds (None for an axis of size 1 or a broadcast one)."""
-    dims = list(range(len(node.shape)))
+    dims: list[int | None] = list(range(len(node.shape)))
     base = node
     while len(base.inputs) == 1 and not base.side_effects:
         x = base.inputs[0]
@@ -93,12 +93,14 @@ def bilinear(node):
     if any(x.shape is None or None in x.shape for x in (a, b)):
         return None
     r = len(node.shape)
+    la: list[int | str]
+    lb: list[int | str]
     if node.op is ops.mul_op:
-        la = list(range(r - len(a.shape), r))
-        lb = list(range(r - len(b.shape), r))
+        la = [*range(r - len(a.shape), r)]
+        lb = [*range(r - len(b.shape), r)]
     elif node.op is ops.matmul_op and len(a.shape) >= 2 and len(b.shape) >= 2:
-        la = list(range(r - len(a.shape), r - 2)) + [r - 2, SUMMED]
-        lb = list(range(r - len(b.shape), r - 2)) + [SUMMED, r - 1]
+        la = [*range(r - len(a.shape), r - 2), r - 2, SUMMED]
+        lb = [*range(r - len(b.shape), r - 2), SUMMED, r - 1]
     else:
         return None
     fa, fb = _labelled(a, la), _labelled(b, lb)

@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.cost_model import scan_product_pays
 from engine.graph.control.control_flow import scan_op
-from engine.graph.passes.scan_products import scan_products
+from engine.graph.passes.scan_products import scan_product_pays, scan_products
 from support.bitwise import numerics
 from support.finite_diff import central_difference
 from support.pass_helpers import numpy_lowering  # noqa: F401 (a fixture)
