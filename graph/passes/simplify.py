@@ -17,8 +17,9 @@
   that is all True or all False -> the chosen branch, broadcast to the result's shape
   (derivative rules guard singular points with masks like ``(x == 0) & (y == 0)``,
   which vanish once ``y`` is a known nonzero constant, as in ``(a - b) ** 2.0``);
-* transpose of transpose -> one transpose (or nothing); reshape chains -> one
-  reshape (or nothing); casts and broadcasts to what the value already is -> nothing;
+* transpose of transpose -> one transpose (or nothing); reshape chains (of reshapes,
+  ``expand_dims`` and ``squeeze``) -> one reshape (or nothing); casts and broadcasts to
+  what the value already is -> nothing;
 * a ``broadcast_to`` feeding an elementwise op whose own broadcasting gives the
   same result shape -> the op reads the unbroadcast value; an elementwise op on
   nothing but broadcasts and small constants runs on the small values and is
@@ -156,7 +157,9 @@ def _reshape_chain(graph, node):
     (x,) = node.inputs
     if None not in node.shape and tuple(x.shape) == tuple(node.shape):
         return replace_node(graph, node, x)
-    if x.op is ops.reshape_op:
+    # expand_dims and squeeze are reshapes too (a gradient's size-1 axes, added and
+    # taken away again: expand_dims then reshape(-1, n))
+    if x.op in (ops.reshape_op, ops.expand_dims_op, ops.squeeze_op):
         graph.set_inputs(node, [x.inputs[0]])
         _reshape_chain(graph, node)   # the shorter chain may now be a no-op
         return True

@@ -168,3 +168,25 @@ def test_the_unoptimized_graph_keeps_its_bodies():
     (new,) = _nodes(optimized, scan_op)
     assert new.params["body"] is not body
     assert new.params["body"].graph.node_count() < before
+
+
+def test_a_gradients_size_one_axes_leave_the_body():
+    # The backward step of h @ w adds a size-1 axis to the cotangent (expand_dims) and
+    # takes it away again (reshape(-1, n)): simplify now sees the chain, in the body too.
+    rng = np.random.default_rng(4)
+    xs, w = rng.standard_normal((5, 2, 3)), rng.standard_normal((3, 3))
+
+    def f(xs):
+        def step(h, x):
+            lifted = en.expand_dims(h, 1)                       # (2, 1, 3)
+            return en.tanh(en.reshape(lifted, (-1, 3)) @ w + x), h
+        return en.scan(step, en.zeros((2, 3)), xs)
+    body = _body(en.function(f, passes=["cleanup"]).graph_for(en.tensor(xs)))
+    assert _count(body, "reshape") == 0 and _count(body, "expand_dims") == 0
+    h, hs = np.zeros((2, 3)), []
+    for x in xs:
+        hs.append(h)
+        h = np.tanh(h @ w + x)
+    got = en.function(f)(xs)
+    np.testing.assert_allclose(got[0].numpy(), h, rtol=1e-14)
+    np.testing.assert_array_equal(got[1].numpy(), np.stack(hs))
