@@ -249,20 +249,20 @@ THRESHOLDS = (
     Threshold("layout_min_readers", 2, "products", XEON, "2026-12-04", "2399b2f",
               "... where at least this many small products read it",
               "graph/passes/layout.py"),
-    Threshold("scan_product_min_elements", 1024, "elements", EPYC_512, "2026-12-05",
-              "1b08d84",
+    Threshold("scan_product_min_elements", 1024, "elements", NOT_MEASURED, "2026-12-05",
+              "72042c5",
               "a scan's sum over its steps of per-step products of at least this many "
               "elements each becomes one product after the loop (scan_product_pays)",
               "graph/passes/scan_products.py"),
     Threshold("scan_product_stack_ratio", 0.25, "elements", EPYC_512, "2026-12-05",
-              "1b08d84",
+              "72042c5",
               "... where the loop newly stacks at most this many elements per step per "
               "element of the product (the factors against the product it no longer "
               "writes; per-example RNN gradients, 1/64: 30.9 -> 10.9 ms; the styles GRU's "
               "weights, 1/2: 13.5 -> 19.0 ms, its graph no longer compiled whole in C)",
               "graph/passes/scan_products.py"),
     Threshold("scan_product_max_stack_bytes", 1 << 28, "bytes", NOT_MEASURED, "2026-12-05",
-              "1b08d84",
+              "72042c5",
               "... and the factors' stacks, over all the steps, hold at most this many bytes "
               "(a memory bound: the accumulator holds one step's product)",
               "graph/passes/scan_products.py"),
