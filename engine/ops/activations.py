@@ -238,7 +238,8 @@ _GELU_SCALAR_FORMS = {
 def _gelu_scalar_form(in_avals, out_dtype, params=None):
     # The form depends on ``approximate``: a consumer without the params gets none
     # (engine/scalar_forms.py).
-    return _GELU_SCALAR_FORMS.get((params or {}).get("approximate"))
+    approximate = (params or {}).get("approximate")
+    return _GELU_SCALAR_FORMS.get(approximate) if isinstance(approximate, str) else None
 
 
 gelu_op = _define("gelu", _gelu_impl, _gelu_out, _gelu_vjp, _gelu_generic,
