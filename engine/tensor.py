@@ -106,11 +106,12 @@ class TensorOps(NdarrayMethods):
         return len(self.shape)
 
     def __len__(self):
-        if not self.shape:
+        shape = self.shape
+        if not shape:
             raise ArgumentTypeError("len() of a 0-d tensor")
-        if self.shape[0] is None:
+        if shape[0] is None:
             raise TracingError("len() of a tensor whose first dimension is unknown while tracing")
-        return self.shape[0]
+        return shape[0]
 
     def exp(self): return _ops.exp(self)
     def log(self): return _ops.log(self)

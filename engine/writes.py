@@ -20,6 +20,11 @@ Tensors are writable with numpy's semantics:
   entries that used it, so a write never changes what the backward pass sees. A
   write that would change another tensor a tape holds (a view of the written
   memory) is refused before anything is written.
+* **Fast paths.** On an eager numpy tensor with no live tape, ``x[index] = v`` (ints,
+  slices or a boolean mask; a number or a tensor of x's dtype) and ``x op= y`` (a
+  tensor of x's dtype or a number of its kind) run numpy's own statement after a few
+  type tests; numpy checks such a write in full before writing. Anything else, or
+  anything numpy refuses, takes the checked path: the same result, or the engine's error.
 * **Inside en.function** a write is a functional update: the tensor stands for the
   ``index_update`` node from then on (PyTorch's functionalization); writes through
   views of traced tensors reach their base and every other view of it.
@@ -156,12 +161,6 @@ _BASIC = frozenset({int, slice, type(Ellipsis), np.intp, np.int32, np.int64})
 _REFUSED = (IndexError, ValueError, TypeError, OverflowError)
 
 
-# The usual float dtypes, told by identity: reading ``dtype.kind`` costs as much as
-# numpy's whole ``a[i] = v`` on a small array. (A tensor's ``dtype`` slot holds its
-# array's dtype.)
-_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-
-
 def setitem(x, index, value):
     """``x[index] = value`` (see the module docstring); ``Tensor.__setitem__`` is this.
 
@@ -172,40 +171,36 @@ def setitem(x, index, value):
         >>> x.tolist()
         [0.0, 2.0, 0.0]
     """
-    # The common eager case first, in numpy's time: no tape, a numpy tensor, a basic
-    # index (or a boolean mask tensor) and a number or a tensor of x's dtype. Each test
-    # below is a few nanoseconds; any doubt takes the checked path at the end.
+    # The common eager case first, in numpy's time: no tape, a numpy tensor, a Python
+    # number or a tensor of x's dtype, and a basic index or a boolean mask tensor. Each
+    # test costs about a fifth of numpy's whole a[i] = v, so there are few; what numpy
+    # refuses (before writing anything) takes the checked path, which names the error.
     if type(x) is _TENSOR and not _LIVE:
+        kind = type(value)
+        if kind is float or kind is int or kind is bool:
+            operand = value       # (a float into integers: numpy's truncation, as below)
+        elif kind is _TENSOR:
+            operand = value._value
+            if value.dtype is not x.dtype and value.dtype != x.dtype:
+                operand = None    # (the checked path casts as numpy would)
+        else:
+            operand = None
         buf = x._value
-        kind = type(index)
-        where = index
-        if kind is int or kind is slice:
-            pass
-        elif kind is tuple:
-            for item in index:
-                if type(item) not in _BASIC:
-                    buf = None
-                    break
-        elif kind is _TENSOR:          # a boolean mask of at least one axis
-            where = index._value
-            if where is None or where.dtype.kind != "b" or not where.ndim:
-                buf = None
-        elif kind not in _BASIC:
-            buf = None
-        if buf is not None:
-            kind = type(value)
-            if kind is float:              # (into integers: the checked path's casting)
-                dtype = x.dtype            # (buf's own, read from the slot: ndarray.dtype
-                operand = value if dtype is _F64 or dtype is _F32 or dtype.kind in "fc" \
-                    else None              # costs as much as numpy's a[i] = v)
-            elif kind is int or kind is bool:
-                operand = value
-            elif kind is _TENSOR:
-                operand = value._value
-                if operand is not None and value.dtype is not x.dtype \
-                        and value.dtype != x.dtype:
+        if operand is not None and buf is not None:
+            kind = type(index)
+            where = index
+            if kind is int or kind is slice:
+                pass
+            elif kind is tuple:
+                for item in index:
+                    if type(item) not in _BASIC:
+                        operand = None
+                        break
+            elif kind is _TENSOR:          # a boolean mask of at least one axis
+                where = index._value
+                if where is None or where.dtype.kind != "b" or not where.ndim:
                     operand = None
-            else:
+            elif kind not in _BASIC:
                 operand = None
             if operand is not None and pushed_mode(None) is None:
                 try:
@@ -239,19 +234,21 @@ def _checked_setitem(x, index, value):
 
 def _check_fits(x, value):
     """numpy's refusals of a Python number an integer tensor cannot hold, rather than a
-    wrapped or undefined value: an int out of the dtype's range or an infinity (numpy:
-    OverflowError), a NaN (ValueError)."""
-    if type(value) is int:
-        info = np.iinfo(x.dtype)
-        if not info.min <= value <= info.max:
-            raise ScalarOverflowError(
-                f"x[index] = value: Python integer {value} is out of bounds for "
-                f"{x._describe()} (range {info.min} to {info.max}), at "
-                f"{format_location(user_frame())}")
-    elif not np.isfinite(value):       # (numpy: OverflowError for an infinity)
-        error = InvalidArgumentError if np.isnan(value) else ScalarOverflowError
-        raise error(f"x[index] = value: cannot store {value} in the integer tensor "
-                    f"{x._describe()}, at {format_location(user_frame())}")
+    wrapped or undefined value: numpy truncates a float, then refuses an int out of the
+    dtype's range or an infinity (OverflowError) and a NaN (ValueError)."""
+    if type(value) is float:
+        if value != value:
+            raise InvalidArgumentError(f"x[index] = value: cannot store nan in the integer "
+                                       f"tensor {x._describe()}, at {_where()}")
+        if value in (float("inf"), float("-inf")):
+            raise ScalarOverflowError(f"x[index] = value: cannot store {value} in the "
+                                      f"integer tensor {x._describe()}, at {_where()}")
+        value = int(value)
+    info = np.iinfo(x.dtype)
+    if not info.min <= value <= info.max:
+        raise ScalarOverflowError(
+            f"x[index] = value: Python integer {value} is out of bounds for "
+            f"{x._describe()} (range {info.min} to {info.max}), at {_where()}")
 
 
 def _parsed(x, index, value):
@@ -624,56 +621,57 @@ def note_traced_view(op, out, inputs, params):
 
 
 # ---- in-place operators -------------------------------------------------------------------------
-# numpy's own in-place operator (``buf += y``: same_kind casting, the broadcast checked
-# before anything is written) where the engine's op computes what numpy's does, and the
-# dtype kinds of x it runs on: true division of integers and bitwise operators on floats
-# take the checked path (its errors); floor division and remainder follow the Array API's
-# special cases instead of numpy's, so they always do. (numpy's ``**=`` takes shortcuts
-# for some exponents: np.power itself computes what the engine's pow does.)
+# numpy's own in-place operator (``buf += y``: same_kind casting, everything checked
+# before anything is written) where the engine's op computes what numpy's does. numpy
+# refuses what the engine refuses there (true division or a float into integers, bitwise
+# operators on floats, subtraction of booleans), and the checked path then names the
+# error. Floor division and remainder follow the Array API's special cases instead of
+# numpy's, so they always take the checked path. (numpy's ``**=`` takes shortcuts for
+# some exponents: np.power itself computes what the engine's pow does.)
 _NUMPY_IN_PLACE = {
-    "add": (operator.iadd, "biufc"), "sub": (operator.isub, "iufc"),
-    "mul": (operator.imul, "biufc"), "truediv": (operator.itruediv, "fc"),
-    "pow": (lambda buf, y: np.power(buf, y, out=buf), "iufc"),
-    "and": (operator.iand, "biu"), "or": (operator.ior, "biu"), "xor": (operator.ixor, "biu"),
-    "lshift": (operator.ilshift, "iu"), "rshift": (operator.irshift, "iu"),
+    "add": operator.iadd, "sub": operator.isub, "mul": operator.imul,
+    "truediv": operator.itruediv, "pow": lambda buf, y: np.power(buf, y, out=buf),
+    "and": operator.iand, "or": operator.ior, "xor": operator.ixor,
+    "lshift": operator.ilshift, "rshift": operator.irshift,
 }
 
 
 def in_place_method(name, binary):
     """The tensor method ``x <name>= y`` (``__iadd__`` for "add"): numpy's own in-place
     operator on an eager numpy tensor with no tape, given a tensor of x's dtype or a
-    Python number of x's kind (:data:`_NUMPY_IN_PLACE`); :func:`in_place` otherwise."""
-    numpy_op, kinds = _NUMPY_IN_PLACE.get(name, (operator.iadd, ""))   # "": never run
+    Python number (:data:`_NUMPY_IN_PLACE`); :func:`in_place` otherwise."""
+    numpy_op = _NUMPY_IN_PLACE.get(name)
+    if numpy_op is None:
+        def checked(self, other):
+            return in_place(self, name, other, binary)
+        return _named(checked, name)
 
     def method(self, other):
-        if type(self) is _TENSOR and not _LIVE and (buf := self._value) is not None:
-            dtype = self.dtype     # (buf's own, read from the slot: ndarray.dtype is slow)
-            kind = "f" if dtype is _F32 or dtype is _F64 else dtype.kind
-            if kind in kinds:
-                given = type(other)
-                if given is _TENSOR:
-                    operand = other._value
-                    if operand is not None and other.dtype is not dtype \
-                            and other.dtype != dtype:
-                        operand = None
-                elif given is float:
-                    operand = other if kind in "fc" else None
-                elif given is int:
-                    operand = other if kind in "fci" else None
-                elif given is bool:
-                    operand = other if kind == "b" else None
+        if type(self) is _TENSOR and not _LIVE:
+            given = type(other)
+            if given is _TENSOR:
+                operand = other._value
+                if other.dtype is not self.dtype and other.dtype != self.dtype:
+                    operand = None     # (mixed dtypes: the engine's promotion, checked)
+            elif given is float or given is int or given is bool:
+                operand = other
+            else:
+                operand = None
+            buf = self._value
+            if operand is not None and buf is not None and pushed_mode(None) is None:
+                try:           # (read-only memory raises ValueError: the checked path copies)
+                    numpy_op(buf, operand)      # warns as numpy's x op= y does
+                except _REFUSED:
+                    pass       # nothing was written: the checked path names the error
                 else:
-                    operand = None
-                if operand is not None and pushed_mode(None) is None:
-                    try:           # (read-only memory raises ValueError: the checked path copies)
-                        numpy_op(buf, operand)      # warns as numpy's x op= y does
-                    except _REFUSED:
-                        pass       # nothing was written: the checked path names the error
-                    else:
-                        if self._alias is not None:
-                            _bump(self)
-                        return self
+                    if self._alias is not None:
+                        _bump(self)
+                    return self
         return in_place(self, name, other, binary)
+    return _named(method, name)
+
+
+def _named(method, name):
     method.__name__ = f"__i{name}__"
     method.__doc__ = (f"``x {_SYMBOLS.get(name, name)}= y`` in place, as numpy: the tensor "
                       "object itself is updated (its views too); its shape and dtype stay.")

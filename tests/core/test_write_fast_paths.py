@@ -121,6 +121,8 @@ def _numpy_error(write):
 @pytest.mark.parametrize("dtype,value,error", [
     ("int8", 300, OverflowError), ("uint8", -1, OverflowError), ("int8", -129, OverflowError),
     ("int64", float("nan"), ValueError), ("int32", float("inf"), OverflowError),
+    ("int8", 300.0, OverflowError), ("uint8", -1.0, OverflowError),
+    ("int64", 1e20, OverflowError), ("int32", 2.0 ** 31, OverflowError),
 ])
 def test_a_number_an_integer_tensor_cannot_hold_is_refused_as_numpy_refuses_it(dtype, value,
                                                                                error):
@@ -138,7 +140,8 @@ def test_a_number_an_integer_tensor_cannot_hold_is_refused_as_numpy_refuses_it(d
 
 
 @pytest.mark.parametrize("dtype,value", [("int8", 127), ("uint8", 0), ("int64", -2.9),
-                                         ("int16", True)])
+                                         ("int16", True), ("uint8", 255.9), ("int8", -128.7),
+                                         ("bool", 2.5), ("bool", float("nan"))])
 def test_a_number_an_integer_tensor_holds_is_written_as_numpy_writes_it(dtype, value):
     a, t = np.zeros(3, dtype), en.zeros(3, dtype=dtype)
     a[1] = value
@@ -412,3 +415,11 @@ def test_a_persistent_tape_keeps_the_checked_path_for_its_memory():
     np.testing.assert_allclose(tape.gradient(loss, w).numpy(), [2.0, 4.0])
     np.testing.assert_allclose(tape.gradient(loss, w).numpy(), [2.0, 4.0])
     np.testing.assert_array_equal(y.numpy(), [11.0, 3.0])
+
+
+def test_setting_shape_is_refused_as_pytorch_refuses_it():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(AttributeError):
+        torch.ones(6).shape = (2, 3)
+    with pytest.raises(AttributeError):
+        en.ones(6).shape = (2, 3)
