@@ -211,7 +211,10 @@ def _relu_out(x, out):
 
 
 def _relu_vjp(g, out, x):
-    return (compare.where(compare.greater(x, 0), g, creation.zeros_like(g)),)
+    # From the output (out > 0 exactly where x > 0, NaN included): the input is then
+    # read by relu alone, so a bias add before it fuses with it and is not kept for
+    # the backward pass (the output is kept anyway by whatever reads it next).
+    return (compare.where(compare.greater(out, 0), g, creation.zeros_like(g)),)
 
 
 def _relu_generic(be, x):
