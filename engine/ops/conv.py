@@ -188,15 +188,23 @@ def _conv2d_impl(x, w, *, strides, padding, dilation=_ONE, groups=1):
                        out=np.empty((n, oh, ow, o), dt))
 
 
-def _conv2d_vjp(g, out, x, w, *, strides, padding, dilation=_ONE, groups=1):
-    input_hw = _need_known("conv2d", x.shape[1:3], "input height and width")
-    kernel_hw = _need_known("conv2d", w.shape[:2], "filter height and width")
+def _conv2d_vjp(g, out, x, w, *, strides, padding, dilation=_ONE, groups=1,
+                needs=(True, True)):
+    # ``needs``: eagerly a first layer's images need no gradient, and its input
+    # gradient (a whole transposed convolution) is skipped, as a graph's DCE drops it.
     p = _params(strides, padding, dilation, groups)
-    return (apply(conv2d_backprop_input_op, g, w, input_hw=input_hw, **p),
-            apply(conv2d_backprop_filter_op, x, g, kernel_hw=kernel_hw, **p))
+    gx = gw = None
+    if needs[0]:
+        input_hw = _need_known("conv2d", x.shape[1:3], "input height and width")
+        gx = apply(conv2d_backprop_input_op, g, w, input_hw=input_hw, **p)
+    if needs[1]:
+        kernel_hw = _need_known("conv2d", w.shape[:2], "filter height and width")
+        gw = apply(conv2d_backprop_filter_op, x, g, kernel_hw=kernel_hw, **p)
+    return gx, gw
 
 
 conv2d_op = register(Op("conv2d", _conv2d_impl, _conv2d_eval, _conv2d_vjp, n_inputs=2,
+                        vjp_needs=True,
                         dtypes=dtypes.FLOATS, out_impl=_conv2d_out, generic=conv_generic.conv2d,
                         doc="2-D convolution (cross-correlation), NHWC input, HWIO filters."))
 declare(conv2d_op, onnx=("Conv",), fold_cost="im2col", chunks=chunk_rules.leading)

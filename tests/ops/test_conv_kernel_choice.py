@@ -67,3 +67,24 @@ def test_single_channel_filter_gradient_matches_finite_differences():
     gx, gw = en.grad(loss, argnums=(0, 1))(en.tensor(x), en.tensor(w))
     np.testing.assert_allclose(gx.numpy(), numeric_grad(loss, (x, w), 0), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(gw.numpy(), numeric_grad(loss, (x, w), 1), rtol=1e-6, atol=1e-7)
+
+
+def test_the_input_gradient_is_skipped_where_the_input_needs_none():
+    # conv2d's VJP takes ``needs``: a first layer's images get no transposed convolution.
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 5, 6, 3))
+    w = rng.standard_normal((3, 3, 3, 4))
+    c = rng.standard_normal((2, 5, 6, 4))
+
+    def loss(xt, wt):
+        return en.sum(en.conv2d(xt, wt, padding="same") * c)
+    g = en.tensor(c)
+    params = dict(strides=(1, 1), padding="same", dilation=(1, 1), groups=1)
+    gx, gw = conv.conv2d_op.vjp(g, None, en.tensor(x), en.tensor(w), needs=(False, True),
+                                **params)
+    assert gx is None
+    np.testing.assert_allclose(gw.numpy(), numeric_grad(loss, (x, w), 1), rtol=1e-6, atol=1e-7)
+    gx, gw = conv.conv2d_op.vjp(g, None, en.tensor(x), en.tensor(w), needs=(True, False),
+                                **params)
+    assert gw is None
+    np.testing.assert_allclose(gx.numpy(), numeric_grad(loss, (x, w), 0), rtol=1e-6, atol=1e-7)
