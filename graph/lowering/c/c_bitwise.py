@@ -210,7 +210,16 @@ def elementwise(em, node):
     shape = tuple(node.shape)
     args = [em.get(i) for i in node.inputs]
     args = [em.contig(v) if v.trans is not None else v for v in args]
-    tree = _Split(em, node, dtype, args).visit(_form_tree(node))
+    impl = node.op.impl
+    if isinstance(impl, np.ufunc):
+        # Eager calls this ufunc itself (float_power's form says np.power): its loop.
+        tree = ast.Call(func=ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()),
+                                           attr=impl.__name__, ctx=ast.Load()),
+                        args=[ast.Name(id=f"_a{k}", ctx=ast.Load())
+                              for k in range(len(node.inputs))], keywords=[])
+    else:
+        tree = _form_tree(node)
+    tree = _Split(em, node, dtype, args).visit(tree)
     if c_graph_ops._inlinable(em, node):
         em.values[node] = CVal(None, shape, dtype, flat=_flat(args, shape),
                                expr=lambda i, loops: _text(em, tree, args, shape, dtype, i,

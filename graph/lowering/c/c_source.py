@@ -37,6 +37,8 @@ import numpy as np
 
 from engine import scalar_forms
 
+from engine.numerics import bitwise
+
 from .. import loop_nest
 from ..loop_nest import FLUSH_ROWS, loop_dtype
 from ..plugin import Unsupported
@@ -131,6 +133,11 @@ static inline float erf32(float x) {
     return x == x ? r : x;
 }
 
+/* numpy's negative flips the sign bit, a NaN's too. Under en.config.numerics = "bitwise"
+   a minus is written as this flip, which the compiler cannot fold into a constant: it
+   vectorizes (-x) * 2 as x * -2, which keeps a NaN's sign. */
+static inline float neg_f(float x) { int32_t b; memcpy(&b, &x, 4); b ^= INT32_MIN; memcpy(&x, &b, 4); return x; }
+static inline double neg_d(double x) { int64_t b; memcpy(&b, &x, 8); b ^= INT64_MIN; memcpy(&x, &b, 8); return x; }
 static inline float max_f(float a, float b) { return (a >= b || a != a) ? a : b; }
 static inline float min_f(float a, float b) { return (a <= b || a != a) ? a : b; }
 static inline double max_d(double a, double b) { return (a >= b || a != a) ? a : b; }
@@ -230,6 +237,8 @@ class _ToC(ast.NodeVisitor):
         ops = {ast.USub: "-", ast.UAdd: "+", ast.Not: "!"}
         if type(node.op) not in ops:
             raise Unsupported(f"no C form for the operator {type(node.op).__name__}")
+        if isinstance(node.op, ast.USub) and bitwise() and self.dtype in _FLOATS:
+            return f"{'neg_f' if self.single else 'neg_d'}({a})"
         return f"({ops[type(node.op)]}{a})"
 
     def visit_Compare(self, node):

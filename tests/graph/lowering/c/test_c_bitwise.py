@@ -172,3 +172,31 @@ def test_a_ufunc_over_a_broadcast_value_stays_with_numpy():
     got, want, written = _in_c(lambda x, y: en.arctan2(x, y) * 2.0, x, y)
     assert written == []
     assert_same_bits(got, want, "arctan2 of a broadcast row")
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["whole_graph", "fused_kernel"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_minus_flips_a_nans_sign_as_numpy_does(whole, dtype):
+    # (vectorized, a compiler turns (-x) * 2 into x * -2, which keeps a NaN's sign)
+    x = np.full(4099, np.nan, dtype)
+    x[1::2] = np.linspace(-3.0, 3.0, 2049)
+    limit = {} if whole else {"whole_graph_small_elements": 0, "whole_graph_max_elements": 0}
+    with en.config.cost.override(**limit):
+        got, want, written = _in_c(lambda x: -x * 2.0, x)
+    assert written == (["c"] if whole else [])
+    assert_same_bits(got, want, "(-x) * 2")
+    assert_same_bits(got, np.negative(x) * 2.0, "against numpy")
+
+
+def test_an_op_whose_kernel_is_a_ufunc_calls_that_ufuncs_loop():
+    # float_power's scalar form says np.power; eager calls np.float_power, whose loop
+    # differs from np.power's (SVML's) in float64
+    rng = np.random.default_rng(9)
+    x = np.abs(rng.standard_normal(4099)) * 4
+    y = rng.standard_normal(4099) * 4
+    with np.errstate(all="ignore"):
+        got, want, written = _in_c(lambda x, y: en.float_power(x, y) * 2.0, x, y)
+        ref = np.float_power(x, y) * 2.0
+    assert written == ["c"]
+    assert_same_bits(got, want, "float_power")
+    assert_same_bits(got, ref, "against numpy")
