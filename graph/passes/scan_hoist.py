@@ -72,8 +72,10 @@ def scan_hoist(graph):
         return False
     hoisted = 0
     for node in graph.topo_order():
-        if node.op.name == "scan" and isinstance(node.params.get("length"), int) and \
-                node.params["length"] > 0:
+        # Scans are found as scan_sums finds them, by their op's summed_results rule (the
+        # op itself lives in a later stage, graph/control).
+        if node.op.rules.get("summed_results") and \
+                isinstance(node.params.get("length"), int) and node.params["length"] > 0:
             hoisted += _hoist_scan(graph, node)
     if hoisted:
         graph.notes.append(f"hoisted {hoisted} per-step value{'s' if hoisted != 1 else ''} "

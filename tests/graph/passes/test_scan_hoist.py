@@ -273,7 +273,8 @@ def test_a_product_feeding_a_side_effect_is_hoisted_but_the_effect_stays():
                                **TOL[np.float64])
     (scan,) = _scans(f.graph_for(h, xs, w, u))
     body = scan.params["body"].graph
-    assert any(n.side_effects for n in body.nodes)
+    assert any(n.side_effects for n in body.nodes) and _movable_products(scan) == []
+    assert len(_products(f.graph_for(h, xs, w, u))) == 1
     sums = [float(v) for v in printed.getvalue().split()]
     np.testing.assert_allclose(sums, [np.sum(x @ u) for x in xs], rtol=1e-6)
 
