@@ -7,10 +7,11 @@ Side effects keep their order through control edges.
 from ..ir.queries import remove_node
 
 
-def dce(graph):
-    """Remove nodes that no output or side effect depends on. Returns True if any were."""
+def needed(graph, roots):
+    """The nodes of ``graph`` that ``roots`` or its side effects need, through data inputs
+    and the control edges that order side effects."""
     live = set()
-    stack = [n for n in graph.nodes if n.side_effects] + list(graph.outputs)
+    stack = [n for n in graph.nodes if n.side_effects] + list(roots)
     while stack:
         node = stack.pop()
         if node in live:
@@ -18,6 +19,12 @@ def dce(graph):
         live.add(node)
         stack.extend(node.inputs)
         stack.extend(d for d in node.control_deps if d.side_effects)
+    return live
+
+
+def dce(graph):
+    """Remove nodes that no output or side effect depends on. Returns True if any were."""
+    live = needed(graph, graph.outputs)
     live.update(graph.inputs)
     dead = [n for n in reversed(graph.topo_order()) if n not in live]
     for node in dead:

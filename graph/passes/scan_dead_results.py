@@ -34,7 +34,7 @@ Example:
 """
 from ..ir.graph_ops import unpack_op
 from .body_copy import flat_tree, private_body, set_body
-from .dce import dce
+from .dce import dce, needed
 
 
 def read_results(graph, node):
@@ -48,20 +48,6 @@ def read_results(graph, node):
             return None
         read.add(user.params["index"])
     return read
-
-
-def needed(graph, roots):
-    """The nodes of ``graph`` that ``roots`` or its side effects need (as ``dce`` counts)."""
-    live = set()
-    stack = [n for n in graph.nodes if n.side_effects] + list(roots)
-    while stack:
-        node = stack.pop()
-        if node in live:
-            continue
-        live.add(node)
-        stack.extend(node.inputs)
-        stack.extend(d for d in node.control_deps if d.side_effects)
-    return live
 
 
 def _dead_carries(graph, n_carry, candidates, kept_outputs):

@@ -22,8 +22,8 @@ Example:
     2
 """
 from .body_copy import flat_tree, private_body, set_body
-from .dce import dce
-from .scan_dead_results import needed, read_results
+from .dce import dce, needed
+from .scan_dead_results import read_results
 
 
 def _dead_vars(cond, body, candidates):

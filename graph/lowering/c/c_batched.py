@@ -69,17 +69,8 @@ def matmul(em, node):
 def extreme(largest):
     """The writer of ``max`` (``largest``) or ``min`` over the node's axes."""
     def emit(em, node):
-        if set(node.params) != {"axis", "keepdims"}:
-            raise Unsupported("reduction params")
-        x = em.contig(em.get(node.inputs[0]))
-        if x.dtype not in (np.float32, np.float64) or np.dtype(node.dtype) != x.dtype:
-            raise Unsupported("max/min: float in, same float out only")
-        if 0 in x.shape:
-            raise Unsupported("max/min of an empty array")
+        x, _, kept, kept_shape = c_graph_ops.reduction_input(em, node, "max/min")
         rank = len(x.shape)
-        axes = c_graph_ops._axes(node, rank) if rank else ()
-        kept = [k for k in range(rank) if k not in axes]
-        kept_shape = tuple(x.shape[k] for k in kept)
         size = max(1, math.prod(kept_shape))
         out = em.dest(node)
         start = "-INFINITY" if largest else "INFINITY"

@@ -166,19 +166,27 @@ def _axes(node, rank):
     return tuple(sorted(a % rank for a in (axis if isinstance(axis, tuple) else (axis,))))
 
 
+def reduction_input(em, node, what):
+    """``(x, axes, kept, kept_shape)`` of a reduction ``node`` over ``axis``/``keepdims``
+    that C writes: a contiguous float input whose dtype the result keeps, not empty.
+    Raises :class:`Unsupported` naming ``what`` otherwise."""
+    if set(node.params) != {"axis", "keepdims"}:
+        raise Unsupported("reduction params")
+    x = em.contig(em.get(node.inputs[0]))
+    if x.dtype not in (np.float32, np.float64) or np.dtype(node.dtype) != x.dtype:
+        raise Unsupported(f"{what}: float in, same float out only")
+    if 0 in x.shape:
+        raise Unsupported(f"{what} of an empty array")
+    rank = len(x.shape)
+    axes = _axes(node, rank) if rank else ()
+    kept = [k for k in range(rank) if k not in axes]
+    return x, axes, kept, tuple(x.shape[k] for k in kept)
+
+
 def reduce(mean):
     def emit(em, node):
-        if set(node.params) != {"axis", "keepdims"}:
-            raise Unsupported("reduction params")
-        x = em.contig(em.get(node.inputs[0]))
-        if x.dtype not in (np.float32, np.float64) or np.dtype(node.dtype) != x.dtype:
-            raise Unsupported("reduction: float in, same float out only")
-        if 0 in x.shape:
-            raise Unsupported("reduction of an empty array")
+        x, axes, kept, kept_shape = reduction_input(em, node, "reduction")
         rank = len(x.shape)
-        axes = _axes(node, rank) if rank else ()
-        kept = [k for k in range(rank) if k not in axes]
-        kept_shape = tuple(x.shape[k] for k in kept)
         count = math.prod(x.shape[a] for a in axes) if axes else 1
         size = max(1, math.prod(kept_shape))
         # In double, whatever the dtype: no worse than numpy's pairwise float32 sums.
