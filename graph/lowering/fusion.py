@@ -520,9 +520,20 @@ def reduction_kind(member, reduction):
 def _one_pass_pays(node):
     """Whether a lone elementwise ``node`` is worth a kernel of its own: its numpy kernel
     is not one ufunc but several passes over memory (gelu's exact form: ten, erf's in
-    float64), its scalar form lets a compiled lowering write it as one, and the switch
-    allows one. Any other lone op runs its own kernel, which a kernel would only wrap."""
-    return policy.mode() != "numpy" and scalar_forms.numpy_passes(node) > 1
+    float64), its scalar form lets a compiled lowering write it as one, the switch
+    allows one, and the passes saved outweigh a compiled call (the C lowering's figures,
+    the cheapest to call: under them no lowering takes the region and the kernel would
+    only wrap the op's own, e.g. a (32, 64) sigmoid_grad's three passes; a lowering
+    the user forced takes it whatever its size). Any other lone op runs its own kernel."""
+    passes, mode = scalar_forms.numpy_passes(node), policy.mode()
+    if mode == "numpy" or passes <= 1:
+        return False
+    if mode != "auto":
+        return True
+    if None in node.shape:
+        return False
+    size = math.prod(node.shape)
+    return size * passes * cost.c_saved_seconds_per_element_op > cost.c_call_seconds
 
 
 def fusion(graph):
