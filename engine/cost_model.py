@@ -240,6 +240,14 @@ THRESHOLDS = (
               "one GEMM over all steps' rows) is stacked only up to this many bytes; a "
               "larger stack stays in the loop (a memory bound)",
               "graph/passes/scan_hoist.py"),
+    Threshold("c_scan_hoist_min_work", 1 << 18, "multiply-adds", EPYC_512, "2026-12-05",
+              "0000000",
+              "a scan the C lowering writes alone computes its per-step products of at least "
+              "this work a step for all steps before its loop, one gemm in its C function "
+              "(the styles concat LSTM's (32, 64) @ (64, 256): 9.0 -> 6.7 ms a training step "
+              "with its step sums in C; the per-example scan's (32, 16) @ (16, 64) and "
+              "(32, 64) @ (64, 64) hoisted: 1.07 -> 1.11-1.18 ms)",
+              "graph/lowering/c/lowering.py"),
     Threshold("layout_small_product_work", 1 << 20, "multiply-adds", XEON, "2026-12-04",
               "2399b2f",
               "a transposed right operand of products under this work is copied to C order "

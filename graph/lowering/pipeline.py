@@ -15,7 +15,8 @@ default pipeline, in order:
 2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one compiled function
    where a registered lowering writes it (numba, where it is installed) and it pays
    (the lowering policy, ``en.config.lowering``);
-3. ``scan_hoist`` -- in the scans no compiled lowering took, work that reads no carry
+3. ``scan_hoist`` -- in the scans no compiled lowering took (the C lowering hoists the
+   scans it writes one by one itself), work that reads no carry
    (``x_t @ U``) runs for all steps before the loop, one large product (a loop compiled
    whole runs its small products well, and hoisted stacks would stop that);
    ``scan_sums`` -- a scan's per-step results that only their sum over the steps reads

@@ -103,6 +103,11 @@ class Lowering:
     ``graph_*`` methods; the numpy lowering's writer, ``codegen``, runs where none does).
     ``bitwise_graphs``: whether those functions give eager mode's bits under
     ``en.config.numerics = "bitwise"`` (else none is written under it).
+    ``hoists_scans``: whether, where the whole graph is not written, the scans' work that
+    reads no carry moves before their loops (``scan_hoist``) before it writes them, its
+    ``loop_members`` taking the hoisted products in (one large product before the loop);
+    a per-step value whose products do fewer than ``hoist_min_step_work()``
+    multiply-adds a step stays in the loop.
     """
 
     name: str | None = None
@@ -111,6 +116,7 @@ class Lowering:
     groups_regions: bool = True
     writes_graphs: bool = False
     bitwise_graphs: bool = False
+    hoists_scans: bool = False
     background: bool = False
 
     def available(self) -> bool:
@@ -156,6 +162,11 @@ class Lowering:
         not written: each a list of members (the loop node, then the nodes unpacking its
         results). None by default."""
         return []
+
+    def hoist_min_step_work(self) -> float:
+        """The least multiply-adds a step of a scan's per-step products that it hoists
+        (``hoists_scans``)."""
+        return 0
 
     def graph_source(self, part: Any) -> str:
         """The source of a :class:`~.graph_part.GraphPart`'s function; raises

@@ -8,7 +8,8 @@
   ``long_run_calls`` calls (``graph/lowering/hot_swap.py``). Whole graphs and loops
   (the ``compile_numba`` pass) are asked of the lowerings that write graphs the same way
   (C, then numba): the first that writes the whole graph, or else its loops, and pays
-  over ``compile_calls`` calls replaces them by compiled nodes.
+  over ``compile_calls`` calls replaces them by compiled nodes (a lowering that
+  ``hoists_scans`` first moves each scan's carry-independent products before its loop).
 - a lowering's name (``"numpy"``, ``"c"``, ``"numba"``, ``"numba_ufunc"`` or one
   registered later): that lowering wherever it can write, the numpy lowering elsewhere;
   ``"numpy"`` compiles nothing.
@@ -29,6 +30,7 @@ from engine.config import config
 from engine.cost_model import cost
 from engine.numerics import bitwise
 
+from ..passes.scan_hoist import block_hoisted_products, hoist_scans
 from . import hot_swap, registry   # registry: the shipped lowerings register themselves
 from .graph_part import GraphPart
 from .plugin import Declined, Unsupported, get
@@ -72,8 +74,12 @@ def compile_graph(graph):
         whole = GraphPart.whole(graph)
         done = _write_part(lowering, whole, forced) if whole is not None else 0
         if not done:
+            hoisted = lowering.hoists_scans and \
+                hoist_scans(graph, row_blocks=False, min_step_work=lowering.hoist_min_step_work())
             done = sum(_write_part(lowering, GraphPart(graph, members, "scan"), forced)
                        for members in lowering.loop_members(graph))
+            if hoisted:     # the products no loop took in run in numpy: in row blocks
+                block_hoisted_products(graph)
         if done:
             graph.notes.append(f"compiled {done} region{'s' if done != 1 else ''} with "
                                f"{lowering.name}")

@@ -29,7 +29,11 @@ per-step part leave the loop (``scan_hoist_split.py``).
 The default pipeline runs it after ``compile_numba``, on the scans no compiled lowering
 took: a graph the C lowering writes whole (``h @ W`` a BLAS call inside its time loop)
 ran 0.4-0.8 ms on the bench's 50-step RNN where, hoisted, its stacked values were
-over the whole-graph limits and the loop and product ran apart in 1.2 ms.
+over the whole-graph limits and the loop and product ran apart in 1.2 ms. Where the C
+lowering does not write the whole graph, it hoists each scan itself before writing it
+(``hoist_scans`` without row blocks, its ``hoists_scans`` flag in
+``graph/lowering/policy.py``) and writes the hoisted products into the scan's C function,
+one gemm before the time loop on the loop's one BLAS thread.
 
 Not under ``en.config.numerics = "bitwise"``: one GEMM over every step's rows may round
 differently from eager's per-step products (BLAS picks its kernel by the row count:
@@ -48,6 +52,7 @@ Example:
     ['matmul']
 """
 import copy
+import math
 import warnings
 
 from engine import ops
@@ -68,6 +73,15 @@ STEP, INVARIANT = "step", "invariant"
 def scan_hoist(graph):
     """Move the carry-independent work of each scan body before its loop (see the module
     docstring). Returns True if any scan changed."""
+    return hoist_scans(graph, row_blocks=True)
+
+
+def hoist_scans(graph, row_blocks, min_step_work=0):
+    """``scan_hoist``, the hoisted products in row blocks OpenBLAS runs on one thread
+    each where ``row_blocks`` (for numpy; a lowering that writes the scan with its
+    producers runs them on one thread itself); a per-step value only where its products
+    do at least ``min_step_work`` multiply-adds a step. The nodes made are marked
+    ``meta["scan_hoisted"]`` (a lowering writing the loop takes them in)."""
     if bitwise():
         return False
     hoisted = 0
@@ -76,7 +90,7 @@ def scan_hoist(graph):
         # op itself lives in a later stage, graph/control).
         if node.op.rules.get("summed_results") and \
                 isinstance(node.params.get("length"), int) and node.params["length"] > 0:
-            hoisted += _hoist_scan(graph, node)
+            hoisted += _hoist_scan(graph, node, row_blocks, min_step_work)
     if hoisted:
         graph.notes.append(f"hoisted {hoisted} per-step value{'s' if hoisted != 1 else ''} "
                            "out of scan loops")
@@ -129,7 +143,7 @@ def _region(value, kinds):
     return seen
 
 
-def _worth(value, region, kind, length):
+def _worth(value, region, kind, length, min_step_work=0):
     """The cost rule: is computing ``value`` (from ``region``) outside the loop cheaper?
     Only work with a product (an op whose work grows faster than its operands: matmul,
     convolutions) leaves: one large product over all steps' rows runs at BLAS speed
@@ -139,7 +153,15 @@ def _worth(value, region, kind, length):
         return False
     if kind == INVARIANT:
         return True            # computed once instead of every step, one value's memory
-    return nbytes(value.shape, value.dtype) * length <= cost.scan_hoist_max_bytes
+    return nbytes(value.shape, value.dtype) * length <= cost.scan_hoist_max_bytes and \
+        sum(map(_product_work, region)) >= min_step_work
+
+
+def _product_work(node):
+    """The multiply-adds of a body node that is a matrix product (else 0)."""
+    if node.op is not ops.matmul_op or not node.shape:
+        return 0
+    return math.prod(node.shape) * node.inputs[0].shape[-1]
 
 
 def _boundary(graph, kinds):
@@ -155,7 +177,7 @@ def _boundary(graph, kinds):
 
 
 # ---- the rewrite ----------------------------------------------------------------------------
-def _hoist_scan(graph, node):
+def _hoist_scan(graph, node, row_blocks, min_step_work):
     """Hoist what pays out of scan ``node``; returns how many values left its loop."""
     p = node.params
     n_carry, n_x, length = p["n_carry"], p["n_x"], p["length"]
@@ -163,14 +185,14 @@ def _hoist_scan(graph, node):
     split_concat_products(body, body_kinds(body, n_carry, n_x))
     kinds = body_kinds(body, n_carry, n_x)
     chosen = [v for v in _boundary(body.graph, kinds)
-              if _worth(v, _region(v, kinds), kinds[v], length)]
+              if _worth(v, _region(v, kinds), kinds[v], length, min_step_work)]
     if not chosen:
         return 0
     outer = dict(zip(body.graph.inputs[n_carry:], node.inputs[n_carry:]))
     steps = [v for v in chosen if kinds[v] == STEP]
     invariants = [v for v in chosen if kinds[v] == INVARIANT]
     before = set(graph.nodes)
-    new_steps = _compute(graph, steps, kinds, outer, batched=True)
+    new_steps = _compute(graph, steps, kinds, outer, batched=True, row_blocks=row_blocks)
     if new_steps is None:   # a batching rule fell back to a loop: leave the scan
         for n in reversed(graph.topo_order()):
             if n not in before:
@@ -180,6 +202,7 @@ def _hoist_scan(graph, node):
     for n in graph.nodes:
         if n not in before:
             n.source = node.source
+            n.meta["scan_hoisted"] = True
     inputs = list(node.inputs)
     g = body.graph
     at = n_carry + n_x
@@ -221,7 +244,7 @@ def _placeholder(graph, like, at, name):
     return ph
 
 
-def _compute(graph, values, kinds, outer, batched):
+def _compute(graph, values, kinds, outer, batched, row_blocks=True):
     """Nodes of ``graph`` computing ``values`` (body nodes) from the scan's inputs
     ``outer`` (``{body input: outer node}``): stacked over the steps (``batched``,
     through vmap) or once. None if a batching rule had to loop."""
@@ -248,6 +271,8 @@ def _compute(graph, values, kinds, outer, batched):
             outs = [t._node for t in vmap(run, in_axes=axes)(*args)]
         if caught:      # vmap's fallback (a loop over the steps) warned: not worth it
             return None
+        if not row_blocks:
+            return outs
         done = _below_blas_threads(graph, [n for n in graph.nodes if n not in before])
     return [done.get(n, n) for n in outs]
 
@@ -257,6 +282,14 @@ def _evaluate(node, args):
     if node.op is constant_op:
         return wrap(node.params["value"])
     return apply(node.op, *args, **node.params)
+
+
+def block_hoisted_products(graph):
+    """The products ``hoist_scans(row_blocks=False)`` made that are still graph nodes (no
+    lowering wrote them with their loop) in row blocks, as ``scan_hoist`` makes them."""
+    made = [n for n in graph.topo_order() if n.meta.get("scan_hoisted")]
+    with building(graph):
+        _below_blas_threads(graph, made)
 
 
 def _below_blas_threads(graph, made):

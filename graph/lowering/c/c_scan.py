@@ -50,13 +50,32 @@ def _summed(em, node, n_carry, n_y):
         if len(readers) != 1:
             continue
         total = readers[0]
-        if total.op.rules.get("numba_form") != "reduce_sum" or total.inputs != [u] or \
-                total.params.get("axis") not in (0, (0,)) or total.params.get("keepdims") or \
-                np.dtype(total.dtype) not in (np.float32, np.float64) or \
-                np.dtype(total.dtype) != np.dtype(u.dtype) or len(u.shape) < 2:
+        if not _is_step_sum(total, u):
             continue
         found[k] = total
     return found
+
+
+def with_sums(graph, members):
+    """A scan's ``members`` (the scan, its unpacks) with the float sums over the steps
+    that are the one reader of an unpacked stack (a weight's or bias's gradient in a
+    scan's VJP): written in the loop part, the loop adds them up (``_summed``; a summed
+    ``a_t.T @ b_t`` is one product after the loop) instead of writing a stack of every
+    step's value for numpy to add (the concat LSTM's (50, 128, 256) weight gradients)."""
+    more = []
+    for u in members[1:]:
+        readers = graph.users(u)
+        if len(readers) == 1 and readers[0] not in more and _is_step_sum(readers[0], u):
+            more.append(readers[0])
+    return members + more
+
+
+def _is_step_sum(total, u):
+    """``total`` is a float sum over axis 0 of the stack ``u`` in its dtype."""
+    return (total.op.rules.get("numba_form") == "reduce_sum" and total.inputs == [u] and
+            total.params.get("axis") in (0, (0,)) and not total.params.get("keepdims") and
+            np.dtype(total.dtype) in (np.float32, np.float64) and
+            np.dtype(total.dtype) == np.dtype(u.dtype) and len(u.shape) >= 2)
 
 
 def _summed_in_order(em, node, n_carry, n_y):

@@ -13,7 +13,7 @@ import warnings
 from engine.cost_model import cost
 from engine.numerics import bitwise
 
-from . import c_bitwise, c_compiler, c_fused, c_graph, c_source
+from . import c_bitwise, c_compiler, c_fused, c_graph, c_scan, c_source
 from .. import graph_limits
 from ..plugin import Declined, Lowering
 
@@ -28,6 +28,8 @@ class CLowering(Lowering):
     background = True
     writes_graphs = True
     bitwise_graphs = True
+    # One product of every step's rows before the loop, on the loop's one BLAS thread.
+    hoists_scans = True
 
     def available(self):
         return c_fused.available()
@@ -61,8 +63,11 @@ class CLowering(Lowering):
     def loop_members(self, graph):
         loops = graph_limits.loop_members(graph)
         if bitwise():   # each loop adds up its sums over the steps (c_bitwise.step_sum)
-            loops = [c_bitwise.with_step_sums(graph, members) for members in loops]
-        return loops
+            return [c_bitwise.with_step_sums(graph, members) for members in loops]
+        return [_with_hoisted(graph, c_scan.with_sums(graph, members)) for members in loops]
+
+    def hoist_min_step_work(self):
+        return cost.c_scan_hoist_min_work
 
     def graph_source(self, part):
         """The part's C function; a whole graph of large values is declined (numpy's
@@ -86,7 +91,8 @@ class CLowering(Lowering):
         calls (a training loop's length), where the policy's horizon is shorter."""
         # A scan is judged by the values a step computes: the stacks of its results are
         # written by the loop (a weight gradient summed over the steps never is).
-        judged = part.members[:1] if part.kind == "scan" else part.members
+        judged = [m for m in part.members if m.op.rules.get("numba_form") == "time_loop"] \
+            if part.kind == "scan" else part.members
         if not graph_limits.small_enough(judged):
             return math.inf   # numpy's threaded BLAS and fused kernels serve it better
         ops = part.meta.get("compiled_ops")
@@ -109,3 +115,18 @@ class CLowering(Lowering):
             return None
         part.meta["from_cache"] = run is not None and c_compiler.is_cached(source)
         return run
+
+
+def _with_hoisted(graph, members):
+    """A scan's ``members`` with the nodes ``scan_hoist`` made for it that nothing else
+    reads (its hoisted products: one gemm before the loop), in topological order."""
+    scan = members[0]
+    order = graph.topo_order()
+    taken = {scan}
+    for n in reversed(order[:order.index(scan)]):    # users first
+        if n.meta.get("scan_hoisted") and graph.users(n) and \
+                all(u in taken for u in graph.users(n)):
+            taken.add(n)
+    if len(taken) == 1:
+        return members
+    return [n for n in order if n in taken and n is not scan] + members
