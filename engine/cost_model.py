@@ -241,7 +241,7 @@ THRESHOLDS = (
               "larger stack stays in the loop (a memory bound)",
               "graph/passes/scan_hoist.py"),
     Threshold("c_scan_hoist_min_work", 1 << 18, "multiply-adds", EPYC_512, "2026-12-05",
-              "0000000",
+              "a18d145",
               "a scan the C lowering writes alone computes its per-step products of at least "
               "this work a step for all steps before its loop, one gemm in its C function "
               "(the styles concat LSTM's (32, 64) @ (64, 256): 9.0 -> 6.7 ms a training step "
