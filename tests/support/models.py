@@ -1,5 +1,6 @@
 """Small traced models with float32 variables (an MLP, an autoencoder, a GRU cell), built
-from a seeded generator, for the save/load and ONNX export tests.
+from a seeded generator, for the save/load and ONNX export tests; and the LSTM written as
+one product of ``concat([x, h])`` split into four gates, which the scan passes' tests run.
 
 Example:
     >>> import numpy as np
@@ -57,3 +58,16 @@ def make_gru_cell(rng, hidden=8, features=3):
         candidate = en.tanh(x @ p["Wh"] + (r * h) @ p["Uh"] + p["bh"])
         return (1.0 - z) * h + z * candidate
     return gru_cell, (f32_input(rng, 4, hidden), f32_input(rng, 4, features))
+
+
+def concat_lstm_states(w, b, xs):
+    """Each step's ``h`` of an LSTM over ``xs`` (steps, batch, inputs) written as one
+    product ``concat([x, h]) @ w + b`` split into its four gates, from zero states."""
+    def step(carry, x):
+        h, c = carry
+        i, f, g, o = en.split(en.concat([x, h], axis=1) @ w + b, 4, axis=1)
+        c = en.sigmoid(f) * c + en.sigmoid(i) * en.tanh(g)
+        h = en.sigmoid(o) * en.tanh(c)
+        return (h, c), h
+    zeros = en.zeros((xs.shape[1], w.shape[1] // 4), dtype=xs.dtype)
+    return en.scan(step, (zeros, zeros), xs)[1]

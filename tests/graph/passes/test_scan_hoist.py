@@ -18,6 +18,7 @@ from engine.cost_model import cost
 from engine.graph.control.control_flow import scan_op
 from engine.graph.passes.scan_hoist import body_kinds, scan_hoist
 from support.finite_diff import numeric_grad
+from support.models import concat_lstm_states
 from support.pass_helpers import numpy_lowering  # noqa: F401 (a fixture)
 
 PASSES = ["cleanup", "scan_hoist"]
@@ -93,16 +94,6 @@ def test_an_lstm_written_with_concat_and_split_hoists_its_input_projection(dtype
     b = (rng.standard_normal(4 * hidden) * 0.1).astype(dtype)
     xs = rng.standard_normal((steps, batch, n_in)).astype(dtype)
 
-    def lstm(w, b, xs):
-        def cell(carry, x):
-            h, c = carry
-            i, f, g, o = en.split(en.concat([x, h], axis=1) @ w + b, 4, axis=1)
-            c = en.sigmoid(f) * c + en.sigmoid(i) * en.tanh(g)
-            h = en.sigmoid(o) * en.tanh(c)
-            return (h, c), h
-        zeros = en.zeros((batch, hidden), dtype=dtype)
-        return en.scan(cell, (zeros, zeros), xs)[1]
-
     def numpy_lstm(w, b, xs):
         sig = lambda v: 1 / (1 + np.exp(-v))   # noqa: E731
         h = c = np.zeros((batch, hidden), dtype)
@@ -113,7 +104,7 @@ def test_an_lstm_written_with_concat_and_split_hoists_its_input_projection(dtype
             h = sig(o) * np.tanh(c)
             hs.append(h)
         return np.stack(hs)
-    f = en.function(lstm, passes=PASSES)
+    f = en.function(concat_lstm_states, passes=PASSES)
     np.testing.assert_allclose(f(w, b, xs).numpy(), numpy_lstm(w, b, xs), **TOL[dtype])
     graph = f.graph_for(w, b, xs)
     (scan,) = _scans(graph)

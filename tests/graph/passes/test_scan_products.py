@@ -15,6 +15,7 @@ from engine.graph.control.control_flow import scan_op
 from engine.graph.passes.scan_products import scan_product_pays, scan_products
 from support.bitwise import numerics
 from support.finite_diff import central_difference
+from support.models import concat_lstm_states
 from support.pass_helpers import numpy_lowering  # noqa: F401 (a fixture)
 
 # The rewrite is read off the numpy lowering's graph (a compiled lowering would hold the
@@ -205,16 +206,7 @@ def test_rnn_weight_gradients_are_one_product_over_the_steps(lowering):
 
 # An LSTM written as one product of concat([x, h]) split into four gates.
 def _lstm_loss(wt, bias, xs):
-    hidden = wt.shape[1] // 4
-
-    def step(carry, x):
-        h, c = carry
-        i, f, g, o = en.split(en.concat([x, h], axis=1) @ wt + bias, 4, axis=1)
-        c = en.sigmoid(f) * c + en.sigmoid(i) * en.tanh(g)
-        h = en.sigmoid(o) * en.tanh(c)
-        return (h, c), h
-    zeros = en.zeros((xs.shape[1], hidden), dtype=xs.dtype)
-    _, hs = en.scan(step, (zeros, zeros), xs)
+    hs = concat_lstm_states(wt, bias, xs)
     return en.sum(hs * hs)
 
 
