@@ -15,7 +15,8 @@ from engine.graph.ir.queries import replace_node
 from engine.graph.lowering import fusion, parallel_matmul, pipeline, plugin
 from engine.graph.control import control_flow
 from engine.graph.lowering.c import c_graph_ops, c_source
-from engine.graph.lowering.numba import fusion_numba
+from engine.graph.lowering import graph_limits
+from engine.graph.lowering.numba import fusion_numba, numba_emitter
 from engine.graph.passes import batch_products
 from engine.graph.passes import constant_folding as folding
 from engine.graph.passes import simplify
@@ -170,13 +171,17 @@ def _fused_kernels_only(monkeypatch):
     monkeypatch.setattr(plugin.get("c"), "writes_graphs", False)
 
 
-def test_c_kernel(monkeypatch):
-    expression = c_source.c_expression
-
+def wrong_tanh(expression, factor="1.001f"):
+    """An expression writer ``expression(node, args)`` whose tanh is off by ``factor``
+    (a C or numba literal)."""
     def wrong(node, args):
         text = expression(node, args)
-        return f"({text} * 1.001f)" if node.op.name == "tanh" else text
-    monkeypatch.setattr(c_source, "c_expression", wrong)
+        return f"({text} * {factor})" if node.op.name == "tanh" else text
+    return wrong
+
+
+def test_c_kernel(monkeypatch):
+    monkeypatch.setattr(c_source, "c_expression", wrong_tanh(c_source.c_expression))
     monkeypatch.setattr(en.config, "lowering", "c")
     _fused_kernels_only(monkeypatch)
     first = assert_found(en.debug.compare(tanh_region, data(64, 64)), "tanh", traced_op="tanh",
@@ -435,21 +440,65 @@ def test_numba_ufunc_kernel(monkeypatch):
 
 def test_c_whole_graph_kernel(monkeypatch):
     """The C lowering of whole graphs, its elementwise writer wrong for tanh: the compare
-    names the one C function and its members (its output's line: a member compiled
-    alone goes through the fused kernels' writer, which is right here)."""
-    expression = c_graph_ops.c_expression
-
-    def wrong(node, args):
-        text = expression(node, args)
-        return f"({text} * 1.001f)" if node.op.name == "tanh" else text
-    monkeypatch.setattr(c_graph_ops, "c_expression", wrong)
+    names the one C function, then its member tanh and its line (the members written
+    again by the same writer, every value out)."""
+    monkeypatch.setattr(c_graph_ops, "c_expression", wrong_tanh(c_graph_ops.c_expression))
     monkeypatch.setattr(en.config, "lowering", "c")
     report = en.debug.compare(tanh_region, data(64, 64))
-    assert not report.ok
-    first = report.first
-    assert "whole-graph c kernel" in first.made_by, str(report)
-    assert "%tanh" in first.members and first.source[0] == __file__, str(report)
+    first = assert_found(report, "tanh", traced_op="tanh",
+                         made_by=r"whole-graph c kernel .*member %tanh")
+    assert "%tanh" in first.members
     assert first.figures.graph_abs > 10 * first.figures.eager_abs
+
+
+def _scan_args():
+    return data(4, 6), data(5, 4, 3, seed=1), data(3, 6, seed=2)
+
+
+def test_c_whole_graph_scan_body(monkeypatch):
+    """A scan in a graph written as one C function, the body's tanh written wrong: the
+    loop's result diverges, its body's calls are replayed through the C writer, and the
+    body's tanh and its line are named."""
+    monkeypatch.setattr(c_graph_ops, "c_expression", wrong_tanh(c_graph_ops.c_expression))
+    monkeypatch.setattr(en.config, "lowering", "c")
+    first = assert_found(en.debug.compare(scanned, *_scan_args()), "scan_body",
+                         traced_op="tanh",
+                         made_by=r"whole-graph c kernel .*member %scan .*body 'body', call 1")
+
+
+def test_c_scan_written_alone(monkeypatch):
+    """The graph is not written whole, its scan is (a C time loop of its own)."""
+    monkeypatch.setattr(c_graph_ops, "c_expression", wrong_tanh(c_graph_ops.c_expression))
+    monkeypatch.setattr(en.config, "lowering", "c")
+    monkeypatch.setattr(graph_limits, "too_large", lambda members: "a test's refusal")
+    f = en.function(scanned)
+    args = _scan_args()
+    assert [n.op.name for n in f.graph_for(*args).nodes].count("compiled_region") == 1
+    first = assert_found(en.debug.compare(f, *args), "scan_body", traced_op="tanh",
+                         made_by=r"whole-graph c kernel .*body 'body', call 1")
+    assert first.members == ()
+
+
+def test_numba_whole_graph_kernel(monkeypatch):
+    """The numba lowering of whole graphs, its elementwise writer wrong for tanh."""
+    pytest.importorskip("numba")
+    monkeypatch.setattr(numba_emitter, "scalar_expression",
+                        wrong_tanh(numba_emitter.scalar_expression, "np.float32(1.001)"))
+    monkeypatch.setattr(en.config, "lowering", "numba")
+    first = assert_found(en.debug.compare(tanh_region, data(16, 16)), "tanh",
+                         traced_op="tanh", made_by=r"whole-graph numba kernel .*member %tanh")
+    assert "%tanh" in first.members
+
+
+def test_numba_scan_body(monkeypatch):
+    """A scan compiled by numba, its body's tanh written wrong: replayed through numba's
+    writer, the body's tanh and its line are named."""
+    pytest.importorskip("numba")
+    monkeypatch.setattr(numba_emitter, "scalar_expression",
+                        wrong_tanh(numba_emitter.scalar_expression, "np.float32(1.001)"))
+    monkeypatch.setattr(en.config, "lowering", "numba")
+    assert_found(en.debug.compare(scanned, *_scan_args()), "scan_body", traced_op="tanh",
+                 made_by=r"whole-graph numba kernel .*body 'body', call 1")
 
 
 def chunked_loss(x, w):

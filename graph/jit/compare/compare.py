@@ -18,7 +18,7 @@ from ...lowering.codegen import _python_form, _static_kernel
 from .chunked import compare_chunked
 from .evaluate import VariableState, counterparts, graph_values, traced_values
 from .judge import close, judge, max_abs
-from .localize import wrong_body_node, wrong_member
+from .localize import wrong_body_node, wrong_kernel_member, wrong_member
 from .vjp_check import check_vjps
 from .provenance import MADE_BY, ORIGIN, tracked_optimize
 from .report import Divergence, Report
@@ -144,14 +144,21 @@ def _diverging(concrete, optimized, unoptimized, arrays, graph, real, eager, ref
 
 
 def _narrow_region(divergence, unoptimized, eager, reference):
-    """Name the member of a fused region whose kernel alone diverges (``localize.py``)."""
+    """Name the member of a fused region whose kernel alone diverges, or of a whole-graph
+    kernel whose value that lowering computes wrong (``localize.py``)."""
     by_name = {f"%{n.name}": n for n in unoptimized.nodes}
     members = [by_name[m] for m in divergence.members if m in by_name]
-    found = wrong_member(members, eager, reference)
+    if divergence.lowering is not None:
+        found = wrong_kernel_member(members, eager, reference, divergence.lowering)
+        how = f"(the members written again by the {divergence.lowering} lowering, each value out)"
+    else:
+        found = wrong_member(members, eager, reference)
+        how = "alone in the same lowering"
     if found is not None:
         member, figures = found
-        divergence.made_by += (f"; its member %{member.name} (op '{member.op.name}') "
-                               "diverges alone in the same lowering")
+        named = member.inputs[0] if member.op is unpack_op else member   # a loop's result
+        divergence.made_by += (f"; its member %{named.name} (op '{named.op.name}') "
+                               f"diverges {how}")
         divergence.region_node = divergence.traced_node
         divergence.traced, divergence.traced_op = member.name, member.op.name
         divergence.traced_node, divergence.figures = member, figures
@@ -165,7 +172,7 @@ def _narrow_body(divergence, eager, backend):
         node = node.inputs[0]
     if node is None:
         return
-    found = wrong_body_node(node, eager, backend)
+    found = wrong_body_node(node, eager, backend, lowering=divergence.lowering)
     if found is not None:
         body, call, inner, figures, values = found
         divergence.made_by += (f"; in its body '{body}', call {call + 1}: node %{inner.name} "
@@ -232,11 +239,15 @@ def _judge_outputs(concrete, optimized, real, graph, eager, reference, seen):
 def _divergence(node, origin, figures, optimized):
     producer = node.inputs[0] if node.op is unpack_op and node.inputs else node
     members: tuple[str, ...] = ()
+    lowering = None
     if "fused_ops" in producer.meta or producer.meta.get(MADE_BY) == "compile_numba":
         members = tuple(f"%{m.name}" for m in _region_members(producer, optimized))
+    if producer.meta.get(MADE_BY) == "compile_numba" and "fused_ops" not in producer.meta:
+        lowering = producer.meta.get("backend")
     return Divergence(node.name, node.op.name if node is producer else producer.op.name,
                       origin.name, origin.op.name, made_by(node, producer),
-                      origin.source or node.source, figures, members, traced_node=origin)
+                      origin.source or node.source, figures, members, traced_node=origin,
+                      lowering=lowering)
 
 
 def made_by(node, producer):

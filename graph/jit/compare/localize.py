@@ -8,11 +8,18 @@ the first member whose own kernel is wrong by the criterion is the one to name. 
 none is (the fault is in how the region was put together: its reduction, its order),
 the region stays the answer.
 
+A whole-graph kernel (a graph or a scan that a lowering wrote as one function) is taken
+apart the same way by that lowering (``kernel_members.py``): its members are written
+again as one function whose outputs are every member's value, run on eager's values of
+what they read, and the first member wrong by the criterion is named.
+
 A loop or conditional is compared by its results; when they diverge, its body calls
 are replayed: the node's own kernel runs on eager's inputs with each body call made op
 by op in eager mode and recorded, and each recorded call's inputs are run through the
 body's compiled graph (every value kept) and eagerly; the first body node that diverges,
-in the first call where one does, is the one to name.
+in the first call where one does, is the one to name. A loop a lowering compiled (its
+body inlined in a C or numba function) has its body's values computed by that lowering
+(``kernel_members.Probe``), written once for every call.
 """
 import numpy as np
 
@@ -26,6 +33,7 @@ from ...ir.graph_ops import placeholder_op
 from ...lowering.fusion import FusedKernel, _fusable
 from .evaluate import EagerBody, VariableState, graph_values, traced_values
 from .judge import close, judge, max_abs
+from .kernel_members import Probe
 
 # Body calls looked into at most (a loop's steps, a while loop's tests and steps).
 MAX_BODY_CALLS = 256
@@ -53,6 +61,32 @@ def wrong_member(members, eager, reference):
     return None
 
 
+def wrong_kernel_member(members, eager, reference, lowering):
+    """``(member, Figures)`` of the first member (traced nodes, in order) of a whole-graph
+    kernel whose value, computed by the lowering named ``lowering`` from eager's values of
+    what the members read, is wrong; or None (none is, or the lowering cannot write them)."""
+    probe = Probe(lowering, members)
+    if not probe.built or any(i not in eager for i in probe.outside):
+        return None
+    try:
+        values = probe.run({i: eager[i] for i in probe.outside})
+    except Exception:     # the probe failed to run: no verdict
+        return None
+    for member in probe.members:
+        if member not in values or member not in eager or member not in reference:
+            continue
+        figures = judge(values[member], eager[member], reference[member],
+                        _scales(member, reference), member.dtype)
+        if figures.wrong:
+            return member, figures
+    return None
+
+
+def _scales(node, values):
+    return [max_abs(values[i]) for i in node.inputs
+            if i.avals is None and i in values and np.asarray(values[i]).dtype.kind in "fc"]
+
+
 class _RecordingBody(EagerBody):
     """A body run op by op in eager mode that remembers each call's inputs."""
 
@@ -65,11 +99,12 @@ class _RecordingBody(EagerBody):
         return super().run(arrays)
 
 
-def wrong_body_node(node, eager, backend, max_calls=MAX_BODY_CALLS):
+def wrong_body_node(node, eager, backend, max_calls=MAX_BODY_CALLS, lowering=None):
     """For a control-flow node (``scan``, ``while_loop``, ``cond``) whose results diverge:
     ``(body name, call number, body node, Figures, eager values of that call)`` of the
     first body node, in the first body call, whose compiled value diverges from eager's
-    on eager's inputs to that call; or None."""
+    on eager's inputs to that call; or None. ``lowering``: the name of the lowering that
+    wrote the loop with its body as one function (None: the body's graph ran)."""
     bodies = {k: v for k, v in node.params.items() if isinstance(v, SubGraph)}
     if not bodies or any(i not in eager for i in node.inputs):
         return None
@@ -82,17 +117,19 @@ def wrong_body_node(node, eager, backend, max_calls=MAX_BODY_CALLS):
                      params)
         except Exception:      # no verdict
             return None
+    probes: dict[str, Probe] = {}
     for number, (key, arrays) in enumerate(calls[:max_calls]):
         graph = bodies[key].graph
         variables = VariableState([graph])
         try:
-            compiled = graph_values(graph, arrays, backend)
+            compiled = _body_values(graph, arrays, backend, lowering, probes, key)
         finally:
             variables.restore()
         body_eager, _ = traced_values(graph, arrays, {}, variables)
         reference = None
         for n in graph.topo_order():
-            if n.op is placeholder_op or n.avals is not None or n not in body_eager:
+            if n.op is placeholder_op or n.avals is not None or n not in body_eager or \
+                    n not in compiled:
                 continue
             scales = [max_abs(body_eager[i]) for i in n.inputs
                       if i.avals is None and np.asarray(body_eager[i]).dtype.kind in "fc"]
@@ -107,3 +144,18 @@ def wrong_body_node(node, eager, backend, max_calls=MAX_BODY_CALLS):
             if figures.wrong:
                 return key, number, n, figures, body_eager
     return None
+
+
+def _body_values(graph, arrays, backend, lowering, probes, key):
+    """``{body node: value}`` of one body call: by the lowering that wrote the loop where
+    it can write the body alone (its probe made once per body), else the body's graph."""
+    if lowering is not None:
+        if key not in probes:
+            probes[key] = Probe(lowering, [n for n in graph.topo_order()
+                                           if n.op is not placeholder_op])
+        probe = probes[key]
+        if probe.built:
+            values = dict(zip(graph.inputs, arrays))
+            values.update(probe.run(values))
+            return values
+    return graph_values(graph, arrays, backend)

@@ -31,6 +31,8 @@ class Divergence:
     region_node: Any = dataclasses.field(default=None, repr=False)   # the region's result
     # Inside a loop or conditional: (body graph, its eager values in the call that diverged).
     body: Any = dataclasses.field(default=None, repr=False)
+    # The lowering that wrote the node's whole-graph kernel ("c", "numba"), or None.
+    lowering: Any = dataclasses.field(default=None, repr=False)
 
     @property
     def line(self):
