@@ -274,6 +274,17 @@ THRESHOLDS = (
               "... and the factors' stacks, over all the steps, hold at most this many bytes "
               "(a memory bound: the accumulator holds one step's product)",
               "graph/passes/scan_products.py"),
+    Threshold("sliced_product_max_fraction", 0.75, "fraction of a side", NOT_MEASURED,
+              "2026-12-05", "f776049",
+              "a matrix product whose readers take only part of its rows or columns becomes "
+              "the product of the factor's part where that part is at most this fraction of "
+              "the side (sliced_products)",
+              "graph/passes/sliced_products.py"),
+    Threshold("sliced_product_min_saved_work", 4096, "multiply-adds", NOT_MEASURED,
+              "2026-12-05", "f776049",
+              "... and the narrower product saves at least this many multiply-adds (a smaller "
+              "one saves less than running the factor's slice costs)",
+              "graph/passes/sliced_products.py"),
     # ---- layers -------------------------------------------------------------------------
     Threshold("attention_block_elements", 1 << 22, "elements", NOT_MEASURED, "2026-12-05",
               "36e4e3f",

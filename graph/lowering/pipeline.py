@@ -9,6 +9,9 @@ default pipeline, in order:
    reads leave the loop -- ``while_dead_vars`` -- the same for a while_loop's variables --
    and ``body_cleanup`` -- these passes inside the bodies of
    scan, while_loop and cond;
+   ``sliced_products`` -- a matrix product whose readers take only part of its rows or
+   columns is the product of the factor's part (in loop bodies too: a VJP's
+   ``d_gates @ W.T`` of which only ``h``'s columns are read);
    ``scan_products`` (before ``scan_hoist``, which would stack a product whose factors
    read no carry) -- a scan's sum over its steps of per-step products (a weight's
    gradient ``h_t.T @ d_t``, a per-example accumulator) is one product after the loop;
@@ -55,14 +58,16 @@ from ..passes.scan_products import scan_products
 from ..passes.scan_sums import scan_sums
 from ..passes.scan_unread import scan_unread
 from ..passes.simplify import simplify
+from ..passes.sliced_products import sliced_products
 from ..passes.while_dead_vars import while_dead_vars
 from engine.errors import InvalidArgumentError
 
 PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch_products, dce,
                                   compile_numba, scan_sums, scan_unread, fusion, parallel_matmul,
                                   memory_planning, scan_dead_results, while_dead_vars,
-                                  body_cleanup, scan_hoist, scan_products)}
-CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "dce",
+                                  body_cleanup, scan_hoist, scan_products, sliced_products)}
+CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "sliced_products",
+           "dce",
            "scan_dead_results", "while_dead_vars", "body_cleanup", "scan_products")
 DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_hoist", "scan_sums", "scan_unread",
                     "fusion", "dce", "parallel_matmul", "memory_planning")
