@@ -22,7 +22,9 @@ raw tensor becomes an input of the staged loop as any captured tensor does.
 
 A gradient tape begun inside the ``vmap`` (``vmap(grad(f))``) records a staged
 scan as one entry at the batched level: its backward pass is a vmapped reverse
-scan whose step runs the body's VJP (:func:`_record_scan`).
+scan whose step runs the body's VJP (:func:`_record_scan`). A body that draws
+random numbers or writes variables runs again there on the state the forward pass
+saw, without writing it again (batching_state.py).
 """
 from __future__ import annotations
 
@@ -33,12 +35,13 @@ import numpy as np
 from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
 from ..errors import EngineError, NotDifferentiableError, ShapeError
-from ..modes import current_mode, use_mode
+from ..modes import current_mode, read_variable, use_mode
 from ..pytree import flatten, unflatten
 from ..recording import TapeRule, active_tapes, paused, record
 from ..tensor import Tensor
 from ..variable import Variable
 from .batching import STAGED_LOOPS, BatchMode, batched, move_to_front
+from .batching_state import StateLog, current_replay, replaying
 
 _MAX_TRIES = 8   # each retrace batches at least one more carry; a safety bound
 
@@ -75,12 +78,18 @@ class Tracker:
     """The values a staged body uses that gradient tapes watch (``watched``: their ids),
     in first-use order (``found``): the closed-over inputs of a tape entry."""
 
-    __slots__ = ("watched", "found", "impure")
+    __slots__ = ("watched", "found", "impure", "body", "log")
 
     def __init__(self, watched):
         self.watched: set[int] = watched
         self.found: dict[int, Any] = {}
         self.impure: str | None = None   # what the body does that a re-run would repeat
+        self.body: LoopBodyMode | None = None   # the mode of the scan body's own trace
+        self.log = StateLog()   # its variable reads and writes (batching_state.py)
+
+    def begin(self, body):
+        """A new trace of the scan body in the mode ``body``: a fresh log."""
+        self.body, self.log = body, StateLog()
 
 
 class LoopBodyMode(BatchMode):
@@ -93,6 +102,10 @@ class LoopBodyMode(BatchMode):
 
     def lift(self, args):
         tracker = self.tracker
+        if tracker is not None or current_replay() is not None:
+            # A variable used as an op's argument is read here, so the read is logged
+            # (or replayed) as ``var.read()`` is.
+            args = [read_variable(a, self) if isinstance(a, Variable) else a for a in args]
         if tracker is not None:   # before lifting: the trace swaps captures for inputs
             for t in args:
                 if id(t) in tracker.watched and id(t) not in tracker.found:
@@ -100,13 +113,36 @@ class LoopBodyMode(BatchMode):
         return super().lift(args)
 
     def apply(self, op, args, params):
-        if self.tracker is not None and (op.random or op.side_effects):
+        # Random ops draw from a key (the same key: the same numbers when the body runs
+        # again); an effect (a print) would happen again.
+        if self.tracker is not None and op.side_effects:
             self.tracker.impure = self.tracker.impure or f"op '{op.name}'"
         return super().apply(op, args, params)
 
+    def read_variable(self, var):
+        replay = current_replay()
+        if replay is not None and replay.serves(var):
+            return replay.read(var)
+        value = super().read_variable(var)
+        tracker = self.tracker
+        if tracker is not None:
+            if self is tracker.body:
+                tracker.log.read(var, value)
+            else:
+                tracker.log.nested[id(var)] = var
+        return value
+
     def assign_variable(self, var, value, kind, indices=None):
-        if self.tracker is not None:
-            self.tracker.impure = self.tracker.impure or f"a write to variable {var.name!r}"
+        replay = current_replay()
+        if replay is not None and replay.serves(var):
+            return var   # the forward pass wrote it
+        tracker = self.tracker
+        if tracker is not None:
+            if self is tracker.body:
+                tracker.log.write(var)
+            else:
+                tracker.log.nested[id(var)] = var
+                tracker.log.write(var)
         return super().assign_variable(var, value, kind, indices)
 
 
@@ -155,20 +191,23 @@ def staged_scan(mode, fn, init, xs, length, reverse, stage):
     with paused(tapes):
         out = _stage_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, length, reverse,
                           stage, tracker)
-    carry, ys, stacked, y_tree = out
+    carry, ys, stacked, y_tree, state = out
     if tracker is not None:
         closures = list(tracker.found.values())
         inputs = c_leaves + x_leaves + closures
         if any(id(x) in tracker.watched for x in inputs):
             _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, ys,
-                         stacked, length, reverse, stage, tapes, tracker.impure)
+                         stacked, length, reverse, stage, tapes, tracker.impure, state)
     return unflatten(c_tree, carry), unflatten(y_tree, ys)
 
 
 def _stage_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, length, reverse, stage,
                 tracker):
-    """The staged scan: ``(carry leaves, y leaves, carries entering each step, y tree)``
-    (the last stacked only when ``tracker`` asks for a tape entry), in ``mode``'s terms."""
+    """The staged scan: ``(carry leaves, y leaves, carries entering each step, y tree,
+    state)`` in ``mode``'s terms. Only when ``tracker`` asks for a tape entry are the
+    carries stacked and ``state`` ``(variables written, variables read, stacked values)``:
+    each step's reads of the variables the body writes (batching_state.py); else both
+    are empty."""
     n_c = len(c_leaves)
     batched_c = [mode.owns(c) for c in c_leaves]
     x_batched = [mode.owns(x) for x in x_leaves]
@@ -183,6 +222,8 @@ def _stage_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, length, reverse, s
 
         def body(carry, x, batched_c=batched_c, holder=holder):
             inner = LoopBodyMode(current_mode(), mode.tag, mode.size, tracker)
+            if tracker is not None:
+                tracker.begin(inner)
             x = () if x is None else x
             cs = [batched(c, 0, mode.tag) if b else c for c, b in zip(carry, batched_c)]
             xts = [batched(v, 0, mode.tag) if b else v for v, b in zip(x, x_batched)]
@@ -202,7 +243,7 @@ def _stage_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, length, reverse, s
             new_raws = tuple(_to_front(inner, o, b) for o, b in zip(nc, batched_c))
             y_raws = tuple(_to_front(inner, v, False) for v in y_leaves)
             if keep_carries:   # the carry entering the step, for the backward pass
-                y_raws = y_raws + tuple(carry)
+                y_raws = y_raws + tuple(carry) + _state_reads(tracker, holder)
             return new_raws, y_raws
 
         try:
@@ -220,8 +261,23 @@ def _stage_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, length, reverse, s
               for y, b in zip(ys_raw[:n_y], holder["y_batched"])]
         stacked = [batched(y, 1, mode.tag) if b else y
                    for y, b in zip(ys_raw[n_y:n_y + n_c], batched_c)]
-        return carry, ys, stacked, holder["y_tree"]
+        state = holder.get("state", ([], [])) + (list(ys_raw[n_y + n_c:]),)
+        return carry, ys, stacked, holder["y_tree"], state
     raise ShapeError("vmap: the batching of a scan's carries did not settle")   # unreachable
+
+
+def _state_reads(tracker, holder):
+    """The values the body's trace read from the variables it writes (to be stacked);
+    their variables go to ``holder``. A write the scan cannot replay makes the body
+    impure (its gradient is refused)."""
+    log = tracker.log
+    nested = log.nested_write()
+    if nested is not None:
+        tracker.impure = tracker.impure or (f"a cond or loop that uses variable "
+                                            f"{nested.name!r}, which the body writes")
+    kept = log.kept()
+    holder["state"] = (list(log.written.values()), [var for var, _ in kept])
+    return tuple(value for _, value in kept)
 
 
 def _is_float(t):
@@ -229,13 +285,16 @@ def _is_float(t):
 
 
 def _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, ys, stacked,
-                 length, reverse, stage, tapes, impure):
+                 length, reverse, stage, tapes, impure, state):
     """Record the staged scan on ``tapes`` (begun inside the vmap) as one entry of batched
     values: inputs the init, the xs and the watched values ``fn`` closes over; its VJP a
     reverse scan (vmapped, as it runs in the vmap) of ``fn``'s VJP at each step's carry.
-    The VJP runs ``fn`` again, so a body with random draws or side effects (``impure``
-    names one) refuses the gradient rather than differentiating other draws."""
+    The VJP runs ``fn`` again, on the variable values each step read (``state``: the
+    variables the body writes and their stacked reads) and without writing them; a body
+    with an effect the re-run would repeat (``impure`` names it) refuses the gradient."""
     n_c, n_x, n_y = len(c_leaves), len(x_leaves), len(ys)
+    written, read_vars, state_reads = state
+    n_r = len(state_reads)
     fc = [k for k in range(n_c) if _is_float(c_leaves[k])]
     fx = [k for k in range(n_x) if _is_float(x_leaves[k])]
     n_k = len(closures)
@@ -244,9 +303,9 @@ def _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, 
         if impure is not None:
             raise NotDifferentiableError(
                 f"vmap(grad) of a scan inside a graph: the scan's body has {impure}, which "
-                f"the backward pass would run again (other random numbers, repeated "
-                f"effects); draw the numbers outside the scan and pass them in xs, or take "
-                f"the gradient outside the vmap (grad(vmap(f)))")
+                f"the backward pass would run again; move it out of the scan's body (return "
+                f"the values to print or write from the scan), or take the gradient outside "
+                f"the vmap (grad(vmap(f)))")
         g_c, g_y = list(g[:n_c]), list(g[n_c:n_c + n_y])
         # The carries entering each step are outputs too: a second-order gradient sends
         # cotangents into them (they join that step's carry cotangent).
@@ -257,12 +316,13 @@ def _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, 
             c_t = list(sl[:n_c])
             x_t = list(sl[n_c:n_c + n_x])
             gy_t = list(sl[n_c + n_x:n_c + n_x + n_y])
-            gs_t = list(sl[n_c + n_x + n_y:])
+            gs_t = list(sl[n_c + n_x + n_y:len(sl) - n_r])
+            reads_t = list(sl[len(sl) - n_r:])
             # The closed-over values as this body's ops see them (a trace swaps an outer
             # tensor for its capture): what the tape must watch.
             seen = current_mode().lift(closures) if closures else []
             sources = [c_t[k] for k in fc] + [x_t[k] for k in fx] + seen
-            with GradientTape() as tape:
+            with GradientTape() as tape, replaying(written, read_vars, reads_t):
                 tape.watch(sources)
                 new_c, y = fn(unflatten(c_tree, c_t), unflatten(x_tree, x_t))
             outs = flatten(new_c, is_leaf=_leaf)[0] + flatten(y, is_leaf=_leaf)[0]
@@ -278,7 +338,7 @@ def _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, 
             return (tuple(new_gc), tuple(new_clos)), tuple(g_x)
 
         acc0 = (tuple(g_c[k] for k in fc), tuple(ops.zeros_like(c) for c in closures))
-        sl = tuple(stacked) + tuple(x_leaves) + tuple(g_y) + tuple(g_s)
+        sl = tuple(stacked) + tuple(x_leaves) + tuple(g_y) + tuple(g_s) + tuple(state_reads)
         (g_init, g_clos), g_xs = stage(back_step, acc0, sl, length=length,
                                        reverse=not reverse)
         grads = [None] * (n_c + n_x + n_k)
