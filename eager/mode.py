@@ -87,11 +87,11 @@ class EagerMode(Mode):
             a, b = args
             if type(a) is Tensor and a._value is not None:
                 if type(b) in WEAK_SCALAR_TYPES:
-                    return [a, _scalar_tensor(b, a.dtype)]
+                    return [a, _scalar_tensor(b, a._dtype)]
                 if type(b) is Tensor and b._value is not None:
                     return args   # concrete already (apply under a tape lifts first)
             elif type(b) is Tensor and b._value is not None and type(a) in WEAK_SCALAR_TYPES:
-                return [_scalar_tensor(a, b.dtype), b]
+                return [_scalar_tensor(a, b._dtype), b]
         elif n == 1:
             a = args[0]
             if type(a) is Tensor and a._value is not None:
@@ -119,7 +119,7 @@ class EagerMode(Mode):
                 a = Tensor(as_array(a))
             out.append(a)
         if weak:
-            others = [a.dtype for a in out if type(a) not in WEAK_SCALAR_TYPES]
+            others = [a._dtype for a in out if type(a) not in WEAK_SCALAR_TYPES]
             out = [wrap(weak_scalar_array(a, others)) if type(a) in WEAK_SCALAR_TYPES else a
                    for a in out]
         return out
@@ -142,15 +142,15 @@ class EagerMode(Mode):
         if params:
             # Params in call order: one call site always passes them in the same
             # order; an unhashable value falls back to freeze_params below.
-            key = (op, tuple(params.items()), *[(t._shape, t.dtype) for t in tensors])
+            key = (op, tuple(params.items()), *[(t._shape, t._dtype) for t in tensors])
         elif n == 2:
             a, b = tensors
-            key = (op, a._shape, a.dtype, b._shape, b.dtype)
+            key = (op, a._shape, a._dtype, b._shape, b._dtype)
         elif n == 1:
             a = tensors[0]
-            key = (op, a._shape, a.dtype)
+            key = (op, a._shape, a._dtype)
         else:
-            key = (op, *[(t._shape, t.dtype) for t in tensors])
+            key = (op, *[(t._shape, t._dtype) for t in tensors])
         try:
             checked = _AVAL_CACHE.get(key)
         except TypeError:  # unhashable params (a list): freeze them
@@ -178,7 +178,7 @@ class EagerMode(Mode):
             out = object.__new__(Tensor)   # wrap(), inlined: this runs for every op
             out._value = result
             out._shape = result.shape
-            out.dtype = result.dtype
+            out._dtype = result.dtype
             out._node = None
             out._alias = None
             if large:
@@ -199,6 +199,11 @@ class EagerMode(Mode):
             aval = op.abstract_eval(*[(t.shape, t.dtype) for t in tensors], **params)
         except EngineError as err:
             raise located(err) from None
+        except TypeError as err:               # a keyword the op does not take
+            error = op.params_error(len(tensors), params)
+            if error is None:
+                raise
+            raise located(error) from err
         large = False
         if not op.multiple_results and op.out_impl is not None:
             large = int(np.prod(aval[0])) * aval[1].itemsize >= cost.recycle_min_bytes

@@ -176,6 +176,33 @@ def _refuse_shape_set(t, shape):
     raise error
 
 
+def _refuse_dtype_set(t, dtype):
+    """``t.dtype = d``: refused. numpy reinterprets an array's bytes there; a tensor keeps
+    its dtype (tapes, traced graphs and views rely on it), so the error names both spellings
+    that say what is meant: the values converted, or the bytes reinterpreted."""
+    error = UnsupportedAttributeError(
+        f"{type(t).__name__}.dtype cannot be set: a tensor keeps its dtype (tapes, traced "
+        f"graphs and views rely on it), so {t._describe()} cannot take the dtype {dtype!r} "
+        f"in place; write t = t.astype({dtype!r}) for the values converted, or "
+        f"t = en.tensor(t.numpy().view({dtype!r})) for the bytes reinterpreted as numpy's "
+        f"a.dtype = ... does"
+        f"\n  at {format_location(user_frame())}")
+    error.name, error.obj = "dtype", t
+    raise error
+
+
+_DTYPE_DOC = """The tensor's dtype, a numpy dtype. It cannot be set as numpy's ``a.dtype = d``:
+write ``t = t.astype(d)`` (the values converted) or ``en.tensor(t.numpy().view(d))``
+(the bytes reinterpreted).
+
+Example:
+    >>> import engine as en
+    >>> t = en.ones(2)
+    >>> t.dtype, t.astype("int32").dtype
+    (dtype('float64'), dtype('int32'))
+"""
+
+
 _SHAPE_DOC = """The tensor's shape, a tuple of ints (None for a dimension not known while
 tracing). It cannot be set as numpy's ``a.shape = s``: write ``t = t.reshape(s)``.
 
@@ -199,14 +226,16 @@ class Tensor(TensorOps):
 
     # _shape is read by ``shape`` (below). _alias (None unless the tensor is a view or has
     # views: engine/writes.py) is set on every tensor; _version only once a trace captures it.
-    __slots__ = ("_value", "_shape", "dtype", "_node", "_alias", "_version", "__weakref__")
+    __slots__ = ("_value", "_shape", "_dtype", "_node", "_alias", "_version", "__weakref__")
 
     if TYPE_CHECKING:
         shape: tuple[Any, ...]
+        dtype: Any
     else:
         # A C getter of the slot (a def would cost a Python call on every read; the engine's
         # hot paths read ``_shape`` itself), and a set refused, never a silent wrong shape.
         shape = property(attrgetter("_shape"), _refuse_shape_set, doc=_SHAPE_DOC)
+        dtype = property(attrgetter("_dtype"), _refuse_dtype_set, doc=_DTYPE_DOC)
 
     def __init__(self, data, dtype=None):
         value = as_array(data, dtype)
@@ -217,7 +246,7 @@ class Tensor(TensorOps):
             value = value.copy()
         self._value = value
         self._shape = value.shape
-        self.dtype = value.dtype
+        self._dtype = value.dtype
         self._node = None
         self._alias = None
 
@@ -445,7 +474,7 @@ def wrap_on(backend, value):
     t = object.__new__(ForeignTensor)
     t._value = value
     t._shape = tuple(value.shape)
-    t.dtype = backend.dtype_of(value)
+    t._dtype = backend.dtype_of(value)
     t._node = None
     t._alias = None
     t._backend = backend
@@ -457,7 +486,7 @@ def wrap(value):
     t = object.__new__(Tensor)
     t._value = value
     t._shape = value.shape
-    t.dtype = value.dtype
+    t._dtype = value.dtype
     t._node = None
     t._alias = None
     return t
@@ -468,7 +497,7 @@ def traced(shape, dtype, node):
     t = object.__new__(Tensor)
     t._value = None
     t._shape = shape
-    t.dtype = dtype
+    t._dtype = dtype
     t._node = node
     return t
 

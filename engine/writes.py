@@ -181,7 +181,7 @@ def setitem(x, index, value):
             operand = value       # (a float into integers: numpy's truncation, as below)
         elif kind is _TENSOR:
             operand = value._value
-            if value.dtype is not x.dtype and value.dtype != x.dtype:
+            if value._dtype is not x._dtype and value._dtype != x._dtype:
                 operand = None    # (the checked path casts as numpy would)
         else:
             operand = None
@@ -651,7 +651,7 @@ def in_place_method(name, binary):
             given = type(other)
             if given is _TENSOR:
                 operand = other._value
-                if other.dtype is not self.dtype and other.dtype != self.dtype:
+                if other._dtype is not self._dtype and other._dtype != self._dtype:
                     operand = None     # (mixed dtypes: the engine's promotion, checked)
             elif given is float or given is int or given is bool:
                 operand = other

@@ -22,7 +22,7 @@ from typing import Any
 from .. import ops
 from ..autodiff.custom import custom_gradient
 from ..conversion import user_function
-from ..errors import EngineError, ShapeError, TracingError, format_location, user_frame
+from ..errors import ArgumentTypeError, EngineError, ShapeError, TracingError, format_location, user_frame
 from ..writes import VIEW_OPS, note_traced_view
 from ..modes import apply, current_mode, use_mode
 from ..recording import active_tapes
@@ -78,7 +78,7 @@ def batched(raw, bdim, tag):
     t._node = None
     shape = tuple(raw.shape)
     t._shape = shape[:bdim] + shape[bdim + 1:]
-    t.dtype = raw.dtype
+    t._dtype = raw.dtype
     t.raw = raw
     t.bdim = bdim
     t._tag = tag
@@ -120,6 +120,12 @@ class BatchMode(TransformMode):
             except EngineError as err:
                 raise type(err)(f"{err}\n  (inside en.vmap) at {format_location(user_frame())}") \
                     from None
+            except TypeError as err:               # a keyword the op does not take
+                error = op.params_error(len(tensors), params)
+                if error is None:
+                    raise
+                raise ArgumentTypeError(f"{error}\n  (inside en.vmap) at "
+                                        f"{format_location(user_frame())}") from err
             rule = op.rules.get("batch") or default_rule(op, params)
             result = NotImplemented if rule is None else rule(self.size, raws, dims, **params)
             if result is NotImplemented:

@@ -94,7 +94,7 @@ def dual(primal, tangent, tag):
     t._value = None
     t._node = None
     t._shape = primal.shape
-    t.dtype = primal.dtype
+    t._dtype = primal.dtype
     t.primal = primal
     t.tangent = tangent
     t._tag = tag

@@ -123,7 +123,7 @@ class CompiledGraph:
                       "        t = new(Tensor)   # wrap(out), inlined",
                       "        t._value = out",
                       "        t._shape = out.shape",
-                      "        t.dtype = dtype",
+                      "        t._dtype = dtype",
                       "        t._node = None",
                       "        t._alias = None",
                       "        return t"]

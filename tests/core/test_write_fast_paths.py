@@ -358,6 +358,32 @@ def test_setting_shape_is_refused_while_tracing_and_under_transformations():
         en.grad(lambda x: en.sum(set_shape(x)))(en.ones(6))
 
 
+# ---- t.dtype = d ---------------------------------------------------------------------------
+def test_setting_dtype_is_refused_and_changes_nothing():
+    t = en.tensor([1.5, -2.0, 3.25])
+    with pytest.raises(AttributeError, match=r"astype\('int64'\)") as info:
+        t.dtype = "int64"      # numpy would reinterpret the bytes: 4609434218613702656 ...
+    assert isinstance(info.value, en.EngineError)
+    assert "test_write_fast_paths.py" in str(info.value)       # the user's line
+    assert t.dtype == np.float64
+    np.testing.assert_array_equal(t.numpy(), np.array([1.5, -2.0, 3.25]))
+    np.testing.assert_array_equal((t + 1).numpy(), np.array([1.5, -2.0, 3.25]) + 1)
+    with pytest.raises(AttributeError):
+        del t.dtype
+
+
+def test_setting_dtype_is_refused_while_tracing_and_under_transformations():
+    def set_dtype(x):
+        x.dtype = np.float32
+        return x
+    with pytest.raises(AttributeError, match="astype"):
+        en.function(set_dtype)(en.ones(6))
+    with pytest.raises(AttributeError, match="astype"):
+        en.vmap(set_dtype)(en.ones((2, 6)))
+    with pytest.raises(AttributeError, match="astype"):
+        en.jvp(set_dtype, (en.ones(6),), (en.ones(6),))
+
+
 def _refuse_the_checked_path(monkeypatch):
     def checked(*args):
         raise AssertionError(f"the checked path ran for {args[1:]!r}")
