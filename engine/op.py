@@ -30,11 +30,12 @@ Example:
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 from .contracts import AbstractEval, GenericKernel, Kernel, Params, Rules, Vjp
-from .errors import EngineError
+from .errors import ArgumentTypeError, EngineError
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -115,6 +116,29 @@ class Op:
             return True
         rule = self.rules.get("side_effects_of")
         return rule is not None and bool(rule(params))
+
+    def params_error(self, n_inputs: int, params: Params) -> ArgumentTypeError | None:
+        """The error for ``params`` the op does not take (``en.exp(x, out=y)``, a misspelt
+        keyword), naming the op and the keywords it does take; None when they fit, so a
+        TypeError raised inside the shape rule itself is never mistaken for the user's.
+        Called only after the shape rule raised a plain TypeError (no cost otherwise)."""
+        try:
+            signature = inspect.signature(self.abstract_eval)
+        except (TypeError, ValueError):           # a rule without a signature to read
+            return None
+        try:
+            signature.bind(*range(n_inputs), **params)
+        except TypeError as err:
+            taken = [p.name for p in signature.parameters.values()
+                     if p.kind is inspect.Parameter.KEYWORD_ONLY]
+            return ArgumentTypeError(
+                f"{self.name}: {str(err).replace('missing a required', 'missing the')}; "
+                f"op {self.name!r} takes {n_inputs} array argument(s) and "
+                + (f"the keywords {', '.join(taken)}" if taken else "no keywords")
+                + ("" if "out" not in params or "out" in taken else
+                   f" (numpy's out=: write out[...] = en.{self.name}(...), or call numpy's "
+                   f"function on the tensors, which takes out=)"))
+        return None
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

@@ -133,6 +133,11 @@ class TraceMode(Mode):
             aval = op.abstract_eval(*[(t.shape, t.dtype) for t in tensors], **params)
         except EngineError as err:
             raise _located(err) from None
+        except TypeError as err:               # a keyword the op does not take
+            error = op.params_error(len(tensors), params)
+            if error is None:
+                raise
+            raise _located(error) from err
         node = self.add_node(op, [t._node for t in tensors], params, aval)
         out = self.outputs_of(node)
         if op.name in VIEW_OPS:      # numpy's view: writes through it reach the base
