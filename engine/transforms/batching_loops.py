@@ -376,7 +376,9 @@ def staged_while_loop(mode, cond_fn, body_fn, loop_vars, stage):
 def _no_while_gradient(g, out, *inputs):
     raise NotDifferentiableError(
         "vmap of while_loop inside a graph has no gradient: its number of iterations is only "
-        "known at run time. Use en.scan with a fixed number of steps, or differentiate eagerly")
+        "known at run time. Give it a static bound, en.while_loop(cond_fn, body_fn, loop_vars, "
+        "max_steps=N) (each example then stops at its own condition or after N steps), or use "
+        "en.fori_loop with Python int bounds, or en.scan with a fixed number of steps")
 
 
 def _any_element(mode, pred):
@@ -401,17 +403,26 @@ def _body_leaves(body_fn, vals, tree):
 
 
 def _eager_batched_while(mode, cond_fn, body_fn, vals, tree):
-    """The eager loop: run while any element's condition holds (recorded, batched ops)."""
+    """The eager loop: run while any element's condition holds (recorded, batched ops).
+
+    An element whose condition failed runs the body on the values of its last running
+    step (``safe``), and keeps its own: the body's derivatives there are finite, where
+    at the values it stopped at they can be infinite, and zero (its select's cotangent)
+    times infinity would make its gradient NaN (graph/control/bounded_loops.py does the
+    same in graphs)."""
+    safe = vals
     while True:
         pred = cond_fn(*unflatten(tree, vals))
         if not mode.owns(pred):
             if not bool(pred):
                 return vals
+            safe = vals
             vals = [mode.lift([v])[0] for v in _body_leaves(body_fn, vals, tree)]
             continue
         if not bool(_any_element(mode, pred)):
             return vals
-        new = [mode.lift([v])[0] for v in _body_leaves(body_fn, vals, tree)]
+        safe = _select(pred, vals, safe)
+        new = [mode.lift([v])[0] for v in _body_leaves(body_fn, safe, tree)]
         vals = _select(pred, new, vals)
 
 

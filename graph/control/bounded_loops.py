@@ -14,6 +14,17 @@ carry), and wrapping the loop in ``en.checkpoint`` trades that memory for a
 second forward pass. A step past the end costs the condition and the identity
 branch only. The bounded loop stops after ``max_steps`` steps in every mode,
 even where the condition still holds.
+
+Under ``vmap`` with a batched condition every example runs every step, each
+frozen at its own trip count by a select (``where(active, body(v), v)``). An
+example's gradient must not see the steps after its end, but the select's VJP
+multiplies the body's derivatives there by zero, and a body evaluated past an
+example's end can give infinities (``sqrt(v - 1)`` once ``v < 1``): zero times
+infinity is NaN. So the body of a frozen example runs on the values of its last
+running step (a carry ``safe``, where the body was valid), and its result is
+dropped: its derivatives there are finite, and the example's gradient is that
+of its own loop. (An example whose loop never runs is evaluated on its initial
+values.)
 """
 import operator
 
@@ -24,6 +35,7 @@ from engine.errors import (ArgumentTypeError, InvalidArgumentError, ShapeError,
 from engine.modes import current_mode
 from engine.pytree import flatten, unflatten
 from engine.tensor import Tensor, tensor
+from engine.transforms.batching import BatchMode, BatchTensor
 
 from .control_flow import BOUNDED_WHILE, cond, scan, while_loop
 
@@ -56,6 +68,32 @@ def _lift_each(leaves):
     # One leaf at a time: a Python int counter stays an integer, as it does eagerly.
     mode = current_mode()
     return [mode.lift([leaf])[0] for leaf in leaves]
+
+
+def _under_vmap(mode):
+    while mode is not None:
+        if isinstance(mode, BatchMode):
+            return True
+        mode = getattr(mode, "parent", None)
+    return False
+
+
+def _batched_step(cond_fn, body, max_steps, vals):
+    """The bounded loop under ``vmap``: a scan whose step runs the body on each example's
+    values while its condition holds, and on the values of its last running step after
+    (``safe``; see the module docstring), keeping the values it stopped at."""
+    def step(carry, _):
+        active, safe, vs = carry
+        active = ops.logical_and(active, cond_fn(*vs))
+        if not isinstance(active, BatchTensor):   # one condition for the batch
+            return (active, safe, cond(active, body, lambda *a: tuple(a), *vs)), ()
+        flat_vs, tree = flatten(vs)
+        ins = [ops.where(active, v, s) for v, s in zip(flat_vs, flatten(safe)[0])]
+        out = flatten(body(*unflatten(tree, ins)))[0]
+        new = [ops.where(active, o, v) for o, v in zip(out, flat_vs)]
+        return (active, unflatten(tree, ins), unflatten(tree, new)), ()
+    (_, _, vals), _ = scan(step, (tensor(True), vals, vals), None, length=max_steps)
+    return vals
 
 
 def check_max_steps(max_steps):
@@ -107,6 +145,9 @@ def bounded_while_loop(cond_fn, body_fn, loop_vars, max_steps):
                              f"structure, shapes and dtypes: got {describe_inputs(got)} for "
                              f"{describe_inputs(avals)}")
         return out
+
+    if _under_vmap(mode):
+        return type(loop_vars)(_batched_step(cond_fn, body, max_steps, vals))
 
     def step(carry, _):
         active, vs = carry
