@@ -210,6 +210,20 @@ THRESHOLDS = (
               "a graph matrix product of at least this work is split by rows over the "
               "engine's kernel threads",
               "graph/lowering/parallel_matmul.py"),
+    Threshold("window_split_min_work", 1 << 22, "multiply-adds", EPYC_512, "2026-12-05",
+              "21f29c7",
+              "a convolution (or either of its gradients) of at least this work splits its "
+              "images over the kernel threads, OpenBLAS at one thread in each chunk",
+              "engine/ops/batch_split.py"),
+    Threshold("window_split_chunks", 8, "chunks", EPYC_512, "2026-12-05", "21f29c7",
+              "a split convolution's images in this many chunks, handed out in turn (more "
+              "balance a loaded machine; fewer keep each chunk's product large)",
+              "engine/ops/batch_split.py"),
+    Threshold("pool_split_min_taps", 1 << 18, "window values read", EPYC_512, "2026-12-05",
+              "21f29c7",
+              "max pooling's C kernels (and their gradients) split their images over the "
+              "kernel threads where the windows read at least this many values",
+              "engine/ops/pooling.py"),
     Threshold("two_threads_min_product_work", 1 << 29, "multiply-adds", EPYC, "2026-12-01",
               "80fe26f",
               "with fusion_threads None, a graph gets two kernel threads where its largest "

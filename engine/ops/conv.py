@@ -28,7 +28,7 @@ from ..cost_model import cost
 from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
-from . import _rules, conv_generic, native
+from . import _rules, batch_split, conv_generic, native
 from . import shape_ops as _shapes
 from .conv_geometry import nonnegative_pair, pair, padding_param, span, spatial as _geometry
 
@@ -168,6 +168,14 @@ def _group_filters(w, groups):
 def _conv2d_out(x, w, *, strides, padding, out, dilation=_ONE, groups=1):
     kh, kw, cg, o = w.shape
     _, pads = _spatial("conv2d", x.shape[1:3], (kh, kw), strides, padding, [], dilation)
+    batch_split.run(x.shape[0], out.size * kh * kw * cg, lambda lo, hi: _conv2d_images(
+        x[lo:hi], w, strides, pads, dilation, groups, out[lo:hi]))
+    return out
+
+
+def _conv2d_images(x, w, strides, pads, dilation, groups, out):
+    """conv2d of the images ``x`` into ``out`` (the kernel of one chunk of a batch)."""
+    kh, kw, cg, o = w.shape
     if groups == 1:
         with _patches(x, (kh, kw), strides, pads, dilation) as cols:
             if out.flags.c_contiguous:
@@ -309,7 +317,27 @@ def _bp_input_native(fast, g, w, input_hw, strides, pads, dilation, out=None):
     kh, kw, c, o = w.shape
     n = g.shape[0]
     dt = np.result_type(g.dtype, w.dtype)
-    geo = _window_geometry((n, *input_hw, c), (kh, kw), strides, pads, dilation)
+    work = g.size * kh * kw * c
+    if batch_split.threads(work) < 2:
+        return _col2im_images(fast, g, w, input_hw, strides, pads, dilation, out)
+    # Split: each chunk of images writes its rows of one C-contiguous result.
+    fits = out is not None and out.dtype == dt and out.flags.c_contiguous
+    dx = out if fits else np.empty((n, *input_hw, c), dt)
+    done = batch_split.run(n, work, lambda lo, hi: _col2im_images(
+        fast, g[lo:hi], w, input_hw, strides, pads, dilation, dx[lo:hi]))
+    if any(part is None for part in done):
+        return None
+    if out is not None and dx is not out:
+        out[...] = dx
+        return out
+    return dx
+
+
+def _col2im_images(fast, g, w, input_hw, strides, pads, dilation, out):
+    """The native input gradient of the images of ``g`` (one chunk of a batch)."""
+    kh, kw, c, o = w.shape
+    dt = np.result_type(g.dtype, w.dtype)
+    geo = _window_geometry((g.shape[0], *input_hw, c), (kh, kw), strides, pads, dilation)
     with workspace.borrow((g.size // o, kh * kw * c), dt) as cols:
         np.matmul(g.reshape(-1, o), w.reshape(kh * kw * c, o).T, out=cols)
         return fast(cols, geo, out=out)
@@ -390,10 +418,22 @@ def _bp_filter_eval(x, g, *, kernel_hw, strides, padding, dilation=_ONE, groups=
 
 
 def _bp_filter_impl(x, g, *, kernel_hw, strides, padding, dilation=_ONE, groups=1):
-    kh, kw = kernel_hw
-    c, o = x.shape[3], g.shape[3]
     _, pads = _spatial("conv2d_backprop_filter", x.shape[1:3], kernel_hw, strides, padding, [],
                        dilation)
+    work = g.size * kernel_hw[0] * kernel_hw[1] * (x.shape[3] // groups)
+    # Split: each chunk of images gives its part of the sum over the batch, added in order.
+    parts = batch_split.run(x.shape[0], work, lambda lo, hi: _bp_filter_images(
+        x[lo:hi], g[lo:hi], kernel_hw, strides, pads, dilation, groups))
+    dw = parts[0]
+    for part in parts[1:]:
+        dw += part
+    return dw
+
+
+def _bp_filter_images(x, g, kernel_hw, strides, pads, dilation, groups):
+    """The filter gradient summed over the images of ``x`` and ``g`` (a fresh array)."""
+    kh, kw = kernel_hw
+    c, o = x.shape[3], g.shape[3]
     if groups == 1:
         with _patches(x, kernel_hw, strides, pads, dilation) as cols:
             return (cols.T @ g.reshape(-1, o)).reshape(kh, kw, c, o)
@@ -521,6 +561,20 @@ def _fold_batch(op, folded):
         return _unfold(size, apply(op, *args, **params))
     rule.__name__ = f"{op.name}_batch"
     return rule
+
+
+# What a split kernel counts (engine/ops/batch_split.py): multiply-adds, the output (or
+# cotangent) times each filter's taps and input channels.
+batch_split.declare(conv2d_op, lambda ins, out, p: (_size(out) * _size(ins[1][:3]), None))
+batch_split.declare(conv2d_backprop_input_op,
+                    lambda ins, out, p: (_size(ins[0]) * _size(ins[1][:3]), None))
+batch_split.declare(conv2d_backprop_filter_op,
+                    lambda ins, out, p: (_size(ins[1]) * _size(out[:3]), None))
+
+
+def _size(shape):
+    """The elements of a static shape (0 where a size is unknown: nothing splits)."""
+    return 0 if any(s is None for s in shape) else int(np.prod(shape, dtype=np.int64))
 
 
 declare(conv2d_op, batch=_fold_batch(conv2d_op, (0,)))

@@ -47,11 +47,22 @@ def kernel(name, dtype):
         >>> kernel("max_pool2d", np.int8) is None      # integers: numpy's kernel
         True
     """
-    if config.lowering not in _NATIVE_LOWERINGS or bitwise():
+    if kernel_lowering_off():
         return None
+    load()
+    return KERNELS.get(name, {}).get(np.dtype(dtype))
+
+
+def kernel_lowering_off():
+    """Whether native kernels (and threads split by them, ``batch_split``) are ruled out:
+    ``en.config.lowering`` is "numpy", or numerics are bitwise."""
+    return config.lowering not in _NATIVE_LOWERINGS or bitwise()
+
+
+def load():
+    """Import the lowering that registers native kernels (once)."""
     while _LOADER:
         _LOADER.pop()()
-    return KERNELS.get(name, {}).get(np.dtype(dtype))
 
 
 def register(name, dtype, fn):

@@ -26,10 +26,11 @@ Example:
 import numpy as np
 
 from .. import chunk_rules, dtypes
+from ..cost_model import cost
 from ..errors import DomainError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
-from . import _rules, max_pool_taps, native, pool_generic
+from . import _rules, batch_split, max_pool_taps, native, pool_generic
 from .conv import (_check_floats, _fold_batch, _need_known, _pad, _pair, _padding, _spatial,
                    _window_geometry, _windows)
 from .conv_geometry import span
@@ -79,8 +80,24 @@ def _native(name, x, *others, out=None, pool_size, strides, padding, dilation, c
     if fast is None or any(o.dtype != x.dtype for o in others):
         return None
     _, pads = _geometry(x.shape[1:3], pool_size, strides, padding, dilation, ceil_mode)
-    return fast(x, *others, _window_geometry(x.shape, pool_size, strides, pads, dilation),
-                out=out)
+    geo = _window_geometry(x.shape, pool_size, strides, pads, dilation)
+    n, oh, ow = x.shape[0], geo[4], geo[5]
+    taps = n * oh * ow * x.shape[3] * pool_size[0] * pool_size[1]   # values the windows read
+    if batch_split.threads(taps, cost.pool_split_min_taps) < 2:
+        return fast(x, *others, geo, out=out)
+    # Split over images: each chunk writes its rows of one C-contiguous result.
+    shape = x.shape if name == "max_pool2d_grad" else (n, oh, ow, x.shape[3])
+    fits = out is not None and out.dtype == x.dtype and out.flags.c_contiguous
+    dst = out if fits else np.empty(shape, x.dtype)
+    done = batch_split.run(n, taps, lambda lo, hi: fast(
+        x[lo:hi], *[a[lo:hi] for a in others], (hi - lo, *geo[1:]), out=dst[lo:hi]),
+        cost.pool_split_min_taps)
+    if any(part is None for part in done):
+        return None
+    if out is not None and dst is not out:
+        out[...] = dst
+        return out
+    return dst
 
 
 def _into(name, impl):
@@ -413,6 +430,24 @@ for _op in (max_pool2d_op, max_pool2d_indices_op, avg_pool2d_op, avg_pool2d_grad
     declare(_op, batch=_fold_batch(_op, (0,)))
 for _op in (max_pool2d_grad_op, max_pool2d_gather_op):
     declare(_op, batch=_fold_batch(_op, (0, 1)))
+
+
+def _pool_taps(windows):
+    """What a split max-pooling kernel counts (engine/ops/batch_split.py): the values its
+    windows read, from the shape of ``windows`` (the output, or the gradient's cotangent)."""
+    def work(ins, out, params):
+        shape = windows(ins, out)
+        if any(s is None for s in shape):
+            return 0, cost.pool_split_min_taps
+        taps = int(np.prod(shape, dtype=np.int64)) * params["pool_size"][0] * \
+            params["pool_size"][1]
+        return taps, cost.pool_split_min_taps
+    return work
+
+
+for _op in (max_pool2d_op, max_pool2d_gather_op):
+    batch_split.declare(_op, _pool_taps(lambda ins, out: out))
+batch_split.declare(max_pool2d_grad_op, _pool_taps(lambda ins, out: ins[1]))
 
 __all__ = ["max_pool2d", "max_pool2d_op", "max_pool2d_grad_op", "max_pool2d_gather_op",
            "max_pool2d_indices_op", "avg_pool2d", "avg_pool2d_op", "avg_pool2d_grad_op"]

@@ -285,3 +285,75 @@ def _split(fn, bounds):
         if part.error is not None:
             raise part.error
     return [first] + [part.result for part in started]
+
+
+class _Chunks:
+    """Chunks ``0 .. n-1`` handed out in turn to whichever thread asks first."""
+
+    __slots__ = ("fn", "n", "results", "next", "running", "error", "lock", "idle")
+
+    def __init__(self, fn, n):
+        self.fn, self.n = fn, n
+        self.results = [None] * n
+        self.next = self.running = 0
+        self.error = None
+        self.lock = threading.Lock()
+        self.idle = threading.Condition(self.lock)
+
+    def work(self, _lo=0, _hi=0):
+        """Run chunks until none is left (or one has failed)."""
+        while True:
+            with self.lock:
+                if self.next >= self.n or self.error is not None:
+                    return
+                k = self.next
+                self.next += 1
+                self.running += 1
+            try:
+                self.results[k] = self.fn(k)
+            except BaseException as e:   # handed back to the caller, raised there
+                with self.lock:
+                    self.error = self.error or e
+            finally:
+                with self.lock:
+                    self.running -= 1
+                    self.idle.notify_all()
+
+
+def run_chunks(fn, n, threads):
+    """``[fn(0), fn(1), ..., fn(n - 1)]``, the chunks taken in turn by the calling thread
+    and up to ``threads - 1`` workers.
+
+    Unlike :func:`run_split`'s fixed parts, the caller never waits for a worker that has
+    not started: on a loaded machine a woken worker may wait a whole scheduler slice
+    (several milliseconds) before it runs, and the caller then takes its chunks too;
+    a worker that starts after the last chunk was taken finds nothing to do. The caller
+    waits only for chunks already running. ``fn`` must write only its own chunk's part
+    of any shared output.
+
+    Example:
+        >>> run_chunks(lambda k: k * k, 4, 2)
+        [0, 1, 4, 9]
+    """
+    chunks = _Chunks(fn, n)
+    helpers = min(threads, n) - 1
+    if helpers < 1 or not _busy.acquire(blocking=False):
+        chunks.work()     # one thread, or the pool is busy (a kernel inside a kernel)
+    else:
+        with _InterruptsHeld():
+            try:
+                while len(_workers) < helpers:
+                    _workers.append(_Worker())
+                for k in range(helpers):
+                    _workers[k].start(_Part(contextvars.copy_context(), chunks.work, 0, 0))
+                chunks.work()
+            finally:
+                # Chunks a worker is running still write into the outputs: wait for
+                # them (never for a worker that has not started).
+                with chunks.idle:
+                    while chunks.running:
+                        chunks.idle.wait()
+                _busy.release()
+    if chunks.error is not None:
+        raise chunks.error
+    return chunks.results

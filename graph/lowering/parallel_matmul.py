@@ -28,6 +28,7 @@ from engine.cost_model import cost
 from engine.numerics import bitwise
 from engine.op import Op
 
+from . import window_threads
 from .blas_threads import available, one_blas_thread
 from .parallel import kernel_threads, product_work, run_split, threads_for
 from ..ir.queries import replace_node, static_shape
@@ -99,20 +100,25 @@ def parallel_matmul(graph):
     choice = threads_for(graph)
     threads = kernel_threads(choice)
     # The row-split kernel writes numpy products into views of one numpy array.
-    if threads < 2 or (backend is not None and not (backend.out_kernels and
-                                                    backend.numpy_arrays)) or not available():
+    if (backend is not None and not (backend.out_kernels and backend.numpy_arrays)) or \
+            not available():
+        return False
+    # Convolutions that split their images over the threads (window_threads) keep the
+    # graph's products on one BLAS thread too, for the same reason as split products.
+    windows = window_threads.splits_in(graph)
+    if threads < 2 and not windows:
         return False
     count = 0
     whole = []
     for node in graph.topo_order():
-        if node in graph and _splits(node, threads):
+        if threads >= 2 and node in graph and _splits(node, threads):
             new = graph.add(_row_split_op(node, choice), list(node.inputs), {},
                             (node.shape, node.dtype), name="matmul_rows", source=node.source)
             replace_node(graph, node, new)
             count += 1
         elif node.op is ops.matmul_op:
             whole.append(node)
-    if count:
+    if count or windows:
         # The graph's other products run on one BLAS thread too: one that woke
         # OpenBLAS's workers would leave them spinning on the second core through the
         # split products and kernels that follow (the traced L-BFGS iteration's
@@ -122,9 +128,13 @@ def parallel_matmul(graph):
                             (node.shape, node.dtype), name="matmul_one_thread",
                             source=node.source)
             replace_node(graph, node, new)
-        graph.notes.append(f"split the rows of {count} matrix product{'s' if count != 1 else ''} "
-                           f"among {threads} kernel threads")
-    return bool(count)
+        if count:
+            graph.notes.append(f"split the rows of {count} matrix product"
+                               f"{'s' if count != 1 else ''} among {threads} kernel threads")
+        if windows and whole:
+            graph.notes.append(f"{len(whole)} matrix product{'s' if len(whole) != 1 else ''} "
+                               "on one BLAS thread beside window kernels split over threads")
+    return bool(count) or (windows and bool(whole))
 
 
 def _one_thread_op(node):

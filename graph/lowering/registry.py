@@ -13,9 +13,11 @@ from .c.lowering import CLowering
 from .numba.lowering import NumbaLowering, NumbaUfuncLowering
 from .numpy_lowering import NumpyLowering
 from .plugin import register, registered
+from . import window_threads
 
 for _lowering in (NumpyLowering(), CLowering(), NumbaLowering(), NumbaUfuncLowering()):
     register(_lowering)
 c_window.install()      # the window ops' C kernels (engine/ops/native.py)
+window_threads.install()    # the threads convolutions split their images over
 
 __all__ = ["registered"]

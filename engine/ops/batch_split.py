@@ -1,0 +1,81 @@
+"""Window kernels (convolutions, max pooling) split over their images on the engine's kernel threads.
+
+numpy runs a convolution's im2col copy on one thread, and OpenBLAS threads only the
+product after it: on two cores a convolution gained little from the second core
+(PyTorch's oneDNN splits the whole kernel over the batch). The images of a batch are
+independent, so a kernel here runs in chunks of images, each chunk's im2col, product
+(and col2im) on whichever kernel thread takes it, with OpenBLAS held at one thread.
+Chunks are handed out in turn rather than as fixed halves, so that on a loaded machine
+the caller never waits for a worker the scheduler has not started.
+
+The core cannot import the lowerings that own the threads, so a lowering fills
+:data:`RUNNERS` (``graph/lowering/window_threads.py``, installed with the lowerings'
+registry, which ``native.kernel`` imports on first use). A kernel splits only where a
+runner is registered, it offers more than one thread, ``en.config.lowering`` allows
+native kernels (not "numpy"), numerics are not "bitwise" (a filter gradient's sum
+over the batch would change its order) and the kernel has at least
+``cost.window_split_min_work`` multiply-adds (max pooling's C kernels split too, from
+``cost.pool_split_min_taps`` values read).
+
+Example:
+    >>> import numpy as np
+    >>> x = np.arange(6.0).reshape(6, 1)
+    >>> [float(s.sum()) for s in run(6, 0, lambda lo, hi: x[lo:hi])]     # too little work
+    [15.0]
+"""
+from collections.abc import Callable
+from typing import Any
+
+from ..cost_model import cost
+from . import native
+
+# [(threads() -> int, run(fn, n_chunks, threads) -> list)], filled by a lowering.
+RUNNERS: list[tuple[Callable[[], int], Callable[..., list]]] = []
+# op -> work(input shapes, output shape, params) -> (work, minimum or None): what an op
+# that splits measures, declared in the op's module, so that a lowering can tell from a
+# graph which kernels will split (their products then stay on one OpenBLAS thread).
+WORK: dict[Any, Callable[..., tuple[int, Any]]] = {}
+
+
+def declare(op, work):
+    """Say that ``op``'s kernel splits by :func:`run` with ``work(in_shapes, out_shape,
+    params)``, which gives ``(work, minimum)`` as the kernel passes them."""
+    WORK[op] = work
+
+
+def splits(op, in_shapes, out_shape, params):
+    """Whether a kernel of ``op`` on these static shapes will split its images."""
+    rule = WORK.get(op)
+    if rule is None:
+        return False
+    work, minimum = rule(in_shapes, out_shape, params)
+    return threads(work, minimum) > 1
+
+
+def register(threads, run_chunks):
+    """Split kernels with ``run_chunks(fn, n, threads)`` over ``threads()`` threads."""
+    RUNNERS[:] = [(threads, run_chunks)]
+
+
+def threads(work, minimum=None):
+    """How many threads a kernel of ``work`` runs on (1: not split): ``work`` counts
+    multiply-adds against ``cost.window_split_min_work`` unless another ``minimum``
+    is given (pooling counts the values its windows read)."""
+    minimum = cost.window_split_min_work if minimum is None else minimum
+    if work < minimum or native.kernel_lowering_off():
+        return 1
+    if not RUNNERS:
+        native.load()
+    return RUNNERS[0][0]() if RUNNERS else 1
+
+
+def run(n, work, fn: Callable[[int, int], Any], minimum=None) -> list:
+    """``fn(lo, hi)`` over image ranges that cover ``range(n)``, in order: one call
+    ``[fn(0, n)]`` unless :func:`threads` gives more than one, else
+    ``cost.window_split_chunks`` (at most ``n``) calls spread over the threads."""
+    count = threads(work, minimum)
+    chunks = min(n, int(cost.window_split_chunks))
+    if count < 2 or chunks < 2:
+        return [fn(0, n)]
+    bounds = [k * n // chunks for k in range(chunks + 1)]
+    return RUNNERS[0][1](lambda k: fn(bounds[k], bounds[k + 1]), chunks, count)
