@@ -25,7 +25,11 @@ from engine import ops
 from engine.cost_model import cost
 from engine.numerics import bitwise
 
-from ..ir.queries import replace_node
+from ..ir.queries import remove_node, replace_node
+
+
+# Elementwise sums that commute with a transpose, operand by operand.
+_LINEAR_SUMS = (ops.add_op, ops.sub_op)
 
 
 def _is_swap(node):
@@ -64,6 +68,43 @@ def _contiguous_operands(graph):
     return count
 
 
+def _single_use(graph, node):
+    return graph.users(node) != [] and len(graph.users(node)) == 1 and node not in graph.outputs
+
+
+def _swappable_product(graph, node):
+    """A 2-D product of 2-D matrices that only one node reads (not an output)."""
+    return (node.op is ops.matmul_op and len(node.shape) == 2
+            and all(len(x.shape) == 2 for x in node.inputs) and _single_use(graph, node))
+
+
+def _transposed_sums(graph):
+    """``transpose(p + q)`` of products ``p``, ``q`` that nothing else reads ->
+    ``transpose(p) + transpose(q)``, each of which the rewrite below computes in the
+    transposed layout: the sum then reads and writes contiguous arrays. (The tangent of a
+    transposed gradient, in a Hessian-vector product, is such a sum.)"""
+    count = 0
+    for node in graph.topo_order():
+        if node not in graph or node.op is not ops.transpose_op or not _is_swap(node):
+            continue
+        (total,) = node.inputs
+        if (total.op not in _LINEAR_SUMS or not _single_use(graph, total)
+                or tuple(total.shape) != tuple(reversed(node.shape))
+                or not all(tuple(x.shape) == tuple(total.shape) and x.dtype == total.dtype
+                           and _swappable_product(graph, x) for x in total.inputs)):
+            continue
+        parts = [graph.add(ops.transpose_op, [x], {"axes": (1, 0)}, (node.shape, x.dtype),
+                           name="transpose", source=node.source) for x in total.inputs]
+        new = graph.add(total.op, parts, dict(total.params), (node.shape, node.dtype),
+                        name=total.name, source=total.source)
+        replace_node(graph, node, new)
+        remove_node(graph, total)           # so each product has its transpose as only user
+        count += 1
+    if count:
+        graph.notes.append(f"moved {count} transposes of sums of products onto the products")
+    return count
+
+
 def layout(graph):
     """Rewrite every ``transpose(a @ b)`` of matrices whose product has no other use, and
     mark transposed right operands of small products to be copied to C order once.
@@ -72,7 +113,7 @@ def layout(graph):
     if bitwise():
         return False
     marked = _contiguous_operands(graph)
-    count = 0
+    count = _transposed_sums(graph)
     for node in graph.topo_order():
         if node not in graph or node.op is not ops.transpose_op or not _is_swap(node):
             continue

@@ -9,7 +9,7 @@
   gives the bits the two did wherever ``c2 * x`` is a normal float (a subnormal one
   rounds once less); the inner product must have no other reader (TensorFlow's arithmetic
   optimizer pushes constants down so too, without the power-of-two guard);
-* ``x ** 1`` -> ``x``, ``x ** 2`` -> ``square(x)``; ``-(-x)`` -> ``x``; ``identity`` /
+* ``x ** 0`` -> ones, ``x ** 1`` -> ``x``, ``x ** 2`` -> ``square(x)``; ``-(-x)`` -> ``x``; ``identity`` /
   ``stop_gradient`` -> their input (at run time they only matter to autodiff, which is
   done by the time a graph runs);
 * ``logical_and`` with an all-False constant and ``logical_or`` with an all-True one ->
@@ -181,8 +181,16 @@ def _broadcast_noop(graph, node):
 
 
 def _power_of_constant(graph, node):
-    """``x ** 1`` -> ``x`` and ``x ** 2`` -> ``square(x)`` (numpy computes both exactly so)."""
+    """``x ** 0`` -> ones, ``x ** 1`` -> ``x`` and ``x ** 2`` -> ``square(x)`` (numpy
+    computes all three exactly so: ``x ** 0`` is 1 for every x, NaN and infinities too)."""
     x, y = node.inputs
+    if all_equal_to(y, 0) and None not in node.shape:
+        # The second derivative of ``u ** 2`` (a Hessian-vector product of a squared
+        # error) leaves ``u ** 0``: left alone, a compiled kernel calls pow() per element.
+        one = np.ones((), node.dtype)
+        const = graph.add(constant_op, (), {"value": one}, ((), one.dtype), name="const",
+                          source=node.source)
+        return _broadcast_as(graph, node, const)
     if not _same_type(node, x):
         return False
     if all_equal_to(y, 1):
