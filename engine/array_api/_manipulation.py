@@ -33,10 +33,7 @@ def broadcast_to(x, /, shape):
 
 def concat(arrays, /, *, axis=0):
     """The arrays joined along ``axis`` (flattened first when ``axis`` is None)."""
-    arrays = list(arrays)
-    if axis is None:
-        return _en.concat([_en.reshape(a, (-1,)) for a in arrays], axis=0)
-    return _en.concat(arrays, axis=axis)
+    return _en.concat(list(arrays), axis=axis)
 
 
 def expand_dims(x, /, axis=0):

@@ -17,7 +17,8 @@ from .. import chunk_rules
 from ..shapes import normalize_axis
 from . import indexing
 from . import _rules
-from .shape_ops import broadcast_to_op
+from ._args import int_tuple
+from .shape_ops import broadcast_to_op, reshape
 
 
 def _merge_dim(name, avals, i, a, b):
@@ -97,7 +98,8 @@ declare(concat_op, onnx=("Concat",), chunks=chunk_rules.concat)
 
 
 def concat(tensors, axis=0):
-    """Join a list of tensors along an existing ``axis`` (numpy's ``concatenate``).
+    """Join a list of tensors along an existing ``axis`` (numpy's ``concatenate``), or
+    flattened one after the other when ``axis`` is None.
 
     All other dimensions must agree; dtypes promote as numpy promotes them.
 
@@ -107,7 +109,9 @@ def concat(tensors, axis=0):
         (3, 3)
     """
     tensors = _as_list("concat", tensors)
-    return apply(concat_op, *tensors, axis=int(axis))
+    if axis is None:                   # numpy's and the Array API's: flattened, then joined
+        tensors, axis = [reshape(t, (-1,)) for t in tensors], 0
+    return apply(concat_op, *tensors, axis=int_tuple("concat", (axis,), "axis")[0])
 
 
 _also_named(concat, numpy="concatenate")

@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import dtypes
 from ..names import also_named as _also_named
-from ..errors import DTypeError, ShapeError, TracingError, describe_inputs
+from ..errors import (ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeError,
+                      TracingError, describe_inputs)
 from ..modes import apply, current_mode
 from ..op import Op, declare, register
 from ..shapes import normalize_axis
@@ -102,6 +103,29 @@ argsort_op = register(Op("argsort", _argsort_impl, _argsort_eval, None, n_inputs
 declare(argsort_op, onnx=("TopK", 1))
 
 
+# numpy's kind= names; each gets the engine's stable sort, a valid result for every kind
+# (numpy leaves the order of equal elements unspecified for the others).
+_NUMPY_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
+
+
+def _sort_flags(name, descending, kind, order):
+    """``descending`` as a bool, refusing what numpy's positional ``kind`` would put there
+    (``np.sort(x, -1, "quicksort")`` spelt ``en.sort(x, -1, "quicksort")`` must not sort
+    descending), a ``kind`` numpy does not know and numpy's ``order`` (structured arrays)."""
+    if not isinstance(descending, (bool, np.bool_)):
+        raise ArgumentTypeError(
+            f"{name}: descending must be True or False, got {descending!r} (numpy's third "
+            f"argument is kind=: pass it by keyword){at_user_line()}")
+    if kind not in _NUMPY_KINDS:
+        raise InvalidArgumentError(
+            f"{name}: kind must be one of {', '.join(map(repr, _NUMPY_KINDS[1:]))}, got "
+            f"{kind!r}{at_user_line()}")
+    if order is not None:
+        raise ArgumentTypeError(f"{name}: order= sorts numpy's structured arrays, which "
+                                f"tensors are not; got order={order!r}{at_user_line()}")
+    return bool(descending)
+
+
 def _sort_args(name, x, axis):
     x = as_tensor(x)
     if axis is None:
@@ -109,11 +133,11 @@ def _sort_args(name, x, axis):
     return x, user_axis(axis, x.ndim, name) if x.ndim else axis
 
 
-def sort(x, axis=-1, descending=False, stable=True):
+def sort(x, axis=-1, descending=False, stable=True, *, kind=None, order=None):
     """``x`` sorted along ``axis`` (the flattened input when None), like ``np.sort``;
     ``descending`` puts the largest first. The sort is always stable, so
-    ``stable=False`` (the Array API's hint) changes nothing. The gradient sends each
-    cotangent back to the element that landed there.
+    ``stable=False`` (the Array API's hint) and numpy's ``kind`` change nothing. The
+    gradient sends each cotangent back to the element that landed there.
 
     Example:
         >>> import engine as en
@@ -121,21 +145,24 @@ def sort(x, axis=-1, descending=False, stable=True):
         array([[0., 1.],
                [3., 2.]])
     """
+    descending = _sort_flags("sort", descending, kind, order)
     x, axis = _sort_args("sort", x, axis)
-    return apply(sort_op, x, axis=axis, descending=bool(descending))
+    return apply(sort_op, x, axis=axis, descending=descending)
 
 
-def argsort(x, axis=-1, descending=False, stable=True):
+def argsort(x, axis=-1, descending=False, stable=True, *, kind=None, order=None):
     """The indices that sort ``x`` along ``axis`` (stable: equal values keep their
-    order, also when ``descending``), like ``np.argsort(kind="stable")``.
+    order, also when ``descending``), like ``np.argsort(kind="stable")``; numpy's other
+    kinds get the same stable order.
 
     Example:
         >>> import engine as en
         >>> en.argsort(en.tensor([2, 1, 2, 0]), descending=True).numpy()
         array([0, 2, 1, 3])
     """
+    descending = _sort_flags("argsort", descending, kind, order)
     x, axis = _sort_args("argsort", x, axis)
-    return apply(argsort_op, x, axis=axis, descending=bool(descending))
+    return apply(argsort_op, x, axis=axis, descending=descending)
 
 
 # ---- searchsorted ---------------------------------------------------------------------------
