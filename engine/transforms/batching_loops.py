@@ -387,6 +387,18 @@ def _any_element(mode, pred):
         return ops.any(pred.raw)
 
 
+def _any_at_all(mode, pred):
+    """Whether ``pred`` holds for any element of ``mode``'s batch and of every vmap
+    around it (eagerly, ``vmap(vmap(f))`` loops until no element of either is running)."""
+    out = _any_element(mode, pred)
+    m = mode.parent
+    while getattr(m, "transforms", False):
+        if isinstance(m, BatchMode) and m.owns(out):
+            out = _any_element(m, out)
+        m = m.parent
+    return out
+
+
 def _select(pred, new, old):
     """``where(pred, new, old)`` per loop value (in the current, batched mode)."""
     return [n if n is o else ops.where(pred, n, o) for n, o in zip(new, old)]
@@ -419,7 +431,7 @@ def _eager_batched_while(mode, cond_fn, body_fn, vals, tree):
             safe = vals
             vals = [mode.lift([v])[0] for v in _body_leaves(body_fn, vals, tree)]
             continue
-        if not bool(_any_element(mode, pred)):
+        if not bool(_any_at_all(mode, pred)):
             return vals
         safe = _select(pred, vals, safe)
         new = [mode.lift([v])[0] for v in _body_leaves(body_fn, safe, tree)]

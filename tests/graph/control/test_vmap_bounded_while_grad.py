@@ -111,6 +111,26 @@ def test_forward_over_reverse_against_finite_differences():
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nested_vmaps_against_the_loop_and_finite_differences(dtype):
+    # vmap(vmap(...)): each element of both batches stops at its own step.
+    X, a = _data(dtype)
+    X2 = np.stack([X, X * 0.5])
+    at = en.tensor(a)
+
+    def one(x):
+        return loss(x, at)
+
+    def total(X2):
+        return en.sum(en.vmap(en.vmap(one))(X2))
+    want = np.stack([[en.grad(one)(en.tensor(x)).numpy() for x in row] for row in X2])
+    fd = central_difference(lambda v: sum(np_loss(x, float(a)) for x in v.reshape(-1, 3)),
+                            X2.astype(np.float64))
+    np.testing.assert_allclose(want, fd, **FD[dtype])
+    for _how, f in _both(en.grad(total)) + _both(en.vmap(en.vmap(en.grad(one)))):
+        np.testing.assert_allclose(f(en.tensor(X2)).numpy(), want, **TOL[dtype])
+
+
 # ---- a body with no finite value past an example's end ------------------------------------------
 def root_loss(x):
     """``v <- 1.5 sqrt(v - 1)`` while ``v > 1``: past its end an example's body would
