@@ -83,7 +83,8 @@ class Tracker:
     def __init__(self, watched):
         self.watched: set[int] = watched
         self.found: dict[int, Any] = {}
-        self.impure: str | None = None   # what the body does that a re-run would repeat
+        # What the body does that a re-run would repeat, and what to do instead.
+        self.impure: str | None = None
         self.body: LoopBodyMode | None = None   # the mode of the scan body's own trace
         self.log = StateLog()   # its variable reads and writes (batching_state.py)
 
@@ -116,7 +117,9 @@ class LoopBodyMode(BatchMode):
         # Random ops draw from a key (the same key: the same numbers when the body runs
         # again); an effect (a print) would happen again.
         if self.tracker is not None and op.side_effects:
-            self.tracker.impure = self.tracker.impure or f"op '{op.name}'"
+            self.tracker.impure = self.tracker.impure or (
+                f"op '{op.name}'; move it out of the body (return the values it uses from "
+                f"the scan), or take the gradient outside the vmap (grad(vmap(f)))")
         return super().apply(op, args, params)
 
     def read_variable(self, var):
@@ -221,7 +224,10 @@ def _stage_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, length, reverse, s
             c_raws = [_to_front(mode, c, b) for c, b in zip(c_leaves, batched_c)]
 
         def body(carry, x, batched_c=batched_c, holder=holder):
-            inner = LoopBodyMode(current_mode(), mode.tag, mode.size, tracker)
+            # A scan nested in a recorded scan's body, with no tape entry of its own,
+            # reports to the enclosing body's tracker (as a cond or while there does).
+            inner = LoopBodyMode(current_mode(), mode.tag, mode.size,
+                                 tracker or getattr(mode, "tracker", None))
             if tracker is not None:
                 tracker.begin(inner)
             x = () if x is None else x
@@ -273,8 +279,10 @@ def _state_reads(tracker, holder):
     log = tracker.log
     nested = log.nested_write()
     if nested is not None:
-        tracker.impure = tracker.impure or (f"a cond or loop that uses variable "
-                                            f"{nested.name!r}, which the body writes")
+        tracker.impure = tracker.impure or (
+            f"a cond or loop that uses variable {nested.name!r}, which the body writes (what "
+            f"the cond or loop reads cannot be given back to it); read and write the "
+            f"variable in the scan's body itself, and pass the values into the cond or loop")
     kept = log.kept()
     holder["state"] = (list(log.written.values()), [var for var, _ in kept])
     return tuple(value for _, value in kept)
@@ -302,10 +310,8 @@ def _record_scan(mode, fn, c_leaves, c_tree, x_leaves, x_tree, closures, carry, 
     def vjp(g, out, *inputs):
         if impure is not None:
             raise NotDifferentiableError(
-                f"vmap(grad) of a scan inside a graph: the scan's body has {impure}, which "
-                f"the backward pass would run again; move it out of the scan's body (return "
-                f"the values to print or write from the scan), or take the gradient outside "
-                f"the vmap (grad(vmap(f)))")
+                f"vmap(grad) of a scan inside a graph: the backward pass would run the scan's "
+                f"body again, and with it {impure}")
         g_c, g_y = list(g[:n_c]), list(g[n_c:n_c + n_y])
         # The carries entering each step are outputs too: a second-order gradient sends
         # cotangents into them (they join that step's carry cotangent).

@@ -224,6 +224,24 @@ def test_a_nested_cond_on_written_state_is_refused_by_name():
         en.function(en.vmap(en.grad(loss), in_axes=(0, None)))(en.tensor(X), en.tensor(w))
 
 
+def test_a_nested_scan_writing_state_is_refused_by_name():
+    # A scan inside the body, with no tape entry of its own, reports to the outer body:
+    # its writes would happen again in the backward pass (before: a silent wrong answer).
+    X, w = _data(np.float64)
+    count = en.Variable(np.asarray(0.0), name="count", trainable=False)
+
+    def loss(xs, w):
+        def inner(c, _):
+            count.assign_add(1.0)
+            return c * count.read(), ()
+
+        def step(h, x):
+            return en.sin(en.scan(inner, h, None, length=2)[0] * w + x), h
+        return en.sum(en.scan(step, en.zeros(WIDTH), xs)[0])
+    with pytest.raises(en.NotDifferentiableError, match="'count'.*in the scan's body itself"):
+        en.function(en.vmap(en.grad(loss), in_axes=(0, None)))(en.tensor(X), en.tensor(w))
+
+
 # ---- one scan each way, whatever the number of steps -----------------------------------------------
 def test_node_counts_do_not_grow_with_the_steps():
     gen = en.random.Generator(0)
