@@ -193,6 +193,17 @@ THRESHOLDS = (
               "many calls exceeds its compile time (a 50-step tanh RNN's loss and gradient: "
               "0.74 against 1.68 ms a call, compiled in 0.55 s)",
               "graph/lowering/c/lowering.py"),
+    Threshold("c_compile_units", 2, "units", EPYC_512, "2026-12-05", "f776049",
+              "the most translation units one whole-graph C source is cut into and "
+              "compiled side by side (never more than the cores this process may use; "
+              "gru_gates' 430 lines: 0.44 s of one compiler against 0.16 and 0.22 s, "
+              "plus 0.04 s to link, in two)",
+              "graph/lowering/c/c_compiler.py"),
+    Threshold("c_split_min_lines", 100, "lines", EPYC_512, "2026-12-05", "f776049",
+              "the fewest lines of a whole-graph C function's body each unit of a split "
+              "build holds (a unit costs about 35 ms of the compiler's start, headers and "
+              "link; a line about 1 ms)",
+              "graph/lowering/c/c_compiler.py"),
     Threshold("c_graph_call_seconds", 7e-6, "seconds", EPYC_512, "2026-12-05", "9da0065",
               "the overhead of one call of a whole graph in C (ctypes, the output arrays: "
               "tanh(x) * 2 on 4 elements 7.0 us against the numpy lowering's 1.5)",

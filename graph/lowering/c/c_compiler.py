@@ -11,7 +11,9 @@ NaN, infinities and signed zeros keep numpy's semantics) into
 compiler's version and the CPU's model and feature flags (a library built for
 one CPU is never loaded on another that shares the folder). A second process
 loads the library with ``ctypes`` in about a millisecond instead of compiling
-(about 0.1 s a kernel). ``c_cache`` keeps the libraries: each is checked against
+(about 0.1 s a kernel). A whole graph's long source is cut into a few translation
+units compiled side by side on the cores this process may use, then linked
+(``c_split``: :func:`units` of them at most). ``c_cache`` keeps the libraries: each is checked against
 its key before it is loaded (a damaged or another kernel's library is rebuilt,
 never run), written whole under a temporary name and renamed, and kept only in a
 folder no other user can write; elsewhere it is built for this process in a
@@ -31,10 +33,11 @@ import shutil
 import subprocess
 import sysconfig
 
+from engine.cost_model import cost
 from engine.errors import EngineError
 from engine.numerics import bitwise
 
-from . import c_cache
+from . import c_cache, c_split
 
 # -O2 with loop vectorization, not -O3: the same run times on the styles bench's cells and
 # transformer (gcc 12, quiet machine: lstm_concat 7.7-8.4 against 8.5-9.0 ms, gru_gates
@@ -103,11 +106,23 @@ def flags():
     return BITWISE_FLAGS if bitwise() else FLAGS
 
 
+def units():
+    """The most translation units a source is cut into: ``cost.c_compile_units``, never
+    more than the cores this process may use (one core: one unit)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):    # no affinity call (macOS, Windows)
+        cores = os.cpu_count() or 1
+    return max(1, min(cost.c_compile_units, cores))
+
+
 def key_of(source):
-    """The hash naming a source's library: the source, the flags, the compiler, the CPU."""
+    """The hash naming a source's library: the source, the flags (and how many units
+    a build may cut it into), the compiler, the CPU."""
     found = compiler()
     h = hashlib.sha256()
-    for part in (source, " ".join(flags()), repr(found), _cpu()):
+    build = f"{' '.join(flags())} units={units()} min_lines={cost.c_split_min_lines}"
+    for part in (source, build, repr(found), _cpu()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -138,14 +153,43 @@ def load(source):
 
 def _compile(command, c_name, so_name, where):
     """Compiles ``where/c_name`` to ``where/so_name``, named relative to ``where`` so that
-    every process building one source writes the same bytes."""
+    every process building one source writes the same bytes: as one unit, or cut into
+    several (``c_split``) compiled at once, then linked."""
+    # (The compiler found by its path: a relative one would not run from ``where``.)
+    command = [shutil.which(command[0]) or command[0], *command[1:]]
+    cut = c_split.split((where / c_name).read_text(), units(), cost.c_split_min_lines)
+    if cut is None:
+        _run([command + list(flags()) + [c_name, "-o", so_name, "-lm"]], where)
+        return
+    objects = []
+    for j, text in enumerate(cut.parts):
+        (where / f"part{j}.c").write_text(text)
+        objects.append(f"part{j}.o")
+    (where / "main.c").write_text(cut.main)
+    to_object = [f for f in flags() if f != "-shared"] + ["-c"]
+    _run([command + to_object + [f"part{j}.c", "-o", o] for j, o in enumerate(objects)],
+         where)
+    _run([command + list(flags()) + ["main.c", *objects, "-o", so_name, "-lm"]], where)
+
+
+def _run(commands, where):
+    """Runs the compiler ``commands`` at once in ``where``; raises :class:`CompileError`
+    where one fails or they take over ``TIMEOUT_SECONDS`` (the others are stopped)."""
+    running = []
     try:
-        # (The compiler found by its path: a relative one would not run from ``where``.)
-        command = [shutil.which(command[0]) or command[0], *command[1:]]
-        done = subprocess.run(command + list(flags()) + [c_name, "-o", so_name, "-lm"],
-                              capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
-                              cwd=where)
+        for c in commands:
+            running.append(subprocess.Popen(c, cwd=where, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, text=True))
+        for proc in running:
+            _, err = proc.communicate(timeout=TIMEOUT_SECONDS)
+            if proc.returncode != 0:
+                raise CompileError(f"the C compiler refused a generated kernel:\n{err}")
     except subprocess.TimeoutExpired:
         raise CompileError(f"the C compiler took over {TIMEOUT_SECONDS} s") from None
-    if done.returncode != 0:
-        raise CompileError(f"the C compiler refused a generated kernel:\n{done.stderr}")
+    except OSError as err:
+        raise CompileError(f"the C compiler did not start ({err})") from None
+    finally:
+        for proc in running:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
