@@ -36,7 +36,9 @@ class _Config:
         # single-result fused region as one numba ufunc).
         self.lowering = "auto"
         # Threads that walk a large fused kernel's rows, and split a large matrix
-        # product's rows, at once. None (the default): per graph, 2 where its largest
+        # product's rows, at once (and a large convolution's images, where None means
+        # the machine's but at most OpenBLAS's own count: engine/ops/batch_split.py).
+        # None (the default): per graph, 2 where its largest
         # matrix product has at least 2^29 multiply-adds, beside elementwise work over
         # more than 2^18 elements (and the process may run on two
         # cores, with numpy's OpenBLAS held at one thread while the engine's pool runs

@@ -221,19 +221,23 @@ THRESHOLDS = (
               "a graph matrix product of at least this work is split by rows over the "
               "engine's kernel threads",
               "graph/lowering/parallel_matmul.py"),
-    Threshold("window_split_min_work", 1 << 22, "multiply-adds", EPYC_512, "2026-12-05",
-              "21f29c7",
+    Threshold("window_split_min_work", 1 << 22, "multiply-adds", NOT_MEASURED, "2026-12-05",
+              "659706b",
               "a convolution (or either of its gradients) of at least this work splits its "
-              "images over the kernel threads, OpenBLAS at one thread in each chunk",
+              "images over the kernel threads, OpenBLAS at one thread in each chunk (about "
+              "40 us of one core's product, where waking a worker costs tens; the boundary "
+              "is not tuned: the CNN step's six kernels, 7-58M, measured at load 8-12)",
               "engine/ops/batch_split.py"),
-    Threshold("window_split_chunks", 8, "chunks", EPYC_512, "2026-12-05", "21f29c7",
+    Threshold("window_split_chunks", 8, "chunks", NOT_MEASURED, "2026-12-05", "659706b",
               "a split convolution's images in this many chunks, handed out in turn (more "
               "balance a loaded machine; fewer keep each chunk's product large)",
               "engine/ops/batch_split.py"),
-    Threshold("pool_split_min_taps", 1 << 18, "window values read", EPYC_512, "2026-12-05",
-              "21f29c7",
+    Threshold("pool_split_min_taps", 1 << 22, "window values read", EPYC_512, "2026-12-05",
+              "659706b",
               "max pooling's C kernels (and their gradients) split their images over the "
-              "kernel threads where the windows read at least this many values",
+              "kernel threads where the windows read at least this many values (the CNN "
+              "step's pools read 0.4-0.8M and ran no faster split at load 8: 0.52 against "
+              "0.37 ms forward, 2.2 against 2.3 for both gradients)",
               "engine/ops/pooling.py"),
     Threshold("two_threads_min_product_work", 1 << 29, "multiply-adds", EPYC, "2026-12-01",
               "80fe26f",
