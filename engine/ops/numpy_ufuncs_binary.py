@@ -24,6 +24,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..lifting import TensorLike
+from ..numerics import bitwise
 from ..op import declare
 from ..shapes import broadcast_shapes
 from ._define import binary, call, unbroadcast
@@ -66,8 +67,18 @@ def _nan_ignoring(name, ufunc, keeps_first):
     # (x == x) also hold for integers, which IsNaN does not take.
     pick = "Max" if keeps_first == ">=" else "Min"
     form = f"({{0}} if ({{0}} {keeps_first} {{1}} or {{1}} != {{1}}) else {{1}})"   # numpy's rule
+    real_form = complex_order.real_only(form)
+
+    def scalar_form(in_avals, out_dtype):
+        # Where +0.0 meets -0.0, numpy's float loops return one or the other by the
+        # element's place (their vector body and their scalar tail differ): under
+        # "bitwise" the form names numpy's ufunc, whose own loop the C graphs call and
+        # the other compiled lowerings leave to numpy (graph/lowering/bitwise.py).
+        if bitwise() and any(dt in dtypes.FLOATS for _, dt in in_avals):
+            return f"np.{name}({{0}}, {{1}})"
+        return real_form(in_avals, out_dtype)
     declare(op, onnx=("expr", f"Where(Equal(x0, x0), Where(Equal(x1, x1), {pick}(x0, x1), x0), x1)"),
-            scalar_form=complex_order.real_only(form), positional_out=True)
+            scalar_form=scalar_form, positional_out=True)
     return op
 
 
@@ -120,7 +131,9 @@ heaviside_op = binary("heaviside", np.heaviside, _heaviside_vjp, allowed=REAL_OR
                           "x > 0 (NaN stays NaN); the gradient reaches ``h`` only.")
 declare(heaviside_op,
         onnx=("expr", "Where(Less(x0, 0), 0, Where(Greater(x0, 0), 1, Where(Equal(x0, 0), x1, x0)))"),
-        scalar_form="(ZERO if {0} < ZERO else (ONE if {0} > ZERO else ({1} if {0} == ZERO else {0})))",
+        # (a NaN x gives numpy's NaN, whatever x's sign: abs of it)
+        scalar_form="(ZERO if {0} < ZERO else (ONE if {0} > ZERO else ({1} if {0} == ZERO "
+                    "else abs({0}))))",
         positional_out=True)
 
 

@@ -7,11 +7,13 @@ inlined into their single user's loop where they can be. Ops of other kinds are
 written by the pattern their ``numba_form`` rule names, from the table of
 patterns the emitter is given (``numba_source.PATTERNS``).
 """
+import ast
 import functools
 
 import numpy as np
 
 from engine import scalar_forms
+from engine.numerics import bitwise
 
 from ...ir.graph import Node
 from ...ir.graph_ops import constant_op, placeholder_op, unpack_op
@@ -25,7 +27,7 @@ _FAST_FLOAT32 = (("np.exp(", "exp32("), ("np.tanh(", "tanh32("))
 # What the generated sources import for the scalar forms (numba_math imports numba, so
 # it is imported by generated code only).
 HELPERS_IMPORT = ("from engine.graph.lowering.numba.numba_math import exp32, tanh32, floor_divide_, "
-                  "remainder_, left_shift_, right_shift_\n")
+                  "remainder_, left_shift_, right_shift_, neg_\n")
 # The longest expression an elementwise value is inlined as into its user's: each op
 # inlined wraps its input's text in a new string, so an unbounded chain of n ops costs
 # n * n characters to write (an unrolled chain of 16,000 elementwise ops: 28 s of
@@ -243,6 +245,8 @@ def scalar_form_text(op, in_avals, out_dtype, params=None):
     if form is None:
         return None
     dt = loop_dtype(op, [d for _, d in in_avals], out_dtype)
+    if dt.kind == "f" and "-" in form and bitwise():
+        form = _unfoldable_minus(form, len(in_avals))
     for word, value in (("ONE", 1), ("ZERO", 0), ("HALF", 0.5)):
         if word in form:
             form = form.replace(word, _literal(value, dt))
@@ -250,6 +254,32 @@ def scalar_form_text(op, in_avals, out_dtype, params=None):
         for slow, fast in _FAST_FLOAT32:
             form = form.replace(slow, fast)
     return form
+
+
+class _Minus(ast.NodeTransformer):
+    """``-e`` (``e`` not a literal) as ``neg_(e)``: a sign flip LLVM cannot fold."""
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.USub) and not isinstance(node.operand, ast.Constant):
+            return ast.Call(func=ast.Name(id="neg_", ctx=ast.Load()), args=[node.operand],
+                            keywords=[])
+        return node
+
+
+def _unfoldable_minus(form, n_inputs):
+    """The format string ``form`` with each negation written as ``neg_`` (numba_math):
+    under "bitwise", numpy's ``negative`` flips a NaN's sign, and LLVM moves a float
+    negation into a product or sum where the NaN's sign is lost."""
+    names = [f"_a{k}_" for k in range(n_inputs)]
+    try:
+        tree = ast.parse(form.format(*names), mode="eval")
+    except (SyntaxError, IndexError, KeyError, ValueError):
+        return form     # (not a Python expression: the writers refuse it as before)
+    text = ast.unparse(_Minus().visit(tree))
+    for k, name in enumerate(names):
+        text = text.replace(name, "{%d}" % k)
+    return text
 
 
 def cast_arguments(op, in_dtypes, out_dtype, args):

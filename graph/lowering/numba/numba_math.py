@@ -21,6 +21,7 @@ engine at import time (numba is optional).
 """
 import functools
 import math
+import platform
 
 import numba
 import numpy as np
@@ -116,6 +117,40 @@ def exp32(typingctx, x):
 def tanh32(typingctx, x):
     """``tanh`` of a float32 scalar, as a float32 (see the module docstring)."""
     return _float32_intrinsic(_tanh32_ir)(typingctx, x)
+
+
+# ---- a minus LLVM cannot fold, for en.config.numerics = "bitwise" ------------------------------
+# The register class of an empty asm statement that hands a float back unchanged, by
+# machine (elsewhere no such barrier is written).
+_FLOAT_REGISTER = {"x86_64": "x", "amd64": "x", "aarch64": "w", "arm64": "w"}.get(
+    platform.machine().lower())
+
+
+@intrinsic
+def neg_(typingctx, x):
+    """``-x``; for a float, a flip of its sign bit, as numpy's ``negative`` flips it (a
+    NaN's too), that LLVM cannot see through. LLVM takes a float negation for a sign it
+    may move: ``(-x) * 2`` became ``x * -2``, ``(-x) * (-x)`` became ``x * x``, which keep
+    the NaN's sign; an integer xor of the bits it turns back into a negation. So the
+    flipped value passes through an empty asm statement: a scalar loop (no vectorizing),
+    written only under "bitwise" (graph/lowering/numba/numba_emitter.py; the C
+    lowering's twin is ``neg_f``/``neg_d`` in c_source.py)."""
+    if not isinstance(x, (types.Float, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        (value,) = args
+        if not isinstance(signature.args[0], types.Float):
+            return builder.neg(value)
+        bits = ir.IntType(signature.args[0].bitwidth)
+        flipped = builder.bitcast(builder.xor(builder.bitcast(value, bits),
+                                              ir.Constant(bits, 1 << (bits.width - 1))),
+                                  value.type)
+        if _FLOAT_REGISTER is None:
+            return flipped
+        return builder.asm(ir.FunctionType(value.type, [value.type]), "",
+                           f"={_FLOAT_REGISTER},0", [flipped], side_effect=False)
+    return x(x), codegen
 
 
 # ---- numpy's integer and float division, shifts, for the scalar forms ----------------------
