@@ -147,6 +147,7 @@ def bounded_while_loop(cond_fn, body_fn, loop_vars, max_steps):
         return out
 
     if _under_vmap(mode):
+        # Also without a tape now: a scan body traced here is differentiated later.
         return type(loop_vars)(_batched_step(cond_fn, body, max_steps, vals))
 
     def step(carry, _):

@@ -162,6 +162,51 @@ def test_an_example_past_its_end_gets_its_own_loops_gradient(dtype):
         np.testing.assert_allclose(got, want, **TOL[dtype])
 
 
+def rnn_of_roots(xs, w):
+    """A scan whose step runs the bounded root loop on its state: each example and step
+    stops at a trip count of its own, inside a loop that is differentiated later."""
+    def step(h, x):
+        _, v = en.while_loop(lambda i, v: en.min(v) > 1.0,
+                             lambda i, v: (i + 1, en.sqrt(v - 1.0) * 1.5),
+                             (0, h * h + x * x + 1.2), max_steps=6)
+        h = en.tanh(v * w + h)
+        return h, h
+    return en.sum(en.scan(step, en.zeros(2, dtype=xs.dtype), xs)[0] ** 2)
+
+
+def np_rnn_of_roots(xs, w):
+    h = np.zeros(2)
+    for x in xs:
+        i, v = 0, h * h + x * x + 1.2
+        while np.min(v) > 1.0 and i < 6:
+            i, v = i + 1, np.sqrt(v - 1.0) * 1.5
+        h = np.tanh(v * w + h)
+    return np.sum(h ** 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_bounded_loop_inside_a_scan_body_under_vmap(dtype):
+    X = (np.random.default_rng(46).standard_normal((3, 4, 2)) * 3).astype(dtype)
+    w = np.array([0.3, -0.2], dtype)
+    grads = en.grad(rnn_of_roots, argnums=(0, 1))
+    want = [grads(en.tensor(x), en.tensor(w)) for x in X]
+    for b, x in enumerate(X):
+        fd = central_difference(lambda v, x=x: np_rnn_of_roots(x.astype(np.float64), v),
+                                w.astype(np.float64))
+        np.testing.assert_allclose(want[b][1].numpy(), fd, **FD[dtype])
+
+    def total(X, w):
+        return en.sum(en.vmap(rnn_of_roots, in_axes=(0, None))(X, w))
+    for _how, f in _both(en.vmap(grads, in_axes=(0, None))) + _both(
+            en.grad(total, argnums=(0, 1))):
+        g_x, g_w = f(en.tensor(X), en.tensor(w))
+        np.testing.assert_allclose(g_x.numpy(), np.stack([g[0].numpy() for g in want]),
+                                   **TOL[dtype])
+        w_rows = np.stack([g[1].numpy() for g in want])
+        np.testing.assert_allclose(g_w.numpy(), w_rows if g_w.ndim == 2 else w_rows.sum(0),
+                                   **TOL[dtype])
+
+
 # ---- one scan each way, whatever the bound ---------------------------------------------------------
 def test_node_counts_do_not_grow_with_the_bound():
     X, a = _data(np.float64)
