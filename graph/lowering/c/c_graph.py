@@ -29,6 +29,7 @@ from engine.numerics import bitwise
 
 from . import c_batched, c_bitwise, c_compiler, c_graph_ops, c_scan
 from .c_graph_emit import CVal, Emitter, check_node
+from ..plugin import Unsupported
 from .c_source import C_MATH, ctype
 from .. import numpy_kernels, scipy_blas
 
@@ -57,11 +58,13 @@ BITWISE_PATTERNS = {**{k: v for k, v in PATTERNS.items() if k != "reduce_mean"},
                     "reduce_sum": c_bitwise.reduce_sum}
 
 
-def emit(members, inputs, outputs):
+def emit(members, inputs, outputs, transposed=()):
     """``(source, emitter)``: the C source computing ``outputs`` from ``inputs`` through
     ``members`` (topological order); the emitter tells the workspace's size
-    (``ws_bytes``), whether BLAS is called and the largest product. Raises
-    :class:`Unsupported` naming what cannot be written."""
+    (``ws_bytes``), whether BLAS is called and the largest product. ``transposed``: the
+    positions of 2-d inputs given as the transpose of C-ordered memory (read as
+    transposed views, see :class:`CGraphFunction`). Raises :class:`Unsupported` naming
+    what cannot be written."""
     exact = bitwise()
     em = Emitter(BITWISE_PATTERNS if exact else PATTERNS)
     em.blas = None if exact else scipy_blas.gemm_pointers()
@@ -70,7 +73,11 @@ def emit(members, inputs, outputs):
         check_node(node)
         t = ctype(node.dtype)
         em.decls.append(f"const {t} *restrict a{k} = (const {t} *)p[{k}];")
-        em.values[node] = CVal(f"a{k}", node.shape, node.dtype, root=f"a{k}")
+        if k in transposed:
+            memory = CVal(f"a{k}", tuple(reversed(node.shape)), node.dtype, root=f"a{k}")
+            em.values[node] = CVal(None, node.shape, node.dtype, root=f"a{k}", trans=memory)
+        else:
+            em.values[node] = CVal(f"a{k}", node.shape, node.dtype, root=f"a{k}")
     for j, node in enumerate(outputs):
         check_node(node)
         t = ctype(node.dtype)
@@ -101,11 +108,19 @@ def emit(members, inputs, outputs):
 class CGraphFunction:
     """The compiled node's callable: ``inputs``' arrays in, a tuple of fresh output
     arrays back. One workspace is kept and reused (a call that finds it in use, on
-    another thread, allocates its own)."""
+    another thread, allocates its own).
 
-    def __init__(self, source, inputs, outputs, ws_bytes, uses_blas, ufunc_loops=None):
+    A strided input is copied to C order, except under bitwise numerics a 2-d input given
+    as a transposed view (the transpose of C-ordered memory): numpy's BLAS call for it
+    passes a transposition flag, which gives other bits than the product of a copy, so
+    the source is written again with that input read transposed (``variant``, made once
+    per such layout from ``members``)."""
+
+    def __init__(self, source, inputs, outputs, ws_bytes, uses_blas, ufunc_loops=None,
+                 members=None):
         """``ufunc_loops``: the numpy loops a bitwise source calls (``c_bitwise.py``), whose
-        addresses follow the outputs' in the pointers passed; None for a default source."""
+        addresses follow the outputs' in the pointers passed; None for a default source.
+        ``members``: the nodes written (bitwise: for the variants of transposed inputs)."""
         fn = getattr(c_compiler.load(source), NAME)
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p] * 4
@@ -122,8 +137,16 @@ class CGraphFunction:
             blas = numpy_kernels.cblas_gemm()[:2] if ufunc_loops is not None else \
                 scipy_blas.gemm_pointers()
         self.blas = blas if blas is not None else (None, None)
+        self.part = (members, inputs, outputs) if ufunc_loops is not None and members else None
+        self.variants = {}      # positions of transposed inputs -> CGraphFunction or None
 
     def __call__(self, *given):
+        if self.part is not None:
+            flipped = tuple(k for k, a in enumerate(given) if _transposed(a))
+            if flipped:
+                run = self.variant(flipped)
+                if run is not None:
+                    return run(*[a.T if k in flipped else a for k, a in enumerate(given)])
         arrays = [np.ascontiguousarray(a, dt) for a, dt in zip(given, self.in_dtypes)]
         outs = [np.empty(shape, dt) for shape, dt in self.out_avals]
         pointers = (ctypes.c_void_p * self.n)(*[a.ctypes.data for a in arrays],
@@ -139,12 +162,33 @@ class CGraphFunction:
         return tuple(outs)
 
 
+    def variant(self, flipped):
+        """The function reading the inputs at ``flipped`` transposed (None: the C writer
+        cannot, and they are copied)."""
+        if flipped not in self.variants:
+            members, inputs, outputs = self.part
+            try:
+                source, em = emit(members, inputs, outputs, transposed=flipped)
+                self.variants[flipped] = CGraphFunction(
+                    source, inputs, outputs, em.ws_bytes, em.uses_blas,
+                    tuple(em.ufunc_loops))
+            except Unsupported:
+                self.variants[flipped] = None
+        return self.variants[flipped]
+
+
+def _transposed(array):
+    """A 2-d array that is the transpose of C-ordered memory (and not C-ordered itself)."""
+    return isinstance(array, np.ndarray) and array.ndim == 2 and \
+        not array.flags.c_contiguous and array.T.flags.c_contiguous
+
+
 def build(source, part, em_meta, threaded_work):
     """The callable for ``part`` from ``source`` (see :class:`CGraphFunction`); one BLAS
     thread while it runs where a product is large enough for OpenBLAS to thread
     (``scipy_blas.one_thread``: its spinning workers slow the loops around it)."""
     run = CGraphFunction(source, part.inputs, part.outputs, em_meta["workspace_bytes"],
-                         em_meta["uses_blas"], em_meta.get("ufunc_loops"))
+                         em_meta["uses_blas"], em_meta.get("ufunc_loops"), part.members)
     if em_meta["largest_product"] > threaded_work:
         return scipy_blas.one_thread(run)
     return run

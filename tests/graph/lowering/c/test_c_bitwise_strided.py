@@ -6,7 +6,9 @@ strided input to C order, and the lowerings hold their values C-ordered, so unde
 "bitwise" eager mode sums a strided value's C-ordered copy (engine/ops/reduce.py
 ``_in_c_order``): eager, the numpy lowering and C give the same bits for a transposed
 view, a view of every other row or every third column, a transpose inside the graph
-and a function of a transposed view, float32 and float64.
+and a function of a transposed view, float32 and float64. A product reading a transposed
+view as a whole C graph's input reads it transposed, as numpy's BLAS call does
+(graph/lowering/c/c_graph.py ``CGraphFunction.variant``).
 """
 import numpy as np
 import pytest
@@ -80,6 +82,28 @@ def test_a_whole_c_graph_sums_a_transposed_view(dtype):
         f = en.function(program)
         assert_same_bits(f(x), program(x), "sum down a transposed view")
         assert compiled_backends(f, [x]) == ["c"]
+
+
+@pytest.mark.skipif(not c_compiler.available(), reason="no C compiler")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_product_of_a_transposed_view_in_a_whole_c_graph(dtype):
+    """numpy's BLAS call for a transposed view passes a transposition flag (other bits
+    than the product of a C-ordered copy): the C graph is written again with that input
+    read transposed, once, and later calls with C-ordered inputs take the first one."""
+    rng = np.random.default_rng(10)
+    base, w = (en.tensor(rng.standard_normal(s).astype(dtype)) for s in ((300, 37), (300, 20)))
+    x = en.transpose(base)
+
+    def program(x, w):
+        return (x @ w) * 2.0
+    with numerics("bitwise", "c"):
+        f = en.function(program)
+        assert_same_bits(f(x, w), program(x, w), "product of a transposed view")
+        assert compiled_backends(f, [x, w]) == ["c"]
+        copy = en.tensor(np.ascontiguousarray(x.numpy()))
+        assert_same_bits(f(copy, w), program(copy, w), "product of its copy")
+    expected = (base.numpy().T @ w.numpy()) * np.asarray(2.0, dtype)
+    assert_same_bits(f(x, w), expected, "against numpy")
 
 
 def test_fast_numerics_sum_the_view_as_numpy_does():
