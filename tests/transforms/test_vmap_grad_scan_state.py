@@ -279,3 +279,33 @@ def test_stateful_draws_against_jax():
         return jnp.sum(h) + jnp.sum(ys)
     want = jax.jit(jax.vmap(jax.grad(jax_loss, argnums=1), in_axes=(0, None)))(X, w)
     np.testing.assert_allclose(got, np.asarray(want), rtol=1e-12, atol=1e-13)
+
+
+# ---- the compiled lowerings run the replayed steps -------------------------------------------------
+@pytest.mark.parametrize("lowering", ["numba", "c"])
+def test_compiled_lowerings_replay_the_state(monkeypatch, lowering):
+    if lowering == "numba":
+        pytest.importorskip("numba")
+    X, w = _data(np.float64)
+    gen = en.random.Generator(4)
+    count = en.Variable(np.asarray(0.0), name="count", trainable=False)
+
+    def loss(xs, w):
+        def step(h, x):
+            count.assign_add(1.0)
+            h = en.tanh(h * w + x * gen.normal((WIDTH,), dtype=x.dtype) * count.read())
+            return h, en.sum(h * h)
+        h, ys = en.scan(step, en.zeros(WIDTH), xs)
+        return en.sum(h) + en.sum(ys)
+    grads = en.grad(loss, argnums=1)
+    want = []
+    for x in X:   # the Python loop, each example from the same state
+        gen.reset(4)
+        count.assign(0.0)
+        want.append(grads(en.tensor(x), en.tensor(w)).numpy())
+    monkeypatch.setattr(en.config, "lowering", lowering)
+    gen.reset(4)
+    count.assign(0.0)
+    got = en.function(en.vmap(grads, in_axes=(0, None)))(en.tensor(X), en.tensor(w))
+    np.testing.assert_allclose(got.numpy(), np.stack(want), rtol=1e-12, atol=1e-13)
+    assert gen.state.numpy().tolist() == [4, STEPS] and float(count.numpy()) == STEPS

@@ -257,3 +257,19 @@ def test_against_jax():
         en.tensor(X), en.tensor(a))
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=1e-12, atol=1e-12)
+
+
+# ---- the compiled lowerings -------------------------------------------------------------------------
+@pytest.mark.parametrize("lowering", ["numba", "c"])
+def test_compiled_lowerings_keep_each_examples_gradient(monkeypatch, lowering):
+    if lowering == "numba":
+        pytest.importorskip("numba")
+    X = np.array([5.0, 30.0, 1.5])
+    want = [float(en.grad(root_loss)(en.tensor(x))) for x in X]
+
+    def total(X):
+        return en.sum(en.vmap(root_loss)(X))
+    monkeypatch.setattr(en.config, "lowering", lowering)
+    for fn in (en.grad(total), en.vmap(en.grad(root_loss))):
+        np.testing.assert_allclose(en.function(fn)(en.tensor(X)).numpy(), want,
+                                   **TOL[np.float64])
