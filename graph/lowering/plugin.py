@@ -190,6 +190,12 @@ class Lowering:
         outputs' values back), built from ``source``; None where the build is refused."""
         return None
 
+    def start_graph_builds(self, sources: list[str]) -> None:
+        """A hint that ``build_graph`` will be asked for these sources next, one by one: a
+        lowering may start building them all at once (on other cores) so the calls find
+        them built. Nothing by default; never raises."""
+        return None
+
 
 _REGISTRY: dict[str, Lowering] = {}
 

@@ -76,8 +76,10 @@ def compile_graph(graph):
         if not done:
             hoisted = lowering.hoists_scans and \
                 hoist_scans(graph, row_blocks=False, min_step_work=lowering.hoist_min_step_work())
+            loops = lowering.loop_members(graph)
+            _start_builds(lowering, graph, loops, forced)
             done = sum(_write_part(lowering, GraphPart(graph, members, "scan"), forced)
-                       for members in lowering.loop_members(graph))
+                       for members in loops)
             if hoisted:     # the products no loop took in run in numpy: in row blocks
                 block_hoisted_products(graph)
         if done:
@@ -85,6 +87,28 @@ def compile_graph(graph):
                                f"{lowering.name}")
             return True
     return False
+
+
+def _start_builds(lowering, graph, loops, forced):
+    """Has ``lowering`` start building every loop's source at once where there are several
+    (each is then built while the others are, not one after another). Each part is made
+    and written here before any is replaced; ``_write_part`` makes and writes it again
+    after the earlier ones' replacement, which gives the same source (the unpacked results
+    take the replaced values' places among its inputs), so its build finds this one."""
+    if len(loops) < 2:
+        return
+    sources = []
+    for members in loops:
+        part = GraphPart(graph, members, "scan")
+        try:
+            source = lowering.graph_source(part)
+        except Unsupported:     # Declined among them: said when the part is written
+            continue
+        if lowering.graph_pieces(part, source) is None and \
+                (forced or lowering.graph_cost(part, cost.compile_calls, source) < 0):
+            sources.append(source)
+    if len(sources) > 1:
+        lowering.start_graph_builds(sources)
 
 
 def _write_part(lowering, part, forced):

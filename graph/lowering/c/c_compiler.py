@@ -24,6 +24,7 @@ Example:
     >>> load(source).answer() if available() else 42
     42
 """
+import concurrent.futures
 import ctypes
 import functools
 import hashlib
@@ -54,6 +55,9 @@ BITWISE_FLAGS = tuple("-ffp-contract=off" if f.startswith("-ffp-contract") else 
 TIMEOUT_SECONDS = 60
 # The libraries this process loaded, by key: a kernel met again reads no disk.
 _LOADED: dict[str, ctypes.CDLL] = {}
+# The builds :func:`start` began and no :func:`load` has taken yet, by key.
+_STARTED: dict[str, concurrent.futures.Future] = {}
+_POOL: list[concurrent.futures.ThreadPoolExecutor] = []
 
 
 class CompileError(EngineError, RuntimeError):
@@ -116,12 +120,19 @@ def units():
     return max(1, min(cost.c_compile_units, cores))
 
 
-def key_of(source):
+def _build_settings():
+    """``(flags, units, min_lines)``: how a library is built now (read once per build, so
+    a build on a thread uses the settings its key was made from)."""
+    return flags(), units(), cost.c_split_min_lines
+
+
+def key_of(source, settings=None):
     """The hash naming a source's library: the source, the flags (and how many units
     a build may cut it into), the compiler, the CPU."""
     found = compiler()
+    build_flags, n_units, min_lines = settings or _build_settings()
     h = hashlib.sha256()
-    build = f"{' '.join(flags())} units={units()} min_lines={cost.c_split_min_lines}"
+    build = f"{' '.join(build_flags)} units={n_units} min_lines={min_lines}"
     for part in (source, build, repr(found), _cpu()):
         h.update(part.encode())
         h.update(b"\0")
@@ -143,33 +154,68 @@ def load(source):
     found = compiler()
     if found is None:
         raise CompileError("no C compiler found (set CC, or install gcc)")
-    key = key_of(source)
+    settings = _build_settings()
+    key = key_of(source, settings)
     lib = _LOADED.get(key)
     if lib is not None:
         return lib
-    lib = _LOADED[key] = c_cache.load(key, source, functools.partial(_compile, found[0]))
+    started = _STARTED.pop(key, None)
+    if started is not None:     # built on a thread: its library, or what it raised
+        return started.result()
+    return _load(key, source, found[0], settings)
+
+
+def _load(key, source, command, settings):
+    lib = _LOADED[key] = c_cache.load(key, source,
+                                      functools.partial(_compile, command, settings))
     return lib
 
 
-def _compile(command, c_name, so_name, where):
-    """Compiles ``where/c_name`` to ``where/so_name``, named relative to ``where`` so that
-    every process building one source writes the same bytes: as one unit, or cut into
-    several (``c_split``) compiled at once, then linked."""
+def start(sources):
+    """Starts building the libraries of ``sources`` not yet loaded, all at once on threads
+    (each compiler a process of its own); :func:`load` of one of them then waits for its
+    build and returns its library, or raises what the build raised. Nothing where there
+    is no compiler.
+
+    Example:
+        >>> start(["int started(void) { return 1; }\\n"])
+        >>> load("int started(void) { return 1; }\\n").started() if available() else 1
+        1
+    """
+    found = compiler()
+    if found is None:
+        return
+    if not _POOL:
+        _POOL.append(concurrent.futures.ThreadPoolExecutor(
+            max_workers=cost.c_compile_units, thread_name_prefix="engine-c-build"))
+    settings = _build_settings()
+    for source in sources:
+        key = key_of(source, settings)
+        if key not in _LOADED and key not in _STARTED:
+            _STARTED[key] = _POOL[0].submit(_load, key, source, found[0], settings)
+
+
+def _compile(command, settings, c_name, so_name, where):
+    """Compiles ``where/c_name`` to ``where/so_name`` as ``settings`` say
+    (:func:`_build_settings`), named relative to ``where`` so that every process building
+    one source writes the same bytes: as one unit, or cut into several (``c_split``)
+    compiled at once, then linked."""
+    build_flags, n_units, min_lines = settings
     # (The compiler found by its path: a relative one would not run from ``where``.)
     command = [shutil.which(command[0]) or command[0], *command[1:]]
-    cut = c_split.split((where / c_name).read_text(), units(), cost.c_split_min_lines)
+    cut = c_split.split((where / c_name).read_text(), n_units, min_lines)
     if cut is None:
-        _run([command + list(flags()) + [c_name, "-o", so_name, "-lm"]], where)
+        _run([command + list(build_flags) + [c_name, "-o", so_name, "-lm"]], where)
         return
     objects = []
     for j, text in enumerate(cut.parts):
         (where / f"part{j}.c").write_text(text)
         objects.append(f"part{j}.o")
     (where / "main.c").write_text(cut.main)
-    to_object = [f for f in flags() if f != "-shared"] + ["-c"]
+    to_object = [f for f in build_flags if f != "-shared"] + ["-c"]
     _run([command + to_object + [f"part{j}.c", "-o", o] for j, o in enumerate(objects)],
          where)
-    _run([command + list(flags()) + ["main.c", *objects, "-o", so_name, "-lm"]], where)
+    _run([command + list(build_flags) + ["main.c", *objects, "-o", so_name, "-lm"]], where)
 
 
 def _run(commands, where):

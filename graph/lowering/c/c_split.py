@@ -118,7 +118,9 @@ def _balanced(statements, units, min_lines):
     n = min(units, total // max(min_lines, 1), len(statements))
     if n < 2:
         return [statements]
-    groups, current, size, done = [], [], 0, 0
+    groups: list[list[list[str]]] = []
+    current: list[list[str]] = []
+    size = done = 0
     for s in statements:
         # Close a group where adding this statement overshoots its share by more than
         # stopping short of it would (the last group takes what is left).

@@ -105,6 +105,10 @@ class CLowering(Lowering):
                 cost.c_graph_compile_seconds_per_line * source.count("\n")
         return build - saved * max(calls, cost.c_graph_compile_calls)
 
+    def start_graph_builds(self, sources):
+        """Several scans' sources compiled at once, on threads (``c_compiler.start``)."""
+        c_compiler.start(sources)
+
     def build_graph(self, part, source):
         try:
             run = c_graph.build(source, part, part.meta, cost.openblas_threaded_work)
