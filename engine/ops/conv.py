@@ -296,8 +296,13 @@ def _bp_input_full(g, w, input_hw, pads):
     flipped = w[::-1, ::-1].transpose(0, 1, 3, 2).reshape(kh * kw * o, c)
     full = ((kh - 1 - pads[0][0], kh - 1 - pads[0][1]),
             (kw - 1 - pads[1][0], kw - 1 - pads[1][1]))
-    with _patches(g, (kh, kw), _ONE, full) as cols:
-        return (cols @ flipped).reshape(n, h, wd, c)   # dtype: result_type(g, w)
+    dx = np.empty((n, h, wd, c), np.result_type(g.dtype, w.dtype))
+
+    def images(lo, hi):       # a chunk of images (engine/ops/batch_split.py)
+        with _patches(g[lo:hi], (kh, kw), _ONE, full) as cols:
+            np.matmul(cols, flipped, out=dx[lo:hi].reshape(-1, c))
+    batch_split.run(n, n * h * wd * c * kh * kw * o, images)
+    return dx
 
 
 def _bp_input_out(g, w, *, out, input_hw, strides, padding, dilation=_ONE, groups=1):

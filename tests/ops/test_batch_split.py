@@ -10,7 +10,7 @@ import pytest
 
 import engine as en
 from engine.graph.lowering.c import c_window
-from engine.ops import batch_split, native
+from engine.ops import batch_split, conv, native
 from tests.support.finite_diff import numeric_grad
 
 
@@ -56,6 +56,8 @@ CONVS = [  # batch, input channels, output channels, kernel, strides, pads, dila
     (4, 4, 3, (3, 2), (2, 1), ((1, 2), (0, 1)), (1, 2), 1),
     (3, 3, 5, (3, 3), (2, 2), ((2, 2), (2, 2)), (2, 2), 1),
     (6, 4, 6, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2),
+    (5, 8, 3, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),   # input gradient: the full form
+    (3, 7, 2, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1),   # ... the scatter (not split)
 ]
 
 
@@ -88,6 +90,23 @@ def test_split_conv_and_both_gradients_match_a_window_loop(split, dtype, n, c, o
         col = float(np.sum(_loop_conv(x, basis, strides, pads, dilation, groups) * g))
         np.testing.assert_allclose(dw[idx], col, rtol=tol * 10, atol=tol * 50)
     assert split.count(3) >= 2       # the forward and the filter gradient were split
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_split_full_form_of_the_input_gradient_matches_a_window_loop(split, dtype):
+    # The full correlation (chosen where the input has more than twice the output
+    # channels) splits too; the C col2im form is covered above.
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((3, 3, 8, 3)).astype(dtype)
+    g = rng.standard_normal((5, 6, 7, 3)).astype(dtype)
+    dx = conv._bp_input_full(g, w, (6, 7), ((1, 1), (1, 1)))
+    assert split == [3] and dx.dtype == dtype
+    tol = 2e-4 if dtype == np.float32 else 1e-10
+    for idx in [(0, 0, 0, 0), (4, 5, 6, 7), (2, 3, 1, 4)]:
+        basis = np.zeros((5, 6, 7, 8))
+        basis[idx] = 1
+        col = float(np.sum(_loop_conv(basis, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1) * g))
+        np.testing.assert_allclose(dx[idx], col, rtol=tol, atol=tol)
 
 
 def test_split_conv_gradients_match_finite_differences(split):
