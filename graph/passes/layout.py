@@ -5,7 +5,10 @@ BLAS reads a transposed operand through its strides at no cost, so the new
 product writes a contiguous result where the old one left a transposed view,
 which an elementwise user then walked with a large stride. The typical case
 is a gradient: for ``y = h @ w.T`` the gradient with respect to ``w`` comes out
-as ``transpose(h.T @ g)`` and is added to ``w``'s other gradient.
+as ``transpose(h.T @ g)`` and is added to ``w``'s other gradient. A transposed sum
+(or difference) of such products, which nothing else reads, is first split into the
+transposed products (the tangent of that gradient in a Hessian-vector product is
+``transpose(a.T @ g + h.T @ dg)``), so the sum too walks contiguous arrays.
 
 Each output element is the same sum over the inner dimension, but BLAS may
 block that sum differently for the swapped operands, so float64 results can
