@@ -19,6 +19,8 @@ Example:
     >>> values is None          # the numpy lowering writes no whole graphs
     True
 """
+from typing import Any
+
 import numpy as np
 
 from ...ir.graph import Graph
@@ -38,7 +40,7 @@ class Probe:
         # Array constants are read as inputs (as a compiled part takes them).
         self.members = [m for m in members if not _array_constant(m)]
         self.outside = _outside(self.members)
-        self.run_fn = None
+        self.run_fn: Any = None
         lowering = plugin.registered().get(name)
         if lowering is None or not lowering.writes_graphs or not lowering.available():
             return

@@ -22,6 +22,7 @@ Example:
 """
 import ctypes
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -137,8 +138,10 @@ class CGraphFunction:
             blas = numpy_kernels.cblas_gemm()[:2] if ufunc_loops is not None else \
                 scipy_blas.gemm_pointers()
         self.blas = blas if blas is not None else (None, None)
-        self.part = (members, inputs, outputs) if ufunc_loops is not None and members else None
-        self.variants = {}      # positions of transposed inputs -> CGraphFunction or None
+        self.part: Any = (members, inputs, outputs) if ufunc_loops is not None and members \
+            else None
+        # positions of transposed inputs -> CGraphFunction, or None where not written
+        self.variants: dict[tuple[int, ...], Any] = {}
 
     def __call__(self, *given):
         if self.part is not None:
