@@ -267,8 +267,9 @@ THRESHOLDS = (
               "6d041fe",
               "a scan's per-step value computed for every step before the loop (its product "
               "one GEMM over all steps' rows) is stacked only up to this many bytes; a "
-              "larger stack stays in the loop (a memory bound)",
-              "graph/passes/scan_hoist.py"),
+              "larger stack stays in the loop (a memory bound); likewise the stacks a scan "
+              "keeps of the values a later scan would recompute (scan_residuals)",
+              "graph/passes/scan_hoist.py, graph/passes/scan_residuals.py"),
     Threshold("c_scan_hoist_min_work", 1 << 18, "multiply-adds", EPYC_512, "2026-12-05",
               "a18d145",
               "a scan the C lowering writes alone computes its per-step products of at least "
@@ -304,13 +305,13 @@ THRESHOLDS = (
               "(a memory bound: the accumulator holds one step's product)",
               "graph/passes/scan_products.py"),
     Threshold("sliced_product_max_fraction", 0.75, "fraction of a side", NOT_MEASURED,
-              "2026-12-05", "f776049",
+              "2026-12-05", "efc616b",
               "a matrix product whose readers take only part of its rows or columns becomes "
               "the product of the factor's part where that part is at most this fraction of "
               "the side (sliced_products)",
               "graph/passes/sliced_products.py"),
     Threshold("sliced_product_min_saved_work", 4096, "multiply-adds", NOT_MEASURED,
-              "2026-12-05", "f776049",
+              "2026-12-05", "efc616b",
               "... and the narrower product saves at least this many multiply-adds (a smaller "
               "one saves less than running the factor's slice costs)",
               "graph/passes/sliced_products.py"),

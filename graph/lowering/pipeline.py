@@ -12,6 +12,9 @@ default pipeline, in order:
    ``sliced_products`` -- a matrix product whose readers take only part of its rows or
    columns is the product of the factor's part (in loop bodies too: a VJP's
    ``d_gates @ W.T`` of which only ``h``'s columns are read);
+   ``scan_residuals`` -- a later scan (a VJP's backward loop) reads the values it would
+   recompute from an earlier scan's steps (the forward's gate products) from stacks the
+   earlier scan keeps;
    ``scan_products`` (before ``scan_hoist``, which would stack a product whose factors
    read no carry) -- a scan's sum over its steps of per-step products (a weight's
    gradient ``h_t.T @ d_t``, a per-example accumulator) is one product after the loop;
@@ -55,6 +58,7 @@ from ..passes.report import OptimizationReport, PassRecord
 from ..passes.scan_dead_results import scan_dead_results
 from ..passes.scan_hoist import scan_hoist
 from ..passes.scan_products import scan_products
+from ..passes.scan_residuals import scan_residuals
 from ..passes.scan_sums import scan_sums
 from ..passes.scan_unread import scan_unread
 from ..passes.simplify import simplify
@@ -65,10 +69,12 @@ from engine.errors import InvalidArgumentError
 PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch_products, dce,
                                   compile_numba, scan_sums, scan_unread, fusion, parallel_matmul,
                                   memory_planning, scan_dead_results, while_dead_vars,
-                                  body_cleanup, scan_hoist, scan_products, sliced_products)}
+                                  body_cleanup, scan_hoist, scan_products, sliced_products,
+                                  scan_residuals)}
 CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "sliced_products",
            "dce",
-           "scan_dead_results", "while_dead_vars", "body_cleanup", "scan_products")
+           "scan_dead_results", "while_dead_vars", "body_cleanup", "scan_residuals",
+           "scan_products")
 DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_hoist", "scan_sums", "scan_unread",
                     "fusion", "dce", "parallel_matmul", "memory_planning")
 MAX_ROUNDS = 10

@@ -123,7 +123,7 @@ def _split_views(graph, node, shape):
     if axis not in (ROWS, COLUMNS):
         return None
     views, start = [], 0
-    pieces = {}
+    pieces: dict[int, list] = {}
     for u in graph.users(node):
         if u.op is not unpack_op or u.control_deps:
             return None

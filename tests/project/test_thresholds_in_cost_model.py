@@ -75,6 +75,7 @@ NOT_COSTS = {
     ("pipeline.py", "MAX_ROUNDS"): "bounds the passes' rounds to a fixed point",
     ("c_compiler.py", "TIMEOUT_SECONDS"): "time given to the C compiler before it fails",
     ("cse.py", "_CONST_BYTES"): "bounds the bytes CSE hashes to merge constants",
+    ("scan_residuals.py", "_CONST_BYTES"): "bounds the bytes hashed to match constants, as CSE's",
     ("simplify.py", "_SMALL"): "bounds the constants simplify reads element by element",
     ("operators.py", "UNROLL_WARNING"): "a warning: Python loop iterations while tracing",
     ("batching_loops.py", "_MAX_TRIES"): "a safety bound on vmap's restaging of a loop (each "

@@ -269,16 +269,18 @@ def _gemm_lines(source):
 
 
 def test_weight_gradients_summed_over_the_steps_are_one_product_after_the_loop(c_lowering):
-    # tanh(x @ w + h @ u + b): per step the forward's two products, the backward's
-    # recomputed two and dh @ u.T; dw and du (sums over the steps of x_t.T @ dz_t and
-    # h_t.T @ dz_t) are each one product of the stacked factors after the loop.
+    # tanh(x @ w + h @ u + b): per step the forward's two products and the backward's
+    # dh @ u.T (the backward reads the forward step's values from the forward's stacks,
+    # scan_residuals.py, where it recomputed the two); dw and du (sums over the steps of
+    # x_t.T @ dz_t and h_t.T @ dz_t) are each one product of the stacked factors after
+    # the loop.
     params, inputs = styles_data.make("tanh_ln", quick=True)
     loss = styles_engine._recurrent_loss("tanh_ln")
     fn = en.function(en.value_and_grad(loss))
     args = (tuple(en.tensor(p) for p in params), *[en.tensor(a) for a in inputs])
     sources = [n.meta["kernel_source"] for n in _compiled(fn.graph_for(*args))]
     inside, outside = zip(*map(_gemm_lines, sources))
-    assert sum(outside) >= 2 and sum(inside) == 5, (inside, outside)
+    assert sum(outside) >= 2 and sum(inside) == 3, (inside, outside)
     want = styles_engine.make_step("tanh_ln", "eager", params, inputs)()
     _assert_close(fn(*args), want, "tanh_ln", rtol=2e-4, atol=1e-6)
 
