@@ -129,6 +129,18 @@ def _summed_products(graph, outs, n_carry, summed):
     return found
 
 
+def _stack_slot(em, node, index, shape, dtype):
+    """Where the stack of result ``index`` of scan ``node`` is written: the part's output
+    array where an unpack of it is one (no copy of the whole stack after the loop: a
+    forward LSTM's eight stacks of 50 steps were 3.2 MB copied a call), else a new slot."""
+    for u in em.users.get(node, []):
+        if u.op is unpack_op and u.params["index"] == index:
+            j = em.out_index.get(u)
+            if j is not None and not em.loop_depth and u not in em.values:
+                return CVal(f"o{j}", tuple(shape), dtype, root=f"o{j}")
+    return em.slot(shape, dtype)
+
+
 def scan_loop(em, node):
     """Writes ``node`` (a scan) as a time loop; its values are the final carries, the
     stacked ys and the stacked carries (None for those nobody reads)."""
@@ -173,9 +185,9 @@ def scan_loop(em, node):
             i = em.fresh()
             em.line(f"for (int64_t {i} = 0; {i} < {size}; {i}++) {accs[k].ptr}[{i}] = 0;")
         elif n_carry + k in used:
-            ys[k] = em.slot((length,) + tuple(o.shape), o.dtype)
-    stacked = {j: em.slot((length,) + c.shape, c.dtype) for j, c in enumerate(carries)
-               if n_carry + n_y + j in used}
+            ys[k] = _stack_slot(em, node, n_carry + k, (length,) + tuple(o.shape), o.dtype)
+    stacked = {j: _stack_slot(em, node, n_carry + n_y + j, (length,) + c.shape, c.dtype)
+               for j, c in enumerate(carries) if n_carry + n_y + j in used}
 
     t = em.fresh("t")
     if node.params["reverse"]:
