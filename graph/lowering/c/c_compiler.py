@@ -208,14 +208,13 @@ def _compile(command, settings, c_name, so_name, where):
         _run([command + list(build_flags) + [c_name, "-o", so_name, "-lm"]], where)
         return
     objects = []
-    for j, text in enumerate(cut.parts):
+    for j, text in enumerate(cut.units):
         (where / f"part{j}.c").write_text(text)
         objects.append(f"part{j}.o")
-    (where / "main.c").write_text(cut.main)
     to_object = [f for f in build_flags if f != "-shared"] + ["-c"]
     _run([command + to_object + [f"part{j}.c", "-o", o] for j, o in enumerate(objects)],
          where)
-    _run([command + list(build_flags) + ["main.c", *objects, "-o", so_name, "-lm"]], where)
+    _run([command + list(build_flags) + [*objects, "-o", so_name, "-lm"]], where)
 
 
 def _run(commands, where):

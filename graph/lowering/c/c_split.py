@@ -47,11 +47,17 @@ _NOT_TYPES = ("return", "for", "if", "while", "do", "else", "switch", "goto")
 
 
 class Units:
-    """The sources of a split build: ``parts`` (one unit each) and ``main`` (the
+    """The sources of a split build: ``parts`` (the part functions) and ``main`` (the
     original function calling them, and everything after it in the source)."""
 
     def __init__(self, parts, main):
         self.parts, self.main = parts, main
+
+    @property
+    def units(self):
+        """One source per unit: the last part's unit holds ``main`` too (no unit of its
+        own to compile, nothing but objects to link)."""
+        return self.parts[:-1] + [self.parts[-1] + self.main]
 
 
 def _statements(body):
