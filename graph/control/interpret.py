@@ -5,7 +5,7 @@ the body can be differentiated), and to run a graph eagerly for debugging.
 """
 from engine.autodiff.custom import CUSTOM_GRADIENT
 from engine.modes import apply, current_mode, read_variable
-from engine.recording import active_tapes
+from engine.recording import active_tapes, record
 from engine.tensor import wrap
 
 from ..ir.graph_ops import (assign_variable_op, constant_op, placeholder_op, read_variable_op,
@@ -57,13 +57,29 @@ def interpret(graph, inputs, replay=None):
         if node in env:
             continue
         if replay is not None and node.side_effects:
-            continue      # it ran in the forward pass; its values come from ``replay``
+            # It ran in the forward pass; its values come from ``replay``.
+            if taped and node.op.multiple_results:
+                _record_replayed(graph, node, env)
+            continue
         call = node.meta.get(CUSTOM_GRADIENT) if taped else None
         if call is not None and all(i in env for i in call.inputs):
             env.update(zip(call.outputs, call.rerun([env[i] for i in call.inputs])))
             continue
         env[node] = evaluate(mode, node, [env[i] for i in node.inputs])
     return [env[o] for o in graph.outputs]
+
+
+def _record_replayed(graph, node, env):
+    """Record on the tapes a construct with effects (a loop whose body writes a variable)
+    whose results the forward pass gave (``env``), so gradients still flow through it:
+    its VJP reads what it needs (its stacked carries and reads) from those results."""
+    outs = {u.params["index"]: env.get(u) for u in graph.data_users(node)
+            if u.op is unpack_op}
+    n_out = len(node.avals)
+    if sorted(outs) != list(range(n_out)) or any(v is None for v in outs.values()):
+        return    # a result nothing unpacked: no gradient through it, as before
+    record(node.op, [env[i] for i in node.inputs], tuple(outs[k] for k in range(n_out)),
+           node.params)
 
 
 def evaluate(mode, node, args, params=None):
