@@ -76,11 +76,12 @@ def test_hvp_of_a_squared_error_matches_differences_of_the_gradient(dtype, lower
         en.config.lowering = previous
     _close(got, _fd_hvp(params, direction), dtype)
     assert_matches(got, _hvp(*args), "graph vs eager", rtol=TOL[dtype])
-    # Neither rewrite's pattern is left: no pow at all, no transposed sum.
+    # Neither rewrite's pattern is left: no pow, alone or inside a fused kernel, and no
+    # transposed sum of products.
     assert count(graph, "pow") == 0
-    for node in graph.nodes:
-        if node.op is en.ops.transpose_op:
-            assert node.inputs[0].op not in (en.ops.add_op, en.ops.sub_op)
+    members = [op for n in graph.nodes for op in n.meta.get("fused_ops", ())]
+    assert members and "pow" not in members
+    assert not _transposed_sums(graph)
 
 
 def test_the_hvp_graph_loses_its_power_and_its_transposed_sum():
@@ -88,8 +89,17 @@ def test_the_hvp_graph_loses_its_power_and_its_transposed_sum():
     args = [en.tensor(a) for a in params + direction]
     cleaned = en.function(_hvp, passes=["cleanup"]).graph_for(*args)
     assert count(cleaned, "pow") == 0
-    unoptimized = en.function(_hvp, optimize=False).graph_for(*args)
-    assert count(unoptimized, "pow") > 0      # the pattern is there before the passes
+    assert not _transposed_sums(cleaned)
+    # Both patterns are there before the passes (the sum once simplify has run).
+    assert count(en.function(_hvp, optimize=False).graph_for(*args), "pow") > 0
+    assert _transposed_sums(en.function(_hvp, passes=["simplify", "dce"]).graph_for(*args))
+
+
+def _transposed_sums(graph):
+    """Transposes of sums (or differences) of matrix products."""
+    return [n for n in graph.nodes if n.op is en.ops.transpose_op
+            and n.inputs[0].op in (en.ops.add_op, en.ops.sub_op)
+            and all(x.op is en.ops.matmul_op for x in n.inputs[0].inputs)]
 
 
 # ---- simplify: x ** 0 ----------------------------------------------------------------------
