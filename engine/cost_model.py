@@ -195,9 +195,9 @@ THRESHOLDS = (
               "graph/lowering/c/lowering.py"),
     Threshold("c_compile_units", 2, "units", EPYC_512, "2026-12-05", "f776049",
               "the most translation units one whole-graph C source is cut into and "
-              "compiled side by side (never more than the cores this process may use; "
-              "gru_gates' 430 lines: 0.44 s of one compiler against 0.16 and 0.22 s, "
-              "plus 0.04 s to link, in two)",
+              "compiled side by side (never more than the cores the last minute's load "
+              "leaves idle; gru_gates' 430 lines: 0.44 s of one compiler against 0.16 "
+              "and 0.22 s, plus 0.04 s to link, in two)",
               "graph/lowering/c/c_compiler.py"),
     Threshold("c_split_min_lines", 100, "lines", EPYC_512, "2026-12-05", "f776049",
               "the fewest lines of a whole-graph C function's body each unit of a split "

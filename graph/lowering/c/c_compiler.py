@@ -12,8 +12,10 @@ compiler's version and the CPU's model and feature flags (a library built for
 one CPU is never loaded on another that shares the folder). A second process
 loads the library with ``ctypes`` in about a millisecond instead of compiling
 (about 0.1 s a kernel). A whole graph's long source is cut into a few translation
-units compiled side by side on the cores this process may use, then linked
-(``c_split``: :func:`units` of them at most). ``c_cache`` keeps the libraries: each is checked against
+units compiled side by side on the cores the machine's load leaves idle, then
+linked (``c_split``: :func:`units` of them at most; the library computes what one
+unit's would, so the key does not name them); several scans' sources are compiled at
+once on threads (:func:`start`). ``c_cache`` keeps the libraries: each is checked against
 its key before it is loaded (a damaged or another kernel's library is rebuilt,
 never run), written whole under a temporary name and renamed, and kept only in a
 folder no other user can write; elsewhere it is built for this process in a
@@ -111,29 +113,34 @@ def flags():
 
 
 def units():
-    """The most translation units a source is cut into: ``cost.c_compile_units``, never
-    more than the cores this process may use (one core: one unit)."""
+    """The most translation units a source is cut into now: ``cost.c_compile_units``,
+    never more than the cores this process may use that the last minute's load leaves
+    idle (one unit where none is: a cut build takes a tenth more of the compiler's time,
+    which only idle cores repay)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):    # no affinity call (macOS, Windows)
         cores = os.cpu_count() or 1
-    return max(1, min(cost.c_compile_units, cores))
+    try:
+        idle = cores - os.getloadavg()[0]
+    except (AttributeError, OSError):    # no load average (Windows)
+        idle = cores
+    return max(1, min(cost.c_compile_units, cores, int(idle + 0.5)))
 
 
 def _build_settings():
     """``(flags, units, min_lines)``: how a library is built now (read once per build, so
-    a build on a thread uses the settings its key was made from)."""
+    a build on a thread uses the flags its key was made from)."""
     return flags(), units(), cost.c_split_min_lines
 
 
 def key_of(source, settings=None):
-    """The hash naming a source's library: the source, the flags (and how many units
-    a build may cut it into), the compiler, the CPU."""
+    """The hash naming a source's library: the source, the flags, the compiler, the CPU.
+    (Not the units it was cut into: a cut build computes what one unit computes.)"""
     found = compiler()
-    build_flags, n_units, min_lines = settings or _build_settings()
+    build_flags = (settings or _build_settings())[0]
     h = hashlib.sha256()
-    build = f"{' '.join(build_flags)} units={n_units} min_lines={min_lines}"
-    for part in (source, build, repr(found), _cpu()):
+    for part in (source, " ".join(build_flags), repr(found), _cpu()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]

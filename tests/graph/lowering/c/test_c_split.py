@@ -51,15 +51,21 @@ def test_a_short_source_or_a_value_declared_between_statements_is_one_unit():
 
 
 def test_a_split_library_gives_what_one_unit_gives(monkeypatch, tmp_path):
-    monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(c_compiler, "units", lambda: en.config.cost.c_compile_units)
     # An array constant before the function, as c_graph writes them: in every unit.
     source = "static const float table[4] = {1, 2, 3, 4};\n" + _source(
         HEAD + LOOPS + ["    for (int64_t i = 0; i < 4; i++) {\n        o0[i] *= table[i];\n    }"])
     monkeypatch.setattr(en.config.cost, "c_split_min_lines", 1)
-    results = []
-    for units in (1, 2):
+    results, real = [], c_compiler._run
+    for units in (1, 2):    # each in a cache of its own (the key does not name units)
         monkeypatch.setattr(en.config.cost, "c_compile_units", units)
+        monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path / f"cache{units}"))
+        monkeypatch.setattr(c_compiler, "_LOADED", {})
+        runs: list[int] = []
+        monkeypatch.setattr(c_compiler, "_run", lambda commands, where, runs=runs: (
+            runs.append(len(commands)), real(commands, where)))
         lib = c_compiler.load(source)
+        assert runs == ([1] if units == 1 else [2, 1])    # one compile, or two and a link
         out = np.zeros(4, np.float32)
         pointers = (c_compiler.ctypes.c_void_p * 1)(out.ctypes.data)
         assert lib.graph(pointers, None, None, None) == 0
@@ -75,6 +81,8 @@ def built(monkeypatch, tmp_path):
     monkeypatch.setattr(c_compiler, "_LOADED", {})
     monkeypatch.setattr(en.config, "lowering", "c")
     monkeypatch.setattr(en.config.cost, "c_split_min_lines", 20)
+    # As on idle cores: as many units as the cost model allows (the load here varies).
+    monkeypatch.setattr(c_compiler, "units", lambda: en.config.cost.c_compile_units)
     runs = []
     real = c_compiler._run
 
@@ -85,9 +93,12 @@ def built(monkeypatch, tmp_path):
     return runs
 
 
-def _loss_and_gradient(units, monkeypatch):
-    """The tanh-LN cell's loss and gradient in C, built with at most ``units`` units."""
+def _loss_and_gradient(units, monkeypatch, tmp_path):
+    """The tanh-LN cell's loss and gradient in C, built with at most ``units`` units (in
+    a cache of its own: the key does not name the units)."""
     monkeypatch.setattr(en.config.cost, "c_compile_units", units)
+    monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path / f"cache{units}"))
+    monkeypatch.setattr(c_compiler, "_LOADED", {})
     params, inputs = styles_data.make("tanh_ln", quick=True)
     fn = en.function(en.value_and_grad(styles_engine._recurrent_loss("tanh_ln")))
     args = (tuple(en.tensor(p) for p in params), *[en.tensor(a) for a in inputs])
@@ -98,11 +109,11 @@ def _loss_and_gradient(units, monkeypatch):
 
 
 def test_a_recurrent_cells_gradient_built_in_parallel_units_matches_one_unit_and_eager(
-        built, monkeypatch):
-    one, sources, (params, inputs) = _loss_and_gradient(1, monkeypatch)
+        built, monkeypatch, tmp_path):
+    one, sources, (params, inputs) = _loss_and_gradient(1, monkeypatch, tmp_path)
     assert sources and all(len(commands) == 1 for commands in built)
     built.clear()
-    two, _, _ = _loss_and_gradient(2, monkeypatch)
+    two, _, _ = _loss_and_gradient(2, monkeypatch, tmp_path)
     # Each cut source ran two compilers at once, then the link.
     assert any(len(commands) == 2 for commands in built), built
     for a, b in zip(one, two):
@@ -142,13 +153,33 @@ def test_a_unit_the_compiler_refuses_fails_the_build_and_leaves_nothing(built, m
     assert [p.name for p in (tmp_path / "cache" / "c").iterdir()] == []
 
 
-def test_units_never_exceed_the_usable_cores_and_name_the_build(monkeypatch):
+def test_units_never_exceed_the_idle_cores(monkeypatch):
     monkeypatch.setattr(en.config.cost, "c_compile_units", 4)
-    source = _source(HEAD + LOOPS)
-    monkeypatch.setattr(c_compiler.os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert c_compiler.units() == 1
-    alone = c_compiler.key_of(source)
     monkeypatch.setattr(c_compiler.os, "sched_getaffinity", lambda pid: {0, 1, 2},
                         raising=False)
+    monkeypatch.setattr(c_compiler.os, "getloadavg", lambda: (0.2, 0.0, 0.0))
     assert c_compiler.units() == 3
-    assert c_compiler.key_of(source) != alone
+    monkeypatch.setattr(c_compiler.os, "getloadavg", lambda: (1.8, 0.0, 0.0))
+    assert c_compiler.units() == 1
+    monkeypatch.setattr(c_compiler.os, "getloadavg", lambda: (7.0, 0.0, 0.0))
+    assert c_compiler.units() == 1
+    monkeypatch.setattr(c_compiler.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(c_compiler.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert c_compiler.units() == 1
+
+
+def test_a_library_built_in_units_is_loaded_where_one_unit_would_be_built(built,
+                                                                        monkeypatch):
+    # The key does not name the units: a busier process loads the cut build's library.
+    source = _source(HEAD + LOOPS)
+    monkeypatch.setattr(en.config.cost, "c_split_min_lines", 1)
+    monkeypatch.setattr(c_compiler, "units", lambda: 2)
+    c_compiler.load(source)
+    assert [len(commands) for commands in built] == [2, 1]
+    monkeypatch.setattr(c_compiler, "_LOADED", {})     # as a new process
+    monkeypatch.setattr(c_compiler, "units", lambda: 1)
+    out = np.zeros(4, np.float32)
+    c_compiler.load(source).graph((c_compiler.ctypes.c_void_p * 1)(out.ctypes.data),
+                                  None, None, None)
+    assert len(built) == 2
+    np.testing.assert_array_equal(out, np.full(4, 15, np.float32))
