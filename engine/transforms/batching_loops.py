@@ -427,8 +427,10 @@ def _eager_batched_while(mode, cond_fn, body_fn, vals, tree):
     step (``safe``), and keeps its own: the body's derivatives there are finite, where
     at the values it stopped at they can be infinite, and zero (its select's cotangent)
     times infinity would make its gradient NaN (graph/control/bounded_loops.py does the
-    same in graphs)."""
+    same in graphs). Without a tape recording, nothing needs them: the body runs on
+    the values themselves."""
     safe = vals
+    taped = bool(active_tapes())
     while True:
         pred = cond_fn(*unflatten(tree, vals))
         if not mode.owns(pred):
@@ -439,7 +441,7 @@ def _eager_batched_while(mode, cond_fn, body_fn, vals, tree):
             continue
         if not bool(_any_at_all(mode, pred)):
             return vals
-        safe = _select(pred, vals, safe)
+        safe = _select(pred, vals, safe) if taped else vals
         new = [mode.lift([v])[0] for v in _body_leaves(body_fn, safe, tree)]
         vals = _select(pred, new, vals)
 
