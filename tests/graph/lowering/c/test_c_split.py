@@ -3,6 +3,7 @@
 checked cache keeps a split build's library as it keeps any other (a damaged one is
 rebuilt, never run)."""
 import importlib
+import os
 
 import numpy as np
 import pytest
@@ -133,7 +134,11 @@ def test_a_damaged_split_library_is_rebuilt_not_run(built, monkeypatch, tmp_path
     assert [len(commands) for commands in built] == [2, 1]
     library = c_cache.library_path(tmp_path / "cache" / "c", key)
     data = library.read_bytes()
-    library.write_bytes(data[:len(data) // 2])      # cut short: must never be mapped
+    # Cut short, as another process would leave it: a new file put in its place (writing
+    # into the file this process has mapped would break the mapping: SIGBUS at exit).
+    damaged = library.with_name(library.name + ".damaged")
+    damaged.write_bytes(data[:len(data) // 2])
+    os.replace(damaged, library)                     # must never be mapped
     monkeypatch.setattr(c_compiler, "_LOADED", {})     # as a new process
     lib = c_compiler.load(source)
     assert len(built) == 4      # built again (two units and the link)
