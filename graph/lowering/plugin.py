@@ -108,6 +108,8 @@ class Lowering:
     ``loop_members`` taking the hoisted products in (one large product before the loop);
     a per-step value whose products do fewer than ``hoist_min_step_work()``
     multiply-adds a step stays in the loop.
+    ``starts_builds``: whether it builds several loops' sources at once when told of them
+    (``start_graph_builds``); only then does the policy write them all first.
     """
 
     name: str | None = None
@@ -118,6 +120,7 @@ class Lowering:
     bitwise_graphs: bool = False
     hoists_scans: bool = False
     background: bool = False
+    starts_builds: bool = False
 
     def available(self) -> bool:
         """Whether this lowering can run here (its compiler or library is found)."""
@@ -192,8 +195,8 @@ class Lowering:
 
     def start_graph_builds(self, sources: list[str]) -> None:
         """A hint that ``build_graph`` will be asked for these sources next, one by one: a
-        lowering may start building them all at once (on other cores) so the calls find
-        them built. Nothing by default; never raises."""
+        lowering that ``starts_builds`` starts building them all at once (on other cores)
+        so the calls find them built. Nothing by default; never raises."""
         return None
 
 

@@ -95,7 +95,7 @@ def _start_builds(lowering, graph, loops, forced):
     and written here before any is replaced; ``_write_part`` makes and writes it again
     after the earlier ones' replacement, which gives the same source (the unpacked results
     take the replaced values' places among its inputs), so its build finds this one."""
-    if len(loops) < 2:
+    if len(loops) < 2 or not lowering.starts_builds:
         return
     sources = []
     for members in loops:

@@ -30,6 +30,8 @@ class CLowering(Lowering):
     bitwise_graphs = True
     # One product of every step's rows before the loop, on the loop's one BLAS thread.
     hoists_scans = True
+    # Several scans' sources compiled at once (c_compiler.start).
+    starts_builds = True
 
     def available(self):
         return c_fused.available()
