@@ -122,6 +122,8 @@ class Op:
         keyword), naming the op and the keywords it does take; None when they fit, so a
         TypeError raised inside the shape rule itself is never mistaken for the user's.
         Called only after the shape rule raised a plain TypeError (no cost otherwise)."""
+        if self.abstract_eval is None:
+            return None
         try:
             signature = inspect.signature(self.abstract_eval)
         except (TypeError, ValueError):           # a rule without a signature to read
