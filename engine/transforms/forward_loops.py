@@ -51,6 +51,7 @@ class _Body:
         self.make_dual = make_dual
         self.captured = []
         self.variables = []
+        self.written = {}   # id -> variable the body (or a construct in it) assigns
         self._seen = set()
         # What the tapes recording now watch: a tensor of the parent mode among them,
         # used by the body, is a capture too (a tape inside the jvp may watch it).
@@ -66,6 +67,9 @@ class _Body:
         if id(var) not in self._seen:
             self._seen.add(id(var))
             self.variables.append(var)
+
+    def _note_written(self, var):
+        self.written[id(var)] = var
 
     def enter(self):
         """A forward mode for one run of the body, with the enclosing mode's tag (so
@@ -91,9 +95,16 @@ class _Body:
         def read_variable(var):
             self._note_variable(var)
             return base_read(var)
+        base_assign = inner.assign_variable
+
+        def assign_variable(var, value, kind, indices=None):
+            self._note_written(var)
+            return base_assign(var, value, kind, indices)
         inner._wrap, inner.lift, inner.read_variable = wrap, lift, read_variable
+        inner.assign_variable = assign_variable
         inner.inside = inside
         inner.note_variable = self._note_variable
+        inner.note_written = self._note_written
         return inner
 
     def done(self):
@@ -105,6 +116,10 @@ class _Body:
         if note is not None:
             for var in self.variables:
                 note(var)
+        note_written = getattr(self.mode, "note_written", None)
+        if note_written is not None:
+            for var in self.written.values():
+                note_written(var)
         return self.captured
 
     def variable_reads(self):
@@ -267,7 +282,8 @@ def staged_scan(mode, make_dual, fn, init, xs, length, reverse, stage):
     if keep_carries:
         stacked = _outer_duals(mode, make_dual, ys[n_y + n_yt:n_y + n_yt + n_c + n_ct], carried)
         record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, body_runs.variable_reads(),
-                    flatten(c_out)[0], y_out, stacked, length, reverse, stage)
+                    flatten(c_out)[0], y_out, stacked, length, reverse, stage,
+                    list(body_runs.written.values()))
     return c_out, unflatten(holder["y_tree"], y_out)
 
 
@@ -303,7 +319,7 @@ def staged_cond(mode, make_dual, pred, true_fn, false_fn, operands):
     outs = _outer_duals(mode, make_dual, list(flat), holder["floats"])
     if active_tapes():
         record_cond(pred, true_fn, false_fn, leaves, tree, captured,
-                    body_runs.variable_reads(), outs)
+                    body_runs.variable_reads(), outs, list(body_runs.written.values()))
     return unflatten(holder["tree"], outs)
 
 

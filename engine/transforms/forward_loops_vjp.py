@@ -15,6 +15,7 @@ import types
 
 from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
+from ..errors import NotDifferentiableError
 from ..modes import current_mode
 from ..pytree import flatten, unflatten
 from ..recording import TapeRule, record
@@ -71,14 +72,27 @@ def _pull_back(run, sources, seeds):
                  for s, g in zip(sources, grads))
 
 
+def _refuse_writes(what, written):
+    """The reverse rule runs the body again, which would write ``written`` again (a
+    stateful draw writes its generator's key): refused by name."""
+    if written:
+        raise NotDifferentiableError(
+            f"jvp(grad) of a {what} inside a graph: its body writes variable "
+            f"{written[0].name!r} (a stateful random draw writes its generator's key), and "
+            f"the reverse pass would run it again; draw from keys passed in "
+            f"(en.random.normal_from_key), write the variable after the {what}, or take "
+            f"the gradient outside the jvp (grad(jvp(f)))")
+
+
 def record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, variable_reads, c_out, y_out,
-                stacked, length, reverse, stage):
+                stacked, length, reverse, stage, written=()):
     """Record a staged scan on the active tapes (see the module docstring).
 
     ``variable_reads``: ``(variables, values)`` of the variables the body reads, their
     values read outside (inputs of the entry, as the captures are); ``stacked``: the
     carries entering each step (stacked), as the forward scan kept them; ``stage``:
-    the public ``scan``, for the backward loop.
+    the public ``scan``, for the backward loop; ``written``: the variables the body
+    assigns (its gradient is then refused).
     """
     fn = frozen(fn)
     n_c, n_x = len(c_leaves), len(x_leaves)
@@ -88,6 +102,7 @@ def record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, variable_reads
     n_dual = len(captured) - len(values)
 
     def vjp(gs, outs, *inputs, needs):
+        _refuse_writes("scan", written)
         # Only the xs and captures the tape needs get gradients (each would cost the
         # backward loop its products every step); the carries' always flow back.
         fx = [k for k in _floats(x_leaves) if needs[n_c + k]]
@@ -127,7 +142,8 @@ def record_scan(fn, c_leaves, c_tree, x_leaves, x_tree, captured, variable_reads
            tuple(c_out) + tuple(y_out), {})
 
 
-def record_cond(pred, true_fn, false_fn, leaves, tree, captured, variable_reads, outs):
+def record_cond(pred, true_fn, false_fn, leaves, tree, captured, variable_reads, outs,
+                written=()):
     """Record a staged cond on the active tapes: its reverse rule is a ``cond`` (on the
     same predicate) of the two branches' VJPs. Variables as for :func:`record_scan`."""
     true_fn, false_fn = frozen(true_fn), frozen(false_fn)
@@ -138,6 +154,7 @@ def record_cond(pred, true_fn, false_fn, leaves, tree, captured, variable_reads,
     n_dual = len(captured) - len(values)
 
     def vjp(gs, results, *inputs, needs):
+        _refuse_writes("cond", written)
         fi = [k for k in _floats(leaves) if needs[k]]
         fcap = [k for k in _floats(captured) if needs[n + k]]
         ins, caps = list(inputs[:n]), list(inputs[n:n + n_dual]) + list(variables)

@@ -309,3 +309,33 @@ def test_compiled_lowerings_replay_the_state(monkeypatch, lowering):
     got = en.function(en.vmap(grads, in_axes=(0, None)))(en.tensor(X), en.tensor(w))
     np.testing.assert_allclose(got.numpy(), np.stack(want), rtol=1e-12, atol=1e-13)
     assert gen.state.numpy().tolist() == [4, STEPS] and float(count.numpy()) == STEPS
+
+
+# ---- forward over reverse: refused by name, with a way that works -----------------------------------
+def test_jvp_of_grad_of_a_scan_writing_state_is_refused_with_what_to_do():
+    # The reverse rule of a scan staged by jvp runs the body again: it would draw again
+    # and write again (before: a silent wrong Hessian-vector product).
+    X, w = _data(np.float64)
+    x, t = X[0], np.array([1.0, 0.5])
+    gen = en.random.Generator(4)
+    loss = drawing_loss(gen)
+
+    def hvp(x, w):
+        return en.jvp(lambda w: en.grad(loss, argnums=1)(x, w), (w,), (en.tensor(t),))[1]
+    with pytest.raises(en.NotDifferentiableError, match="'rng_state'.*grad\\(jvp\\(f\\)\\)"):
+        en.function(hvp)(en.tensor(x), en.tensor(w))
+    assert gen.state.numpy().tolist() == [4, 0]   # refused while tracing: nothing ran
+
+    def reverse_over_forward(x, w):
+        return en.grad(lambda w: en.jvp(lambda w: loss(x, w), (w,), (en.tensor(t),))[1])(w)
+    eps = 1e-6
+    at = []
+    for v in (w + eps * t, w - eps * t):   # central differences of the gradient along t
+        gen.reset(4)
+        at.append(en.grad(loss, argnums=1)(en.tensor(x), en.tensor(v)).numpy())
+    want = (at[0] - at[1]) / (2 * eps)
+    for f in (hvp, reverse_over_forward, en.function(reverse_over_forward)):
+        gen.reset(4)
+        np.testing.assert_allclose(f(en.tensor(x), en.tensor(w)).numpy(), want, rtol=1e-6,
+                                   atol=1e-8)
+        assert gen.state.numpy().tolist() == [4, STEPS]
