@@ -230,7 +230,7 @@ def while_loop(cond_fn, body_fn, loop_vars, max_steps=None):
     """
     expect_callable("while_loop", "cond_fn", cond_fn)
     expect_callable("while_loop", "body_fn", body_fn)
-    cond_fn, body_fn = user_function(cond_fn), user_function(body_fn)
+    cond_fn, body_fn = _one_condition(user_function(cond_fn)), user_function(body_fn)
     if not isinstance(loop_vars, (tuple, list)):
         got = (f"a tensor {loop_vars._describe()}" if isinstance(loop_vars, Tensor)
                else type(loop_vars).__name__)
@@ -273,6 +273,21 @@ def while_loop(cond_fn, body_fn, loop_vars, max_steps=None):
                       dict(cond=c, body=b, n_vars=len(leaves)))
     order_bodies(mode, node, (c, b))
     return type(loop_vars)(unflatten(tree, list(outs)))
+
+
+def _one_condition(cond_fn):
+    """``cond_fn`` refusing a condition of more than one value, in every mode: eagerly
+    ``bool()`` of it raised numpy's "truth value ... is ambiguous", and under ``vmap`` a
+    per-example vector ran each element to its own stop (neither what Python's ``while``
+    nor a graph's loop means). The graph's own check reads the traced condition."""
+    def condition(*loop_vars):
+        pred = cond_fn(*loop_vars)
+        if isinstance(pred, Tensor) and pred.shape != ():
+            raise DTypeError(f"while_loop: cond_fn must return one bool scalar, got "
+                             f"{pred._describe()} (reduce it: en.any(...) or en.all(...))\n"
+                             f"  at {format_location(user_frame())}")
+        return pred
+    return condition
 
 
 def _known_now(pred):
