@@ -76,6 +76,8 @@ def _cond_vjp(gs, outs, pred, *rest, true, false, n_ops):
     present = [k for k, g in enumerate(gs) if g is not None]
 
     def branch_vjp(sub, cap_lo, cap_hi):
+        _refuse_unreplayable_branch(sub)
+
         def run_vjp(*args):
             ins, g = list(args[:n_rest]), [None] * len(gs)
             for k, gk in zip(present, args[n_rest:]):
@@ -92,6 +94,26 @@ def _cond_vjp(gs, outs, pred, *rest, true, false, n_ops):
     grads = cond(pred, branch_vjp(true, n_ops, n_ops + n_t),
                  branch_vjp(false, n_ops + n_t, n_rest), *rest, *[gs[k] for k in present])
     return (None,) + tuple(g if _is_float(x) else None for x, g in zip(rest, grads))
+
+
+def _refuse_unreplayable_branch(sub):
+    """A branch's VJP re-runs the branch with its effects skipped; refused where that re-run
+    could not give the forward pass's values: the branch reads a variable it (or a loop in
+    it) writes -- the re-run would read the written value, a silently wrong gradient -- or
+    uses the result of a loop with effects, whose values the cond does not keep."""
+    nested = any(n.side_effects and n.op.multiple_results for n in sub.graph.nodes)
+    if not sub.assigned and not nested:
+        return
+    unreplayable = [n for n in replay_nodes(sub.graph, None if nested else sub.assigned)
+                    if not n.op.random]
+    if unreplayable:
+        raise NotDifferentiableError(
+            f"cond: the gradient, inside en.function, of a branch ({sub.graph.name}) that "
+            f"writes a variable and reads it or a loop's results (node %{unreplayable[0].name}, "
+            f"op '{unreplayable[0].op.name}'): the backward pass would read what the write "
+            f"left. Read the variable before en.cond and pass the value in as an operand, "
+            f"write it after the cond, or take this gradient eagerly"
+            f"\n  at {format_location(user_frame())}")
 
 
 def _same_on_any_backend(impl):
