@@ -112,7 +112,8 @@ def _refuse_unreplayable_branch(sub):
             f"writes a variable and reads it or a loop's results (node %{unreplayable[0].name}, "
             f"op '{unreplayable[0].op.name}'): the backward pass would read what the write "
             f"left. Read the variable before en.cond and pass the value in as an operand, "
-            f"write it after the cond, or take this gradient eagerly"
+            f"write it after the cond, or take this gradient eagerly (a random draw reads and "
+            f"writes its generator's state: draw before the cond, or from a key passed in)"
             f"\n  at {format_location(user_frame())}")
 
 

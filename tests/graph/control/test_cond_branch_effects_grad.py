@@ -45,6 +45,22 @@ def test_in_a_graph_it_is_refused_by_name(nested):
     assert "test_cond_branch_effects_grad.py" in str(info.value)
 
 
+def test_a_stateful_draw_in_a_branch_is_refused_in_a_graph_and_a_keyed_one_differentiates():
+    def loss(noise):
+        def run(x):
+            def yes(x):
+                return x * noise()
+            return en.sum(en.cond(en.sum(x) > 0, yes, lambda x: x * 2.0, x) ** 2)
+        return run
+    x = en.tensor(np.array([0.5, 1.0, 2.0]))
+    with pytest.raises(en.NotDifferentiableError, match="from a key passed in"):
+        en.function(en.grad(loss(lambda: en.random.normal((3,)))))(x)
+    key = en.tensor(np.array([7, 0], np.int64))
+    keyed = loss(lambda: en.random.normal_from_key(key, (3,)))
+    n = en.random.normal_from_key(key, (3,)).numpy()
+    np.testing.assert_allclose(en.function(en.grad(keyed))(x).numpy(), 2 * x.numpy() * n ** 2)
+
+
 def test_a_branch_that_only_writes_keeps_its_graph_gradient():
     v = en.Variable(np.zeros(3))
     w = en.Variable(np.array([1.0, 2.0, 3.0]))       # read, never written
