@@ -108,8 +108,9 @@ def _refuse_unreplayable_branch(sub):
                     if not n.op.random]
     if unreplayable:
         raise NotDifferentiableError(
-            f"cond: the gradient, inside en.function, of a branch ({sub.graph.name}) that "
-            f"writes a variable and reads it or a loop's results (node %{unreplayable[0].name}, "
+            f"cond: the gradient, inside en.function, of a branch ({sub.graph.name}; the body "
+            f"of a while_loop with max_steps= runs in one) that writes a variable and reads "
+            f"it or a loop's results (node %{unreplayable[0].name}, "
             f"op '{unreplayable[0].op.name}'): the backward pass would read what the write "
             f"left. Read the variable before en.cond and pass the value in as an operand, "
             f"write it after the cond, or take this gradient eagerly (a random draw reads and "
