@@ -213,14 +213,31 @@ THRESHOLDS = (
               "2026-12-01", "adf85fd",
               "OpenBLAS runs a product on all its threads above this work (its "
               "SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD, read from its source)",
-              "graph/lowering/c/lowering.py, graph/lowering/graph_limits.py, "
+              "graph/lowering/c/lowering.py, graph/lowering/chunked_products.py, "
+              "graph/lowering/graph_limits.py, "
               "graph/lowering/numba/lowering.py, graph/passes/scan_hoist.py, "
               "graph/passes/scan_products.py"),
     Threshold("parallel_matmul_min_work", 1 << 25, "multiply-adds", EPYC, "2026-12-01",
               "91623f5",
               "a graph matrix product of at least this work is split by rows over the "
               "engine's kernel threads",
-              "graph/lowering/parallel_matmul.py"),
+              "graph/lowering/chunked_products.py, graph/lowering/parallel_matmul.py"),
+    Threshold("chunked_product_min_work", 1 << 21, "multiply-adds", NOT_MEASURED, "2026-12-05",
+              "25780ff",
+              "in a graph without kernel-thread products, a matrix product (by a matrix) of "
+              "at least this work is cut into chunks the kernel threads take in turn, "
+              "OpenBLAS at one thread (about 50 us of one core; waking a worker costs tens)",
+              "graph/lowering/chunked_products.py"),
+    Threshold("chunked_product_chunk_work", 1 << 22, "multiply-adds", EPYC_512, "2026-12-05",
+              "25780ff",
+              "a chunked product gets one chunk per this much work (more chunks balance a "
+              "loaded machine; fewer keep each BLAS call large: the transformer step 8.1 ms "
+              "at 2^22 against 8.9 at 2^20, load 3.4)",
+              "graph/lowering/chunked_products.py"),
+    Threshold("chunked_product_min_rows", 16, "rows", NOT_MEASURED, "2026-12-05", "25780ff",
+              "each chunk of a chunked product at least this many rows (or columns) wide "
+              "(OpenBLAS's float32 kernels work in blocks of 16 rows)",
+              "graph/lowering/chunked_products.py"),
     Threshold("window_split_min_work", 1 << 22, "multiply-adds", NOT_MEASURED, "2026-12-05",
               "659706b",
               "a convolution (or either of its gradients) of at least this work splits its "

@@ -444,6 +444,7 @@ def _call_rule(concrete, residuals, cut=None):
 # writes block loops, the row-split product writes into out= views, memory planning
 # keeps buffers between calls. A back end without it runs its kernels one by one.
 _NEEDS = {"fusion": "fused_loops", "parallel_matmul": "out_kernels",
+          "chunked_products": "out_kernels",
           "memory_planning": "buffer_reuse"}
 
 

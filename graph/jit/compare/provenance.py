@@ -26,7 +26,7 @@ ORIGIN = "origin"
 # kept as ``graph.rewritten``, every node one op, for finding a rewrite's fault inside a
 # region these steps later fused or compiled.
 LOWERING_STEPS = ("compile_numba", "scan_sums", "scan_unread", "fusion", "parallel_matmul",
-                  "memory_planning")
+                  "chunked_products", "memory_planning")
 MADE_BY = "made_by"
 
 
