@@ -223,18 +223,18 @@ THRESHOLDS = (
               "engine's kernel threads",
               "graph/lowering/chunked_products.py, graph/lowering/parallel_matmul.py"),
     Threshold("chunked_product_min_work", 1 << 21, "multiply-adds", NOT_MEASURED, "2026-12-05",
-              "25780ff",
+              "34ac74a",
               "in a graph without kernel-thread products, a matrix product (by a matrix) of "
               "at least this work is cut into chunks the kernel threads take in turn, "
               "OpenBLAS at one thread (about 50 us of one core; waking a worker costs tens)",
               "graph/lowering/chunked_products.py"),
     Threshold("chunked_product_chunk_work", 1 << 22, "multiply-adds", EPYC_512, "2026-12-05",
-              "25780ff",
+              "34ac74a",
               "a chunked product gets one chunk per this much work (more chunks balance a "
               "loaded machine; fewer keep each BLAS call large: the transformer step 8.1 ms "
               "at 2^22 against 8.9 at 2^20, load 3.4)",
               "graph/lowering/chunked_products.py"),
-    Threshold("chunked_product_min_rows", 16, "rows", NOT_MEASURED, "2026-12-05", "25780ff",
+    Threshold("chunked_product_min_rows", 16, "rows", NOT_MEASURED, "2026-12-05", "34ac74a",
               "each chunk of a chunked product at least this many rows (or columns) wide "
               "(OpenBLAS's float32 kernels work in blocks of 16 rows)",
               "graph/lowering/chunked_products.py"),
