@@ -97,7 +97,8 @@ def chunk_count(node):
     """
     rows = int(np.prod(node.shape[:-1]))
     extent = max(rows, node.shape[-1])
-    by_work = product_work(node) // max(1, int(cost.chunked_product_chunk_work))
+    work = rows * node.shape[-1] * node.inputs[0].shape[-1]
+    by_work = work // max(1, int(cost.chunked_product_chunk_work))
     by_extent = extent // max(1, int(cost.chunked_product_min_rows))
     return max(2, min(by_work, by_extent))
 
