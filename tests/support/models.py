@@ -8,6 +8,8 @@ Example:
     >>> mlp(x).shape
     (5, 3)
 """
+import numpy as np
+
 import engine as en
 
 
@@ -71,3 +73,24 @@ def concat_lstm_states(w, b, xs):
         return (h, c), h
     zeros = en.zeros((xs.shape[1], w.shape[1] // 4), dtype=xs.dtype)
     return en.scan(step, (zeros, zeros), xs)[1]
+
+
+def concat_lstm_loss(wt, bias, xs):
+    """The sum of squares of :func:`concat_lstm_states`: a scalar loss to differentiate."""
+    hs = concat_lstm_states(wt, bias, xs)
+    return en.sum(hs * hs)
+
+
+def numpy_concat_lstm_loss(wt, bias, xs):
+    """:func:`concat_lstm_loss` in numpy (float64 loops): the reference for its gradients
+    by finite differences."""
+    def sig(z):
+        return 1.0 / (1.0 + np.exp(-z))
+    h = c = np.zeros((xs.shape[1], wt.shape[1] // 4))
+    total = 0.0
+    for x in xs:
+        i, f, g, o = np.split(np.concatenate([x, h], axis=1) @ wt + bias, 4, axis=1)
+        c = sig(f) * c + sig(i) * np.tanh(g)
+        h = sig(o) * np.tanh(c)
+        total += np.sum(h * h)
+    return total

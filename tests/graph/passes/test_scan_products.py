@@ -15,7 +15,7 @@ from engine.graph.control.control_flow import scan_op
 from engine.graph.passes.scan_products import scan_product_pays, scan_products
 from support.bitwise import numerics
 from support.finite_diff import central_difference
-from support.models import concat_lstm_states
+from support.models import concat_lstm_loss, numpy_concat_lstm_loss
 from support.pass_helpers import numpy_lowering  # noqa: F401 (a fixture)
 
 # The rewrite is read off the numpy lowering's graph (a compiled lowering would hold the
@@ -204,35 +204,16 @@ def test_rnn_weight_gradients_are_one_product_over_the_steps(lowering):
         _close(g, want.numpy(), 2e-5)
 
 
-# An LSTM written as one product of concat([x, h]) split into four gates.
-def _lstm_loss(wt, bias, xs):
-    hs = concat_lstm_states(wt, bias, xs)
-    return en.sum(hs * hs)
-
-
-def _numpy_lstm_loss(wt, bias, xs):
-    sig = lambda z: 1.0 / (1.0 + np.exp(-z))   # noqa: E731
-    hidden = wt.shape[1] // 4
-    h = c = np.zeros((xs.shape[1], hidden))
-    total = 0.0
-    for x in xs:
-        i, f, g, o = np.split(np.concatenate([x, h], axis=1) @ wt + bias, 4, axis=1)
-        c = sig(f) * c + sig(i) * np.tanh(g)
-        h = sig(o) * np.tanh(c)
-        total += np.sum(h * h)
-    return total
-
-
 def test_lstm_weight_gradients_match_finite_differences():
     wt, bias, xs = _rng_arrays(np.float64, (24 + 8, 32), (32,), (6, 3, 24), seed=3)
-    grad = en.function(en.grad(_lstm_loss, argnums=(0, 1)))
+    grad = en.function(en.grad(concat_lstm_loss, argnums=(0, 1)))
     args = [en.tensor(a) for a in (wt, bias, xs)]
     assert [p.shape for p in _products_after_loops(grad.graph_for(*args))] == [(32, 32)]
     g_wt, g_bias = (g.numpy() for g in grad(*args))
-    np.testing.assert_allclose(g_wt, central_difference(lambda v: _numpy_lstm_loss(v, bias, xs),
+    np.testing.assert_allclose(g_wt, central_difference(lambda v: numpy_concat_lstm_loss(v, bias, xs),
                                                         wt), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(g_bias, central_difference(
-        lambda v: _numpy_lstm_loss(wt, v, xs), bias), rtol=1e-6, atol=1e-8)
+        lambda v: numpy_concat_lstm_loss(wt, v, xs), bias), rtol=1e-6, atol=1e-8)
 
 
 def test_lstm_weight_gradients_agree_with_jax():
@@ -253,7 +234,7 @@ def test_lstm_weight_gradients_agree_with_jax():
         zeros = jnp.zeros((xs.shape[1], hidden))
         return jnp.sum(jax.lax.scan(step, (zeros, zeros), xs)[1] ** 2)
     want = jax.grad(loss, argnums=(0, 1))(wt, bias, xs)
-    got = en.function(en.grad(_lstm_loss, argnums=(0, 1)))(*[en.tensor(a) for a in (wt, bias, xs)])
+    got = en.function(en.grad(concat_lstm_loss, argnums=(0, 1)))(*[en.tensor(a) for a in (wt, bias, xs)])
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=1e-10, atol=1e-12)
 

@@ -14,7 +14,7 @@ import engine as en
 from engine.graph.control.control_flow import scan_op
 from support.bitwise import assert_same_bits, numerics
 from support.finite_diff import central_difference
-from support.models import concat_lstm_states
+from support.models import concat_lstm_loss, numpy_concat_lstm_loss
 from support.pass_helpers import numpy_lowering  # noqa: F401 (a fixture)
 
 # The rewrite is read off the numpy lowering's graph (a compiled lowering would hold the
@@ -50,27 +50,10 @@ def _assert_close(got, want, dtype):
 
 
 # ---- the LSTM's backward loop ---------------------------------------------------------------
-def _lstm_loss(wt, bias, xs):
-    hs = concat_lstm_states(wt, bias, xs)
-    return en.sum(hs * hs)
-
-
-def _numpy_lstm_loss(wt, bias, xs):
-    sig = lambda z: 1.0 / (1.0 + np.exp(-z))   # noqa: E731
-    h = c = np.zeros((xs.shape[1], wt.shape[1] // 4))
-    total = 0.0
-    for x in xs:
-        i, f, g, o = np.split(np.concatenate([x, h], axis=1) @ wt + bias, 4, axis=1)
-        c = sig(f) * c + sig(i) * np.tanh(g)
-        h = sig(o) * np.tanh(c)
-        total += np.sum(h * h)
-    return total
-
-
 def test_the_lstm_backward_loop_reads_the_forward_steps_gates_and_matches_finite_differences():
     wt, bias, xs = _arrays(np.float64, (6 + 4, 16), (16,), (5, 3, 6), seed=1)
     args = [en.tensor(a) for a in (wt, bias, xs)]
-    grad = en.function(en.grad(_lstm_loss, argnums=(0, 1, 2)))
+    grad = en.function(en.grad(concat_lstm_loss, argnums=(0, 1, 2)))
     graph = grad.graph_for(*args)
     backward = _backward(graph)
     ops = _body_ops(backward)
@@ -82,7 +65,7 @@ def test_the_lstm_backward_loop_reads_the_forward_steps_gates_and_matches_finite
     arrays = (wt, bias, xs)
     for k, g in enumerate(got):
         want = central_difference(
-            lambda v, k=k: _numpy_lstm_loss(*[v if j == k else a for j, a in enumerate(arrays)]),
+            lambda v, k=k: numpy_concat_lstm_loss(*[v if j == k else a for j, a in enumerate(arrays)]),
             arrays[k])
         np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
 
@@ -92,9 +75,9 @@ def test_the_lstm_backward_loop_reads_the_forward_steps_gates_and_matches_finite
 def test_the_lstm_gradient_matches_the_unoptimized_graph(dtype, lowering):
     wt, bias, xs = _arrays(dtype, (8 + 8, 32), (32,), (7, 4, 8), seed=2)
     args = [en.tensor(a) for a in (wt, bias, xs)]
-    want = en.function(en.value_and_grad(_lstm_loss, argnums=(0, 1)), optimize=False)(*args)
+    want = en.function(en.value_and_grad(concat_lstm_loss, argnums=(0, 1)), optimize=False)(*args)
     with numerics(en.config.numerics, lowering):
-        fn = en.function(en.value_and_grad(_lstm_loss, argnums=(0, 1)))
+        fn = en.function(en.value_and_grad(concat_lstm_loss, argnums=(0, 1)))
         loss, grads = fn(*args)
     _assert_close([loss.numpy()] + [g.numpy() for g in grads],
                   [want[0].numpy()] + [g.numpy() for g in want[1]], dtype)
@@ -198,9 +181,9 @@ def test_stacks_over_the_memory_bound_or_scans_of_other_lengths_are_left_alone()
 def test_under_bitwise_numerics_the_gradients_bits_are_eagers(lowering):
     wt, bias, xs = (en.tensor(a) for a in _arrays(np.float32, (6 + 4, 16), (16,), (5, 3, 6)))
     with numerics("bitwise", lowering):
-        fn = en.function(en.value_and_grad(_lstm_loss, argnums=(0, 1)))
+        fn = en.function(en.value_and_grad(concat_lstm_loss, argnums=(0, 1)))
         got = fn(wt, bias, xs)
-        eager = en.value_and_grad(_lstm_loss, argnums=(0, 1))(wt, bias, xs)
+        eager = en.value_and_grad(concat_lstm_loss, argnums=(0, 1))(wt, bias, xs)
         if lowering == "numpy":
             assert "sigmoid" not in _body_ops(_backward(fn.graph_for(wt, bias, xs)))
     assert_same_bits(got, eager, f"bitwise {lowering}")

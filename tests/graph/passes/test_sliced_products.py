@@ -15,7 +15,7 @@ import engine as en
 from engine.graph.control.control_flow import scan_op
 from support.bitwise import numerics
 from support.finite_diff import central_difference
-from support.models import concat_lstm_states
+from support.models import concat_lstm_loss, numpy_concat_lstm_loss
 from support.pass_helpers import numpy_lowering  # noqa: F401 (a fixture)
 
 # The rewrite is read off the numpy lowering's graph (a compiled lowering would hold the
@@ -120,24 +120,6 @@ def test_the_threshold_decides_whether_a_slice_narrows_the_product():
 
 
 # ---- inside a loop body: the LSTM's backward scan --------------------------------------------
-def _lstm_loss(wt, bias, xs):
-    hs = concat_lstm_states(wt, bias, xs)
-    return en.sum(hs * hs)
-
-
-def _numpy_lstm_loss(wt, bias, xs):
-    sig = lambda z: 1.0 / (1.0 + np.exp(-z))   # noqa: E731
-    hidden = wt.shape[1] // 4
-    h = c = np.zeros((xs.shape[1], hidden))
-    total = 0.0
-    for x in xs:
-        i, f, g, o = np.split(np.concatenate([x, h], axis=1) @ wt + bias, 4, axis=1)
-        c = sig(f) * c + sig(i) * np.tanh(g)
-        h = sig(o) * np.tanh(c)
-        total += np.sum(h * h)
-    return total
-
-
 def _backward_body_products(graph):
     """The product shapes in the body of each reversed scan (a VJP's loop)."""
     return [_product_shapes(n.params["body"].graph) for n in graph.nodes
@@ -150,14 +132,14 @@ def test_the_lstm_backward_loop_computes_only_the_carrys_columns():
     wt, bias, xs = _arrays(np.float64, (24 + 16, 64), (64,), (6, 4, 24), seed=3)
     wt *= 0.3
     args = [en.tensor(a) for a in (wt, bias, xs)]
-    grad = en.function(en.grad(_lstm_loss, argnums=(0, 1)))
+    grad = en.function(en.grad(concat_lstm_loss, argnums=(0, 1)))
     shapes = _backward_body_products(grad.graph_for(*args))
     assert shapes and all((4, 16) in s and (4, 40) not in s for s in shapes), shapes
     g_wt, g_bias = (g.numpy() for g in grad(*args))
-    np.testing.assert_allclose(g_wt, central_difference(lambda v: _numpy_lstm_loss(v, bias, xs),
+    np.testing.assert_allclose(g_wt, central_difference(lambda v: numpy_concat_lstm_loss(v, bias, xs),
                                                         wt), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(g_bias, central_difference(
-        lambda v: _numpy_lstm_loss(wt, v, xs), bias), rtol=1e-6, atol=1e-8)
+        lambda v: numpy_concat_lstm_loss(wt, v, xs), bias), rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -165,10 +147,10 @@ def test_the_lstm_gradient_matches_the_unoptimized_graph_under_every_lowering(dt
     wt, bias, xs = _arrays(dtype, (16 + 16, 64), (64,), (5, 4, 16), seed=4)
     wt *= 0.3
     args = [en.tensor(a) for a in (wt, bias, xs)]
-    want = en.function(en.grad(_lstm_loss, argnums=(0, 1)), optimize=False)(*args)
+    want = en.function(en.grad(concat_lstm_loss, argnums=(0, 1)), optimize=False)(*args)
     for lowering in ("numpy", "c"):
         with numerics(en.config.numerics, lowering):
-            got = en.function(en.grad(_lstm_loss, argnums=(0, 1)))(*args)
+            got = en.function(en.grad(concat_lstm_loss, argnums=(0, 1)))(*args)
         for g, w in zip(got, want):
             scale = float(np.max(np.abs(w.numpy())))
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=RTOL[dtype] * 10,
