@@ -423,30 +423,54 @@ def _bp_filter_eval(x, g, *, kernel_hw, strides, padding, dilation=_ONE, groups=
 
 
 def _bp_filter_impl(x, g, *, kernel_hw, strides, padding, dilation=_ONE, groups=1):
+    return _bp_filter(x, g, kernel_hw, strides, padding, dilation, groups, None)
+
+
+def _bp_filter_out(x, g, *, out, kernel_hw, strides, padding, dilation=_ONE, groups=1):
+    """``conv2d_backprop_filter`` into the graph's buffer ``out``. Having an ``out_impl``
+    also tells memory planning that the result is never a view of ``x`` or ``g``, so
+    that their buffers are planned even where the filter gradient is a graph output."""
+    return _bp_filter(x, g, kernel_hw, strides, padding, dilation, groups, out)
+
+
+def _bp_filter(x, g, kernel_hw, strides, padding, dilation, groups, out):
+    """The filter gradient, written into ``out`` where given (else a fresh array)."""
     _, pads = _spatial("conv2d_backprop_filter", x.shape[1:3], kernel_hw, strides, padding, [],
                        dilation)
     work = g.size * kernel_hw[0] * kernel_hw[1] * (x.shape[3] // groups)
     # Split: each chunk of images gives its part of the sum over the batch, added in order.
     parts = batch_split.run(x.shape[0], work, lambda lo, hi: _bp_filter_images(
-        x[lo:hi], g[lo:hi], kernel_hw, strides, pads, dilation, groups))
+        x[lo:hi], g[lo:hi], kernel_hw, strides, pads, dilation, groups,
+        out if lo == 0 else None))
     dw = parts[0]
     for part in parts[1:]:
         dw += part
     return dw
 
 
-def _bp_filter_images(x, g, kernel_hw, strides, pads, dilation, groups):
-    """The filter gradient summed over the images of ``x`` and ``g`` (a fresh array)."""
+def _bp_filter_images(x, g, kernel_hw, strides, pads, dilation, groups, out=None):
+    """The filter gradient summed over the images of ``x`` and ``g``, written into
+    ``out`` where given (else a fresh array)."""
     kh, kw = kernel_hw
     c, o = x.shape[3], g.shape[3]
     if groups == 1:
         with _patches(x, kernel_hw, strides, pads, dilation) as cols:
-            return (cols.T @ g.reshape(-1, o)).reshape(kh, kw, c, o)
+            if out is None or not out.flags.c_contiguous:
+                dw = (cols.T @ g.reshape(-1, o)).reshape(kh, kw, c, o)
+                return dw if out is None else _copy_into(out, dw)
+            np.matmul(cols.T, g.reshape(-1, o), out=out.reshape(kh * kw * c, o))
+            return out
     cg, og = c // groups, o // groups
     with _group_patches(x, kernel_hw, strides, pads, dilation, groups) as cols:
         g_groups = g.reshape(-1, groups, og).transpose(1, 0, 2)                 # (G, M, Og)
         dw = np.matmul(cols.transpose(0, 2, 1), g_groups)                       # (G, KHKWCg, Og)
-    return dw.reshape(groups, kh, kw, cg, og).transpose(1, 2, 3, 0, 4).reshape(kh, kw, cg, o)
+    dw = dw.reshape(groups, kh, kw, cg, og).transpose(1, 2, 3, 0, 4).reshape(kh, kw, cg, o)
+    return dw if out is None else _copy_into(out, dw)
+
+
+def _copy_into(out, value):
+    out[...] = value
+    return out
 
 
 def _bp_filter_vjp(u, out, x, g, *, kernel_hw, strides, padding, dilation=_ONE, groups=1):
@@ -458,7 +482,7 @@ def _bp_filter_vjp(u, out, x, g, *, kernel_hw, strides, padding, dilation=_ONE, 
 
 conv2d_backprop_filter_op = register(Op(
     "conv2d_backprop_filter", _bp_filter_impl, _bp_filter_eval, _bp_filter_vjp, n_inputs=2,
-    dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_filter,
+    dtypes=dtypes.FLOATS, generic=conv_generic.conv2d_backprop_filter, out_impl=_bp_filter_out,
     doc="Gradient of conv2d with respect to its filters."))
 declare(conv2d_backprop_filter_op, onnx=None, fold_cost="im2col_filter_grad",
         chunks=chunk_rules.leading_reduce)
