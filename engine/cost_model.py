@@ -228,11 +228,11 @@ THRESHOLDS = (
               "at least this work is cut into chunks the kernel threads take in turn, "
               "OpenBLAS at one thread (about 50 us of one core; waking a worker costs tens)",
               "graph/lowering/chunked_products.py"),
-    Threshold("chunked_product_chunk_work", 1 << 22, "multiply-adds", EPYC_512, "2026-12-05",
+    Threshold("chunked_product_chunk_work", 1 << 23, "multiply-adds", EPYC_512, "2026-12-05",
               "34ac74a",
-              "a chunked product gets one chunk per this much work (more chunks balance a "
-              "loaded machine; fewer keep each BLAS call large: the transformer step 8.1 ms "
-              "at 2^22 against 8.9 at 2^20, load 3.4)",
+              "a chunked product gets one chunk per this much work (the engine's workers "
+              "overlap little with the caller on chunks of ~100 us, the GIL handed back and "
+              "forth: the transformer step 8.0 ms at 2^23, 8.4 at 2^22, load 2.3)",
               "graph/lowering/chunked_products.py"),
     Threshold("chunked_product_min_rows", 16, "rows", NOT_MEASURED, "2026-12-05", "34ac74a",
               "each chunk of a chunked product at least this many rows (or columns) wide "
