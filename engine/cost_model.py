@@ -229,7 +229,7 @@ THRESHOLDS = (
               "OpenBLAS at one thread (about 50 us of one core; waking a worker costs tens)",
               "graph/lowering/chunked_products.py"),
     Threshold("chunked_product_chunk_work", 1 << 23, "multiply-adds", EPYC_512, "2026-12-05",
-              "34ac74a",
+              "1e7db99",
               "a chunked product gets one chunk per this much work (the engine's workers "
               "overlap little with the caller on chunks of ~100 us, the GIL handed back and "
               "forth: the transformer step 8.0 ms at 2^23, 8.4 at 2^22, load 2.3)",
