@@ -86,6 +86,7 @@ class Emitter:
         self.blas = None              # (sgemm, dgemm) addresses where SciPy has them
         self.largest_product = 0
         self.keep = set()             # nodes stored whatever their users (a scan body's results)
+        self.homes = {}               # node -> the CVal its writer's dest() gives (a stack's row)
         self.ufunc_loops = []         # (ufunc name, dtype) of numpy loops called (c_bitwise.py)
 
     # -- text ------------------------------------------------------------------------
@@ -117,8 +118,12 @@ class Emitter:
         return CVal(name, shape, dtype, root=self.slots)
 
     def dest(self, node):
-        """Where ``node``'s value is written: its output array (outside time loops), or
-        a new slot."""
+        """Where ``node``'s value is written: the place ``homes`` gives it (a scan writes a
+        stacked result straight into its stack's row), its output array (outside time
+        loops), or a new slot."""
+        home = self.homes.pop(node, None)
+        if home is not None:
+            return home
         j = self.out_index.get(node)
         if j is not None and not self.loop_depth and node not in self.values:
             return CVal(f"o{j}", node.shape, node.dtype, root=f"o{j}")
@@ -136,8 +141,9 @@ class Emitter:
         return v
 
     def contig(self, v):
-        """``v`` as C-contiguous memory: a transposed view or a literal is copied out."""
-        if v.ptr is not None:
+        """``v`` as C-contiguous memory: a transposed view, a literal or an inlined value is
+        copied out."""
+        if v.ptr is not None and v.expr is None:
             return v
         out = self.slot(v.shape, v.dtype)
         self.copy_into(out.ptr, v)
@@ -174,6 +180,11 @@ class Emitter:
             i, j = self.loops(shape)
             self.line(f"{dst}[{i} * {c} + {j}] {op} {src.ptr}[{j} * {r} + {i}];")
             self.close_loops(2)
+            return
+        if v.expr is not None:    # a value computed in place of its reads (a strided view)
+            loops = self.loops(shape)
+            self.line(f"{dst}[{linear(loops, shape)}] {op} {v.expr(None, loops)};")
+            self.close_loops(len(shape))
             return
         if v.literal is not None:
             n = max(1, v.size)

@@ -13,6 +13,7 @@ import numpy as np
 
 from engine import scalar_forms
 
+from ...ir.graph_ops import unpack_op
 from ..plugin import Unsupported
 from .c_graph_emit import CVal, linear
 from .c_source import _offset, c_expression, ctype
@@ -50,10 +51,27 @@ def _inlinable(em, node):
     if node in em.out_index or node in em.keep or len(users) != 1:
         return False
     user = users[0]
+    if _is_concat(user):    # written by the concat's loop into its place in the result
+        return user.inputs.count(node) == 1
     return user.op.elementwise and not user.op.multiple_results and \
         user.op.rules.get("scalar_form") is not None and \
         tuple(user.shape) == tuple(node.shape) and user.inputs.count(node) == 1 and \
         _reads_once(user, node)
+
+
+def _is_concat(node):
+    return node.op.rules.get("numba_form") == "concat_rows"
+
+
+def _read_in_place(em, node, shape):
+    """Whether every reader of ``node`` (a value of ``shape``) is an elementwise op of
+    that shape that ``_arg`` reads it for: such a value may be an ``expr`` (a strided
+    read, never stored)."""
+    users = em.users.get(node, [])
+    return bool(users) and node not in em.out_index and node not in em.keep and all(
+        u.op.elementwise and not u.op.multiple_results and
+        u.op.rules.get("scalar_form") is not None and tuple(u.shape) == shape
+        for u in users)
 
 
 def elementwise(em, node):
@@ -280,7 +298,8 @@ def concat(em, node):
     if set(node.params) != {"axis"} or rank == 0:
         raise Unsupported("concat of scalars")
     axis = node.params["axis"] % rank
-    parts = [em.contig(em.get(i)) for i in node.inputs]
+    parts = [em.get(i) for i in node.inputs]
+    parts = [p if p.expr is not None else em.contig(p) for p in parts]
     if any(p.dtype != np.dtype(node.dtype) for p in parts):
         raise Unsupported("concat of mixed dtypes")
     out = em.dest(node)
@@ -290,25 +309,48 @@ def concat(em, node):
             continue
         loops = em.loops(p.shape)
         target = [f"{start} + {i}" if k == axis and start else i for k, i in enumerate(loops)]
-        em.line(f"{out.ptr}[{linear(target, node.shape)}] = {p.ptr}[{linear(loops, p.shape)}];")
+        # An elementwise part read only here is computed in this loop (_inlinable).
+        value = p.expr(None, loops) if p.expr is not None else \
+            f"{p.ptr}[{linear(loops, p.shape)}]"
+        em.line(f"{out.ptr}[{linear(target, node.shape)}] = {value};")
         em.close_loops(rank)
         start += p.shape[axis]
     em.values[node] = out
 
 
+def _strided_part(x, start, shape, dtype):
+    """The piece of ``x`` from ``start`` on the last axis, of ``shape``, read in place:
+    an ``expr`` indexing ``x``'s rows (never flat: a flat index would be divided)."""
+    def text(flat, loops):
+        source = loops[:-1] + [f"{start} + {loops[-1]}" if start else loops[-1]]
+        return f"{x.ptr}[{linear(source, x.shape)}]"
+    return CVal(None, shape, dtype, root=x.root, expr=text, flat=False)
+
+
 def split(em, node):
+    """Pieces along the leading non-unit axis are views; pieces along the last axis read
+    only by elementwise ops of their shape are read in place through the rows (the
+    gates of an LSTM's ``split(z, 4, axis=1)``: no copy a step); others are copied."""
     x = em.contig(em.get(node.inputs[0]))
     rank = len(x.shape)
     if rank == 0:
         raise Unsupported("split of a scalar")
     axis = node.params["axis"] % rank
+    pieces = {}
+    for u in em.users.get(node, []):
+        if u.op is unpack_op:
+            pieces.setdefault(u.params["index"], []).append(u)
     parts, start = [], 0
-    for shape, dtype in node.avals:
+    for k, (shape, dtype) in enumerate(node.avals):
         shape = tuple(shape)
+        readers = pieces.get(k, [])
         if axis == 0 or all(d == 1 for d in x.shape[:axis]):
             # Consecutive memory: a view.
             offset = start * math.prod(x.shape[axis + 1:])
             parts.append(CVal(f"({x.ptr} + {offset})", shape, dtype, root=x.root))
+        elif axis == rank - 1 and readers and \
+                all(_read_in_place(em, u, shape) for u in readers):
+            parts.append(_strided_part(x, start, shape, dtype))
         else:
             out = em.slot(shape, dtype)
             loops = em.loops(shape)

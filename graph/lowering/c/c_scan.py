@@ -125,8 +125,26 @@ def _summed_products(graph, outs, n_carry, summed):
         a = t.inputs[0]
         if not np.dtype(a.dtype) == np.dtype(b.dtype) == np.dtype(o.dtype):
             continue
-        found[k] = (a, b)
+        found[k] = (_column_blocks(a), b)
     return found
+
+
+def _column_blocks(a):
+    """``[(part, first column)]``: the pieces of matrix ``a`` whose stacks the summed
+    product ``sum_t a_t.T @ b_t`` reads. A concat of matrices along their columns is its
+    parts (``[x_t, h_t].T @ d_t`` is ``x_t.T @ d_t`` over ``h_t.T @ d_t``: the result's
+    row blocks, one product each, from the stacks the scan already reads, where the
+    concat was stacked anew every step); any other ``a`` is itself."""
+    if a.op.rules.get("numba_form") != "concat_rows" or len(a.shape) != 2 or \
+            a.params.get("axis") not in (1, -1) or \
+            any(len(p.shape) != 2 or np.dtype(p.dtype) != np.dtype(a.dtype) or
+                0 in p.shape for p in a.inputs):
+        return [(a, 0)]
+    blocks, start = [], 0
+    for p in a.inputs:
+        blocks.append((p, start))
+        start += p.shape[1]
+    return blocks
 
 
 def _stack_slot(em, node, index, shape, dtype):
@@ -139,6 +157,22 @@ def _stack_slot(em, node, index, shape, dtype):
             if j is not None and not em.loop_depth and u not in em.values:
                 return CVal(f"o{j}", tuple(shape), dtype, root=f"o{j}")
     return em.slot(shape, dtype)
+
+
+def _homes(em, t, stacked):
+    """``{body node: its row of step t}`` for the ``(node, stack)`` pairs: set as the
+    emitter's ``homes``, so a node's writer writes it straight into its stack (a
+    forward LSTM's six stacked gates and states were each written to a slot and copied,
+    every step); a node stacked twice gets the first. A node written as a view
+    (reshape, split piece) never asks for its home and is copied as before."""
+    homes = {}
+    for n, stack in stacked:
+        if n not in homes:
+            size = max(1, math.prod(n.shape))
+            homes[n] = CVal(f"({stack.ptr} + {t} * {size})", tuple(n.shape), n.dtype,
+                            root=stack.root)
+    em.homes = {**em.homes, **homes}     # (an enclosing scan's rows kept)
+    return homes
 
 
 def scan_loop(em, node):
@@ -169,8 +203,8 @@ def scan_loop(em, node):
     products = _summed_products(graph, outs, n_carry, summed) if em.blas is not None else {}
     x_of = dict(zip(graph.inputs[n_carry:n_carry + n_x], xs))
     factors = {}    # body node -> its stack over the steps (a summed product's factor)
-    for a, b in products.values():
-        for f in (a, b):
+    for blocks, b in products.values():
+        for f in [p for p, _ in blocks] + [b]:
             if f not in factors:
                 factors[f] = x_of[f] if f in x_of else \
                     em.slot((length,) + tuple(f.shape), f.dtype)
@@ -210,6 +244,9 @@ def scan_loop(em, node):
         em.values[ph] = c
     wanted = outs[:n_carry] + [outs[n_carry + k] for k in list(ys) + list(accs)] + \
         [f for f in factors if f not in x_of]
+    saved_homes = em.homes
+    homes = _homes(em, t, [(outs[n_carry + k], slot) for k, slot in ys.items()] +
+                   [(f, stack) for f, stack in factors.items() if f not in x_of])
     order = _needed(graph, wanted)
     em.users = {}
     for n in order:
@@ -219,18 +256,21 @@ def scan_loop(em, node):
     em.keep = saved_keep | set(outs) | set(factors)    # copied into stacks: stored
     em.emit_nodes(order)
     em.keep = saved_keep
+    em.homes = saved_homes
     results: list[Any] = [em.values.get(o) if o in em.values else None for o in outs]
     if any(v is None for v in results[:n_carry]) or \
             any(results[n_carry + k] is None for k in accs):
         raise Unsupported("scan: a carry or summed result the body does not compute")
     for k, slot in ys.items():
         v = results[n_carry + k]
-        size = max(1, math.prod(outs[n_carry + k].shape))
-        em.copy_into(f"({slot.ptr} + {t} * {size})", v)
+        if homes.get(outs[n_carry + k]) is not v:    # (else written there by its writer)
+            size = max(1, math.prod(outs[n_carry + k].shape))
+            em.copy_into(f"({slot.ptr} + {t} * {size})", v)
     for f, stack in factors.items():
-        if f not in x_of:
+        if f not in x_of and homes.get(f) is not em.get(f):
             size = max(1, math.prod(f.shape))
             em.copy_into(f"({stack.ptr} + {t} * {size})", em.get(f))
+    at_home = {id(v) for v in homes.values()}
     for k, acc in accs.items():
         v = results[n_carry + k]
         v = em.contig(v) if v.trans is not None else v
@@ -238,7 +278,8 @@ def scan_loop(em, node):
     # The new carries: copied aside first where they are not this step's own values.
     news = []
     for slot, v in zip(carry_slots, results[:n_carry]):
-        if v.literal is None and v.trans is None and em.owned_since(v, first_slot):
+        if v.literal is None and v.trans is None and \
+                (em.owned_since(v, first_slot) or id(v) in at_home):
             news.append(v)
         else:
             aside = em.slot(slot.shape, slot.dtype)
@@ -259,10 +300,12 @@ def scan_loop(em, node):
     for k, total in summed.items():
         out = em.dest(total)
         if k in products:     # the sum over t of a_t.T @ b_t: one product of the stacks
-            a, b = products[k]
-            rows = length * a.shape[0]
-            c_graph_ops.gemm(em, factors[a].ptr, True, factors[b].ptr, False, out.ptr,
-                             a.shape[1], rows, b.shape[1], total.dtype)
+            blocks, b = products[k]     # (a block of a's columns: a block of the rows)
+            for a, start in blocks:
+                rows = length * a.shape[0]
+                c_graph_ops.gemm(em, factors[a].ptr, True, factors[b].ptr, False,
+                                 f"({out.ptr} + {start * b.shape[1]})",
+                                 a.shape[1], rows, b.shape[1], total.dtype)
             em.values[total] = out
             continue
         size = max(1, math.prod(total.shape))
