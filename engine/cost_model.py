@@ -245,6 +245,12 @@ THRESHOLDS = (
               "40 us of one core's product, where waking a worker costs tens; the boundary "
               "is not tuned: the CNN step's six kernels, 7-58M, measured at load 8-12)",
               "engine/ops/batch_split.py"),
+    Threshold("shared_columns_max_bytes", 1 << 25, "bytes", NOT_MEASURED, "2026-12-05",
+              "72f1e4c",
+              "a convolution and its filter gradient share one im2col matrix (computed once, "
+              "kept alive from the forward to the backward) where it takes at most this many "
+              "bytes (the styles CNN step's are 1.8 and 7.2 MB)",
+              "graph/lowering/shared_columns.py"),
     Threshold("window_split_chunks", 8, "chunks", NOT_MEASURED, "2026-12-05", "659706b",
               "a split convolution's images in this many chunks, handed out in turn (more "
               "balance a loaded machine; fewer keep each chunk's product large)",

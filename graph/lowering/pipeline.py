@@ -35,6 +35,8 @@ default pipeline, in order:
    matrix products split by rows over the engine's pool; nothing otherwise;
    ``chunked_products`` -- in a graph without such products, mid-sized products cut into
    chunks the kernel threads take in turn, OpenBLAS at one thread;
+   ``shared_columns`` -- a convolution and its filter gradient of the same input read one
+   im2col matrix, computed once;
 6. ``memory_planning`` -- buffers for the compiled schedule (a plan kept for lowering;
    the graph does not change).
 
@@ -57,6 +59,7 @@ from ..passes.layout import layout
 from .memory_planning import memory_planning
 from .parallel_matmul import parallel_matmul
 from .chunked_products import chunked_products
+from .shared_columns import shared_columns
 from ..passes.report import OptimizationReport, PassRecord
 from ..passes.scan_dead_results import scan_dead_results
 from ..passes.scan_hoist import scan_hoist
@@ -73,14 +76,14 @@ PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch
                                   compile_numba, scan_sums, scan_unread, fusion, parallel_matmul,
                                   chunked_products, memory_planning, scan_dead_results, while_dead_vars,
                                   body_cleanup, scan_hoist, scan_products, sliced_products,
-                                  scan_residuals)}
+                                  scan_residuals, shared_columns)}
 CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "sliced_products",
            "dce",
            "scan_dead_results", "while_dead_vars", "body_cleanup", "scan_residuals",
            "scan_products")
 DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_hoist", "scan_sums", "scan_unread",
                     "fusion", "dce", "parallel_matmul", "chunked_products",
-                    "memory_planning")
+                    "shared_columns", "memory_planning")
 MAX_ROUNDS = 10
 # body_cleanup runs the cleanup passes (itself too: nested bodies) inside loop bodies.
 CLEANUP_PASSES.extend(PASSES[name] for name in CLEANUP)

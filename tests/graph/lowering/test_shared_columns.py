@@ -1,0 +1,185 @@
+"""shared_columns: a convolution and its filter gradient of the same input read one
+im2col matrix. The kernels against a direct loop convolution in float64 (strides,
+padding, dilation; float32 and float64; split over images or not); traced training
+steps against finite differences and against the graph without the pass (same bits);
+the byte bound of the cost model; the cases left alone."""
+import itertools
+
+import numpy as np
+import pytest
+
+import engine as en
+from engine.ops import batch_split, conv_columns
+from engine.graph.lowering.shared_columns import shared_columns
+from tests.support.finite_diff import central_difference
+from tests.support.pass_helpers import assert_same_bits, run_pass
+
+GEOMETRIES = [  # (kernel, strides, padding, dilation)
+    ((3, 3), (1, 1), "same", (1, 1)),
+    ((3, 2), (2, 1), ((0, 2), (1, 0)), (1, 1)),
+    ((2, 2), (1, 2), "valid", (2, 1)),
+]
+
+
+def _loop_conv(x, w, strides, pads, dilation):
+    """Cross-correlation window by window in float64 (explicit pads, NHWC x HWIO)."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), pads[0], pads[1], (0, 0)))
+    kh, kw, _, o = w.shape
+    eh, ew = (kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1
+    oh = (xp.shape[1] - eh) // strides[0] + 1
+    ow = (xp.shape[2] - ew) // strides[1] + 1
+    out = np.zeros((x.shape[0], oh, ow, o))
+    for i, j in itertools.product(range(oh), range(ow)):
+        win = xp[:, i * strides[0]:i * strides[0] + eh:dilation[0],
+                 j * strides[1]:j * strides[1] + ew:dilation[1]]
+        out[:, i, j] = np.einsum("nabc,abco->no", win, w.astype(np.float64))
+    return out
+
+
+def _pads(h, w, khw, strides, padding, dilation):
+    if padding == "valid":
+        return ((0, 0), (0, 0))
+    if padding != "same":
+        return padding
+    pads = []
+    for size, k, s, d in zip((h, w), khw, strides, dilation):
+        total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
+        pads.append((total // 2, total - total // 2))
+    return tuple(pads)
+
+
+@pytest.fixture(params=[False, True], ids=["one_chunk", "split"])
+def chunks(request, monkeypatch):
+    """Either no split, or every kernel split into three chunks of images run in order."""
+    if not request.param:
+        with en.config.cost.override(window_split_min_work=2 ** 62):
+            yield None
+        return
+    calls = []
+
+    def in_order(fn, n, count):
+        calls.append(n)
+        return [fn(k) for k in range(n)]
+    monkeypatch.setattr(batch_split, "RUNNERS", [(lambda: 2, in_order)])
+    with en.config.cost.override(window_split_min_work=0, window_split_chunks=3):
+        yield calls
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernels_match_a_loop_convolution_and_its_filter_gradient(geometry, dtype, chunks):
+    khw, strides, padding, dilation = geometry
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 9, 8, 3)).astype(dtype)
+    w = rng.standard_normal((*khw, 3, 5)).astype(dtype)
+    pads = _pads(9, 8, khw, strides, padding, dilation)
+    want = _loop_conv(x, w, strides, pads, dilation)
+    g = rng.standard_normal(want.shape).astype(dtype)
+    geo = dict(kernel_hw=khw, strides=strides, padding=padding, dilation=dilation)
+    cols = np.full(conv_columns.columns_shape(x.shape, **geo), np.nan, dtype)
+    work = cols.shape[0] * cols.shape[1] * 5
+    conv_columns.im2col_out(x, out=cols, split_work=work, **geo)
+    out = np.full(want.shape, np.nan, dtype)
+    conv_columns.conv2d_columns_out(cols, w, out=out, images=4)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+    # The filter gradient: d/dw of sum(conv * g), by the loop convolution's linearity.
+    dw = np.full(w.shape, np.nan, dtype)
+    conv_columns.filter_grad_columns_out(cols, g, out=dw)
+    basis = np.eye(w.size).reshape(w.size, *w.shape)
+    want_dw = np.array([np.sum(_loop_conv(x, e, strides, pads, dilation) * g)
+                        for e in basis]).reshape(w.shape)
+    np.testing.assert_allclose(dw, want_dw, rtol=10 * tol, atol=10 * tol)
+    if chunks is not None:
+        assert chunks == [3, 3, 3]
+
+
+def _step(w1, w2, images):
+    a = en.relu(en.conv2d(images, w1, padding="same"))
+    a = en.max_pool2d(a, 2)
+    a = en.relu(en.conv2d(a, w2, stride=(1, 2), padding=((1, 0), (0, 1))))
+    return en.sum(a * a)
+
+
+def _inputs(dtype, seed=1):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((3, 3, 2, 4)).astype(dtype),
+            rng.standard_normal((2, 3, 4, 3)).astype(dtype),
+            rng.standard_normal((2, 8, 8, 2)).astype(dtype)]
+
+
+def _names(graph):
+    return sorted(n.op.name for n in graph.nodes)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_training_step_shares_columns_and_matches_finite_differences(dtype):
+    w1, w2, images = _inputs(dtype)
+    f = en.function(en.grad(_step, argnums=(0, 1)))
+    args = [en.tensor(a) for a in (w1, w2, images)]
+    names = _names(f.get_concrete_function(*args).graph)
+    assert names.count("im2col") == 2 and names.count("conv2d_backprop_filter_columns") == 2
+    assert "conv2d_backprop_filter" not in names
+    for _ in range(2):      # the second call runs on the first one's buffers
+        got = [np.asarray(t) for t in f(*args)]
+    im = images.astype(np.float64)
+
+    def loss(a, b):
+        return _step(en.tensor(a), en.tensor(b), en.tensor(im))
+    w1d, w2d = w1.astype(np.float64), w2.astype(np.float64)
+    want = [central_difference(lambda a: loss(a, w2d), w1d),
+            central_difference(lambda b: loss(w1d, b), w2d)]
+    tol = 2e-3 if dtype == np.float32 else 1e-6
+    for gv, wv in zip(got, want):
+        assert gv.dtype == dtype
+        np.testing.assert_allclose(gv, wv, rtol=tol, atol=tol)
+
+
+def test_same_bits_as_the_graph_without_the_pass():
+    args = [en.tensor(a) for a in _inputs(np.float32, seed=2)]
+    fn = en.value_and_grad(_step, argnums=(0, 1))
+    with en.config.cost.override(shared_columns_max_bytes=0):
+        without = en.function(fn)
+        want = without(*args)
+    assert "im2col" not in _names(without.get_concrete_function(*args).graph)
+    assert_same_bits(en.function(fn)(*args), want, "shared columns")
+
+
+def test_columns_over_the_byte_bound_are_not_shared():
+    w1, _, images = (en.tensor(a) for a in _inputs(np.float64))
+    f = en.function(en.grad(lambda w, x: en.sum(en.conv2d(x, w, padding="same") ** 2.0)),
+                    passes=["cleanup"])
+    graph = f.graph_for(w1, images)
+    nbytes = 2 * 8 * 8 * 9 * 2 * 8           # (N*OH*OW, KH*KW*C) float64
+    with en.config.cost.override(shared_columns_max_bytes=nbytes - 1):
+        _, changed = run_pass(shared_columns, graph)
+    assert not changed
+    with en.config.cost.override(shared_columns_max_bytes=nbytes):
+        shared, changed = run_pass(shared_columns, graph)
+    assert changed and _names(shared).count("im2col") == 1
+
+
+def test_cases_left_alone():
+    rng = np.random.default_rng(3)
+    x = en.tensor(rng.standard_normal((2, 6, 6, 4)))
+    w = en.tensor(rng.standard_normal((3, 3, 2, 4)))
+    w_plain = en.tensor(rng.standard_normal((3, 3, 4, 4)))
+    cases = {
+        # grouped convolutions lay their columns out per group
+        "groups": lambda w, x: en.sum(en.conv2d(x, w, groups=2) ** 2.0),
+        # only the input gradient: no filter gradient to share with
+        "no filter gradient": lambda w, x: en.sum(en.conv2d(x, w_plain) ** 2.0),
+    }
+    for name, loss in cases.items():
+        argnums = 1 if name == "no filter gradient" else 0
+        f = en.function(en.grad(loss, argnums=argnums), passes=["cleanup"])
+        graph = f.graph_for(w if name == "groups" else w_plain, x)
+        _, changed = run_pass(shared_columns, graph)
+        assert not changed, name
+    # different strides: the forward's columns are not the filter gradient's
+    f = en.function(lambda x, w, g: (en.conv2d(x, w, stride=2),
+                                     en.ops.conv2d_backprop_filter(x, g, (3, 3))),
+                    passes=["cleanup"])
+    graph = f.graph_for(x, w_plain, en.tensor(rng.standard_normal((2, 4, 4, 4))))
+    _, changed = run_pass(shared_columns, graph)
+    assert not changed
