@@ -234,6 +234,13 @@ THRESHOLDS = (
               "overlap little with the caller on chunks of ~100 us, the GIL handed back and "
               "forth: the transformer step 8.0 ms at 2^23, 8.4 at 2^22, load 2.3)",
               "graph/lowering/chunked_products.py"),
+    Threshold("chunked_product_max_idle_cores", 0.25, "cores", EPYC_512, "2026-12-05",
+              "04a74b3",
+              "chunked products run in chunks only while the last minute's load leaves fewer "
+              "idle cores than this, else on OpenBLAS's own threads (the transformer step: "
+              "OpenBLAS 5.4-5.6 ms against chunks 6.5-8 at load 1.7; 14.3 against 8.0 at "
+              "load 1.8-2.3, two cores)",
+              "graph/lowering/chunked_products.py"),
     Threshold("chunked_product_min_rows", 16, "rows", NOT_MEASURED, "2026-12-05", "34ac74a",
               "each chunk of a chunked product at least this many rows (or columns) wide "
               "(OpenBLAS's float32 kernels work in blocks of 16 rows)",
@@ -246,7 +253,7 @@ THRESHOLDS = (
               "is not tuned: the CNN step's six kernels, 7-58M, measured at load 8-12)",
               "engine/ops/batch_split.py"),
     Threshold("shared_columns_max_bytes", 1 << 25, "bytes", NOT_MEASURED, "2026-12-05",
-              "72f1e4c",
+              "8b7027d",
               "a convolution and its filter gradient share one im2col matrix (computed once, "
               "kept alive from the forward to the backward) where it takes at most this many "
               "bytes (the styles CNN step's are 1.8 and 7.2 MB)",
