@@ -18,8 +18,10 @@ takes the chunks a descheduled worker has not started, so a loaded machine costs
 about the one-thread time; the engine's workers sleep between kernels rather than
 spin. The overlap is small (the chunks of one product last about 0.1 ms and each
 thread takes the GIL between them): on a quiet machine OpenBLAS's own threads were
-faster (the transformer step 5.4 against 6.5-8 ms), on a loaded one they were
-three to six times slower (14-37 against 8), which is the case this rule is for. A 3-D operand's leading axes are merged,
+faster (the transformer step 5.4 against 6.5-8 ms at load 1.7), on a loaded one they
+were three to six times slower (14-37 against 8 at load 1.8-3.4), which is the case this
+rule is for: each call reads how busy the machine is (``machine_busy``) and runs the
+whole product on OpenBLAS's threads while a core is idle. A 3-D operand's leading axes are merged,
 so the product is one BLAS call per chunk. The graph's other products that
 OpenBLAS would thread run on one BLAS thread (waking OpenBLAS's workers for
 one of them would leave them spinning through the chunked ones).
@@ -45,6 +47,7 @@ from engine.numerics import bitwise
 from engine.op import Op
 
 from .blas_threads import available, one_blas_thread
+from .machine_load import idle_cores
 from .parallel import kernel_threads, product_work, run_chunks
 from ..ir.queries import replace_node, static_shape
 
@@ -59,6 +62,8 @@ class ChunkedProduct:
         self.chunks = chunks
 
     def out_impl(self, x, y, out):
+        if not machine_busy():       # OpenBLAS's own threads: the faster on an idle machine
+            return np.matmul(x, y, out=out)
         threads = kernel_threads()
         if threads < 2 or not out.flags.c_contiguous:   # (its rows must be a view)
             with one_blas_thread():
@@ -84,6 +89,13 @@ class ChunkedProduct:
     def impl(self, x, y):
         out = np.empty(x.shape[:-1] + y.shape[-1:], self.dtype)
         return self.out_impl(x, y, out)
+
+
+def machine_busy():
+    """Whether the machine leaves fewer than ``cost.chunked_product_max_idle_cores`` of
+    this process's cores idle (``machine_load``): then the chunks, else OpenBLAS's own
+    threads, chosen at each call, since the load changes while a graph lives."""
+    return idle_cores() < cost.chunked_product_max_idle_cores
 
 
 def chunk_count(node):
@@ -141,10 +153,14 @@ def _one_thread_op(node):
     aval = (tuple(node.shape), node.dtype)
 
     def run(x, y):
+        if not machine_busy():
+            return impl(x, y)
         with one_blas_thread():
             return impl(x, y)
 
     def run_out(x, y, out):
+        if not machine_busy():
+            return out_impl(x, y, out=out)
         with one_blas_thread():
             return out_impl(x, y, out=out)
     return Op("matmul", run, lambda *a: aval, None, n_inputs=2,

@@ -41,6 +41,7 @@ from engine.errors import EngineError
 from engine.numerics import bitwise
 
 from . import c_cache, c_split
+from ..machine_load import idle_cores, usable_cores
 
 # -O2 with loop vectorization, not -O3: the same run times on the styles bench's cells and
 # transformer (gcc 12, quiet machine: lstm_concat 7.7-8.4 against 8.5-9.0 ms, gru_gates
@@ -117,15 +118,8 @@ def units():
     never more than the cores this process may use that the last minute's load leaves
     idle (one unit where none is: a cut build takes a tenth more of the compiler's time,
     which only idle cores repay)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):    # no affinity call (macOS, Windows)
-        cores = os.cpu_count() or 1
-    try:
-        idle = cores - os.getloadavg()[0]
-    except (AttributeError, OSError):    # no load average (Windows)
-        idle = cores
-    return max(1, min(cost.c_compile_units, cores, int(idle + 0.5)))
+    cores = usable_cores()
+    return max(1, min(cost.c_compile_units, cores, int(idle_cores(fresh=True) + 0.5)))
 
 
 def _build_settings():

@@ -16,6 +16,13 @@ needs_openblas = pytest.mark.skipif(not blas_threads.available(),
                                     reason="numpy's BLAS is not an OpenBLAS here")
 
 
+@pytest.fixture(autouse=True)
+def busy_machine(monkeypatch):
+    """The chunks run only on a busy machine (``machine_busy``, read at each call): these
+    tests are about the chunks, whatever the load while they run."""
+    monkeypatch.setattr(cp, "machine_busy", lambda: True)
+
+
 @pytest.fixture
 def threads():
     before = en.config.fusion_threads
@@ -202,3 +209,35 @@ def test_cases_left_alone(threads):
     np.testing.assert_array_equal(fn(a, v).numpy(), np.full(64, 64.0))
     fn = en.function(lambda a, b: a @ b)
     assert _chunked_nodes(fn, (a, a)) == []          # 2.6e5 multiply-adds by default
+
+
+@needs_openblas
+def test_an_idle_machine_runs_each_product_whole_on_openblas_threads(threads, monkeypatch):
+    threads(2)
+    monkeypatch.setattr(cp, "machine_busy", lambda: False)
+
+    def refuse(*args):
+        raise AssertionError("chunks or one BLAS thread on an idle machine")
+    monkeypatch.setattr(cp, "run_chunks", refuse)
+    monkeypatch.setattr(cp, "one_blas_thread", refuse)
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((3, 40, 16)), rng.standard_normal((16, 24))
+    np.testing.assert_allclose(cp.ChunkedProduct(np.float64, 4).impl(x, y), x @ y, rtol=1e-12)
+    big, small = en.tensor(rng.standard_normal((512, 64))), en.tensor(rng.standard_normal((64, 64)))
+    stack = en.tensor(rng.standard_normal((4, 128, 128)))
+    with en.config.cost.override(chunked_product_min_work=1 << 21):
+        first, second = en.function(lambda a, w, s: (en.tanh(a @ w), s @ s))(big, small, stack)
+    np.testing.assert_allclose(first.numpy(), np.tanh(big.numpy() @ small.numpy()), rtol=1e-12)
+    np.testing.assert_allclose(second.numpy(), stack.numpy() @ stack.numpy(), rtol=1e-12)
+
+
+def test_busy_means_fewer_idle_cores_than_the_cost_model_says(monkeypatch):
+    machine_load = importlib.import_module("engine.graph.lowering.machine_load")
+    monkeypatch.undo()                              # the real machine_busy
+    monkeypatch.setattr(machine_load.os, "sched_getaffinity", lambda pid: {0, 1},
+                        raising=False)
+    for load, idle, busy in [(0.5, 1.5, False), (1.7, 0.3, False), (1.9, 0.1, True),
+                             (6.0, 0.0, True)]:
+        monkeypatch.setattr(machine_load.os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert machine_load.idle_cores(fresh=True) == pytest.approx(idle)
+        assert cp.machine_busy() is busy            # (the reading just made, reused)
