@@ -336,7 +336,7 @@ def split(em, node):
     if rank == 0:
         raise Unsupported("split of a scalar")
     axis = node.params["axis"] % rank
-    pieces = {}
+    pieces: dict[int, list] = {}
     for u in em.users.get(node, []):
         if u.op is unpack_op:
             pieces.setdefault(u.params["index"], []).append(u)
