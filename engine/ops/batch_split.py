@@ -69,13 +69,38 @@ def threads(work, minimum=None):
     return RUNNERS[0][0]() if RUNNERS else 1
 
 
-def run(n, work, fn: Callable[[int, int], Any], minimum=None) -> list:
+def run(n, work, fn: Callable[[int, int], Any], minimum=None, image_bytes=0) -> list:
     """``fn(lo, hi)`` over image ranges that cover ``range(n)``, in order: one call
     ``[fn(0, n)]`` unless :func:`threads` gives more than one, else
-    ``cost.window_split_chunks`` (at most ``n``) calls spread over the threads."""
+    ``cost.window_split_chunks`` (at most ``n``) calls spread over the threads.
+
+    On one thread, a kernel whose scratch takes ``image_bytes`` per image runs in
+    blocks of images whose scratch fits ``cost.window_block_bytes`` (see :func:`blocks`)."""
     count = threads(work, minimum)
     chunks = min(n, int(cost.window_split_chunks))
     if count < 2 or chunks < 2:
-        return [fn(0, n)]
+        return [fn(lo, hi) for lo, hi in blocks(n, image_bytes)]
     bounds = [k * n // chunks for k in range(chunks + 1)]
     return RUNNERS[0][1](lambda k: fn(bounds[k], bounds[k + 1]), chunks, count)
+
+
+def blocks(n, image_bytes):
+    """Image ranges, in order, for a kernel on one thread whose scratch (an im2col
+    matrix) takes ``image_bytes`` per image: each block's scratch at most
+    ``cost.window_block_bytes``, so the product reads the matrix from the cache the
+    copy just wrote it to rather than from memory. One block where the whole batch
+    fits, where ``image_bytes`` is 0, and where native kernels are ruled out (bitwise
+    numerics keep the one product's order of sums).
+
+    Example:
+        >>> blocks(64, 1 << 17) == [(k * 16, k * 16 + 16) for k in range(4)]   # 8 MiB in 2 MiB
+        True
+        >>> blocks(64, 0)
+        [(0, 64)]
+    """
+    limit = int(cost.window_block_bytes)
+    if image_bytes <= 0 or n * image_bytes <= limit or native.kernel_lowering_off():
+        return [(0, n)]
+    count = min(n, -(-n * image_bytes // limit))
+    bounds = [k * n // count for k in range(count + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))

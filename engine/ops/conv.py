@@ -175,8 +175,14 @@ def _conv2d_out(x, w, *, strides, padding, out, dilation=_ONE, groups=1):
     kh, kw, cg, o = w.shape
     _, pads = _spatial("conv2d", x.shape[1:3], (kh, kw), strides, padding, [], dilation)
     batch_split.run(x.shape[0], out.size * kh * kw * cg, lambda lo, hi: _conv2d_images(
-        x[lo:hi], w, strides, pads, dilation, groups, out[lo:hi]))
+        x[lo:hi], w, strides, pads, dilation, groups, out[lo:hi]),
+        image_bytes=_columns_bytes(out, kh * kw * cg, x.dtype))
     return out
+
+
+def _columns_bytes(out, taps, dtype):
+    """The bytes of one image's im2col rows: its output pixels times the filter taps."""
+    return out.shape[1] * out.shape[2] * taps * np.dtype(dtype).itemsize
 
 
 def _conv2d_images(x, w, strides, pads, dilation, groups, out):
@@ -447,7 +453,9 @@ def _bp_filter(x, g, kernel_hw, strides, padding, dilation, groups, out):
     # Split: each chunk of images gives its part of the sum over the batch, added in order.
     parts = batch_split.run(x.shape[0], work, lambda lo, hi: _bp_filter_images(
         x[lo:hi], g[lo:hi], kernel_hw, strides, pads, dilation, groups,
-        out if lo == 0 else None))
+        out if lo == 0 else None),
+        image_bytes=_columns_bytes(g, kernel_hw[0] * kernel_hw[1] * (x.shape[3] // groups),
+                                   x.dtype))
     dw = parts[0]
     for part in parts[1:]:
         dw += part

@@ -35,10 +35,11 @@ default pipeline, in order:
    matrix products split by rows over the engine's pool; nothing otherwise;
    ``chunked_products`` -- in a graph without such products, mid-sized products cut into
    chunks the kernel threads take in turn, OpenBLAS at one thread;
-   ``shared_columns`` -- a convolution and its filter gradient of the same input read one
-   im2col matrix, computed once;
 6. ``memory_planning`` -- buffers for the compiled schedule (a plan kept for lowering;
    the graph does not change).
+
+Not in the default list: ``shared_columns`` (a convolution and its filter gradient of the
+same input read one im2col matrix; measured no faster, see its module).
 
 ``en.function(optimize=False)`` runs none; ``en.function(passes=[...])`` runs
 the given ones (names or functions) in the given order; ``en.config.default_passes``
@@ -83,7 +84,7 @@ CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "s
            "scan_products")
 DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_hoist", "scan_sums", "scan_unread",
                     "fusion", "dce", "parallel_matmul", "chunked_products",
-                    "shared_columns", "memory_planning")
+                    "memory_planning")
 MAX_ROUNDS = 10
 # body_cleanup runs the cleanup passes (itself too: nested bodies) inside loop bodies.
 CLEANUP_PASSES.extend(PASSES[name] for name in CLEANUP)

@@ -8,9 +8,18 @@ dilation) copies the very same windows again before its product
 ``im2col`` node whose result both products read (``engine/ops/conv_columns.py``
 holds the kernels), written into a buffer memory planning reuses across calls.
 The copies saved are 0.3-0.4 ms each in the styles CNN step (64 images of
-28x28, one thread); the price is keeping the matrix alive from the forward
+28x28, one thread, caches warm); the price is keeping the matrix alive from the forward
 to the backward, so a pair shares its columns only where they take at most
 ``cost.shared_columns_max_bytes``.
+
+Not in the default pipeline: measured, it does not pay on the 2-core EPYC
+(styles CNN step, one thread, 15 interleaved rounds at load 2: 11.79 against
+11.33 ms sharing both matrices, 11.36 against 11.40 sharing only the 1.8 MB
+one). The copies it saves read a small input that is still in the cache,
+while a kept matrix is written to memory and read back from it; and a kernel
+that copies its windows itself runs in cache-sized blocks of images
+(``cost.window_block_bytes``). Ask for it by name:
+``en.function(f, passes=[..., "shared_columns", "memory_planning"])``.
 
 Left alone: grouped convolutions (their columns are laid out per group), pairs
 whose input, filters and cotangent differ in dtype, shapes not known when

@@ -118,9 +118,7 @@ def _inputs(dtype):
 def test_planning_gives_the_inputs_of_a_returned_filter_gradient_buffers():
     w1, w2, images = (en.tensor(a) for a in _inputs(np.float32))
     f = en.function(en.grad(_step, argnums=(0, 1)))
-    # (without shared_columns, which would give the filter gradients other kernels)
-    with en.config.cost.override(shared_columns_max_bytes=0):
-        graph = f.graph_for(w1, w2, images)
+    graph = f.graph_for(w1, w2, images)
     filter_grads = [n for n in graph.nodes if n.op is conv.conv2d_backprop_filter_op]
     assert filter_grads and all(n in graph.outputs for n in filter_grads)
     plan = plan_memory(graph)
@@ -136,8 +134,7 @@ def test_planned_step_gradients_match_finite_differences(dtype):
     w1, w2, images = _inputs(dtype)
     f = en.function(en.grad(_step, argnums=(0, 1)))
     args = [en.tensor(a) for a in (w1, w2, images)]
-    with en.config.cost.override(shared_columns_max_bytes=0):
-        graph = f.get_concrete_function(*args).graph
+    graph = f.get_concrete_function(*args).graph
     assert any(n.op is conv.conv2d_backprop_filter_op for n in graph.nodes)
     for _ in range(2):      # the second call runs on the buffers the first one left
         got = [np.asarray(t) for t in f(*args)]

@@ -1,0 +1,113 @@
+"""One-thread convolutions in blocks of images (``batch_split.blocks``, the bound
+``cost.window_block_bytes``): the block ranges, and conv2d and its filter gradient
+computed in blocks against a direct loop convolution in float64 (strides, padding,
+dilation, groups; float32 and float64), with and without out= buffers."""
+import itertools
+
+import numpy as np
+import pytest
+
+import engine as en
+from engine.ops import batch_split, conv
+
+
+def test_blocks_cover_the_batch_in_order_within_the_bound():
+    with en.config.cost.override(window_block_bytes=1000):
+        for n, per_image in [(7, 300), (64, 100), (5, 2000), (3, 1000)]:
+            got = batch_split.blocks(n, per_image)
+            assert got[0][0] == 0 and got[-1][1] == n
+            assert all(a[1] == b[0] for a, b in zip(got, got[1:]))
+            # every block within the bound, except single images larger than it
+            assert all((hi - lo) * per_image <= 1000 or hi - lo == 1 for lo, hi in got)
+            assert len(got) == min(n, -(-n * per_image // 1000))
+
+
+@pytest.mark.parametrize("numerics, lowering", [("bitwise", "auto"), ("fast", "numpy")])
+def test_one_block_where_native_kernels_are_ruled_out(numerics, lowering):
+    previous = en.config.numerics, en.config.lowering
+    try:
+        en.config.numerics, en.config.lowering = numerics, lowering
+        with en.config.cost.override(window_block_bytes=1):
+            assert batch_split.blocks(64, 100) == [(0, 64)]
+    finally:
+        en.config.numerics, en.config.lowering = previous
+    with en.config.cost.override(window_block_bytes=1 << 40):
+        assert batch_split.blocks(64, 100) == [(0, 64)]
+    assert batch_split.blocks(64, 0) == [(0, 64)]
+
+
+def _loop_conv(x, w, strides, pads, dilation, groups):
+    """Grouped cross-correlation window by window in float64 (explicit pads)."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), pads[0], pads[1], (0, 0)))
+    kh, kw, cg, o = w.shape
+    eh, ew = (kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1
+    oh = (xp.shape[1] - eh) // strides[0] + 1
+    ow = (xp.shape[2] - ew) // strides[1] + 1
+    og = o // groups
+    out = np.zeros((x.shape[0], oh, ow, o))
+    for i, j, gr in itertools.product(range(oh), range(ow), range(groups)):
+        win = xp[:, i * strides[0]:i * strides[0] + eh:dilation[0],
+                 j * strides[1]:j * strides[1] + ew:dilation[1], gr * cg:(gr + 1) * cg]
+        out[:, i, j, gr * og:(gr + 1) * og] = np.einsum(
+            "nabc,abco->no", win, w[..., gr * og:(gr + 1) * og].astype(np.float64))
+    return out
+
+
+CASES = [  # (C, O, kernel, strides, pads, dilation, groups)
+    (1, 4, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    (4, 6, (3, 2), (2, 1), ((0, 2), (1, 0)), (1, 2), 1),
+    (4, 6, (2, 2), (1, 2), ((1, 0), (0, 1)), (2, 1), 2),
+]
+
+
+@pytest.fixture
+def tiny_blocks(monkeypatch):
+    """Blocks of one or two images, every kernel on one thread; yields the block lists."""
+    seen = []
+    blocks = batch_split.blocks
+
+    def recording(n, image_bytes):
+        seen.append(blocks(n, image_bytes))
+        return seen[-1]
+    monkeypatch.setattr(batch_split, "blocks", recording)
+    monkeypatch.setattr(batch_split, "RUNNERS", [])
+    with en.config.cost.override(window_block_bytes=1, window_split_min_work=2 ** 62):
+        yield seen
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocked_conv_and_filter_gradient_match_loops(case, dtype, tiny_blocks):
+    c, o, khw, strides, pads, dilation, groups = case
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 9, 8, c)).astype(dtype)
+    w = rng.standard_normal((*khw, c // groups, o)).astype(dtype)
+    want = _loop_conv(x, w, strides, pads, dilation, groups)
+    params = dict(strides=strides, padding=pads, dilation=dilation, groups=groups)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    got = conv.conv2d_op.impl(x, w, **params)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert got.dtype == dtype and len(tiny_blocks[-1]) == 5
+    # d/dw of sum(conv * g) by the loop convolution's linearity, one basis filter at a time
+    g = rng.standard_normal(want.shape).astype(dtype)
+    basis = np.eye(w.size).reshape(w.size, *w.shape)
+    want_dw = np.array([np.sum(_loop_conv(x, e, strides, pads, dilation, groups) * g)
+                        for e in basis]).reshape(w.shape)
+    out = np.full(w.shape, np.nan, dtype)
+    conv.conv2d_backprop_filter_op.out_impl(x, g, out=out, kernel_hw=khw, **params)
+    np.testing.assert_allclose(out, want_dw, rtol=10 * tol, atol=10 * tol)
+    np.testing.assert_allclose(conv.conv2d_backprop_filter_op.impl(x, g, kernel_hw=khw, **params),
+                               want_dw, rtol=10 * tol, atol=10 * tol)
+    assert len(tiny_blocks[-1]) == 5
+
+
+def test_a_traced_step_in_blocks_matches_one_block():
+    rng = np.random.default_rng(4)
+    w = en.tensor(rng.standard_normal((3, 3, 2, 4)))
+    x = en.tensor(rng.standard_normal((6, 7, 7, 2)))
+    f = en.function(en.grad(lambda w, x: en.sum(en.relu(en.conv2d(x, w, padding="same")) ** 2)))
+    with en.config.cost.override(window_block_bytes=1 << 40):
+        whole = np.asarray(f(w, x))
+    with en.config.cost.override(window_block_bytes=1):
+        blocked = np.asarray(f(w, x))
+    np.testing.assert_allclose(blocked, whole, rtol=1e-12, atol=1e-12)
