@@ -258,7 +258,7 @@ THRESHOLDS = (
               "kept alive from the forward to the backward) where it takes at most this many "
               "bytes (the styles CNN step's are 1.8 and 7.2 MB)",
               "graph/lowering/shared_columns.py"),
-    Threshold("window_block_bytes", 1 << 21, "bytes", EPYC_512, "2026-12-05", "72f1e4c",
+    Threshold("window_block_bytes", 1 << 21, "bytes", EPYC_512, "2026-12-05", "9f2390b",
               "a convolution on one thread (or its filter gradient) runs in blocks of images "
               "whose im2col matrix takes at most this many bytes, so that its product reads "
               "the matrix from the cache (64x14x14, 16 -> 32 channels, caches cold: forward "
