@@ -157,6 +157,22 @@ def _worth(value, region, kind, length, min_step_work=0):
         sum(map(_product_work, region)) >= min_step_work
 
 
+def _below_elementwise_tail(value, kinds):
+    """``value`` without the elementwise ops at its top that read one per-step value and
+    otherwise only loop invariants (``x_t @ W + b``: the bias): those stay in the loop,
+    where they join the step's elementwise loop, instead of one more pass over the whole
+    stack before it (an LSTM module's input bias: T * B * 4H values read and written)."""
+    while value.op.elementwise and kinds.get(value) == STEP:
+        steps = [i for i in value.inputs if kinds.get(i) == STEP]
+        if len(steps) != 1 or value.inputs.count(steps[0]) != 1 or \
+                tuple(steps[0].shape) != tuple(value.shape) or \
+                steps[0].op in (placeholder_op, constant_op) or \
+                any(i not in kinds for i in value.inputs):
+            break
+        value = steps[0]
+    return value
+
+
 def _product_work(node):
     """The multiply-adds of a body node that is a matrix product (else 0)."""
     if node.op is not ops.matmul_op or not node.shape:
@@ -186,6 +202,7 @@ def _hoist_scan(graph, node, row_blocks, min_step_work):
     kinds = body_kinds(body, n_carry, n_x)
     chosen = [v for v in _boundary(body.graph, kinds)
               if _worth(v, _region(v, kinds), kinds[v], length, min_step_work)]
+    chosen = list(dict.fromkeys(_below_elementwise_tail(v, kinds) for v in chosen))
     if not chosen:
         return 0
     outer = dict(zip(body.graph.inputs[n_carry:], node.inputs[n_carry:]))
