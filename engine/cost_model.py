@@ -259,7 +259,7 @@ THRESHOLDS = (
               "bytes (the styles CNN step's are 1.8 and 7.2 MB)",
               "graph/lowering/shared_columns.py"),
     Threshold("window_block_bytes", 1 << 21, "bytes", EPYC_512, "2026-12-05", "9f2390b",
-              "a convolution on one thread (or its filter gradient) runs in blocks of images "
+              "a convolution on one thread (or either gradient) runs in blocks of images "
               "whose im2col matrix takes at most this many bytes, so that its product reads "
               "the matrix from the cache (64x14x14, 16 -> 32 channels, caches cold: forward "
               "2.8 ms whole, 2.15 in blocks of 16 images, 2.35 of 8, 2.8 of 4)",

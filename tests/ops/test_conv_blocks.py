@@ -1,14 +1,16 @@
 """One-thread convolutions in blocks of images (``batch_split.blocks``, the bound
 ``cost.window_block_bytes``): the block ranges, and conv2d and its filter gradient
 computed in blocks against a direct loop convolution in float64 (strides, padding,
-dilation, groups; float32 and float64), with and without out= buffers."""
+dilation, groups; float32 and float64), with and without out= buffers; the input
+gradient (product and C col2im) in blocks against the loop convolution's adjoint."""
 import itertools
 
 import numpy as np
 import pytest
 
 import engine as en
-from engine.ops import batch_split, conv
+from engine.graph.lowering.c import c_window
+from engine.ops import batch_split, conv, native
 
 
 def test_blocks_cover_the_batch_in_order_within_the_bound():
@@ -111,3 +113,31 @@ def test_a_traced_step_in_blocks_matches_one_block():
     with en.config.cost.override(window_block_bytes=1):
         blocked = np.asarray(f(w, x))
     np.testing.assert_allclose(blocked, whole, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[-1] == 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocked_input_gradient_is_the_loop_convolutions_adjoint(case, dtype, tiny_blocks):
+    """<conv(x, w), g> = <x, conv2d_backprop_input(g, w)> for the loop convolution."""
+    c, o, khw, strides, pads, dilation, _ = case
+    native.load()
+    c_window.installed()       # the C col2im (where a compiler is), which runs in blocks
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 9, 8, c))
+    w = rng.standard_normal((*khw, c, o)).astype(dtype)
+    conv_x = _loop_conv(x, w, strides, pads, dilation, 1)
+    g = rng.standard_normal(conv_x.shape).astype(dtype)
+    out = np.full((5, 9, 8, c), np.nan, dtype)
+    params = dict(input_hw=(9, 8), strides=strides, padding=pads, dilation=dilation)
+    got = conv.conv2d_backprop_input_op.out_impl(g, w, out=out, **params)
+    assert got.dtype == dtype and got.shape == x.shape
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(np.sum(x * got), np.sum(conv_x * g), rtol=tol)
+    # and every element: the gradient of sum(conv * g) along each basis image
+    for idx in [(0, 0, 0, 0), (4, 8, 7, c - 1), (2, 4, 3, 0)]:
+        e = np.zeros_like(x)
+        e[idx] = 1.0
+        want = np.sum(_loop_conv(e, w, strides, pads, dilation, 1) * g)
+        np.testing.assert_allclose(got[idx], want, rtol=tol, atol=tol)
+    if native.kernel("col2im", dtype) is not None:
+        assert any(len(b) == 5 for b in tiny_blocks)
