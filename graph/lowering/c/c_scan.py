@@ -160,19 +160,26 @@ def _stack_slot(em, node, index, shape, dtype):
 
 
 def _homes(em, t, stacked):
-    """``{body node: its row of step t}`` for the ``(node, stack)`` pairs: set as the
-    emitter's ``homes``, so a node's writer writes it straight into its stack (a
-    forward LSTM's six stacked gates and states were each written to a slot and copied,
-    every step); a node stacked twice gets the first. A node written as a view
-    (reshape, split piece) never asks for its home and is copied as before."""
+    """``{body node: (its row of step t, the stack)}`` for the ``(node, stack)`` pairs:
+    the rows set as the emitter's ``homes``, so a node's writer writes it straight into
+    its stack (a forward LSTM's six stacked gates and states were each written to a
+    slot and copied, every step); a node stacked twice gets the first. A node written as
+    a view (reshape, split piece) never asks for its home and is copied as before."""
     homes = {}
     for n, stack in stacked:
         if n not in homes:
             size = max(1, math.prod(n.shape))
-            homes[n] = CVal(f"({stack.ptr} + {t} * {size})", tuple(n.shape), n.dtype,
-                            root=stack.root)
-    em.homes = {**em.homes, **homes}     # (an enclosing scan's rows kept)
+            homes[n] = (CVal(f"({stack.ptr} + {t} * {size})", tuple(n.shape), n.dtype,
+                             root=stack.root), stack)
+    em.homes = {**em.homes, **{n: row for n, (row, _) in homes.items()}}  # (outer rows kept)
     return homes
+
+
+def _written_in(homes, node, value, stack):
+    """Whether ``node``'s writer wrote ``value`` straight into its row of ``stack`` (a
+    node stacked twice, a y and a product's factor, is copied into the other stack)."""
+    row, its_stack = homes.get(node, (None, None))
+    return row is value and its_stack is stack
 
 
 def scan_loop(em, node):
@@ -263,14 +270,14 @@ def scan_loop(em, node):
         raise Unsupported("scan: a carry or summed result the body does not compute")
     for k, slot in ys.items():
         v = results[n_carry + k]
-        if homes.get(outs[n_carry + k]) is not v:    # (else written there by its writer)
+        if not _written_in(homes, outs[n_carry + k], v, slot):
             size = max(1, math.prod(outs[n_carry + k].shape))
             em.copy_into(f"({slot.ptr} + {t} * {size})", v)
     for f, stack in factors.items():
-        if f not in x_of and homes.get(f) is not em.get(f):
+        if f not in x_of and not _written_in(homes, f, em.get(f), stack):
             size = max(1, math.prod(f.shape))
             em.copy_into(f"({stack.ptr} + {t} * {size})", em.get(f))
-    at_home = {id(v) for v in homes.values()}
+    at_home = {id(row) for row, _ in homes.values()}
     for k, acc in accs.items():
         v = results[n_carry + k]
         v = em.contig(v) if v.trans is not None else v

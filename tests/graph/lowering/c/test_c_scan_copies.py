@@ -102,14 +102,18 @@ def test_the_concat_lstm_in_c_moves_no_gate_and_no_concat_a_step(in_c, dtype):
 
 
 def test_the_concat_lstm_in_c_against_numpy_and_finite_differences(in_c):
+    # (the gradient of xs too: the gates' gradient is then both a stacked result and
+    # the summed weight product's factor, two stacks written from one value)
     w, b, xs = _args(np.float64)
-    fn = en.function(en.value_and_grad(concat_lstm_loss, argnums=(0, 1)))
-    loss, (gw, gb) = fn(en.tensor(w), en.tensor(b), en.tensor(xs))
+    fn = en.function(en.value_and_grad(concat_lstm_loss, argnums=(0, 1, 2)))
+    loss, (gw, gb, gx) = fn(en.tensor(w), en.tensor(b), en.tensor(xs))
     np.testing.assert_allclose(loss.numpy(), numpy_concat_lstm_loss(w, b, xs), rtol=1e-12)
     num_w = central_difference(lambda v: numpy_concat_lstm_loss(v, b, xs), w)
     num_b = central_difference(lambda v: numpy_concat_lstm_loss(w, v, xs), b)
+    num_x = central_difference(lambda v: numpy_concat_lstm_loss(w, b, v), xs)
     np.testing.assert_allclose(gw.numpy(), num_w, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(gb.numpy(), num_b, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gx.numpy(), num_x, rtol=1e-6, atol=1e-8)
 
 
 def test_the_numpy_lowering_gives_the_c_lowerings_values(monkeypatch):
