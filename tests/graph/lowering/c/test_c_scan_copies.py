@@ -178,3 +178,47 @@ def test_pieces_and_parts_read_otherwise_are_still_right(in_c, dtype):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, want, rtol=rtol, atol=rtol)
         np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol)
+
+
+def _two_weight_lstm_loss(wi, wh, b, xs):
+    """An LSTM with the input's and the state's products apart (as ``en.nn.LSTMCell``):
+    with the inputs' gradient taken, the backward loop's gates' gradient is both stacked
+    (for ``xs``' gradient, after the loop) and a factor of ``wh``'s summed product."""
+    def step(carry, x):
+        h, c = carry
+        i, f, g, o = en.split(x @ wi + h @ wh + b, 4, axis=1)
+        c = en.sigmoid(f) * c + en.sigmoid(i) * en.tanh(g)
+        h = en.sigmoid(o) * en.tanh(c)
+        return (h, c), h
+    zeros = en.zeros((xs.shape[1], NH), dtype=xs.dtype)
+    return en.sum(en.scan(step, (zeros, zeros), xs)[1] ** 2.0)
+
+
+def _numpy_two_weight_lstm_loss(wi, wh, b, xs):
+    def sig(z):
+        return 1.0 / (1.0 + np.exp(-z))
+    h = c = np.zeros((xs.shape[1], NH))
+    total = 0.0
+    for x in xs:
+        i, f, g, o = np.split(x @ wi + h @ wh + b, 4, axis=1)
+        c = sig(f) * c + sig(i) * np.tanh(g)
+        h = sig(o) * np.tanh(c)
+        total += np.sum(h ** 2)
+    return total
+
+
+def test_a_value_stacked_twice_is_written_into_both_stacks(in_c):
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal(s) * scale for s, scale in
+              (((NX, 4 * NH), 0.5), ((NH, 4 * NH), 0.4), ((4 * NH,), 0.1),
+               ((T, B, NX), 1.0))]
+    fn = en.function(en.value_and_grad(_two_weight_lstm_loss, argnums=(0, 1, 2, 3)))
+    loss, grads = fn(*[en.tensor(a) for a in arrays])
+    np.testing.assert_allclose(loss.numpy(), _numpy_two_weight_lstm_loss(*arrays),
+                               rtol=1e-12)
+    for k, g in enumerate(grads):
+        def at(v, k=k):
+            return _numpy_two_weight_lstm_loss(*[v if j == k else a
+                                                 for j, a in enumerate(arrays)])
+        np.testing.assert_allclose(g.numpy(), central_difference(at, arrays[k]),
+                                   rtol=1e-6, atol=1e-8, err_msg=f"argument {k}")
