@@ -20,8 +20,10 @@ spin. The overlap is small (the chunks of one product last about 0.1 ms and each
 thread takes the GIL between them): on a quiet machine OpenBLAS's own threads were
 faster (the transformer step 5.4 against 6.5-8 ms at load 1.7), on a loaded one they
 were three to six times slower (14-37 against 8 at load 1.8-3.4), which is the case this
-rule is for: each call reads how busy the machine is (``machine_busy``) and runs the
-whole product on OpenBLAS's threads while a core is idle. A 3-D operand's leading axes are merged,
+rule is for: the pass applies only while the machine is busy when the graph is traced
+(``machine_busy``; idle, the graph is left as it was: the transformer step 5.3-5.7 ms on
+an idle machine, 7.5 with the pass and its products run whole), and each call reads the
+load again and runs the whole product on OpenBLAS's threads while a core is idle. A 3-D operand's leading axes are merged,
 so the product is one BLAS call per chunk. The graph's other products that
 OpenBLAS would thread run on one BLAS thread (waking OpenBLAS's workers for
 one of them would leave them spinning through the chunked ones).
@@ -171,6 +173,8 @@ def _one_thread_op(node):
 def _applies(graph):
     backend = getattr(graph, "backend", None)
     if bitwise() or not available() or kernel_threads() < 2:
+        return False
+    if not machine_busy():   # idle now: the graph as it was, products on OpenBLAS's threads
         return False
     if backend is not None and not (backend.out_kernels and backend.numpy_arrays):
         return False

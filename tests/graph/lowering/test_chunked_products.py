@@ -212,7 +212,7 @@ def test_cases_left_alone(threads):
 
 
 @needs_openblas
-def test_an_idle_machine_runs_each_product_whole_on_openblas_threads(threads, monkeypatch):
+def test_an_idle_machine_keeps_its_products_whole_on_openblas_threads(threads, monkeypatch):
     threads(2)
     monkeypatch.setattr(cp, "machine_busy", lambda: False)
 
@@ -226,7 +226,10 @@ def test_an_idle_machine_runs_each_product_whole_on_openblas_threads(threads, mo
     big, small = en.tensor(rng.standard_normal((512, 64))), en.tensor(rng.standard_normal((64, 64)))
     stack = en.tensor(rng.standard_normal((4, 128, 128)))
     with en.config.cost.override(chunked_product_min_work=1 << 21):
-        first, second = en.function(lambda a, w, s: (en.tanh(a @ w), s @ s))(big, small, stack)
+        fn = en.function(lambda a, w, s: (en.tanh(a @ w), s @ s))
+        graph = fn.get_concrete_function(big, small, stack).graph
+        first, second = fn(big, small, stack)
+    assert [n.op for n in graph.nodes if n.op.name == "matmul"] == [en.ops.matmul_op] * 2
     np.testing.assert_allclose(first.numpy(), np.tanh(big.numpy() @ small.numpy()), rtol=1e-12)
     np.testing.assert_allclose(second.numpy(), stack.numpy() @ stack.numpy(), rtol=1e-12)
 
