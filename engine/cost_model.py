@@ -234,13 +234,14 @@ THRESHOLDS = (
               "overlap little with the caller on chunks of ~100 us, the GIL handed back and "
               "forth: the transformer step 8.0 ms at 2^23, 8.4 at 2^22, load 2.3)",
               "graph/lowering/chunked_products.py"),
-    Threshold("chunked_product_max_idle_cores", 0.25, "cores", EPYC_512, "2026-12-05",
+    Threshold("busy_machine_max_idle_cores", 0.25, "cores", EPYC_512, "2026-12-05",
               "04a74b3",
-              "chunked products run in chunks only while the last minute's load leaves fewer "
-              "idle cores than this, else on OpenBLAS's own threads (the transformer step: "
-              "OpenBLAS 5.4-5.6 ms against chunks 6.5-8 at load 1.7; 14.3 against 8.0 at "
-              "load 1.8-2.3, two cores)",
-              "graph/lowering/chunked_products.py"),
+              "the machine is busy while the last minute's load leaves fewer idle cores than "
+              "this: then mid-sized products run in chunks and convolutions split their "
+              "images on the kernel threads, else OpenBLAS threads them (transformer step: "
+              "14.3 ms against chunks' 8.0 at load 1.8-2.3; idle, 5.2-5.7 against 7.5; CNN "
+              "step idle: split 11.6-11.9 ms against 9.0)",
+              "graph/lowering/machine_load.py"),
     Threshold("chunked_product_min_rows", 16, "rows", NOT_MEASURED, "2026-12-05", "34ac74a",
               "each chunk of a chunked product at least this many rows (or columns) wide "
               "(OpenBLAS's float32 kernels work in blocks of 16 rows)",

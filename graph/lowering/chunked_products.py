@@ -49,7 +49,7 @@ from engine.numerics import bitwise
 from engine.op import Op
 
 from .blas_threads import available, one_blas_thread
-from .machine_load import idle_cores
+from .machine_load import machine_busy
 from .parallel import kernel_threads, product_work, run_chunks
 from ..ir.queries import replace_node, static_shape
 
@@ -91,13 +91,6 @@ class ChunkedProduct:
     def impl(self, x, y):
         out = np.empty(x.shape[:-1] + y.shape[-1:], self.dtype)
         return self.out_impl(x, y, out)
-
-
-def machine_busy():
-    """Whether the machine leaves fewer than ``cost.chunked_product_max_idle_cores`` of
-    this process's cores idle (``machine_load``): then the chunks, else OpenBLAS's own
-    threads, chosen at each call, since the load changes while a graph lives."""
-    return idle_cores() < cost.chunked_product_max_idle_cores
 
 
 def chunk_count(node):

@@ -12,6 +12,9 @@ def test_threads_follow_the_config_then_openblas_count(monkeypatch):
     monkeypatch.setattr(en.config, "fusion_threads", 3)
     assert window_threads.threads() == 3
     monkeypatch.setattr(en.config, "fusion_threads", None)
+    monkeypatch.setattr(window_threads, "machine_busy", lambda: False)
+    assert window_threads.threads() == 1       # idle: OpenBLAS's threads take the product
+    monkeypatch.setattr(window_threads, "machine_busy", lambda: True)
     if not blas_threads.available():
         return
     with blas_threads.one_blas_thread():       # as OPENBLAS_NUM_THREADS=1 would
