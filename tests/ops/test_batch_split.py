@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.window_reference import loop_conv
 from engine.graph.lowering.c import c_window
 from engine.ops import batch_split, conv, native
 from tests.support.finite_diff import numeric_grad
@@ -33,23 +34,6 @@ def split(monkeypatch):
         yield calls
 
 
-def _loop_conv(x, w, strides, pads, dilation, groups):
-    """Grouped cross-correlation window by window in float64 (explicit pads, NHWC x HWIO)."""
-    xp = np.pad(x.astype(np.float64), ((0, 0), pads[0], pads[1], (0, 0)))
-    kh, kw, cg, o = w.shape
-    eh, ew = (kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1
-    oh = (xp.shape[1] - eh) // strides[0] + 1
-    ow = (xp.shape[2] - ew) // strides[1] + 1
-    og = o // groups
-    out = np.zeros((x.shape[0], oh, ow, o))
-    for i, j, gr in itertools.product(range(oh), range(ow), range(groups)):
-        win = xp[:, i * strides[0]:i * strides[0] + eh:dilation[0],
-                 j * strides[1]:j * strides[1] + ew:dilation[1], gr * cg:(gr + 1) * cg]
-        out[:, i, j, gr * og:(gr + 1) * og] = np.einsum(
-            "nabc,abco->no", win, w[..., gr * og:(gr + 1) * og])
-    return out
-
-
 CONVS = [  # batch, input channels, output channels, kernel, strides, pads, dilation, groups
     (7, 1, 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
     (5, 16, 32, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
@@ -69,7 +53,7 @@ def test_split_conv_and_both_gradients_match_a_window_loop(split, dtype, n, c, o
     x = rng.standard_normal((n, 9, 8, c)).astype(dtype)
     w = rng.standard_normal(k + (c // groups, o)).astype(dtype)
     kw = dict(stride=strides, padding=pads, dilation=dilation, groups=groups)
-    want = _loop_conv(x, w, strides, pads, dilation, groups)
+    want = loop_conv(x, w, strides, pads, dilation, groups)
     out = en.conv2d(en.tensor(x), en.tensor(w), **kw)
     tol = 2e-4 if dtype == np.float32 else 1e-10
     assert out.dtype == dtype
@@ -82,12 +66,12 @@ def test_split_conv_and_both_gradients_match_a_window_loop(split, dtype, n, c, o
     for idx in [(0, 0, 0, 0), (n - 1, 4, 3, c - 1), (n // 2, 8, 7, 0)]:
         basis = np.zeros_like(x)
         basis[idx] = 1
-        col = float(np.sum(_loop_conv(basis, w, strides, pads, dilation, groups) * g))
+        col = float(np.sum(loop_conv(basis, w, strides, pads, dilation, groups) * g))
         np.testing.assert_allclose(dx[idx], col, rtol=tol * 10, atol=tol * 10)
     for idx in [(0, 0, 0, 0), (k[0] - 1, k[1] - 1, c // groups - 1, o - 1)]:
         basis = np.zeros_like(w)
         basis[idx] = 1
-        col = float(np.sum(_loop_conv(x, basis, strides, pads, dilation, groups) * g))
+        col = float(np.sum(loop_conv(x, basis, strides, pads, dilation, groups) * g))
         np.testing.assert_allclose(dw[idx], col, rtol=tol * 10, atol=tol * 50)
     assert split.count(3) >= 2       # the forward and the filter gradient were split
 
@@ -105,7 +89,7 @@ def test_the_split_full_form_of_the_input_gradient_matches_a_window_loop(split, 
     for idx in [(0, 0, 0, 0), (4, 5, 6, 7), (2, 3, 1, 4)]:
         basis = np.zeros((5, 6, 7, 8))
         basis[idx] = 1
-        col = float(np.sum(_loop_conv(basis, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1) * g))
+        col = float(np.sum(loop_conv(basis, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1) * g))
         np.testing.assert_allclose(dx[idx], col, rtol=tol, atol=tol)
 
 

@@ -3,12 +3,12 @@
 computed in blocks against a direct loop convolution in float64 (strides, padding,
 dilation, groups; float32 and float64), with and without out= buffers; the input
 gradient (product and C col2im) in blocks against the loop convolution's adjoint."""
-import itertools
 
 import numpy as np
 import pytest
 
 import engine as en
+from support.window_reference import loop_conv
 from engine.graph.lowering.c import c_window
 from engine.ops import batch_split, conv, native
 
@@ -36,23 +36,6 @@ def test_one_block_where_native_kernels_are_ruled_out(numerics, lowering):
     with en.config.cost.override(window_block_bytes=1 << 40):
         assert batch_split.blocks(64, 100) == [(0, 64)]
     assert batch_split.blocks(64, 0) == [(0, 64)]
-
-
-def _loop_conv(x, w, strides, pads, dilation, groups):
-    """Grouped cross-correlation window by window in float64 (explicit pads)."""
-    xp = np.pad(x.astype(np.float64), ((0, 0), pads[0], pads[1], (0, 0)))
-    kh, kw, cg, o = w.shape
-    eh, ew = (kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1
-    oh = (xp.shape[1] - eh) // strides[0] + 1
-    ow = (xp.shape[2] - ew) // strides[1] + 1
-    og = o // groups
-    out = np.zeros((x.shape[0], oh, ow, o))
-    for i, j, gr in itertools.product(range(oh), range(ow), range(groups)):
-        win = xp[:, i * strides[0]:i * strides[0] + eh:dilation[0],
-                 j * strides[1]:j * strides[1] + ew:dilation[1], gr * cg:(gr + 1) * cg]
-        out[:, i, j, gr * og:(gr + 1) * og] = np.einsum(
-            "nabc,abco->no", win, w[..., gr * og:(gr + 1) * og].astype(np.float64))
-    return out
 
 
 CASES = [  # (C, O, kernel, strides, pads, dilation, groups)
@@ -84,7 +67,7 @@ def test_blocked_conv_and_filter_gradient_match_loops(case, dtype, tiny_blocks):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((5, 9, 8, c)).astype(dtype)
     w = rng.standard_normal((*khw, c // groups, o)).astype(dtype)
-    want = _loop_conv(x, w, strides, pads, dilation, groups)
+    want = loop_conv(x, w, strides, pads, dilation, groups)
     params = dict(strides=strides, padding=pads, dilation=dilation, groups=groups)
     tol = 1e-4 if dtype == np.float32 else 1e-12
     got = conv.conv2d_op.impl(x, w, **params)
@@ -93,7 +76,7 @@ def test_blocked_conv_and_filter_gradient_match_loops(case, dtype, tiny_blocks):
     # d/dw of sum(conv * g) by the loop convolution's linearity, one basis filter at a time
     g = rng.standard_normal(want.shape).astype(dtype)
     basis = np.eye(w.size).reshape(w.size, *w.shape)
-    want_dw = np.array([np.sum(_loop_conv(x, e, strides, pads, dilation, groups) * g)
+    want_dw = np.array([np.sum(loop_conv(x, e, strides, pads, dilation, groups) * g)
                         for e in basis]).reshape(w.shape)
     out = np.full(w.shape, np.nan, dtype)
     conv.conv2d_backprop_filter_op.out_impl(x, g, out=out, kernel_hw=khw, **params)
@@ -125,7 +108,7 @@ def test_blocked_input_gradient_is_the_loop_convolutions_adjoint(case, dtype, ti
     rng = np.random.default_rng(1)
     x = rng.standard_normal((5, 9, 8, c))
     w = rng.standard_normal((*khw, c, o)).astype(dtype)
-    conv_x = _loop_conv(x, w, strides, pads, dilation, 1)
+    conv_x = loop_conv(x, w, strides, pads, dilation, 1)
     g = rng.standard_normal(conv_x.shape).astype(dtype)
     out = np.full((5, 9, 8, c), np.nan, dtype)
     params = dict(input_hw=(9, 8), strides=strides, padding=pads, dilation=dilation)
@@ -137,7 +120,7 @@ def test_blocked_input_gradient_is_the_loop_convolutions_adjoint(case, dtype, ti
     for idx in [(0, 0, 0, 0), (4, 8, 7, c - 1), (2, 4, 3, 0)]:
         e = np.zeros_like(x)
         e[idx] = 1.0
-        want = np.sum(_loop_conv(e, w, strides, pads, dilation, 1) * g)
+        want = np.sum(loop_conv(e, w, strides, pads, dilation, 1) * g)
         np.testing.assert_allclose(got[idx], want, rtol=tol, atol=tol)
     if native.kernel("col2im", dtype) is not None:
         assert any(len(b) == 5 for b in tiny_blocks)

@@ -3,12 +3,12 @@ im2col matrix. The kernels against a direct loop convolution in float64 (strides
 padding, dilation; float32 and float64; split over images or not); traced training
 steps against finite differences and against the graph without the pass (same bits);
 the byte bound of the cost model; the cases left alone."""
-import itertools
 
 import numpy as np
 import pytest
 
 import engine as en
+from support.window_reference import loop_conv
 from engine.ops import batch_split, conv_columns
 from engine.graph.lowering.pipeline import DEFAULT_PIPELINE
 from engine.graph.lowering.shared_columns import shared_columns
@@ -25,21 +25,6 @@ GEOMETRIES = [  # (kernel, strides, padding, dilation)
     ((3, 2), (2, 1), ((0, 2), (1, 0)), (1, 1)),
     ((2, 2), (1, 2), "valid", (2, 1)),
 ]
-
-
-def _loop_conv(x, w, strides, pads, dilation):
-    """Cross-correlation window by window in float64 (explicit pads, NHWC x HWIO)."""
-    xp = np.pad(x.astype(np.float64), ((0, 0), pads[0], pads[1], (0, 0)))
-    kh, kw, _, o = w.shape
-    eh, ew = (kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1
-    oh = (xp.shape[1] - eh) // strides[0] + 1
-    ow = (xp.shape[2] - ew) // strides[1] + 1
-    out = np.zeros((x.shape[0], oh, ow, o))
-    for i, j in itertools.product(range(oh), range(ow)):
-        win = xp[:, i * strides[0]:i * strides[0] + eh:dilation[0],
-                 j * strides[1]:j * strides[1] + ew:dilation[1]]
-        out[:, i, j] = np.einsum("nabc,abco->no", win, w.astype(np.float64))
-    return out
 
 
 def _pads(h, w, khw, strides, padding, dilation):
@@ -79,7 +64,7 @@ def test_kernels_match_a_loop_convolution_and_its_filter_gradient(geometry, dtyp
     x = rng.standard_normal((4, 9, 8, 3)).astype(dtype)
     w = rng.standard_normal((*khw, 3, 5)).astype(dtype)
     pads = _pads(9, 8, khw, strides, padding, dilation)
-    want = _loop_conv(x, w, strides, pads, dilation)
+    want = loop_conv(x, w, strides, pads, dilation)
     g = rng.standard_normal(want.shape).astype(dtype)
     geo = dict(kernel_hw=khw, strides=strides, padding=padding, dilation=dilation)
     cols = np.full(conv_columns.columns_shape(x.shape, **geo), np.nan, dtype)
@@ -93,7 +78,7 @@ def test_kernels_match_a_loop_convolution_and_its_filter_gradient(geometry, dtyp
     dw = np.full(w.shape, np.nan, dtype)
     conv_columns.filter_grad_columns_out(cols, g, out=dw)
     basis = np.eye(w.size).reshape(w.size, *w.shape)
-    want_dw = np.array([np.sum(_loop_conv(x, e, strides, pads, dilation) * g)
+    want_dw = np.array([np.sum(loop_conv(x, e, strides, pads, dilation) * g)
                         for e in basis]).reshape(w.shape)
     np.testing.assert_allclose(dw, want_dw, rtol=10 * tol, atol=10 * tol)
     if chunks is not None:

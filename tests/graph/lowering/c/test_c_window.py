@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.window_reference import loop_conv
 from engine.graph.lowering import hot_swap
 from engine.graph.lowering.c import c_compiler, c_window
 from engine.ops import native
@@ -113,21 +114,6 @@ def test_gather_reads_each_window_maximum():
         assert got[k, i, j, ch] == u[k].reshape(-1, 3)[taps[i, j][np.argmax(vals)], ch]
 
 
-def _loop_conv(x, w, strides, pads, dilation):
-    """Cross-correlation window by window in float64 (explicit pads, NHWC x HWIO)."""
-    xp = np.pad(x.astype(np.float64), ((0, 0), pads[0], pads[1], (0, 0)))
-    kh, kw, _, o = w.shape
-    eh, ew = (kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1
-    oh = (xp.shape[1] - eh) // strides[0] + 1
-    ow = (xp.shape[2] - ew) // strides[1] + 1
-    out = np.zeros((x.shape[0], oh, ow, o))
-    for i, j in itertools.product(range(oh), range(ow)):
-        win = xp[:, i * strides[0]:i * strides[0] + eh:dilation[0],
-                 j * strides[1]:j * strides[1] + ew:dilation[1]]
-        out[:, i, j] = np.einsum("nabc,abco->no", win, w)
-    return out
-
-
 CONVS = [  # input channels, output channels, kernel, strides, pads, dilation
     (1, 16, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1)),
     (16, 32, (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1)),
@@ -146,13 +132,13 @@ def test_conv_and_both_gradients_match_a_window_loop(dtype, c, o, k, strides, pa
     kw = dict(stride=strides, padding=pads, dilation=dilation)
     out = en.conv2d(en.tensor(x), en.tensor(w), **kw)
     tol = 2e-4 if dtype == np.float32 else 1e-10
-    np.testing.assert_allclose(out.numpy(), _loop_conv(x, w, strides, pads, dilation),
+    np.testing.assert_allclose(out.numpy(), loop_conv(x, w, strides, pads, dilation),
                                rtol=tol, atol=tol)
     g = rng.standard_normal(out.shape).astype(dtype)
     dx = en.ops.conv2d_backprop_input(en.tensor(g), en.tensor(w), (9, 8), **kw).numpy()
     dw = en.ops.conv2d_backprop_filter(en.tensor(x), en.tensor(g), k, **kw).numpy()
     # The adjoint identities: <conv(x, w), g> = <x, dx> = <w, dw>, and each against the loop.
-    ref = float(np.sum(_loop_conv(x, w, strides, pads, dilation) * g))
+    ref = float(np.sum(loop_conv(x, w, strides, pads, dilation) * g))
     assert dx.dtype == dtype and dw.dtype == dtype
     np.testing.assert_allclose(float(np.sum(x.astype(np.float64) * dx)), ref, rtol=tol * 10)
     np.testing.assert_allclose(float(np.sum(w.astype(np.float64) * dw)), ref, rtol=tol * 10)
@@ -160,7 +146,7 @@ def test_conv_and_both_gradients_match_a_window_loop(dtype, c, o, k, strides, pa
     for idx in [(0, 0, 0, 0), (1, 4, 3, c - 1), (0, 8, 7, 0)]:
         basis[...] = 0
         basis[idx] = 1
-        col = float(np.sum(_loop_conv(basis, w, strides, pads, dilation) * g))
+        col = float(np.sum(loop_conv(basis, w, strides, pads, dilation) * g))
         np.testing.assert_allclose(dx[idx], col, rtol=tol * 10, atol=tol * 10)
 
 
