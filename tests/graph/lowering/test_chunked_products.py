@@ -23,16 +23,6 @@ def busy_machine(monkeypatch):
     monkeypatch.setattr(cp, "machine_busy", lambda: True)
 
 
-@pytest.fixture
-def threads():
-    before = en.config.fusion_threads
-
-    def set_threads(n):
-        en.config.fusion_threads = n
-    yield set_threads
-    en.config.fusion_threads = before
-
-
 def _operands(rng, x_shape, y_shape, dtype):
     return (rng.standard_normal(x_shape).astype(dtype),
             rng.standard_normal(y_shape).astype(dtype))

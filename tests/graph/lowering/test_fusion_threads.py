@@ -13,17 +13,6 @@ from engine.graph.lowering.parallel import row_bounds, run_split
 from support.paths import REPO
 
 
-@pytest.fixture
-def threads():
-    """Sets ``en.config.fusion_threads`` for one test and restores it afterwards."""
-    before = en.config.fusion_threads
-
-    def set_threads(n):
-        en.config.fusion_threads = n
-    yield set_threads
-    en.config.fusion_threads = before
-
-
 def _loss_and_grad(z, b, x):
     def loss(z):
         y = en.sigmoid(z + b)

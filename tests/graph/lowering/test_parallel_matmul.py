@@ -14,16 +14,6 @@ from support.paths import REPO
 pm = importlib.import_module("engine.graph.lowering.parallel_matmul")
 
 
-@pytest.fixture
-def threads():
-    before = en.config.fusion_threads
-
-    def set_threads(n):
-        en.config.fusion_threads = n
-    yield set_threads
-    en.config.fusion_threads = before
-
-
 def _autoencoder(w, b1, b2, x):
     h = en.sigmoid(x @ w + b1)
     y = en.sigmoid(h @ en.transpose(w) + b2)
