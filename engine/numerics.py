@@ -19,7 +19,9 @@ Example:
     True
     >>> en.config.numerics = "fast"
 """
-from . import trace_state
+import numpy as np
+
+from . import dtypes, trace_state
 from .errors import InvalidArgumentError
 
 MODES = ("fast", "bitwise")
@@ -53,6 +55,17 @@ NUMERICS = _Numerics()
 def bitwise():
     """Whether compiled code must give eager mode's bits (``en.config.numerics``)."""
     return NUMERICS.value == "bitwise"
+
+
+def c_ordered(x):
+    """``x`` (a numpy array), C-ordered under bitwise numerics when it is a strided
+    floating value: numpy pairs a sum's terms by the memory layout (down a transposed
+    view's leading axis pairwise, down a C-ordered one row after row; einsum and its BLAS
+    products likewise), and the compiled lowerings hold their values C-ordered (a whole C
+    graph copies strided inputs), so eager reduces what they reduce. Otherwise ``x``."""
+    if NUMERICS.value == "bitwise" and x.dtype in dtypes.INEXACT and not x.flags.c_contiguous:
+        return np.ascontiguousarray(x)
+    return x
 
 
 def note_use():

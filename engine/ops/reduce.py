@@ -6,7 +6,7 @@ import numpy as np
 from .. import dtypes
 from ..cost_model import cost
 from ..names import also_named as _also_named
-from ..numerics import bitwise
+from ..numerics import bitwise, c_ordered
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
@@ -211,18 +211,8 @@ def _wide_sum(x, lead):
     return total.reshape(tail)
 
 
-def _in_c_order(x):
-    """``x``, C-ordered, under ``en.config.numerics = "bitwise"``: numpy pairs a sum's
-    terms by the memory layout (down a transposed view's leading axis it adds pairwise,
-    down a C-ordered one row after row), and a compiled lowering holds its values C-ordered
-    (a whole C graph copies strided inputs), so eager sums what they sum."""
-    if bitwise() and x.dtype in dtypes.INEXACT and not x.flags.c_contiguous:
-        return np.ascontiguousarray(x)
-    return x
-
-
 def _blocked_sum(x, axis=None, keepdims=False, out=None):
-    x = _in_c_order(x)
+    x = c_ordered(x)
     axes = normalize_axes(axis, x.ndim, "sum")
     if not _in_blocks(x.shape, x.dtype, axes):
         # np.sum is add.reduce behind ~1 µs of argument handling
@@ -293,7 +283,7 @@ def _blocked_mean(x, axis=None, keepdims=False, out=None):
     # float16 is summed in float32 (numpy's mean does): in float16 a count or a sum over
     # 65504 is inf.
     if x.dtype not in dtypes.FLOATS or x.dtype == dtypes.float16:
-        return np.mean(_in_c_order(x), axis=axis, keepdims=keepdims, out=out)
+        return np.mean(c_ordered(x), axis=axis, keepdims=keepdims, out=out)
     total = _blocked_sum(x, axis=axis, keepdims=keepdims, out=out)
     count = 1
     for a in normalize_axes(axis, x.ndim, "mean"):
@@ -332,7 +322,7 @@ def _sum_static_kernel(in_avals, out_aval, params, into_buffer):
     # 0-d array where np.add.reduce returns a scalar.
     ((shape, dtype),) = in_avals
     if None in shape or np.dtype(out_aval[1]) != np.dtype(dtype) or \
-            not (into_buffer or out_aval[0]) or bitwise():   # (bitwise: _in_c_order first)
+            not (into_buffer or out_aval[0]) or bitwise():   # (bitwise: c_ordered first)
         return None
     if _in_blocks(shape, np.dtype(dtype), normalize_axes(params["axis"], len(shape), "sum")):
         return None
