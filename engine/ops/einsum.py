@@ -19,7 +19,7 @@ from ..cost_model import cost
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..lifting import TensorLike
 from ..modes import apply, current_mode
-from ..numerics import c_ordered
+from ..numerics import c_ordered as _c_ordered
 from ..op import Op, declare, register
 from ._args import at_user_line
 from . import _rules, creation, shape_ops
@@ -99,7 +99,7 @@ def _work(arrays, words):
 
 
 def _einsum_impl(*arrays, subscripts):
-    arrays = tuple(c_ordered(a) for a in arrays)     # (bitwise: the order a graph holds)
+    arrays = tuple(_c_ordered(a) for a in arrays)     # (bitwise: the order a graph holds)
     words, out = parse_explicit(subscripts)
     if (len(arrays) == 2 and set(words[0]) & set(words[1]) - set(out)
             and _work(arrays, words) >= cost.einsum_blas_min_work):

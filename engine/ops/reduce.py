@@ -6,7 +6,7 @@ import numpy as np
 from .. import dtypes
 from ..cost_model import cost
 from ..names import also_named as _also_named
-from ..numerics import bitwise, c_ordered
+from ..numerics import bitwise, c_ordered as _c_ordered
 from ..errors import DTypeError, ShapeError, describe_inputs
 from ..modes import apply
 from ..op import Op, declare, register
@@ -212,7 +212,7 @@ def _wide_sum(x, lead):
 
 
 def _blocked_sum(x, axis=None, keepdims=False, out=None):
-    x = c_ordered(x)
+    x = _c_ordered(x)
     axes = normalize_axes(axis, x.ndim, "sum")
     if not _in_blocks(x.shape, x.dtype, axes):
         # np.sum is add.reduce behind ~1 µs of argument handling
@@ -283,7 +283,7 @@ def _blocked_mean(x, axis=None, keepdims=False, out=None):
     # float16 is summed in float32 (numpy's mean does): in float16 a count or a sum over
     # 65504 is inf.
     if x.dtype not in dtypes.FLOATS or x.dtype == dtypes.float16:
-        return np.mean(c_ordered(x), axis=axis, keepdims=keepdims, out=out)
+        return np.mean(_c_ordered(x), axis=axis, keepdims=keepdims, out=out)
     total = _blocked_sum(x, axis=axis, keepdims=keepdims, out=out)
     count = 1
     for a in normalize_axes(axis, x.ndim, "mean"):
@@ -322,7 +322,7 @@ def _sum_static_kernel(in_avals, out_aval, params, into_buffer):
     # 0-d array where np.add.reduce returns a scalar.
     ((shape, dtype),) = in_avals
     if None in shape or np.dtype(out_aval[1]) != np.dtype(dtype) or \
-            not (into_buffer or out_aval[0]) or bitwise():   # (bitwise: c_ordered first)
+            not (into_buffer or out_aval[0]) or bitwise():   # (bitwise: _c_ordered first)
         return None
     if _in_blocks(shape, np.dtype(dtype), normalize_axes(params["axis"], len(shape), "sum")):
         return None
