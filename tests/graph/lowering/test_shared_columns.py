@@ -12,7 +12,7 @@ from support.window_reference import loop_conv
 from engine.ops import batch_split, conv_columns
 from engine.graph.lowering.pipeline import DEFAULT_PIPELINE
 from engine.graph.lowering.shared_columns import shared_columns
-from tests.support.finite_diff import central_difference
+from support.finite_diff import numeric_grad
 from tests.support.pass_helpers import assert_same_bits, run_pass
 
 # The pass is not in the default list (measured no faster there): the default passes
@@ -113,13 +113,8 @@ def test_training_step_shares_columns_and_matches_finite_differences(dtype):
     assert "conv2d_backprop_filter" not in names
     for _ in range(2):      # the second call runs on the first one's buffers
         got = [np.asarray(t) for t in f(*args)]
-    im = images.astype(np.float64)
-
-    def loss(a, b):
-        return _step(en.tensor(a), en.tensor(b), en.tensor(im))
-    w1d, w2d = w1.astype(np.float64), w2.astype(np.float64)
-    want = [central_difference(lambda a: loss(a, w2d), w1d),
-            central_difference(lambda b: loss(w1d, b), w2d)]
+    in64 = [a.astype(np.float64) for a in (w1, w2, images)]
+    want = [numeric_grad(_step, in64, i) for i in (0, 1)]
     tol = 2e-3 if dtype == np.float32 else 1e-6
     for gv, wv in zip(got, want):
         assert gv.dtype == dtype
