@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("bench.common")
 
 from bench.workloads import rnn, styles, styles_data, styles_engine  # noqa: E402
-from tests.support.finite_diff import central_difference  # noqa: E402
+from support.finite_diff import central_difference  # noqa: E402
 
 NUMPY_BPTT = {"lstm_eight": rnn.numpy_lstm_loss_and_grad, "gru_gates": rnn.numpy_loss_and_grad,
               "tanh_unrolled": rnn.numpy_tanh_loss_and_grad}

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import engine as en
-from support.window_reference import loop_conv
 from engine.graph.lowering.c import c_window
 from engine.ops import batch_split, conv, native
-from tests.support.finite_diff import numeric_grad
+from support.finite_diff import numeric_grad
+from support.window_reference import loop_conv
 
 
 @pytest.fixture

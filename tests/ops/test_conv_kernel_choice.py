@@ -8,7 +8,7 @@ import pytest
 
 import engine as en
 from engine.ops import conv
-from tests.support.finite_diff import numeric_grad
+from support.finite_diff import numeric_grad
 
 
 def _loop_conv(x, w, pad):

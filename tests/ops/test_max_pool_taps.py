@@ -8,7 +8,7 @@ import pytest
 
 import engine as en
 from engine.ops import pooling
-from tests.support.finite_diff import central_difference
+from support.finite_diff import central_difference
 
 # (pool_size, strides, padding, dilation, ceil_mode)
 GEOMETRIES = [((2, 2), (2, 2), "valid", (1, 1), False),

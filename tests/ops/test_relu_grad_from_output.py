@@ -4,7 +4,7 @@ signed zeros, infinities and NaN, eagerly and traced."""
 import numpy as np
 
 import engine as en
-from tests.support.finite_diff import numeric_grad
+from support.finite_diff import numeric_grad
 
 
 def test_relu_gradient_is_one_exactly_where_the_input_is_positive():

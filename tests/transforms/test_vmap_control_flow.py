@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from tests.support.finite_diff import numeric_grad
+from support.finite_diff import numeric_grad
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: dict(rtol=2e-5, atol=2e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}

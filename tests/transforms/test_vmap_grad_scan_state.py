@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from tests.support.finite_diff import central_difference
+from support.finite_diff import central_difference
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: dict(rtol=2e-5, atol=2e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}

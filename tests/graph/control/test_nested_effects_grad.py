@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from tests.support.finite_diff import central_difference
+from support.finite_diff import central_difference
 
 DTYPES = [np.float32, np.float64]
 FD = {np.float32: dict(rtol=3e-4, atol=3e-5), np.float64: dict(rtol=1e-6, atol=1e-8)}

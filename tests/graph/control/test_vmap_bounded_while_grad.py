@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import engine as en
-from tests.support.finite_diff import central_difference
+from support.finite_diff import central_difference
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: dict(rtol=3e-5, atol=3e-6), np.float64: dict(rtol=1e-12, atol=1e-12)}

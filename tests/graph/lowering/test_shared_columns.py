@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import engine as en
-from support.window_reference import loop_conv
 from engine.ops import batch_split, conv_columns
 from engine.graph.lowering.pipeline import DEFAULT_PIPELINE
 from engine.graph.lowering.shared_columns import shared_columns
 from support.finite_diff import numeric_grad
-from tests.support.pass_helpers import assert_same_bits, run_pass
+from support.pass_helpers import assert_same_bits, run_pass
+from support.window_reference import loop_conv
 
 # The pass is not in the default list (measured no faster there): the default passes
 # with it before memory planning.

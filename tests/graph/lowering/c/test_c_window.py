@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import engine as en
-from support.window_reference import loop_conv
 from engine.graph.lowering import hot_swap
 from engine.graph.lowering.c import c_compiler, c_window
 from engine.ops import native
-from tests.support.finite_diff import numeric_grad
+from support.finite_diff import numeric_grad
+from support.window_reference import loop_conv
 
 pytestmark = pytest.mark.skipif(not c_window.installed(), reason="no C compiler")
 
