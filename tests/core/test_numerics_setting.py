@@ -7,6 +7,7 @@ from engine.errors import InvalidArgumentError
 from engine.graph.lowering.c import c_compiler
 from engine.graph.lowering.numba import numba_cache
 from support.bitwise import numerics
+from support.compilers import skip_without_c_compiler
 
 
 def test_default_is_fast_and_other_values_are_refused_by_name():
@@ -42,8 +43,7 @@ def test_the_native_caches_key_each_setting_apart():
 
 
 def test_the_c_kernel_of_an_exact_region_is_built_without_contraction():
-    if not c_compiler.available():
-        pytest.skip("no C compiler")   # the key test above still runs
+    skip_without_c_compiler()   # the key test above still runs
     rng = np.random.default_rng(0)
     a, b, c = (en.tensor(rng.standard_normal((64, 50))) for _ in range(3))
     with numerics("bitwise", "c"):

@@ -5,14 +5,15 @@ tracing, read-only memory, other back ends) on the same statements next to them.
 
 Every case runs the same write on a numpy array and on a tensor and compares; a case
 the fast path declines (another dtype, a tape, a trace) must give the same answer
-through the checked path."""
+through the checked path. Every test runs twice: through the C extension's type slots
+(engine/fast_writes.py, when built) and through engine/writes.py's Python functions."""
 import gc
 
 import numpy as np
 import pytest
 
 import engine as en
-from engine import writes
+from engine import fast_writes, writes
 from support.finite_diff import numeric_grad
 
 DTYPES = ["float32", "float64", "int64", "int8", "bool", "complex64"]
@@ -21,6 +22,19 @@ DTYPES = ["float32", "float64", "int64", "int8", "bool", "complex64"]
 # the ellipsis and boolean masks of at least one axis.
 INDEXES = [1, -2, np.int64(3), np.int32(0), slice(1, 4), slice(None, None, -2), (2, 1),
            (slice(0, 3), -1), (Ellipsis, 0), Ellipsis, (), "mask", "row mask"]
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def write_path(request):
+    """Each test through the C slots (skipped where the extension is not built) and
+    through the Python functions."""
+    if request.param == "c":
+        if not fast_writes.BUILT:
+            pytest.skip("the C extension engine._fast_writes is not built here")
+        yield request.param
+        return
+    with fast_writes.python_writes():
+        yield request.param
 
 
 def _values(dtype, shape=(5, 3), seed=7):

@@ -9,6 +9,7 @@ import engine as en
 from engine import ops
 from bench.workloads import autoencoder
 from bench.workloads.rnn import gru_cell
+from support.compilers import import_numba
 
 
 def _autoencoder_step(dtype):
@@ -53,7 +54,7 @@ def test_autoencoder_step_agrees_in_compiled_lowerings(monkeypatch, lowering, dt
     """C's and numba's kernels (contraction, their own exp) differ from eager's in the
     last bits only: within the criterion."""
     if lowering == "numba":
-        pytest.importorskip("numba")
+        import_numba()
     monkeypatch.setattr(en.config, "lowering", lowering)
     step, args = _autoencoder_step(dtype)
     function = en.function(step)

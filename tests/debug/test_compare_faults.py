@@ -20,6 +20,7 @@ from engine.graph.lowering.numba import fusion_numba, numba_emitter
 from engine.graph.passes import batch_products
 from engine.graph.passes import constant_folding as folding
 from engine.graph.passes import simplify
+from support.compilers import import_numba
 
 SOURCE = Path(__file__).read_text().splitlines()
 
@@ -198,7 +199,7 @@ def test_scalar_form_rule_in_c(monkeypatch):
 
 
 def test_scalar_form_rule_in_numba(monkeypatch):
-    pytest.importorskip("numba")
+    import_numba()
     monkeypatch.setitem(ops.tanh_op.rules, "scalar_form", "np.tanh({0}) * 1.001")
     monkeypatch.setattr(en.config, "lowering", "numba")
     assert_found(en.debug.compare(tanh_region, data(16, 16)), "tanh", traced_op="tanh",
@@ -426,7 +427,7 @@ def test_fault_in_a_while_loop(monkeypatch):
 
 def test_numba_ufunc_kernel(monkeypatch):
     """The numba lowering that writes each region as one ufunc, its kernel text wrong."""
-    pytest.importorskip("numba")
+    import_numba()
     form = fusion_numba.scalar_form_text
 
     def wrong(op, in_avals, out_dtype, params=None):
@@ -481,7 +482,7 @@ def test_c_scan_written_alone(monkeypatch):
 
 def test_numba_whole_graph_kernel(monkeypatch):
     """The numba lowering of whole graphs, its elementwise writer wrong for tanh."""
-    pytest.importorskip("numba")
+    import_numba()
     monkeypatch.setattr(numba_emitter, "scalar_expression",
                         wrong_tanh(numba_emitter.scalar_expression, "np.float32(1.001)"))
     monkeypatch.setattr(en.config, "lowering", "numba")
@@ -493,7 +494,7 @@ def test_numba_whole_graph_kernel(monkeypatch):
 def test_numba_scan_body(monkeypatch):
     """A scan compiled by numba, its body's tanh written wrong: replayed through numba's
     writer, the body's tanh and its line are named."""
-    pytest.importorskip("numba")
+    import_numba()
     monkeypatch.setattr(numba_emitter, "scalar_expression",
                         wrong_tanh(numba_emitter.scalar_expression, "np.float32(1.001)"))
     monkeypatch.setattr(en.config, "lowering", "numba")

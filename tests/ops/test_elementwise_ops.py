@@ -12,6 +12,7 @@ import pytest
 
 import engine as en
 from op_db import OPS_BY_NAME, seeded_rng
+from support.compilers import import_numba
 
 I = np.array([12, -7, 5, 0, -1])
 
@@ -275,7 +276,7 @@ def _new_elementwise_ops():
 
 @pytest.fixture
 def numba_fusion():
-    pytest.importorskip("numba")
+    import_numba()
     previous = en.config.lowering
     en.config.lowering = "numba_ufunc"
     yield

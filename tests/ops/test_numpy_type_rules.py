@@ -11,6 +11,7 @@ import pytest
 import engine as en
 from engine import names
 from engine.op import REGISTRY
+from support.compilers import import_numba
 
 DTYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "uint64", "float16", "float32",
           "float64", "complex64", "complex128"]
@@ -255,7 +256,7 @@ def test_complex_numbers_order_as_in_numpy(name, backend):
 
 @pytest.mark.parametrize("mode", ["numpy", "numba_ufunc", "c"])
 def test_complex_order_traced_and_fused_keeps_numpys_kernels(mode, monkeypatch):
-    pytest.importorskip("numba")
+    import_numba()
     monkeypatch.setattr(en.config, "lowering", en.config.lowering)
     monkeypatch.setattr(en.config, "fusion_threads", en.config.fusion_threads)
     from support.fused_lowering import run_lowered

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.compilers import import_numba, skip_without_c_compiler
 from support.finite_diff import central_difference
 from support.fused_lowering import run_lowered
 
@@ -306,11 +307,9 @@ _MODES = ["numpy", "numba_ufunc", "c"]
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_traced_and_fused_match_numpy(case, mode, dtype, monkeypatch):
     if mode == "numba_ufunc":
-        pytest.importorskip("numba")
+        import_numba()
     if mode == "c":
-        from engine.graph.lowering.c import c_compiler
-        if not c_compiler.available():
-            pytest.skip("no C compiler")
+        skip_without_c_compiler()
         # The fused kernels are checked here: a graph this small would otherwise be one
         # C function (graph/lowering/c/c_graph.py, checked in test_c_graph.py).
         from engine.graph.lowering import plugin
@@ -331,7 +330,7 @@ def test_traced_and_fused_match_numpy(case, mode, dtype, monkeypatch):
 
 
 def test_compiled_lowerings_fuse_the_new_ops():
-    pytest.importorskip("numba")
+    import_numba()
     fn, arrays, _ = _fused_cases()["fmax"]
     try:
         with warnings.catch_warnings():

@@ -133,12 +133,22 @@ def import_edges(files):
                 sub = f"{source}.{alias.name}"
                 if sub in files:                  # a submodule: that file
                     found.add((sub, None, node.lineno))
+                elif _c_extension(files, source, alias.name):
+                    continue                      # a C extension imports nothing of ours
                 elif source in files:             # a name: the module defining it
                     found.add((source, alias.name, node.lineno))
         if module == FACADE:
             found |= _lazy_edges(files)
         edges[module] = {e for e in found if e[0] != module}
     return edges
+
+
+def _c_extension(files, package, name):
+    """Whether ``package.name`` is a C extension built from ``name.c`` in the package's
+    folder (setup.py's ext_modules: engine/_fast_writes.c)."""
+    init = files.get(package, "")
+    return init.endswith("__init__.py") and os.path.exists(
+        os.path.join(os.path.dirname(init), f"{name}.c"))
 
 
 def cycles(edges):
@@ -186,7 +196,7 @@ def cycles(edges):
 def _describe(scc, edges):
     lines = [f"import cycle among {sorted(scc)}:"]
     for m in sorted(scc):
-        for target, _, line in sorted(edges[m]):
+        for target, _, line in sorted(edges[m], key=lambda e: (e[0], e[2])):
             if target in scc:
                 lines.append(f"  {m} (line {line}) -> {target}")
     return "\n".join(lines)

@@ -9,7 +9,8 @@ imports them as ``from support.finite_diff import central_difference``).
 - ``models``: small traced models for save/load and ONNX export;
 - ``hostile_files``: malformed saved graphs for the loader's tests;
 - ``memory_probe``: the peak memory a call allocates;
-- ``paths``: where the repository is (``REPO``), whatever a test's folder.
+- ``paths``: where the repository is (``REPO``), whatever a test's folder;
+- ``compilers``: skipping a compiled lowering's tests where its C compiler or numba is missing.
 
 The op database is its own package, ``op_db``.
 """

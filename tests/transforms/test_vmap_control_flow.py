@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.compilers import import_numba
 from support.finite_diff import numeric_grad
 
 DTYPES = [np.float32, np.float64]
@@ -391,7 +392,7 @@ def test_forward_mode_and_vmap_of_while_and_cond_compose():
 @pytest.mark.parametrize("lowering", ["numba", "c"])
 def test_compiled_lowerings_run_vmapped_loops(monkeypatch, lowering):
     if lowering == "numba":
-        pytest.importorskip("numba")
+        import_numba()
     monkeypatch.setattr(en.config, "lowering", lowering)
     rng = _rng()
     w = rng.standard_normal((3, 3)) * 0.5

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.compilers import import_numba
 from support.finite_diff import central_difference
 
 DTYPES = [np.float32, np.float64]
@@ -285,7 +286,7 @@ def test_stateful_draws_against_jax():
 @pytest.mark.parametrize("lowering", ["numba", "c"])
 def test_compiled_lowerings_replay_the_state(monkeypatch, lowering):
     if lowering == "numba":
-        pytest.importorskip("numba")
+        import_numba()
     X, w = _data(np.float64)
     gen = en.random.Generator(4)
     count = en.Variable(np.asarray(0.0), name="count", trainable=False)

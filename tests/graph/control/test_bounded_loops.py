@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.compilers import import_numba
 from support.finite_diff import central_difference
 
 DTYPES = [np.float32, np.float64]
@@ -270,7 +271,7 @@ def test_checkpoint_of_a_bounded_loop(loop):
 @pytest.mark.parametrize("lowering", ["numba", "c"])
 def test_compiled_lowerings_run_the_bounded_loops(monkeypatch, lowering):
     if lowering == "numba":
-        pytest.importorskip("numba")
+        import_numba()
     x, a = _args(np.float64)
 
     def loss(x, a):

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.lowering.c import c_compiler
 from engine.op import REGISTRY
 from op_db import ALL_ENTRIES, F32, F64, seeded_rng
 from support.bitwise import assert_same_bits, compiled_backends, fused_backends, numerics
+from support.compilers import import_numba, skip_without_c_compiler
 from support.programs import flat
 
 # Samples per op and dtype under the numpy lowering (every op), and under C and numba
@@ -89,10 +89,10 @@ def test_every_op_traced_gives_eager_bits(dtype):
 @pytest.mark.parametrize("lowering", ["c", "c_fused", "numba"])
 @pytest.mark.parametrize("dtype", [F32, F64], ids=str)
 def test_ops_in_compiled_kernels_give_eager_bits(lowering, dtype):
-    if lowering.startswith("c") and not c_compiler.available():
-        pytest.skip("no C compiler")   # the numpy lowering's test above still runs
+    if lowering.startswith("c"):
+        skip_without_c_compiler()   # the numpy lowering's test above still runs
     if lowering == "numba":
-        pytest.importorskip("numba")
+        import_numba()
     def writable(info):
         return _exact_elementwise(info) and (lowering != "numba" or info.name in NUMBA_OPS)
 

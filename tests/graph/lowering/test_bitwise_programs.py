@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 import engine as en
 from engine.errors import TracingError
 from support.bitwise import LOWERINGS, assert_same_bits, numerics
+from support.compilers import has_c_compiler, has_numba
 from support.programs import flat, programs, run_program
 
 da = pytest.importorskip("dask.array")
@@ -35,13 +36,9 @@ def _reshapes(shape):
 
 def _available(lowering):
     if lowering == "numba":
-        try:
-            import numba  # noqa: F401
-        except ImportError:
-            return False
+        return has_numba()
     if lowering == "c":
-        from engine.graph.lowering.c import c_compiler
-        return c_compiler.available()
+        return has_c_compiler()
     return True
 
 

@@ -9,20 +9,14 @@ every op the generator covers. Under "bitwise" every figure is 0.
 import numpy as np
 
 from support import ulp_table
+from support.compilers import has_c_compiler, has_numba
 
 # Transcendental ops (C and numba use their own or libm's functions) and exact ones.
 SAMPLE = ["exp", "tanh", "sigmoid", "erf", "add", "maximum"]
 
 
 def _lowerings():
-    from engine.graph.lowering.c import c_compiler
-    found = ["numpy"] + (["c"] if c_compiler.available() else [])
-    try:
-        import numba  # noqa: F401
-        found.append("numba")
-    except ImportError:
-        pass
-    return tuple(found)
+    return ("numpy",) + (("c",) if has_c_compiler() else ()) + (("numba",) if has_numba() else ())
 
 
 def test_ulps_counts_the_floats_between_two_values():

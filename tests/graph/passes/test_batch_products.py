@@ -10,6 +10,7 @@ import pytest
 
 import engine as en
 from bench.workloads.rnn import numpy_tanh_loss_and_grad
+from support.compilers import import_numba
 from support.pass_helpers import count
 
 RNG = np.random.default_rng(7)
@@ -178,7 +179,7 @@ def _tanh_rnn_loss_and_grads(steps):
 @pytest.mark.parametrize("lowering", ["numpy", "numba"])
 def test_unrolled_rnn_gradient_batches_its_products_and_agrees(lowering, monkeypatch):
     if lowering == "numba":
-        pytest.importorskip("numba")
+        import_numba()
     steps, batch, hidden = 6, 4, 5
     w, u = _arr(3, hidden) * 0.5, _arr(hidden, hidden) * 0.5
     b, xs = _arr(hidden) * 0.1, _arr(steps, batch, 3)

@@ -2,18 +2,16 @@
 (``graph/lowering/c/c_batched.py``): against float64 numpy references, NaN rules, and an
 attention block's loss and gradient (softmax, batched products over heads) against
 eager and finite differences, each graph one C function."""
-import importlib
 import math
 
 import numpy as np
 import pytest
 
 import engine as en
+from support.compilers import needs_c_compiler
 from support.finite_diff import central_difference
 
-c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
-pytestmark = pytest.mark.skipif(not c_compiler.available(),
-                                reason="the C lowering needs a C compiler (gcc or cc)")
+pytestmark = needs_c_compiler
 
 
 @pytest.fixture

@@ -17,10 +17,10 @@ import pytest
 import engine as en
 from bench import bitwise_cost
 from bench.workloads import rnn
-from engine.graph.lowering.c import c_compiler
 from support.bitwise import assert_same_bits, compiled_backends, numerics
+from support.compilers import needs_c_compiler
 
-pytestmark = pytest.mark.skipif(not c_compiler.available(), reason="no C compiler")
+pytestmark = needs_c_compiler
 
 CELLS = {"gru": (rnn.gru_cell, 9), "lstm": (rnn.lstm_cell, 12), "tanh": (rnn.tanh_cell, 3)}
 STEPS, BATCH, HIDDEN, FEATURES = 6, 5, 7, 3

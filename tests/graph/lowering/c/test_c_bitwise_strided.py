@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.lowering.c import c_compiler
 from support.bitwise import assert_same_bits, compiled_backends, numerics
+from support.compilers import needs_c_compiler, skip_without_c_compiler
 
 PROGRAMS = {
     "sum_rows": lambda x: en.sum(x, axis=0) * 2.0,
@@ -58,8 +58,8 @@ def _value(shape, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("view", sorted(VIEWS))
 def test_sums_of_strided_values_give_eager_bits(view, dtype, shape, lowering):
-    if lowering == "c" and not c_compiler.available():
-        pytest.skip("no C compiler")     # the numpy lowering's case runs
+    if lowering == "c":
+        skip_without_c_compiler()     # the numpy lowering's case runs
     x = VIEWS[view](_value(shape, dtype))
     contiguous = en.tensor(np.ascontiguousarray(x.numpy()))
     for name, program in PROGRAMS.items():
@@ -71,7 +71,7 @@ def test_sums_of_strided_values_give_eager_bits(view, dtype, shape, lowering):
         assert_same_bits(want, expected.astype(dtype), f"{name}: against numpy")
 
 
-@pytest.mark.skipif(not c_compiler.available(), reason="no C compiler")
+@needs_c_compiler
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_whole_c_graph_sums_a_transposed_view(dtype):
     """The case that differed: the C graph copies the view and adds its rows in order;
@@ -84,7 +84,7 @@ def test_a_whole_c_graph_sums_a_transposed_view(dtype):
         assert compiled_backends(f, [x]) == ["c"]
 
 
-@pytest.mark.skipif(not c_compiler.available(), reason="no C compiler")
+@needs_c_compiler
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_product_of_a_transposed_view_in_a_whole_c_graph(dtype):
     """numpy's BLAS call for a transposed view passes a transposition flag (other bits

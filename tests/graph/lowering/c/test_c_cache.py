@@ -13,14 +13,14 @@ import textwrap
 import numpy as np
 import pytest
 
+from support.compilers import needs_c_compiler
 from support.paths import REPO
 
 c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
 c_cache = importlib.import_module("engine.graph.lowering.c.c_cache")
 cache_trust = importlib.import_module("engine.graph.lowering.cache_trust")
 
-pytestmark = pytest.mark.skipif(not c_compiler.available(),
-                                reason="the C lowering needs a C compiler (gcc or cc)")
+pytestmark = needs_c_compiler
 
 # The kernel under test, and others whose libraries are planted under its key.
 ANSWER = "int answer(void) { return 42; }\n"

@@ -14,6 +14,7 @@ import pytest
 import engine as en
 from engine.op import REGISTRY
 from op_db import F32, F64, OP_DB, seeded_rng
+from support.compilers import needs_c_compiler
 from support.fused_lowering import (autoencoder_gradient_backends, check_partial_overlap_is_read_from_a_copy,
                             fused_backends, region_of, run_lowered, sigmoid_times_three_case)
 from support.paths import REPO
@@ -22,8 +23,7 @@ c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
 c_fused = importlib.import_module("engine.graph.lowering.c.c_fused")
 numba_plugin = importlib.import_module("engine.graph.lowering.numba.lowering")
 
-pytestmark = pytest.mark.skipif(not c_compiler.available(),
-                                reason="the C lowering needs a C compiler (gcc or cc)")
+pytestmark = needs_c_compiler
 ROOT = pathlib.Path(REPO)
 # The numeric suite's tolerances (tests/ops/test_ops_numeric.py), as the numba lowering's.
 TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}

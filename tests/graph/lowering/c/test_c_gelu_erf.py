@@ -10,12 +10,10 @@ import pytest
 
 import engine as en
 from engine import scalar_forms
+from support.compilers import needs_c_compiler
 from support.finite_diff import central_difference
 
-c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
-
-pytestmark = pytest.mark.skipif(not c_compiler.available(),
-                                reason="the C lowering needs a C compiler (gcc or cc)")
+pytestmark = needs_c_compiler
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from bench.workloads import styles_data, styles_engine
 from engine.graph.lowering.plugin import Unsupported
 from engine.op import REGISTRY
 from op_db import F32, F64, OP_DB, seeded_rng
+from support.compilers import needs_c_compiler
 from support.programs import flat, program_case, programs, run_program
 
 c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
@@ -20,8 +21,7 @@ c_graph = importlib.import_module("engine.graph.lowering.c.c_graph")
 scipy_blas = importlib.import_module("engine.graph.lowering.scipy_blas")
 graph_part = importlib.import_module("engine.graph.lowering.graph_part")
 
-pytestmark = pytest.mark.skipif(not c_compiler.available(),
-                                reason="the C lowering needs a C compiler (gcc or cc)")
+pytestmark = needs_c_compiler
 # The numeric suite's tolerances (tests/ops/test_ops_numeric.py).
 TOLS = {F64: (1e-7, 1e-12), F32: (1.3e-6, 1e-5)}
 # The ops with a pattern the C writer takes besides the elementwise ones.

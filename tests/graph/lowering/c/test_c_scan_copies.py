@@ -6,7 +6,6 @@ written straight into their stacks' rows, and the summed weight gradient of a co
 Values and gradients agree with a numpy loop (finite differences for the gradients),
 with eager mode, with the numpy lowering, and bit for bit with eager under bitwise
 numerics."""
-import importlib
 import re
 
 import numpy as np
@@ -14,13 +13,11 @@ import pytest
 
 import engine as en
 from support.bitwise import assert_same_bits, numerics
+from support.compilers import needs_c_compiler
 from support.finite_diff import central_difference
 from support.models import concat_lstm_loss, numpy_concat_lstm_loss
 
-c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
-
-pytestmark = pytest.mark.skipif(not c_compiler.available(),
-                                reason="the C lowering needs a C compiler (gcc or cc)")
+pytestmark = needs_c_compiler
 T, B, NX, NH = 5, 3, 4, 6
 
 

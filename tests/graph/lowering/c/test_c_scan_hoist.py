@@ -3,19 +3,16 @@ their carry-independent products are hoisted before the loop and written in the 
 function (one gemm over every step's rows), and the sums over the steps of their
 stacked results are added up there; the results agree with eager mode and with finite
 differences."""
-import importlib
 
 import numpy as np
 import pytest
 
 import engine as en
+from support.compilers import needs_c_compiler
 from support.finite_diff import numeric_grad
 from support.models import concat_lstm_states
 
-c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
-
-pytestmark = pytest.mark.skipif(not c_compiler.available(),
-                                reason="the C lowering needs a C compiler (gcc or cc)")
+pytestmark = needs_c_compiler
 T, B, NX, NH = 5, 3, 4, 3
 
 

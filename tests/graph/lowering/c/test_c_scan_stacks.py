@@ -2,18 +2,15 @@
 carry that leaves the compiled function is written step by step into the function's output
 array, not into the workspace and copied out after the loop. The values agree with eager
 mode and with a numpy loop."""
-import importlib
 import re
 
 import numpy as np
 import pytest
 
 import engine as en
+from support.compilers import needs_c_compiler
 
-c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
-
-pytestmark = pytest.mark.skipif(not c_compiler.available(),
-                                reason="the C lowering needs a C compiler (gcc or cc)")
+pytestmark = needs_c_compiler
 T, B, H = 7, 3, 5
 
 

@@ -10,14 +10,14 @@ import pytest
 
 import engine as en
 from bench.workloads import styles_data, styles_engine
+from support.compilers import needs_c_compiler
 from support.programs import flat
 
 c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
 c_cache = importlib.import_module("engine.graph.lowering.c.c_cache")
 c_split = importlib.import_module("engine.graph.lowering.c.c_split")
 
-pytestmark = pytest.mark.skipif(not c_compiler.available(),
-                                reason="the C lowering needs a C compiler (gcc or cc)")
+pytestmark = needs_c_compiler
 
 
 def _source(body):

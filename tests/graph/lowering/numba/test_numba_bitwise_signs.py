@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.lowering.c import c_compiler
 from engine.graph.lowering.numba.numba_emitter import scalar_form_text
 from engine.op import REGISTRY
 from support.bitwise import assert_same_bits, compiled_backends, fused_backends, numerics
+from support.compilers import import_numba, skip_without_c_compiler
 
-pytest.importorskip("numba")
+import_numba()
 
 SIZE = 4099     # a vector body and a scalar tail in every loop
 
@@ -109,8 +109,8 @@ def test_heaviside_of_a_negative_nan_is_numpys_nan(dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_fmax_of_signed_zeros_stays_numpys(op, dtype, lowering):
     """numpy's fmax(+0.0, -0.0) is -0.0 in its vector body, +0.0 in its scalar tail."""
-    if lowering == "c" and not c_compiler.available():
-        pytest.skip("no C compiler")   # the numba case runs
+    if lowering == "c":
+        skip_without_c_compiler()   # the numba case runs
     x = np.zeros(SIZE, dtype)
     y = -np.zeros(SIZE, dtype)
     x[::5], y[1::7] = np.nan, -np.nan

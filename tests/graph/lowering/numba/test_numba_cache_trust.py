@@ -7,7 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
+from support.compilers import import_numba
+
+numba = import_numba()
 
 numba_cache = importlib.import_module("engine.graph.lowering.numba.numba_cache")
 

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.compilers import import_numba
 from support.fused_lowering import (autoencoder_gradient_backends, check_partial_overlap_is_read_from_a_copy,
                             region_of, run_lowered, sigmoid_times_three_case)
 from support.programs import flat
 
-numba = pytest.importorskip("numba",
-                            reason="the compiled lowering needs numba (pip install '.[jit]')")
+numba = import_numba()
 
 numba_fused = importlib.import_module("engine.graph.lowering.numba.numba_fused")
 

@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.compilers import import_numba
 
-numba = pytest.importorskip("numba", reason="the numba lowering needs numba (pip install '.[jit]')")
+numba = import_numba()
 
 
 @pytest.fixture

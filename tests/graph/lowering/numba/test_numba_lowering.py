@@ -14,9 +14,10 @@ import engine as en
 from engine.graph.lowering.numba.numba_source import Unsupported
 from engine.op import REGISTRY
 from op_db import F32, F64, OP_DB, seeded_rng
+from support.compilers import import_numba
 from support.paths import REPO
 
-numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
+numba = import_numba()
 
 whole_graph = importlib.import_module("engine.graph.lowering.numba.whole_graph")
 numba_plugin = importlib.import_module("engine.graph.lowering.numba.lowering")

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.compilers import import_numba
 from support.pass_helpers import numba_lowering  # noqa: F401 (a fixture)
 
-pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
+import_numba()
 
 F32, F64, I32, I64 = np.float32, np.float64, np.int32, np.int64
 

@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import engine as en
+from support.compilers import import_numba
 from support.programs import BIG_SHAPES, big_reshapes, flat, program_case, programs, run_program
 
-numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
+numba = import_numba()
 
 
 # The numeric suite's float64 tolerances (tests/ops/test_ops_numeric.py); the compiled code

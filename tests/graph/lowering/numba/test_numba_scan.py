@@ -9,8 +9,9 @@ import pytest
 
 import engine as en
 from bench.workloads import rnn
+from support.compilers import import_numba
 
-numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
+numba = import_numba()
 
 whole_graph = importlib.import_module("engine.graph.lowering.numba.whole_graph")
 numba_blas = importlib.import_module("engine.graph.lowering.numba.numba_blas")

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 import engine as en
+from support.compilers import import_numba
 from support.finite_diff import central_difference
 
-numba = pytest.importorskip("numba", reason="the compiled lowering needs numba (pip install '.[jit]')")
+numba = import_numba()
 
 STEPS, BATCH, HIDDEN = 4, 3, 4
 
