@@ -12,8 +12,10 @@ otherwise run again over every step's rows, and the elementwise work after it).
 Two scans over the same number of steps match where a value of the later one's body
 is, node for node (op, params, inputs: CSE's structural key), a value of the earlier
 one's body computed from the same things: a per-step input of the later scan that is
-the earlier scan's stack of a carry (its value entering step ``t``) or one of its own
-per-step inputs, a capture that is one of the earlier scan's captures, or constants.
+the earlier scan's stack of a carry (its value entering step ``t``), one of its own
+per-step inputs or one of its stacked per-step results (a forward-mode scan stacks the
+carries entering each step as results: the tangent loop of an HVP's forward), a
+capture that is one of the earlier scan's captures, or constants.
 The values taken are the matched ones an unmatched node (the gradient) reads, where
 computing them needs a product (an op with a ``fold_cost`` rule: the recomputation
 the stack saves is a product's work, where an elementwise value would cost about its
@@ -93,7 +95,7 @@ def _key(node, canon):
 
 
 def _earlier_table(body):
-    """``{key: node}`` of the earlier body's nodes, and each node's canonical twin."""
+    """``{key: node}`` of the earlier body's nodes, and ``{node: its canonical twin}``."""
     table: dict = {}
     canon: dict = {}
     for n in body.graph.topo_order():
@@ -103,22 +105,26 @@ def _earlier_table(body):
         key = _key(n, canon)
         if key is not None:
             canon[n] = table.setdefault(key, n)
-    return table
+    return table, canon
 
 
 def _leaves(graph, earlier, later):
     """``{later body input: earlier body node}`` for the inputs that are, at every step,
-    values the earlier body has: the earlier scan's carry stacks and per-step inputs,
-    and its captures."""
+    values the earlier body has: the earlier scan's carry stacks, per-step inputs and
+    stacked per-step results, and its captures."""
     pe, pl = earlier.params, later.params
     be, bl = pe["body"].graph, pl["body"].graph
     n_ce, n_xe = pe["n_carry"], pe["n_x"]
     n_ye = len(pe["body"].out_avals) - n_ce
     unread = set(pe.get("unread") or ())
+    summed = set(pe.get("summed") or ())
     per_step = {earlier.inputs[n_ce + k]: be.inputs[n_ce + k] for k in range(n_xe)}
     for u in graph.users(earlier):
-        j = u.params["index"] - n_ce - n_ye
-        if 0 <= j < n_ce and j not in unread:
+        k = u.params["index"] - n_ce
+        j = k - n_ye
+        if 0 <= k < n_ye and k not in summed:
+            per_step[u] = be.outputs[n_ce + k]  # the result of each step
+        elif 0 <= j < n_ce and j not in unread:
             per_step[u] = be.inputs[j]          # the carry entering each step
     captures = {earlier.inputs[m]: be.inputs[m] for m in range(n_ce + n_xe, len(be.inputs))}
     n_cl, n_xl = pl["n_carry"], pl["n_x"]
@@ -134,9 +140,10 @@ def _leaves(graph, earlier, later):
 def _matches(graph, earlier, later):
     """``[(later body node, earlier body node)]``: the values worth reading from the
     earlier scan's stacks (see the module docstring), in the later body's order."""
-    table = _earlier_table(earlier.params["body"])
+    table, canon_e = _earlier_table(earlier.params["body"])
     bl = later.params["body"].graph
-    canon = _leaves(graph, earlier, later)
+    # A stacked result stands for its canonical twin: the node keys are built on.
+    canon = {ph: canon_e.get(v, v) for ph, v in _leaves(graph, earlier, later).items()}
     if not canon:
         return []
     for n in bl.topo_order():
