@@ -26,6 +26,8 @@ Example:
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..cost_model import cost
 from . import native
 
@@ -82,6 +84,31 @@ def run(n, work, fn: Callable[[int, int], Any], minimum=None, image_bytes=0) -> 
         return [fn(lo, hi) for lo, hi in blocks(n, image_bytes)]
     bounds = [k * n // chunks for k in range(chunks + 1)]
     return RUNNERS[0][1](lambda k: fn(bounds[k], bounds[k + 1]), chunks, count)
+
+
+def run_into(out, shape, dtype, n, work, fn: Callable[[int, int, Any], Any], minimum=None,
+             image_bytes=0):
+    """A kernel split by :func:`run` into one C-contiguous result of ``shape`` and
+    ``dtype``: ``fn(lo, hi, rows)`` writes images ``lo:hi`` into ``rows``, the result's
+    rows ``lo:hi`` (it returns None where its native kernel is not built). The result
+    is ``out`` itself where it fits, else a fresh array, copied into ``out`` if given.
+    None where a chunk gave None.
+
+    Example:
+        >>> x = np.arange(6.0).reshape(3, 2)
+        >>> run_into(None, x.shape, x.dtype, 3, 0, lambda lo, hi, rows: np.negative(
+        ...     x[lo:hi], out=rows)).tolist()
+        [[-0.0, -1.0], [-2.0, -3.0], [-4.0, -5.0]]
+    """
+    fits = out is not None and out.dtype == dtype and out.flags.c_contiguous
+    dst = out if fits else np.empty(shape, dtype)
+    done = run(n, work, lambda lo, hi: fn(lo, hi, dst[lo:hi]), minimum, image_bytes)
+    if any(part is None for part in done):
+        return None
+    if out is not None and dst is not out:
+        out[...] = dst
+        return out
+    return dst
 
 
 def blocks(n, image_bytes):

@@ -339,17 +339,10 @@ def _bp_input_native(fast, g, w, input_hw, strides, pads, dilation, out=None):
     if batch_split.threads(work) < 2 and len(batch_split.blocks(n, image_bytes)) < 2:
         return _col2im_images(fast, g, w, input_hw, strides, pads, dilation, out)
     # Split or in blocks: each chunk of images writes its rows of one C-contiguous result.
-    fits = out is not None and out.dtype == dt and out.flags.c_contiguous
-    dx = out if fits else np.empty((n, *input_hw, c), dt)
-    done = batch_split.run(n, work, lambda lo, hi: _col2im_images(
-        fast, g[lo:hi], w, input_hw, strides, pads, dilation, dx[lo:hi]),
-        image_bytes=image_bytes)
-    if any(part is None for part in done):
-        return None
-    if out is not None and dx is not out:
-        out[...] = dx
-        return out
-    return dx
+    def chunk(lo, hi, rows):
+        return _col2im_images(fast, g[lo:hi], w, input_hw, strides, pads, dilation, rows)
+    return batch_split.run_into(out, (n, *input_hw, c), dt, n, work, chunk,
+                                image_bytes=image_bytes)
 
 
 def _col2im_images(fast, g, w, input_hw, strides, pads, dilation, out):

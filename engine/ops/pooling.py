@@ -87,17 +87,9 @@ def _native(name, x, *others, out=None, pool_size, strides, padding, dilation, c
         return fast(x, *others, geo, out=out)
     # Split over images: each chunk writes its rows of one C-contiguous result.
     shape = x.shape if name == "max_pool2d_grad" else (n, oh, ow, x.shape[3])
-    fits = out is not None and out.dtype == x.dtype and out.flags.c_contiguous
-    dst = out if fits else np.empty(shape, x.dtype)
-    done = batch_split.run(n, taps, lambda lo, hi: fast(
-        x[lo:hi], *[a[lo:hi] for a in others], (hi - lo, *geo[1:]), out=dst[lo:hi]),
+    return batch_split.run_into(out, shape, x.dtype, n, taps, lambda lo, hi, rows: fast(
+        x[lo:hi], *[a[lo:hi] for a in others], (hi - lo, *geo[1:]), out=rows),
         cost.pool_split_min_taps)
-    if any(part is None for part in done):
-        return None
-    if out is not None and dst is not out:
-        out[...] = dst
-        return out
-    return dst
 
 
 def _into(name, impl):
