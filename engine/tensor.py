@@ -24,6 +24,7 @@ import numpy as np
 
 from . import backend as _backends
 from . import default_dtype as _default_dtype
+from . import fast_writes as _fast_writes
 from . import numpy_dispatch as _numpy_dispatch
 from . import ops as _ops
 from . import writes as _writes
@@ -214,7 +215,7 @@ Example:
 """
 
 
-class Tensor(TensorOps):
+class Tensor(*_fast_writes.BASES, TensorOps):  # type: ignore[misc]
     """An immutable n-dimensional array. Create one with :func:`engine.tensor`.
 
     Example:
@@ -335,9 +336,11 @@ class Tensor(TensorOps):
     def __complex__(self): return complex(self._concrete("complex()"))
 
     # ``x[index] = value`` in place, with numpy's semantics: views share the write,
-    # gradients flow through it, traces record it (engine/writes.py). The function itself,
+    # gradients flow through it, traces record it (engine/writes.py). With the C extension
+    # built, its class's type slot (engine/fast_writes.py); otherwise the function itself,
     # not a method calling it: one Python call less on every write.
-    __setitem__ = _writes.setitem
+    if not _fast_writes.BUILT:
+        __setitem__ = _writes.setitem
 
     def _trace_state(self):
         """What a trace that captured this tensor depends on: its memory's write count."""
@@ -429,11 +432,16 @@ def _html_table(values, caption):
 
 # The in-place operators, for every binary operator tensors have: each updates the
 # tensor object (engine/writes.py), so ``for p in params: p += g`` works as in numpy.
-for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and",
-              "or", "xor", "lshift", "rshift"):
-    if hasattr(TensorOps, f"__{_name}__"):
-        setattr(Tensor, f"__i{_name}__",
-                _writes.in_place_method(_name, getattr(TensorOps, f"__{_name}__")))
+# Those the C extension implements are its type slots, which call these methods for what
+# their fast path does not take (engine/fast_writes.py).
+_IN_PLACE = {_name: (_writes.in_place_method(_name, getattr(TensorOps, f"__{_name}__")),
+                     getattr(TensorOps, f"__{_name}__"))
+             for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
+                           "and", "or", "xor", "lshift", "rshift")
+             if hasattr(TensorOps, f"__{_name}__")}
+for _name, (_method, _) in _IN_PLACE.items():
+    if _name not in _fast_writes.C_IN_PLACE:
+        setattr(Tensor, f"__i{_name}__", _method)
 
 
 class ForeignTensor(Tensor):
@@ -541,4 +549,4 @@ def tensor(data: Any, dtype: DTypeLike = None, backend: Any = None) -> Tensor:
 
 
 # engine/writes.py makes and checks tensors; it cannot import this module (which imports it).
-_writes.bind_tensor_type(Tensor, tensor, wrap)
+_writes.bind_tensor_type(Tensor, tensor, wrap, _IN_PLACE)

@@ -48,10 +48,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from . import trace_state
+from . import fast_writes, trace_state
 from .errors import (ArgumentTypeError, DTypeError, InvalidArgumentError, ScalarOverflowError,
                      ShapeError, TracingError, format_location, user_frame)
-from .modes import apply, current_mode, pushed_mode
+from .modes import _MODE, apply, current_mode, pushed_mode
 from .ops import compare
 from .ops.index_update import index_update, index_update_apply, index_update_op, store
 from .ops.indexing import build_index, parse_index, zero_d_masks
@@ -111,11 +111,34 @@ _LIVE: set = LIVE_TAPES.data   # type: ignore[attr-defined]  # (typeshed omits W
 _BOUND: dict = {}
 
 
-def bind_tensor_type(tensor_class, make, wrap):
-    """Called once by engine/tensor.py: the Tensor class, ``en.tensor`` and ``wrap``."""
+def bind_tensor_type(tensor_class, make, wrap, in_place_methods):
+    """Called once by engine/tensor.py: the Tensor class, ``en.tensor``, ``wrap`` and the
+    in-place operator methods (``{"add": (__iadd__, __add__), ...}``: the method this
+    module makes and the operator it updates with); arms the C fast paths when built
+    (engine/fast_writes.py), which call this module's functions for the rest."""
     global _TENSOR
     _BOUND.update(tensor=make, wrap=wrap)
     _TENSOR = tensor_class
+    _BINARIES.update({name: binary for name, (_, binary) in in_place_methods.items()})
+    fast_writes.arm(tensor_class, live_tapes=_LIVE, mode_var=_MODE, basic_types=_BASIC,
+                    refused=_REFUSED, setitem=setitem, checked_setitem=_c_checked_setitem,
+                    refuse_delete=_refuse_delete, bump=_bump,
+                    in_place_methods={n: m for n, (m, _) in in_place_methods.items()},
+                    checked_in_place=_c_checked_in_place)
+
+
+# The operator each in-place method updates with ("add": Tensor.__add__), once bound.
+_BINARIES: dict = {}
+
+
+def _c_checked_setitem(x, index, value):
+    """The C slot's checked path (looked up at each call, so tests can watch it)."""
+    _checked_setitem(x, index, value)
+
+
+def _c_checked_in_place(x, name, other):
+    """The C slots' ``x <name>= other`` checked path."""
+    return in_place(x, name, other, _BINARIES[name])
 
 
 _TENSOR: Any = object       # the Tensor class, once bound (read by the hot paths)
@@ -214,6 +237,13 @@ def setitem(x, index, value):
                         _bump(x)
                     return
     _checked_setitem(x, index, value)
+
+
+def _refuse_delete(x, index):
+    """``del x[index]``: tensors keep their shape, so there is nothing to delete."""
+    raise ArgumentTypeError(f"del x[index]: {type(x).__name__} does not support item "
+                            f"deletion (a tensor keeps its shape); en.delete(x, index) makes "
+                            f"a new tensor without those entries, at {_where()}")
 
 
 def _checked_setitem(x, index, value):
