@@ -23,40 +23,47 @@ Example:
     >>> bool((a.numpy() == b.numpy()).all())
     True
 """
-import operator
+# Imported under private names: ``dir(en.random)`` shows only what the module offers.
+import operator as _operator
 
-import numpy as np
+import numpy as _np
 
-from . import default_dtype, dtypes
-from .errors import ArgumentTypeError, DTypeError, InvalidArgumentError, describe_inputs
-from .modes import apply
-from .op import Op, declare, register
-from .random_draws import Draws
-from .ops.creation import check_shape
-from .variable import Variable
+from . import default_dtype as _default_dtype
+from . import dtypes as _dtypes
+from .errors import (ArgumentTypeError as _ArgumentTypeError, DTypeError as _DTypeError,
+                     InvalidArgumentError as _InvalidArgumentError,
+                     describe_inputs as _describe_inputs)
+from .modes import apply as _apply
+from .op import Op as _Op, declare as _declare, register as _register
+from .ops.creation import check_shape as _check_shape
+from .random_draws import Draws as _Draws
+from .variable import Variable as _Variable
 
-_KEY_DTYPE = dtypes.int64
+__all__ = ["Generator", "default_generator", "normal", "normal_from_key", "set_seed", "uniform",
+           "uniform_from_key", "uniform_like_from_key"]
+
+_KEY_DTYPE = _dtypes.int64
 
 
 def _check_key(name, key):
     shape, dt = key
     if dt != _KEY_DTYPE or len(shape) != 1 or shape[0] not in (2, None):
-        raise DTypeError(f"{name}: the key must be an int64 tensor of shape (2,) "
-                         f"([seed, counter]), got {describe_inputs([key])}")
+        raise _DTypeError(f"{name}: the key must be an int64 tensor of shape (2,) "
+                          f"([seed, counter]), got {_describe_inputs([key])}")
 
 
 def _rng(key):
     # SeedSequence takes non-negative integers: reinterpret the int64 bits.
-    return np.random.default_rng(np.asarray(key, dtype=np.int64).view(np.uint64))
+    return _np.random.default_rng(_np.asarray(key, dtype=_np.int64).view(_np.uint64))
 
 
 def _random_eval(name):
     def abstract_eval(key, *, shape, dtype, **_):
         _check_key(name, key)
-        dt = dtypes.as_dtype(dtype)
-        if dt not in dtypes.FLOATS:
-            raise DTypeError(f"{name}: dtype must be float32 or float64, got {dt}")
-        return (check_shape(name, shape), dt)
+        dt = _dtypes.as_dtype(dtype)
+        if dt not in _dtypes.FLOATS:
+            raise _DTypeError(f"{name}: dtype must be float32 or float64, got {dt}")
+        return (_check_shape(name, shape), dt)
     return abstract_eval
 
 
@@ -87,25 +94,25 @@ def _drawn_on_host(impl):
     return kernel
 
 
-random_normal_op = register(Op(
+random_normal_op = _register(_Op(
     "random_normal", _normal_impl, _random_eval("random_normal"), None, random=True,
     generic=_drawn_on_host(_normal_impl),
-    differentiable=False, n_inputs=1, dtypes=dtypes.FLOATS,
+    differentiable=False, n_inputs=1, dtypes=_dtypes.FLOATS,
     doc="Normal samples drawn from an int64 key [seed, counter] (same key, same numbers)."))
-declare(random_normal_op, onnx=None)  # ONNX draws other numbers than the engine
-random_uniform_op = register(Op(
+_declare(random_normal_op, onnx=None)  # ONNX draws other numbers than the engine
+random_uniform_op = _register(_Op(
     "random_uniform", _uniform_impl, _random_eval("random_uniform"), None, random=True,
     generic=_drawn_on_host(_uniform_impl),
-    differentiable=False, n_inputs=1, dtypes=dtypes.FLOATS,
+    differentiable=False, n_inputs=1, dtypes=_dtypes.FLOATS,
     doc="Uniform samples in [minval, maxval) drawn from an int64 key [seed, counter]."))
-declare(random_uniform_op, onnx=None)  # ONNX draws other numbers than the engine
+_declare(random_uniform_op, onnx=None)  # ONNX draws other numbers than the engine
 
 
 def _uniform_like_eval(key, like, *, dtype, **_):
     _check_key("random_uniform_like", key)
-    dt = dtypes.as_dtype(dtype)
-    if dt not in dtypes.FLOATS:
-        raise DTypeError(f"random_uniform_like: dtype must be float32 or float64, got {dt}")
+    dt = _dtypes.as_dtype(dtype)
+    if dt not in _dtypes.FLOATS:
+        raise _DTypeError(f"random_uniform_like: dtype must be float32 or float64, got {dt}")
     return (tuple(like[0]), dt)     # the shape may hold None: a trace of unknown batch
 
 
@@ -116,51 +123,54 @@ def _uniform_like_impl(key, like, *, dtype, minval, maxval):
 
 
 def _uniform_like_on_host(be, key, like, **params):
-    return be.from_numpy(_uniform_like_impl(be.to_numpy(key), np.empty(tuple(like.shape), "b1"),
+    return be.from_numpy(_uniform_like_impl(be.to_numpy(key), _np.empty(tuple(like.shape), "b1"),
                                             **params))
 
 
-random_uniform_like_op = register(Op(
+random_uniform_like_op = _register(_Op(
     "random_uniform_like", _uniform_like_impl, _uniform_like_eval, None, random=True,
-    generic=_uniform_like_on_host, differentiable=False, n_inputs=2, dtypes=dtypes.FLOATS,
+    generic=_uniform_like_on_host, differentiable=False, n_inputs=2, dtypes=_dtypes.FLOATS,
     doc="Uniform samples of the shape of a second input (only its shape is read), from an "
         "int64 key [seed, counter]: draws whose shape is known only when the graph runs."))
-declare(random_uniform_like_op, onnx=None)  # ONNX draws other numbers than the engine
+_declare(random_uniform_like_op, onnx=None)  # ONNX draws other numbers than the engine
 
 
 def _key_for_seed(seed):
     # operator.index: an int (or numpy integer), never a float or a numeric string
     try:
-        seed = operator.index(seed)
+        seed = _operator.index(seed)
     except TypeError:
-        raise ArgumentTypeError(f"Generator: seed must be an int, got {type(seed).__name__} "
-                                f"{seed!r:.60}") from None
+        raise _ArgumentTypeError(f"Generator: seed must be an int, got {type(seed).__name__} "
+                                 f"{seed!r:.60}") from None
     if not -2**63 <= seed < 2**63:
-        raise InvalidArgumentError(f"Generator: seed {seed} does not fit in int64")
-    return np.array([seed, 0], dtype=np.int64)
+        raise _InvalidArgumentError(f"Generator: seed {seed} does not fit in int64")
+    return _np.array([seed, 0], dtype=_np.int64)
 
 
 def normal_from_key(key, shape, mean=0.0, stddev=1.0, dtype=None):
     """Normal samples from an explicit int64 key ``[seed, counter]`` (pure)."""
-    return apply(random_normal_op, key, shape=check_shape("normal", shape),
-                 dtype=default_dtype.model_float(dtype), mean=float(mean), stddev=float(stddev))
+    return _apply(random_normal_op, key, shape=_check_shape("normal", shape),
+                  dtype=_default_dtype.model_float(dtype),
+                  mean=float(mean), stddev=float(stddev))
 
 
 def uniform_from_key(key, shape, minval=0.0, maxval=1.0, dtype=None):
     """Uniform samples in ``[minval, maxval)`` from an explicit int64 key (pure)."""
-    return apply(random_uniform_op, key, shape=check_shape("uniform", shape),
-                 dtype=default_dtype.model_float(dtype), minval=float(minval), maxval=float(maxval))
+    return _apply(random_uniform_op, key, shape=_check_shape("uniform", shape),
+                  dtype=_default_dtype.model_float(dtype),
+                  minval=float(minval), maxval=float(maxval))
 
 
 def uniform_like_from_key(key, like, minval=0.0, maxval=1.0, dtype=None):
     """Uniform samples of ``like``'s shape from an explicit int64 key (pure); the same
     numbers as :func:`uniform_from_key` with ``like.shape``, also for a traced ``like``
     of unknown batch size."""
-    return apply(random_uniform_like_op, key, like,
-                 dtype=default_dtype.model_float(dtype), minval=float(minval), maxval=float(maxval))
+    return _apply(random_uniform_like_op, key, like,
+                  dtype=_default_dtype.model_float(dtype),
+                  minval=float(minval), maxval=float(maxval))
 
 
-class Generator(Draws):
+class Generator(_Draws):
     """A stream of random numbers: the same ``seed`` gives the same stream.
 
     The state is a non-trainable int64 ``Variable`` ``[seed, counter]``; each
@@ -174,11 +184,11 @@ class Generator(Draws):
     """
 
     def __init__(self, seed):
-        self.state = Variable(_key_for_seed(seed), name="rng_state", trainable=False)
+        self.state = _Variable(_key_for_seed(seed), name="rng_state", trainable=False)
 
     def _next_key(self):
         key = self.state.read()
-        self.state.assign_add(np.array([0, 1], dtype=np.int64))
+        self.state.assign_add(_np.array([0, 1], dtype=_np.int64))
         return key
 
     def normal(self, shape, mean=0.0, stddev=1.0, dtype=None):
@@ -203,7 +213,7 @@ class Generator(Draws):
 
 
 # Seeded from the OS at import; call set_seed for a reproducible default stream.
-_default = Generator(int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 1))
+_default = Generator(int(_np.random.SeedSequence().generate_state(1, _np.uint64)[0] >> 1))
 
 
 def default_generator():

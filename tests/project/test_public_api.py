@@ -94,3 +94,13 @@ def test_star_import_gives_the_public_api():
     scope = {}
     exec("from engine import *", scope)
     assert set(scope) - {"__builtins__"} == set(en.__all__)
+
+
+def test_en_random_shows_its_own_names_only():
+    """``dir(en.random)``: its public functions and its ops' registry entries, none of the
+    names it imports (numpy, the error classes, ``apply``...)."""
+    shown = {n for n in dir(en.random) if not n.startswith("_")}
+    ops = {n for n in shown if isinstance(getattr(en.random, n), en.Op)}
+    assert ops == {"random_normal_op", "random_uniform_op", "random_uniform_like_op"}
+    assert shown - ops == set(en.random.__all__)
+    assert all(callable(getattr(en.random, n)) for n in en.random.__all__)
