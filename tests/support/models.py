@@ -1,6 +1,7 @@
 """Small traced models with float32 variables (an MLP, an autoencoder, a GRU cell), built
 from a seeded generator, for the save/load and ONNX export tests; and the LSTM written as
-one product of ``concat([x, h])`` split into four gates, which the scan passes' tests run.
+one product of ``concat([x, h])`` split into four gates and a tanh RNN with its gradients
+by hand, which the scan passes' tests run.
 
 Example:
     >>> import numpy as np
@@ -94,3 +95,32 @@ def numpy_concat_lstm_loss(wt, bias, xs):
         h = sig(o) * np.tanh(c)
         total += np.sum(h * h)
     return total
+
+
+def tanh_rnn_loss(w, u, b, xs):
+    """A tanh RNN over ``xs`` (steps, batch, inputs) from a zero state: the mean of its
+    states squared."""
+    h0 = en.zeros((xs.shape[1], u.shape[0]), dtype=xs.dtype)
+    _, hs = en.scan(lambda h, x: (en.tanh(x @ w + h @ u + b),) * 2, h0, xs)
+    return en.mean(hs ** 2.0)
+
+
+def numpy_tanh_rnn_grads(w, u, b, xs):
+    """The gradients of :func:`tanh_rnn_loss` in ``w``, ``u`` and ``b`` by
+    backpropagation through time written out in float64 numpy: the reference."""
+    w, u, b, xs = (a.astype(np.float64) for a in (w, u, b, xs))
+    h = np.zeros((xs.shape[1], u.shape[0]))
+    hs, prev = [], []
+    for x in xs:
+        prev.append(h)
+        h = np.tanh(x @ w + h @ u + b)
+        hs.append(h)
+    n = len(hs) * hs[0].size
+    dw, du, db, dh = np.zeros_like(w), np.zeros_like(u), np.zeros_like(b), np.zeros_like(h)
+    for t in reversed(range(len(hs))):
+        dz = (dh + 2.0 * hs[t] / n) * (1.0 - hs[t] ** 2)
+        dw += xs[t].T @ dz
+        du += prev[t].T @ dz
+        db += dz.sum(axis=0)
+        dh = dz @ u.T
+    return dw, du, db

@@ -15,7 +15,8 @@ from engine.graph.control.control_flow import scan_op
 from engine.graph.passes.scan_products import scan_product_pays, scan_products
 from support.bitwise import numerics
 from support.finite_diff import central_difference
-from support.models import concat_lstm_loss, numpy_concat_lstm_loss
+from support.models import (concat_lstm_loss, numpy_concat_lstm_loss, numpy_tanh_rnn_grads,
+                            tanh_rnn_loss)
 from support.pass_helpers import numpy_lowering  # noqa: F401 (a fixture)
 
 # The rewrite is read off the numpy lowering's graph (a compiled lowering would hold the
@@ -135,38 +136,12 @@ def test_a_result_already_summed_in_the_loop_is_taken_from_its_summed_param():
 
 
 # ---- gradients: the per-example RNN (vmap of grad) and the weights of an RNN -----------
-def _rnn_loss(w, u, b, xs):
-    """A tanh RNN over ``xs`` (steps, batch, inputs): the mean of the states squared."""
-    h0 = en.zeros((xs.shape[1], u.shape[0]), dtype=xs.dtype)
-    _, hs = en.scan(lambda h, x: (en.tanh(x @ w + h @ u + b),) * 2, h0, xs)
-    return en.mean(hs ** 2.0)
-
-
-def _numpy_rnn_grads(w, u, b, xs):
-    """Backpropagation through time by hand, in float64 (xs: steps, batch, inputs)."""
-    w, u, b, xs = (a.astype(np.float64) for a in (w, u, b, xs))
-    h = np.zeros((xs.shape[1], u.shape[0]))
-    hs, prev = [], []
-    for x in xs:
-        prev.append(h)
-        h = np.tanh(x @ w + h @ u + b)
-        hs.append(h)
-    n = len(hs) * hs[0].size
-    dw, du, db, dh = np.zeros_like(w), np.zeros_like(u), np.zeros_like(b), np.zeros_like(h)
-    for t in reversed(range(len(hs))):
-        dz = (dh + 2.0 * hs[t] / n) * (1.0 - hs[t] ** 2)
-        dw += xs[t].T @ dz
-        du += prev[t].T @ dz
-        db += dz.sum(axis=0)
-        dh = dz @ u.T
-    return dw, du, db
-
-
+# (the tanh RNN and its float64 backpropagation by hand: support.models)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_per_example_rnn_gradients_have_no_per_example_accumulators(dtype):
     w, u, b, xs = _rng_arrays(dtype, (8, 32), (32, 32), (32,), (5, 6, 1, 8), seed=1)
     # xs: per example (steps, batch 1, inputs); vmap over 5 examples
-    per_example = en.function(en.vmap(en.grad(_rnn_loss, argnums=(0, 1, 2)),
+    per_example = en.function(en.vmap(en.grad(tanh_rnn_loss, argnums=(0, 1, 2)),
                                       in_axes=(None, None, None, 0)))
     args = [en.tensor(a) for a in (w, u, b, xs)]
     graph = per_example.graph_for(*args)
@@ -178,8 +153,8 @@ def test_per_example_rnn_gradients_have_no_per_example_accumulators(dtype):
     assert {p.shape for p in _products_after_loops(graph)} == {(5, 8, 32), (5, 32, 32)}
     got = [g.numpy() for g in per_example(*args)]
     for i in range(xs.shape[0]):
-        want = _numpy_rnn_grads(w, u, b, xs[i])
-        eager = en.grad(_rnn_loss, argnums=(0, 1, 2))(*[en.tensor(a) for a in (w, u, b, xs[i])])
+        want = numpy_tanh_rnn_grads(w, u, b, xs[i])
+        eager = en.grad(tanh_rnn_loss, argnums=(0, 1, 2))(*[en.tensor(a) for a in (w, u, b, xs[i])])
         for g, ref, e in zip(got, want, eager):
             _close(g[i], ref, RTOL[dtype] * 10)
             _close(g[i], e.numpy(), RTOL[dtype])
@@ -189,7 +164,7 @@ def test_per_example_rnn_gradients_have_no_per_example_accumulators(dtype):
 def test_rnn_weight_gradients_are_one_product_over_the_steps(lowering):
     w, u, b, xs = _rng_arrays(np.float32, (32, 32), (32, 32), (32,), (20, 4, 32), seed=2)
     en.config.lowering = lowering
-    grad = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)))
+    grad = en.function(en.grad(tanh_rnn_loss, argnums=(0, 1, 2)))
     args = [en.tensor(a) for a in (w, u, b, xs)]
     if lowering == "numpy":
         graph = grad.graph_for(*args)
@@ -197,9 +172,9 @@ def test_rnn_weight_gradients_are_one_product_over_the_steps(lowering):
         # the bias's gradient, a sum over the steps but no product, is summed in the loop
         assert [n.params.get("summed") for n in _scans(graph)] == [None, (0,)]
     got = [g.numpy() for g in grad(*args)]
-    for g, want in zip(got, _numpy_rnn_grads(w, u, b, xs)):
+    for g, want in zip(got, numpy_tanh_rnn_grads(w, u, b, xs)):
         _close(g, want, 1e-4)         # float32 against float64: the forward's rounding
-    unoptimized = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)), optimize=False)
+    unoptimized = en.function(en.grad(tanh_rnn_loss, argnums=(0, 1, 2)), optimize=False)
     for g, want in zip(got, unoptimized(*args)):
         _close(g, want.numpy(), 2e-5)
 
@@ -263,10 +238,10 @@ def test_a_weight_gradient_too_long_for_one_unthreaded_product_stays_in_the_loop
     w, u, b, xs = _rng_arrays(np.float32, (32, 32), (32, 32), (32,), (20, 4, 32), seed=2)
     args = [en.tensor(a) for a in (w, u, b, xs)]
     with en.config.cost.override(openblas_threaded_work=32 * 32 * 4 * 10):   # ten steps
-        grad = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)))
+        grad = en.function(en.grad(tanh_rnn_loss, argnums=(0, 1, 2)))
         assert not _products_after_loops(grad.graph_for(*args))
         got = [g.numpy() for g in grad(*args)]
-    for g, want in zip(got, _numpy_rnn_grads(w, u, b, xs)):
+    for g, want in zip(got, numpy_tanh_rnn_grads(w, u, b, xs)):
         _close(g, want, 1e-4)
 
 

@@ -15,6 +15,7 @@ import engine as en
 from engine.graph.control.control_flow import scan_op
 from engine.modes import apply
 from engine.ops.reduce import LeadingSum
+from support.models import numpy_tanh_rnn_grads, tanh_rnn_loss
 from support.pass_helpers import assert_same_bits, count, numpy_lowering  # noqa: F401 (a fixture)
 
 F32 = np.float32
@@ -37,48 +38,21 @@ def _rnn_problem(steps=12, batch=4, hidden=5, seed=0):
     return w, u, b, xs
 
 
-def _rnn_loss(w, u, b, xs):
-    h0 = en.zeros((xs.shape[1], u.shape[0]), dtype="float32")
-    _, hs = en.scan(lambda h, x: (en.tanh(x @ w + h @ u + b),) * 2, h0, xs)
-    return en.mean(hs ** 2.0)
-
-
-def _numpy_rnn_grads(w, u, b, xs):
-    """Backpropagation through time by hand, in float64."""
-    w, u, b, xs = (a.astype(np.float64) for a in (w, u, b, xs))
-    h = np.zeros((xs.shape[1], u.shape[0]))
-    hs, prev = [], []
-    for x in xs:
-        prev.append(h)
-        h = np.tanh(x @ w + h @ u + b)
-        hs.append(h)
-    n = len(hs) * hs[0].size
-    dw, du, db = np.zeros_like(w), np.zeros_like(u), np.zeros_like(b)
-    dh = np.zeros_like(h)
-    for t in reversed(range(len(hs))):
-        dz = (dh + 2.0 * hs[t] / n) * (1.0 - hs[t] ** 2)
-        dw += xs[t].T @ dz
-        du += prev[t].T @ dz
-        db += dz.sum(axis=0)
-        dh = dz @ u.T
-    return dw, du, db
-
-
 def _check_rnn_grads(grad, w, u, b, xs, rtol):
     """``grad``'s RNN weight gradients against float64 BPTT (to ``rtol``) and against the
     unoptimized graph's, which stacks the steps (to ``rtol / 10``)."""
     args = [en.tensor(a) for a in (w, u, b, xs)]
     got = [g.numpy() for g in grad(*args)]
-    for g, want in zip(got, _numpy_rnn_grads(w, u, b, xs)):
+    for g, want in zip(got, numpy_tanh_rnn_grads(w, u, b, xs)):
         np.testing.assert_allclose(g, want, rtol=rtol, atol=1e-7)
-    unoptimized = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)), optimize=False)
+    unoptimized = en.function(en.grad(tanh_rnn_loss, argnums=(0, 1, 2)), optimize=False)
     for g, want in zip(got, unoptimized(*args)):
         np.testing.assert_allclose(g, want.numpy(), rtol=rtol / 10, atol=1e-8)
 
 
 def test_the_weight_gradients_of_a_scanned_rnn_are_summed_in_the_loop():
     w, u, b, xs = _rnn_problem()
-    grad = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)))
+    grad = en.function(en.grad(tanh_rnn_loss, argnums=(0, 1, 2)))
     args = [en.tensor(a) for a in (w, u, b, xs)]
     graph = grad.graph_for(*args)
     backward = [n for n in _scans(graph) if n.params.get("summed")]
@@ -148,7 +122,7 @@ def test_a_long_scanned_rnns_weight_gradients_are_summed_in_blocks():
     # 1100 steps: the per-step weight gradients are added into 4 blocks and a remainder,
     # never stacked; against float64 BPTT and the unoptimized (stacking) graph.
     w, u, b, xs = _rnn_problem(steps=1100, batch=2, hidden=3, seed=3)
-    grad = en.function(en.grad(_rnn_loss, argnums=(0, 1, 2)))
+    grad = en.function(en.grad(tanh_rnn_loss, argnums=(0, 1, 2)))
     args = [en.tensor(a) for a in (w, u, b, xs)]
     assert [n.params["summed"] for n in _scans(grad.graph_for(*args))
             if n.params.get("summed")] == [(0, 1, 2)]   # (the sequence's gradient is gone)
