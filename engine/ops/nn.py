@@ -8,12 +8,12 @@ before exponentiating, so large inputs never overflow.
 import numpy as np
 
 from .. import dtypes
-from ..errors import DomainError, DTypeError, ShapeError, TracingError
+from ..errors import DomainError, DTypeError, ShapeError
 from ..lifting import TensorLike
 from ..modes import current_mode
 from ..shapes import normalize_axes, normalize_axis
 from . import compare, creation, elementwise, misc, reduce, shape_ops
-from .losses import _reduce, _reduction, nll_loss
+from .losses import _check_ids, _reduce, _reduction, nll_loss
 
 
 def _tensor(x):
@@ -150,7 +150,7 @@ def cross_entropy(logits, labels, axis=-1, weight=None, ignore_index=None, reduc
         if n_classes is None:
             raise ShapeError("cross_entropy: the number of classes must be known for integer "
                              "labels (the class axis of the logits is unknown)")
-        _check_label_range(labels, n_classes, ignore_index)
+        _check_ids("cross_entropy", labels, n_classes, ignore_index, what="label ids")
         loss = nll_loss(logp, labels, weight, ignore_index, reduction, ax)
         if not label_smoothing:
             return loss
@@ -188,21 +188,6 @@ def _check_same_shape(what, got, expected, logits_shape):
     if not ok:
         raise ShapeError(f"cross_entropy: {what} must have shape {tuple(expected)} for logits "
                          f"of shape {tuple(logits_shape)}, got {tuple(got)}")
-
-
-def _check_label_range(labels, n_classes, ignore_index=None):
-    try:
-        value = np.asarray(labels)
-    except TracingError:
-        return  # traced labels cannot be checked; an out-of-range id gets a zero target
-    if ignore_index is not None:
-        value = value[value != ignore_index]
-    if value.size == 0:
-        return
-    lo, hi = int(value.min()), int(value.max())
-    if lo < 0 or hi >= n_classes:
-        raise ShapeError(f"cross_entropy: label ids must be in [0, {n_classes}), "
-                         f"got values from {lo} to {hi}")
 
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "mse", "cross_entropy"]
