@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.ops import batch_split, conv
+from engine.ops import conv
 from engine.graph.lowering.memory_planning import plan_memory
 from support.finite_diff import numeric_grad
+from support.window_split import chunks_in_order
 
 
 def _loop_filter_grad(x, g, khw, strides, pads, dilation, groups):
@@ -54,13 +55,7 @@ def _case(case, dtype, seed=0):
 def chunks(monkeypatch):
     """Split every convolution into three chunks of images, run in order on this
     thread; yields the chunk counts the runner was asked for."""
-    calls = []
-
-    def in_order(fn, n, count):
-        calls.append(n)
-        return [fn(k) for k in range(n)]
-    monkeypatch.setattr(batch_split, "RUNNERS", [(lambda: 2, in_order)])
-    with en.config.cost.override(window_split_min_work=0, window_split_chunks=3):
+    with chunks_in_order(monkeypatch) as calls:
         yield calls
 
 

@@ -11,6 +11,7 @@ imports them as ``from support.finite_diff import central_difference``).
 - ``memory_probe``: the peak memory a call allocates;
 - ``paths``: where the repository is (``REPO``), whatever a test's folder;
 - ``compilers``: skipping a compiled lowering's tests where its C compiler or numba is missing.
+- ``window_split``: window kernels split into chunks of images run in order (``chunks_in_order``).
 
 The op database is its own package, ``op_db``.
 """

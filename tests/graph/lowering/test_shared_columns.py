@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.ops import batch_split, conv_columns
+from engine.ops import conv_columns
 from engine.graph.lowering.pipeline import DEFAULT_PIPELINE
 from engine.graph.lowering.shared_columns import shared_columns
 from support.finite_diff import numeric_grad
 from support.pass_helpers import assert_same_bits, run_pass
 from support.window_reference import loop_conv
+from support.window_split import chunks_in_order
 
 # The pass is not in the default list (measured no faster there): the default passes
 # with it before memory planning.
@@ -46,13 +47,7 @@ def chunks(request, monkeypatch):
         with en.config.cost.override(window_split_min_work=2 ** 62):
             yield None
         return
-    calls = []
-
-    def in_order(fn, n, count):
-        calls.append(n)
-        return [fn(k) for k in range(n)]
-    monkeypatch.setattr(batch_split, "RUNNERS", [(lambda: 2, in_order)])
-    with en.config.cost.override(window_split_min_work=0, window_split_chunks=3):
+    with chunks_in_order(monkeypatch) as calls:
         yield calls
 
 
