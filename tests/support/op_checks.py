@@ -55,7 +55,12 @@ def get_leaf(args, path):
 
 def with_leaves(args, paths, values):
     """The sample's arguments as engine values, with ``values`` at ``paths``."""
-    args = [to_engine(a) for a in args]
+    return replace_leaves([to_engine(a) for a in args], paths, values)
+
+
+def replace_leaves(args, paths, values):
+    """A copy of the list ``args`` with ``values`` at ``paths`` (see :func:`leaf_paths`)."""
+    args = list(args)
     for path, v in zip(paths, values):
         if len(path) == 1:
             args[path[0]] = v

@@ -16,7 +16,7 @@ import pytest
 import engine as en
 from bench.workloads.rnn import gru_cell
 from op_db import ALL_ENTRIES, F64, I64, BOOL, seeded_rng, to_engine
-from support.op_checks import get_leaf
+from support.op_checks import get_leaf, with_leaves
 
 B = 3
 
@@ -37,18 +37,6 @@ def _batch_positions(args):
         elif isinstance(a, (list, tuple)) and any(isinstance(b, np.ndarray) for b in a):
             out += [(i, j) for j, b in enumerate(a) if isinstance(b, (np.ndarray, np.generic))]
     return out
-
-
-def _with(args, paths, values):
-    args = list(args)
-    for path, v in zip(paths, values):
-        if len(path) == 1:
-            args[path[0]] = v
-        else:
-            inner = list(args[path[0]])
-            inner[path[1]] = v
-            args[path[0]] = inner
-    return args
 
 
 def _dtype_for(info):
@@ -104,7 +92,7 @@ def test_vmap_equals_stacking_over_the_batch(info, axis):
         stacked = [en.tensor(np.stack(per_leaf, axis=ax)) for per_leaf, ax in zip(leaves, axes)]
 
         def one(*xs):
-            return info.op(*_with([to_engine(a) for a in s0.args], paths, xs), **s0.kwargs)
+            return info.op(*with_leaves(s0.args, paths, xs), **s0.kwargs)
         got = _outputs(en.vmap(one, in_axes=tuple(axes))(*stacked))
         expected = [np.stack([p[k] for p in per]) for k in range(len(per[0]))]
         assert len(got) == len(expected)
