@@ -526,6 +526,8 @@ def _one_pass_pays(node):
     only wrap the op's own, e.g. a (32, 64) sigmoid_grad's three passes; a lowering
     the user forced takes it whatever its size). Any other lone op runs its own kernel."""
     passes, mode = scalar_forms.numpy_passes(node), policy.mode()
+    if passes <= 1 and _crossed_broadcast(node):
+        passes = 2
     if mode == "numpy" or passes <= 1:
         return False
     if mode != "auto":
@@ -534,6 +536,34 @@ def _one_pass_pays(node):
         return False
     size = math.prod(node.shape)
     return size * passes * cost.c_saved_seconds_per_element_op > cost.c_call_seconds
+
+
+def _crossed_broadcast(node):
+    """Whether two of ``node``'s inputs are broadcast along different axes of its result
+    (``x[:, :, None] * d[:, None, :]``: an outer product per leading index). numpy's loop
+    then runs its innermost axis with one operand repeated, per row of the other: the
+    result is written at a third of the memory's speed (a (10000, 1) by (1, 2000) float32
+    product, 9.3 ms against 2.4 ms to fill the result; 2.5 ms as one C loop nest), as
+    slow as a second pass over it.
+
+    Example:
+        >>> import engine as en
+        >>> g = en.function(lambda x, d: x[:, :, None] * d[:, None, :],
+        ...                 passes=["cleanup"]).graph_for(en.ones((2, 3)), en.ones((2, 4)))
+        >>> _crossed_broadcast(g.topo_order()[-1])
+        True
+    """
+    shape = node.shape
+    if shape is None or None in shape or len(node.inputs) < 2:
+        return False
+    ndim = len(shape)
+    repeated = []     # per input: the axes of the result it is repeated along
+    for i in node.inputs:
+        if i.shape is None or None in i.shape:
+            return False
+        padded = (1,) * (ndim - len(i.shape)) + tuple(i.shape)
+        repeated.append({k for k in range(ndim) if padded[k] == 1 and shape[k] > 1})
+    return any(a - b and b - a for a in repeated for b in repeated)
 
 
 def fusion(graph):
