@@ -204,6 +204,13 @@ THRESHOLDS = (
               "build holds (a unit costs about 35 ms of the compiler's start, headers and "
               "link; a line about 1 ms)",
               "graph/lowering/c/c_compiler.py"),
+    Threshold("c_quick_build_min_lines", 50, "lines", EPYC_512, "2026-12-05", "dd3b382",
+              "a whole-graph C function with at least this many lines from its header on is "
+              "first built at -O1 and swapped for its -O2 build made in the background "
+              "(-O2 against -O1 CPU: the concat LSTM's 91-line backward 0.178 against 0.087 "
+              "s, tanh_ln's 268 lines 0.286 against 0.156; an 11-line graph 0.041 against "
+              "0.039, the compiler's start)",
+              "graph/lowering/c/c_compiler.py"),
     Threshold("c_graph_call_seconds", 7e-6, "seconds", EPYC_512, "2026-12-05", "9da0065",
               "the overhead of one call of a whole graph in C (ctypes, the output arrays: "
               "tanh(x) * 2 on 4 elements 7.0 us against the numpy lowering's 1.5)",

@@ -15,7 +15,10 @@ loads the library with ``ctypes`` in about a millisecond instead of compiling
 units compiled side by side on the cores the machine's load leaves idle, then
 linked (``c_split``: :func:`units` of them at most; the library computes what one
 unit's would, so the key does not name them); several scans' sources are compiled at
-once on threads (:func:`start`). ``c_cache`` keeps the libraries: each is checked against
+once on threads (:func:`start`). A whole graph not yet built is first built quickly, with
+``QUICK_LEVEL`` in place of ``-O2 -ftree-vectorize`` (:func:`quick_first`): its first call
+waits for half the compiler's time, and its caller swaps in the full build once that is
+made in the background (``c_graph.CGraphFunction``). ``c_cache`` keeps the libraries: each is checked against
 its key before it is loaded (a damaged or another kernel's library is rebuilt,
 never run), written whole under a temporary name and renamed, and kept only in a
 folder no other user can write; elsewhere it is built for this process in a
@@ -50,6 +53,14 @@ from ..machine_load import idle_cores, usable_cores
 # vectorize here: lstm_eight 11.7 against 5.8 ms.
 FLAGS = ("-O2", "-ftree-vectorize", "-march=native", "-fno-math-errno", "-ffp-contract=fast",
          "-fPIC", "-shared")
+# A whole graph's first build where its full one is not on disk (:func:`quick_first`): -O1
+# takes about half of -O2 -ftree-vectorize's compile (tanh_ln's 373 lines 0.156 against
+# 0.286 s of CPU, gru_gates' 364 0.130 against 0.230) for steps 1.3-3x slower until the
+# full build replaces it; -fexpensive-optimizations (no measurable compile time) fuses
+# multiply-adds as -O2 does (the styles bench's five recurrent models: the same bits from
+# both builds, where plain -O1 moved them by up to 1e-4 relative).
+QUICK_LEVEL = ("-O1", "-fexpensive-optimizations")
+_FULL_LEVEL = ("-O2", "-ftree-vectorize")
 # Under en.config.numerics = "bitwise": every product rounded before its add, as numpy
 # rounds it (the lowering then writes only exact arithmetic: graph/lowering/bitwise.py).
 BITWISE_FLAGS = tuple("-ffp-contract=off" if f.startswith("-ffp-contract") else f
@@ -113,6 +124,24 @@ def flags():
     return BITWISE_FLAGS if bitwise() else FLAGS
 
 
+def quick_flags():
+    """:func:`flags` at ``QUICK_LEVEL`` (the first build of a whole graph)."""
+    return QUICK_LEVEL + tuple(f for f in flags() if f not in _FULL_LEVEL)
+
+
+def quick_first(source):
+    """Whether a whole graph's ``source`` is built first with :func:`quick_flags`: its full
+    build is neither loaded, nor started, nor on disk, and its function's body has at
+    least ``cost.c_quick_build_min_lines`` lines (a shorter one compiles in about the
+    compiler's start at any level: a quick build would only add a second build)."""
+    if not available():
+        return False
+    key = key_of(source)
+    if key in _LOADED or key in _STARTED or c_cache.is_stored(key):
+        return False
+    return c_split.body_lines(source) >= cost.c_quick_build_min_lines
+
+
 def units():
     """The most translation units a source is cut into now: ``cost.c_compile_units``,
     never more than the cores this process may use that the last minute's load leaves
@@ -122,10 +151,10 @@ def units():
     return max(1, min(cost.c_compile_units, cores, int(idle_cores(fresh=True) + 0.5)))
 
 
-def _build_settings():
-    """``(flags, units, min_lines)``: how a library is built now (read once per build, so
-    a build on a thread uses the flags its key was made from)."""
-    return flags(), units(), cost.c_split_min_lines
+def _build_settings(quick=False):
+    """``(flags, units, min_lines)``: how a library is built now, quickly or fully (read
+    once per build, so a build on a thread uses the flags its key was made from)."""
+    return quick_flags() if quick else flags(), units(), cost.c_split_min_lines
 
 
 def key_of(source, settings=None):
@@ -148,14 +177,15 @@ def is_cached(source):
     return key in _LOADED or c_cache.is_stored(key)
 
 
-def load(source):
-    """The ``ctypes.CDLL`` of ``source`` compiled (or loaded from disk). Raises
-    :class:`CompileError` where the compiler refuses it or there is none.
+def load(source, quick=False):
+    """The ``ctypes.CDLL`` of ``source`` compiled (or loaded from disk); ``quick``: built
+    with :func:`quick_flags` (a library of its own key). Raises :class:`CompileError`
+    where the compiler refuses it or there is none.
     """
     found = compiler()
     if found is None:
         raise CompileError("no C compiler found (set CC, or install gcc)")
-    settings = _build_settings()
+    settings = _build_settings(quick)
     key = key_of(source, settings)
     lib = _LOADED.get(key)
     if lib is not None:
@@ -172,11 +202,12 @@ def _load(key, source, command, settings):
     return lib
 
 
-def start(sources):
+def start(sources, quick=False):
     """Starts building the libraries of ``sources`` not yet loaded, all at once on threads
     (each compiler a process of its own); :func:`load` of one of them then waits for its
     build and returns its library, or raises what the build raised. Nothing where there
-    is no compiler.
+    is no compiler. ``quick``: each source :func:`quick_first` picks is built as
+    ``load(source, quick=True)`` builds it.
 
     Example:
         >>> start(["int started(void) { return 1; }\\n"])
@@ -189,8 +220,8 @@ def start(sources):
     if not _POOL:
         _POOL.append(concurrent.futures.ThreadPoolExecutor(
             max_workers=cost.c_compile_units, thread_name_prefix="engine-c-build"))
-    settings = _build_settings()
     for source in sources:
+        settings = _build_settings(quick and quick_first(source))
         key = key_of(source, settings)
         if key not in _LOADED and key not in _STARTED:
             _STARTED[key] = _POOL[0].submit(_load, key, source, found[0], settings)

@@ -9,7 +9,9 @@ ops come from their ``scalar_form`` rules as in the fused kernels; the other ops
 the pattern their ``numba_form`` rule names (``PATTERNS``; ``c_graph_ops.py`` and
 ``c_scan.py``). Anything else raises :class:`Unsupported` and the numpy lowering runs
 it. The system's C compiler builds the source and the checked disk cache keeps it
-(``c_compiler``); :class:`CGraphFunction` calls it through ``ctypes``.
+(``c_compiler``); :class:`CGraphFunction` calls it through ``ctypes``, first a quick
+build where the full one is not on disk, swapped for the full build once that is made in
+the background.
 
 Example:
     >>> import engine as en
@@ -22,6 +24,7 @@ Example:
 """
 import ctypes
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -32,7 +35,7 @@ from . import c_batched, c_bitwise, c_compiler, c_graph_ops, c_scan
 from .c_graph_emit import CVal, Emitter, check_node
 from ..plugin import Unsupported
 from .c_source import C_MATH, ctype
-from .. import numpy_kernels, scipy_blas
+from .. import hot_swap, numpy_kernels, scipy_blas
 
 NAME = "graph"
 
@@ -115,17 +118,25 @@ class CGraphFunction:
     as a transposed view (the transpose of C-ordered memory): numpy's BLAS call for it
     passes a transposition flag, which gives other bits than the product of a copy, so
     the source is written again with that input read transposed (``variant``, made once
-    per such layout from ``members``)."""
+    per such layout from ``members``).
+
+    Where the source's full build is not on disk (``c_compiler.quick_first``), the first
+    call runs a quick build (``c_compiler.QUICK_LEVEL``: about half the compile); the
+    second call hands the full build to the background compile thread (``hot_swap``), and
+    the calls after it is made run it (a function called once, as a one-off evaluation,
+    never pays a second build). ``upgrade`` is that build's future (None before)."""
 
     def __init__(self, source, inputs, outputs, ws_bytes, uses_blas, ufunc_loops=None,
                  members=None):
         """``ufunc_loops``: the numpy loops a bitwise source calls (``c_bitwise.py``), whose
         addresses follow the outputs' in the pointers passed; None for a default source.
         ``members``: the nodes written (bitwise: for the variants of transposed inputs)."""
-        fn = getattr(c_compiler.load(source), NAME)
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.c_void_p] * 4
-        self.fn, self.source = fn, source
+        self.source = source
+        self.quick = c_compiler.quick_first(source)
+        self._bind(c_compiler.load(source, quick=self.quick))
+        self.called = False
+        self.upgrade: Any = None
+        self.upgrade_lock = threading.Lock()
         self.in_dtypes = [np.dtype(i.dtype) for i in inputs]
         self.out_avals = [(tuple(o.shape), np.dtype(o.dtype)) for o in outputs]
         self.extra = c_bitwise.loop_pointers(ufunc_loops or ())
@@ -143,7 +154,38 @@ class CGraphFunction:
         # positions of transposed inputs -> CGraphFunction, or None where not written
         self.variants: dict[tuple[int, ...], Any] = {}
 
+    def _bind(self, lib):
+        fn = getattr(lib, NAME)
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p] * 4
+        self.fn = fn    # one assignment: a call on another thread runs the old or the new
+
+    def _start_upgrade(self):
+        """From the second call of a quick build on: its full build, once, on the
+        background compile thread."""
+        if not self.called:
+            self.called = True
+            return
+        with self.upgrade_lock:
+            if self.upgrade is None:
+                self.upgrade = hot_swap.submit(self._upgrade)
+
+    def _upgrade(self):
+        """Builds (or loads) the full library and calls it from then on; where that fails
+        the quick build stays, with a warning. Returns the library (None: failed)."""
+        try:
+            lib = c_compiler.load(self.source)
+            self._bind(lib)
+        except (c_compiler.CompileError, OSError) as err:
+            warnings.warn(f"C lowering: a compiled graph's optimized build failed ({err}); "
+                          "its quick build keeps running it", RuntimeWarning, stacklevel=1)
+            return None
+        self.quick = False
+        return lib
+
     def __call__(self, *given):
+        if self.quick and self.upgrade is None:
+            self._start_upgrade()
         if self.part is not None:
             flipped = tuple(k for k, a in enumerate(given) if _transposed(a))
             if flipped:

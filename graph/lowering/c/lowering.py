@@ -108,8 +108,9 @@ class CLowering(Lowering):
         return build - saved * max(calls, cost.c_graph_compile_calls)
 
     def start_graph_builds(self, sources):
-        """Several scans' sources compiled at once, on threads (``c_compiler.start``)."""
-        c_compiler.start(sources)
+        """Several scans' sources compiled at once, on threads (``c_compiler.start``), each
+        as ``c_graph.CGraphFunction`` builds it first (quickly where not on disk)."""
+        c_compiler.start(sources, quick=True)
 
     def build_graph(self, part, source):
         try:
