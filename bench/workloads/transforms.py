@@ -65,7 +65,11 @@ _CASES = [("jvp", (100, 256, 1000, 10000), {10000: 5}, 5),
           ("per_example", (256,), {256: 10}, 3), ("hvp", (256,), {}, 5),
           ("jvp_scan", (32,), {}, 5), ("hvp_scan", (32,), {}, 5),
           ("per_example_scan", (32,), {}, 5), ("vmap_scan_compile", (32,), {}, 3)]
-TARGETS = {"jvp": ("graph_jvp", "graph_forward", 2.0, "at most"),
+# jvp: issue #46's "jvp of the forward at most the cost of its products' floor" (the
+# loss makes 2 products, loss and JVP 5, so a ratio to the forward pass is not the
+# measure: the products alone are 2.3-2.7x the forward's; graph_jvp / graph_forward is
+# still printed).
+TARGETS = {"jvp": ("graph_jvp", "numpy_jvp_floor", 1.0, "at most"),
            "per_example": ("loop", "graph_vmap", 20.0, "at least"),
            "hvp": ("graph_hvp", "graph_two_grads", 1.0, "at most"),
            "jvp_scan": ("graph_jvp", "graph_forward", 2.0, "at most"),
@@ -489,6 +493,7 @@ def summary(results, args=None):
         return ""
     lines = ["transforms: ratios of medians measured side by side in this process"]
     pairs = {"jvp": [("jvp", "forward"), ("graph_jvp", "graph_forward"),
+                     ("graph_jvp", "numpy_jvp_floor"),
                      ("graph_jvp_fallback", "graph_forward"),
                      ("numpy_jvp_floor", "numpy_forward_floor"), ("torch_jvp", "torch_forward")],
              "per_example": [("loop", "vmap"), ("loop", "graph_vmap"),
