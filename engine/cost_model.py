@@ -65,6 +65,12 @@ THRESHOLDS = (
               "the filters have more than this many times as many output as input channels "
               "(16 back to 1 at 64x28x28: 1.1 against 13.5 ms); else the full correlation",
               "engine/ops/conv.py"),
+    Threshold("conv_direct_max_taps", 320, "filter taps times input channels", EPYC_512,
+              "2026-12-05", "this change",
+              "conv2d and its filter gradient run a native direct loop (no im2col, no BLAS) "
+              "where a window holds at most this many values (KH*KW*C); above, im2col and "
+              "one product",
+              "engine/ops/conv.py"),
     Threshold("conv_input_grad_native_scatter_ratio", 2, "input channels per output channel",
               EPYC, "2026-12-05", "6183535",
               "with the C col2im (engine/ops/native.py), conv2d_backprop_input makes every "

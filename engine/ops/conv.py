@@ -185,9 +185,30 @@ def _columns_bytes(out, taps, dtype):
     return out.shape[1] * out.shape[2] * taps * np.dtype(dtype).itemsize
 
 
+def runs_direct(dtype, groups, taps):
+    """Whether a convolution (or its filter gradient) of ``taps`` (KH*KW*C) values per
+    window runs the native direct loop rather than im2col and one BLAS product: not for
+    groups, nor where a window holds more than ``cost.conv_direct_max_taps`` values,
+    nor where no native kernel is registered (``engine/ops/native.py``)."""
+    return groups == 1 and taps <= cost.conv_direct_max_taps and \
+        native.kernel("conv_direct", dtype) is not None
+
+
+def _direct(name, x, other, groups, taps):
+    """The native direct-loop kernel ``name`` where :func:`runs_direct` (and both inputs
+    have one dtype), else None."""
+    if x.dtype != other.dtype or not runs_direct(x.dtype, groups, taps):
+        return None
+    return native.kernel(name, x.dtype)
+
+
 def _conv2d_images(x, w, strides, pads, dilation, groups, out):
     """conv2d of the images ``x`` into ``out`` (the kernel of one chunk of a batch)."""
     kh, kw, cg, o = w.shape
+    direct = _direct("conv_direct", x, w, groups, kh * kw * cg)
+    if direct is not None and direct(x, w, _window_geometry(
+            x.shape, (kh, kw), strides, pads, dilation), out=out) is not None:
+        return out      # (None: the kernel's library is still being built)
     if groups == 1:
         with _patches(x, (kh, kw), strides, pads, dilation) as cols:
             if out.flags.c_contiguous:
@@ -282,6 +303,10 @@ def _bp_input(g, w, input_hw, strides, padding, dilation, groups, out):
     kh, kw, cg, o = w.shape
     _, pads = _spatial("conv2d_backprop_input", input_hw, (kh, kw), strides, padding, [],
                        dilation)
+    if strides == _ONE and dilation == _ONE and max(pads[0]) < kh and max(pads[1]) < kw:
+        dx = _bp_input_direct(g, w, input_hw, pads, groups, out)
+        if dx is not None:
+            return dx
     fast = native.kernel("col2im", np.result_type(g.dtype, w.dtype))
     if fast is not None and groups == 1 and \
             cg <= cost.conv_input_grad_native_scatter_ratio * o:
@@ -293,6 +318,33 @@ def _bp_input(g, w, input_hw, strides, padding, dilation, groups, out):
             o <= cost.conv_input_grad_scatter_ratio * cg:
         return _bp_input_full(g, w, input_hw, pads)
     return _bp_input_scatter(g, w, input_hw, strides, pads, dilation, groups)
+
+
+def _bp_input_direct(g, w, input_hw, pads, groups, out):
+    """The input gradient as :func:`_bp_input_full`'s correlation by the native direct
+    loop (no im2col of the cotangent, no col2im), into ``out`` where given; None where
+    the shapes or dtypes rule it out (see :func:`_direct`) or its library is not built."""
+    kh, kw, c, o = w.shape
+    direct = _direct("conv_direct", g, w, groups, kh * kw * o)
+    if direct is None:
+        return None
+    flipped = w[::-1, ::-1].transpose(0, 1, 3, 2)                        # (KH, KW, O, C)
+    full = ((kh - 1 - pads[0][0], kh - 1 - pads[0][1]),
+            (kw - 1 - pads[1][0], kw - 1 - pads[1][1]))
+    n = g.shape[0]
+    fits = out is not None and out.dtype == g.dtype and out.flags.c_contiguous
+    dx = out if fits else np.empty((n, *input_hw, c), g.dtype)
+    work = g.size * kh * kw * c
+
+    def images(lo, hi):       # a chunk of images (engine/ops/batch_split.py)
+        geo = _window_geometry(g[lo:hi].shape, (kh, kw), _ONE, full, _ONE)
+        return direct(g[lo:hi], flipped, geo, out=dx[lo:hi])
+    if any(part is None for part in batch_split.run(n, work, images)):
+        return None
+    if out is not None and dx is not out:
+        out[...] = dx
+        return out
+    return dx
 
 
 def _bp_input_full(g, w, input_hw, pads):
@@ -462,6 +514,11 @@ def _bp_filter_images(x, g, kernel_hw, strides, pads, dilation, groups, out=None
     ``out`` where given (else a fresh array)."""
     kh, kw = kernel_hw
     c, o = x.shape[3], g.shape[3]
+    direct = _direct("conv_filter_direct", x, g, groups, kh * kw * c)
+    dw = None if direct is None else direct(
+        x, g, _window_geometry(x.shape, kernel_hw, strides, pads, dilation), out=out)
+    if dw is not None:      # (None: the kernel's library is still being built)
+        return dw
     if groups == 1:
         with _patches(x, kernel_hw, strides, pads, dilation) as cols:
             if out is None or not out.flags.c_contiguous:

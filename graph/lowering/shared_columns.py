@@ -21,7 +21,8 @@ that copies its windows itself runs in cache-sized blocks of images
 (``cost.window_block_bytes``). Ask for it by name:
 ``en.function(f, passes=[..., "shared_columns", "memory_planning"])``.
 
-Left alone: grouped convolutions (their columns are laid out per group), pairs
+Left alone: convolutions whose kernel is the direct loop (``conv.runs_direct``: it
+makes no columns), grouped convolutions (their columns are laid out per group), pairs
 whose input, filters and cotangent differ in dtype, shapes not known when
 tracing, convolutions without a filter gradient of the same input (nothing
 to share), and back ends without ``out=`` kernels on numpy arrays. The
@@ -42,7 +43,7 @@ import numpy as np
 from engine import ops
 from engine.cost_model import cost
 from engine.op import Op
-from engine.ops import conv_columns
+from engine.ops import conv, conv_columns
 
 from ..ir.queries import replace_node, static_shape
 
@@ -53,11 +54,13 @@ def _geometry(node):
     return (p["strides"], p["padding"], p.get("dilation", (1, 1)))
 
 
-def _plain(node):
-    """Whether ``node`` (a conv2d or its filter gradient) may read shared columns."""
+def _plain(node, kernel_hw):
+    """Whether ``node`` (a conv2d or its filter gradient) may read shared columns: not
+    where its kernel is the direct loop, which makes no columns."""
     return node.params.get("groups", 1) == 1 and node.dtype.kind == "f" and \
         all(static_shape(i.shape) and i.dtype == node.dtype for i in node.inputs) and \
-        static_shape(node.shape)
+        static_shape(node.shape) and not conv.runs_direct(
+            node.dtype, 1, kernel_hw[0] * kernel_hw[1] * node.inputs[0].shape[3])
 
 
 def _applies(graph):
@@ -107,10 +110,11 @@ def _pairs(graph):
     """``{(input, kernel size, geometry): ([convolutions], [filter gradients])}``."""
     found: dict = {}
     for node in graph.topo_order():
-        if node.op is ops.conv2d_op and _plain(node):
+        if node.op is ops.conv2d_op and _plain(node, node.inputs[1].shape[:2]):
             key = (node.inputs[0], tuple(node.inputs[1].shape[:2]), _geometry(node))
             found.setdefault(key, ([], []))[0].append(node)
-        elif node.op is ops.conv2d_backprop_filter_op and _plain(node):
+        elif node.op is ops.conv2d_backprop_filter_op and \
+                _plain(node, node.params["kernel_hw"]):
             key = (node.inputs[0], tuple(node.params["kernel_hw"]), _geometry(node))
             found.setdefault(key, ([], []))[1].append(node)
     return {k: v for k, v in found.items() if v[0] and v[1]}

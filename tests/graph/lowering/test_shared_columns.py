@@ -40,6 +40,14 @@ def _pads(h, w, khw, strides, padding, dilation):
     return tuple(pads)
 
 
+@pytest.fixture(autouse=True)
+def im2col_convolutions():
+    """The small convolutions here are im2col ones (the direct loop, which makes no
+    columns, is left alone: test_direct_loop_convolutions_are_left_alone)."""
+    with en.config.cost.override(conv_direct_max_taps=0):
+        yield
+
+
 @pytest.fixture(params=[False, True], ids=["one_chunk", "split"])
 def chunks(request, monkeypatch):
     """Either no split, or every kernel split into three chunks of images run in order."""
@@ -165,3 +173,18 @@ def test_cases_left_alone():
     graph = f.graph_for(x, w_plain, en.tensor(rng.standard_normal((2, 4, 4, 4))))
     _, changed = run_pass(shared_columns, graph)
     assert not changed
+
+
+def test_direct_loop_convolutions_are_left_alone():
+    w1, _, images = (en.tensor(a) for a in _inputs(np.float32))
+    f = en.function(en.grad(lambda w, x: en.sum(en.conv2d(x, w, padding="same") ** 2.0)),
+                    passes=["cleanup"])
+    graph = f.graph_for(w1, images)
+    taps = int(np.prod(w1.shape[:3]))
+    with en.config.cost.override(conv_direct_max_taps=taps):
+        if en.ops.conv.runs_direct(np.dtype(np.float32), 1, taps):    # (a C compiler)
+            _, changed = run_pass(shared_columns, graph)
+            assert not changed
+    with en.config.cost.override(conv_direct_max_taps=taps - 1):
+        _, changed = run_pass(shared_columns, graph)
+    assert changed

@@ -1,0 +1,215 @@
+"""The direct C convolution loops (graph/lowering/c/c_window.py: conv_direct and
+conv_filter_direct, chosen by engine/ops/conv.py where a window holds at most
+cost.conv_direct_max_taps values) and the max-pool gradient's store form for windows
+that never overlap, against window loops in float64, the im2col kernels and finite
+differences: strides, padding, dilation, output counts off the vector width, float32
+and float64."""
+import itertools
+
+import numpy as np
+import pytest
+
+import engine as en
+from engine.graph.lowering.c import c_window
+from engine.ops import conv, pooling
+from support.finite_diff import numeric_grad
+from support.window_reference import loop_conv
+
+pytestmark = pytest.mark.skipif(not c_window.installed(), reason="no C compiler")
+
+CASES = [  # (N, H, W, C, O, kernel, strides, padding, dilation)
+    (3, 9, 8, 1, 16, (3, 3), (1, 1), "same", (1, 1)),        # one channel, one vector
+    (2, 7, 9, 3, 5, (3, 3), (1, 1), "same", (1, 1)),         # O below the vector width
+    (2, 8, 7, 4, 37, (3, 2), (2, 1), ((1, 2), (0, 1)), (1, 2)),  # 2 vectors and a tail
+    (2, 10, 9, 2, 32, (2, 2), (1, 2), "valid", (2, 1)),
+    (1, 6, 11, 16, 33, (3, 3), (2, 2), "same", (1, 1)),      # 13 pixels: blocks of 8 and 5
+]
+
+
+def _pads(case):
+    n, h, w, c, o, khw, strides, padding, dilation = case
+    return conv._spatial("t", (h, w), khw, strides, padding, [], dilation)[1]
+
+
+def _loop_filter_grad(x, g, khw, strides, pads, dilation):
+    """Each filter tap's sum over the windows of input times cotangent, in float64."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), pads[0], pads[1], (0, 0)))
+    oh, ow = g.shape[1:3]
+    dw = np.zeros((*khw, x.shape[3], g.shape[3]))
+    for a, b in itertools.product(range(khw[0]), range(khw[1])):
+        r, c = a * dilation[0], b * dilation[1]
+        taps = xp[:, r:r + strides[0] * (oh - 1) + 1:strides[0],
+                  c:c + strides[1] * (ow - 1) + 1:strides[1]]
+        dw[a, b] = np.einsum("nhwc,nhwo->co", taps, g.astype(np.float64))
+    return dw
+
+
+def _loop_input_grad(g, w, x_shape, strides, pads, dilation):
+    """Each window's cotangent times the filters added back at its taps, in float64."""
+    n, h, wd, c = x_shape
+    kh, kw = w.shape[:2]
+    dxp = np.zeros((n, h + sum(pads[0]), wd + sum(pads[1]), c))
+    for i, j, a, b in itertools.product(range(g.shape[1]), range(g.shape[2]), range(kh),
+                                        range(kw)):
+        r, s = i * strides[0] + a * dilation[0], j * strides[1] + b * dilation[1]
+        dxp[:, r, s] += g[:, i, j].astype(np.float64) @ w[a, b].astype(np.float64).T
+    return dxp[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + wd]
+
+
+@pytest.fixture
+def direct():
+    with en.config.cost.override(conv_direct_max_taps=1 << 20):
+        yield
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES)
+def test_direct_loops_match_window_loops(case, dtype, direct):
+    n, h, w, c, o, khw, strides, padding, dilation = case
+    assert conv.runs_direct(np.dtype(dtype), 1, khw[0] * khw[1] * c)
+    rng = np.random.default_rng(o)
+    x = rng.standard_normal((n, h, w, c)).astype(dtype)
+    f = rng.standard_normal((*khw, c, o)).astype(dtype)
+    pads = _pads(case)
+    p = dict(strides=strides, padding=padding, dilation=dilation, groups=1)
+    out = conv._conv2d_impl(x, f, **p)
+    want = loop_conv(x, f, strides, pads, dilation)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+    g = rng.standard_normal(out.shape).astype(dtype)
+    dw = conv._bp_filter_impl(x, g, kernel_hw=khw, **p)
+    assert dw.dtype == dtype
+    np.testing.assert_allclose(dw, _loop_filter_grad(x, g, khw, strides, pads, dilation),
+                               rtol=tol * 5, atol=tol * 5)
+    dx = conv._bp_input_impl(g, f, input_hw=(h, w), **p)
+    assert dx.dtype == dtype
+    np.testing.assert_allclose(dx, _loop_input_grad(g, f, x.shape, strides, pads, dilation),
+                               rtol=tol * 5, atol=tol * 5)
+
+
+@pytest.mark.parametrize("case", CASES[:3])
+def test_direct_loops_write_into_out_buffers(case, direct):
+    n, h, w, c, o, khw, strides, padding, dilation = case
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((n, h, w, c)).astype(np.float32)
+    f = rng.standard_normal((*khw, c, o)).astype(np.float32)
+    p = dict(strides=strides, padding=padding, dilation=dilation, groups=1)
+    want = conv._conv2d_impl(x, f, **p)
+    out = np.full(want.shape, np.nan, np.float32)
+    assert conv.conv2d_op.out_impl(x, f, out=out, **p) is out
+    np.testing.assert_array_equal(out, want)
+    g = rng.standard_normal(want.shape).astype(np.float32)
+    dw = np.full(f.shape, np.nan, np.float32)
+    conv.conv2d_backprop_filter_op.out_impl(x, g, out=dw, kernel_hw=khw, **p)
+    np.testing.assert_array_equal(dw, conv._bp_filter_impl(x, g, kernel_hw=khw, **p))
+    dx = np.full(x.shape, np.nan, np.float32)
+    conv.conv2d_backprop_input_op.out_impl(g, f, out=dx, input_hw=(h, w), **p)
+    np.testing.assert_array_equal(dx, conv._bp_input_impl(g, f, input_hw=(h, w), **p))
+
+
+@pytest.mark.parametrize("case", CASES[:2] + CASES[4:])
+def test_direct_loops_agree_with_im2col(case):
+    n, h, w, c, o, khw, strides, padding, dilation = case
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((n, h, w, c)).astype(np.float32)
+    f = rng.standard_normal((*khw, c, o)).astype(np.float32)
+    g = rng.standard_normal(loop_conv(x, f, strides, _pads(case), dilation).shape)
+    g = g.astype(np.float32)
+    p = dict(strides=strides, padding=padding, dilation=dilation, groups=1)
+
+    def all_three():
+        return (conv._conv2d_impl(x, f, **p), conv._bp_filter_impl(x, g, kernel_hw=khw, **p),
+                conv._bp_input_impl(g, f, input_hw=(h, w), **p))
+    with en.config.cost.override(conv_direct_max_taps=1 << 20):
+        got = all_three()
+    with en.config.cost.override(conv_direct_max_taps=0):
+        want = all_three()
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_direct_gradients_match_finite_differences(direct):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 6, 5, 2))
+    w = rng.standard_normal((3, 3, 2, 18))
+    c = rng.standard_normal((2, 3, 3, 18))
+
+    def loss(xt, wt):
+        return en.sum(en.conv2d(xt, wt, stride=2, padding="same") * en.tensor(c))
+    gx, gw = en.grad(loss, argnums=(0, 1))(en.tensor(x), en.tensor(w))
+    np.testing.assert_allclose(gx.numpy(), numeric_grad(loss, (x, w), 0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gw.numpy(), numeric_grad(loss, (x, w), 1), rtol=1e-6, atol=1e-7)
+
+
+def test_the_threshold_picks_the_kernel(monkeypatch):
+    calls = []
+    kernel = c_window.conv_direct
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return kernel(*args, **kwargs)
+    monkeypatch.setitem(en.ops.native.KERNELS["conv_direct"], np.dtype(np.float32), counting)
+    x, w = np.ones((1, 5, 5, 2), np.float32), np.ones((3, 3, 2, 4), np.float32)
+    with en.config.cost.override(conv_direct_max_taps=18):
+        conv._conv2d_impl(x, w, strides=(1, 1), padding="same")
+    assert calls == [1]
+    with en.config.cost.override(conv_direct_max_taps=17):
+        conv._conv2d_impl(x, w, strides=(1, 1), padding="same")
+    with en.config.cost.override(conv_direct_max_taps=1 << 20):
+        conv._conv2d_impl(np.ones((1, 5, 5, 4), np.float32), w, strides=(1, 1),
+                          padding="same", groups=2)
+    assert calls == [1]
+    assert not conv.runs_direct(np.dtype(np.float32), 2, 1)
+
+
+# ---- max-pool gradient of windows that never overlap (stored, not added) ------------------------
+APART = [  # input (H, W), pool, strides, padding, ceil_mode
+    ((8, 6), (2, 2), (2, 2), "valid", False),     # the windows cover the input
+    ((7, 5), (2, 2), (2, 2), "valid", False),     # a last row and column no window reads
+    ((7, 5), (2, 2), (2, 2), "valid", True),      # ceil_mode: pads past the end
+    ((9, 9), (2, 2), (3, 3), "valid", False),     # gaps between windows
+    ((6, 7), (3, 2), (3, 2), ((1, 1), (1, 0)), False),
+]
+
+
+def _loop_pool_grad(x, g, pool, strides, pads):
+    """The cotangent of each window added at its first largest value, in float64."""
+    dx = np.zeros(x.shape)
+    for n, i, j, c in itertools.product(*(range(s) for s in g.shape)):
+        best, where = -np.inf, None
+        for a, b in itertools.product(range(pool[0]), range(pool[1])):
+            r, s = i * strides[0] + a - pads[0][0], j * strides[1] + b - pads[1][0]
+            if 0 <= r < x.shape[1] and 0 <= s < x.shape[2] and x[n, r, s, c] > best:
+                best, where = x[n, r, s, c], (r, s)
+        if where is not None:
+            dx[n, where[0], where[1], c] += g[n, i, j, c]
+    return dx
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", APART)
+def test_pool_gradient_of_windows_apart(case, dtype):
+    hw, pool, strides, padding, ceil_mode = case
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, *hw, 3)).astype(dtype)
+    p = dict(pool_size=pool, strides=strides, padding=padding, dilation=(1, 1),
+             ceil_mode=ceil_mode)
+    (oh, ow), pads = pooling._geometry(hw, pool, strides, padding, (1, 1), ceil_mode)
+    g = rng.standard_normal((2, oh, ow, 3)).astype(dtype)
+    geo = conv._window_geometry(x.shape, pool, strides, pads, (1, 1))
+    assert c_window._apart(geo)
+    out = np.full(x.shape, np.nan, dtype)                 # nothing may be left unwritten
+    got = pooling.max_pool2d_grad_op.out_impl(x, g, out=out, **p)
+    assert got is out
+    np.testing.assert_array_equal(out, _loop_pool_grad(x, g, pool, strides, pads).astype(dtype))
+
+
+def test_overlapping_windows_still_add():
+    geo = conv._window_geometry((1, 5, 5, 1), (3, 3), (2, 2), ((0, 0), (0, 0)), (1, 1))
+    assert not c_window._apart(geo)
+    x = np.zeros((1, 5, 5, 1), np.float32)
+    x[0, 2, 2, 0] = 1.0                                   # the maximum of all four windows
+    g = np.ones((1, 2, 2, 1), np.float32)
+    dx = pooling._pool_grad_impl(x, g, pool_size=(3, 3), strides=(2, 2), padding="valid")
+    assert dx[0, 2, 2, 0] == 4.0 and dx.sum() == 4.0
