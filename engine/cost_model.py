@@ -65,11 +65,20 @@ THRESHOLDS = (
               "the filters have more than this many times as many output as input channels "
               "(16 back to 1 at 64x28x28: 1.1 against 13.5 ms); else the full correlation",
               "engine/ops/conv.py"),
-    Threshold("conv_direct_max_taps", 320, "filter taps times input channels", EPYC_512,
-              "2026-12-05", "this change",
-              "conv2d and its filter gradient run a native direct loop (no im2col, no BLAS) "
-              "where a window holds at most this many values (KH*KW*C); above, im2col and "
-              "one product",
+    Threshold("conv_direct_max_taps", 576, "values per window", EPYC_512, "2026-12-05",
+              "41af0b2",
+              "conv2d and its stride-1 input gradient run the native direct loop (no im2col, "
+              "no BLAS) where a window holds at most this many values (KH*KW*C; KH*KW*O for "
+              "the input gradient); one thread, 3x3, float32: faster at every size measured "
+              "up to 576 (64x14x14, 16 -> 32: forward 2.1 against 3.1 ms, input gradient 1.5 "
+              "against 2.5; 16x14x14, 64 -> 64: 3.3 against 3.9)",
+              "engine/ops/conv.py"),
+    Threshold("conv_direct_filter_max_sums", 1 << 14, "values per window times outputs",
+              EPYC_512, "2026-12-05", "41af0b2",
+              "conv2d_backprop_filter runs the direct loop where also KH*KW*C*O is at most "
+              "this (the loop reads the cotangent again for every four taps): 144*32 2.3 "
+              "against 3.0 ms, 288*32 2.4 against 2.9; 576*64 5.2 against 4.4, 288*64 at "
+              "28x28 10.7 against 8.7)",
               "engine/ops/conv.py"),
     Threshold("conv_input_grad_native_scatter_ratio", 2, "input channels per output channel",
               EPYC, "2026-12-05", "6183535",

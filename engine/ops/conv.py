@@ -185,19 +185,27 @@ def _columns_bytes(out, taps, dtype):
     return out.shape[1] * out.shape[2] * taps * np.dtype(dtype).itemsize
 
 
-def runs_direct(dtype, groups, taps):
-    """Whether a convolution (or its filter gradient) of ``taps`` (KH*KW*C) values per
-    window runs the native direct loop rather than im2col and one BLAS product: not for
-    groups, nor where a window holds more than ``cost.conv_direct_max_taps`` values,
-    nor where no native kernel is registered (``engine/ops/native.py``)."""
-    return groups == 1 and taps <= cost.conv_direct_max_taps and \
-        native.kernel("conv_direct", dtype) is not None
+def runs_direct(dtype, groups, taps, outputs, filter_grad=False):
+    """Whether a convolution (or its input or filter gradient) of ``taps`` values per
+    window (KH*KW*C; KH*KW*O for the input gradient) and ``outputs`` channels summed per
+    pixel (O; C for the input gradient) runs the native direct loop rather than im2col
+    and one BLAS product: where a native kernel is registered (``engine/ops/native.py``),
+    without groups, ``taps`` at most ``cost.conv_direct_max_taps``, ``outputs`` whole
+    blocks of the kernel's vector width (its ``block``: a partial block runs scalar) and,
+    for a filter gradient, ``taps * outputs`` at most ``cost.conv_direct_filter_max_sums``
+    (its cotangent is read again for every few taps)."""
+    fast = native.kernel("conv_direct", dtype)
+    if groups != 1 or taps > cost.conv_direct_max_taps or fast is None or \
+            outputs % getattr(fast, "block", 1):
+        return False
+    return not filter_grad or taps * outputs <= cost.conv_direct_filter_max_sums
 
 
-def _direct(name, x, other, groups, taps):
+def _direct(name, x, other, groups, taps, outputs):
     """The native direct-loop kernel ``name`` where :func:`runs_direct` (and both inputs
     have one dtype), else None."""
-    if x.dtype != other.dtype or not runs_direct(x.dtype, groups, taps):
+    if x.dtype != other.dtype or not runs_direct(x.dtype, groups, taps, outputs,
+                                                 name == "conv_filter_direct"):
         return None
     return native.kernel(name, x.dtype)
 
@@ -205,7 +213,7 @@ def _direct(name, x, other, groups, taps):
 def _conv2d_images(x, w, strides, pads, dilation, groups, out):
     """conv2d of the images ``x`` into ``out`` (the kernel of one chunk of a batch)."""
     kh, kw, cg, o = w.shape
-    direct = _direct("conv_direct", x, w, groups, kh * kw * cg)
+    direct = _direct("conv_direct", x, w, groups, kh * kw * cg, o)
     if direct is not None and direct(x, w, _window_geometry(
             x.shape, (kh, kw), strides, pads, dilation), out=out) is not None:
         return out      # (None: the kernel's library is still being built)
@@ -325,7 +333,7 @@ def _bp_input_direct(g, w, input_hw, pads, groups, out):
     loop (no im2col of the cotangent, no col2im), into ``out`` where given; None where
     the shapes or dtypes rule it out (see :func:`_direct`) or its library is not built."""
     kh, kw, c, o = w.shape
-    direct = _direct("conv_direct", g, w, groups, kh * kw * o)
+    direct = _direct("conv_direct", g, w, groups, kh * kw * o, c)
     if direct is None:
         return None
     flipped = w[::-1, ::-1].transpose(0, 1, 3, 2)                        # (KH, KW, O, C)
@@ -514,7 +522,7 @@ def _bp_filter_images(x, g, kernel_hw, strides, pads, dilation, groups, out=None
     ``out`` where given (else a fresh array)."""
     kh, kw = kernel_hw
     c, o = x.shape[3], g.shape[3]
-    direct = _direct("conv_filter_direct", x, g, groups, kh * kw * c)
+    direct = _direct("conv_filter_direct", x, g, groups, kh * kw * c, o)
     dw = None if direct is None else direct(
         x, g, _window_geometry(x.shape, kernel_hw, strides, pads, dilation), out=out)
     if dw is not None:      # (None: the kernel's library is still being built)

@@ -60,7 +60,9 @@ def _plain(node, kernel_hw):
     return node.params.get("groups", 1) == 1 and node.dtype.kind == "f" and \
         all(static_shape(i.shape) and i.dtype == node.dtype for i in node.inputs) and \
         static_shape(node.shape) and not conv.runs_direct(
-            node.dtype, 1, kernel_hw[0] * kernel_hw[1] * node.inputs[0].shape[3])
+            node.dtype, 1, kernel_hw[0] * kernel_hw[1] * node.inputs[0].shape[3],
+            node.shape[3] if node.op is ops.conv2d_op else node.inputs[1].shape[3],
+            filter_grad=node.op is ops.conv2d_backprop_filter_op)
 
 
 def _applies(graph):

@@ -475,6 +475,11 @@ def conv_filter_direct(x, u, geo, out=None):
     return target
 
 
+# Outputs the direct loops sum per vector (OB in the C source): conv.runs_direct takes
+# them only for whole blocks (a partial one runs a scalar loop).
+conv_direct.block = conv_filter_direct.block = 16       # type: ignore[attr-defined]
+
+
 def installed():
     """Whether the kernels are registered and can be built (a C compiler is found)."""
     return "max_pool2d" in native.KERNELS and all(

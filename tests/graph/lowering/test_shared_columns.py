@@ -182,7 +182,7 @@ def test_direct_loop_convolutions_are_left_alone():
     graph = f.graph_for(w1, images)
     taps = int(np.prod(w1.shape[:3]))
     with en.config.cost.override(conv_direct_max_taps=taps):
-        if en.ops.conv.runs_direct(np.dtype(np.float32), 1, taps):    # (a C compiler)
+        if en.ops.conv.runs_direct(np.dtype(np.float32), 1, taps, 4):    # (a C compiler)
             _, changed = run_pass(shared_columns, graph)
             assert not changed
     with en.config.cost.override(conv_direct_max_taps=taps - 1):

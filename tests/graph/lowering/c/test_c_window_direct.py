@@ -23,6 +23,7 @@ CASES = [  # (N, H, W, C, O, kernel, strides, padding, dilation)
     (2, 8, 7, 4, 37, (3, 2), (2, 1), ((1, 2), (0, 1)), (1, 2)),  # 2 vectors and a tail
     (2, 10, 9, 2, 32, (2, 2), (1, 2), "valid", (2, 1)),
     (1, 6, 11, 16, 33, (3, 3), (2, 2), "same", (1, 1)),      # 13 pixels: blocks of 8 and 5
+    (2, 8, 7, 17, 20, (3, 2), (1, 1), ((1, 0), (1, 0)), (1, 1)),  # input gradient: 1 + tail
 ]
 
 
@@ -57,8 +58,12 @@ def _loop_input_grad(g, w, x_shape, strides, pads, dilation):
 
 
 @pytest.fixture
-def direct():
-    with en.config.cost.override(conv_direct_max_taps=1 << 20):
+def direct(monkeypatch):
+    """The direct loops for every convolution here, partial vector blocks included (the
+    ops leave those to im2col: their scalar loop is slow, not wrong)."""
+    monkeypatch.setattr(c_window.conv_direct, "block", 1)
+    with en.config.cost.override(conv_direct_max_taps=1 << 20,
+                                 conv_direct_filter_max_sums=1 << 30):
         yield
 
 
@@ -66,7 +71,6 @@ def direct():
 @pytest.mark.parametrize("case", CASES)
 def test_direct_loops_match_window_loops(case, dtype, direct):
     n, h, w, c, o, khw, strides, padding, dilation = case
-    assert conv.runs_direct(np.dtype(dtype), 1, khw[0] * khw[1] * c)
     rng = np.random.default_rng(o)
     x = rng.standard_normal((n, h, w, c)).astype(dtype)
     f = rng.standard_normal((*khw, c, o)).astype(dtype)
@@ -109,7 +113,8 @@ def test_direct_loops_write_into_out_buffers(case, direct):
 
 
 @pytest.mark.parametrize("case", CASES[:2] + CASES[4:])
-def test_direct_loops_agree_with_im2col(case):
+def test_direct_loops_agree_with_im2col(case, monkeypatch):
+    monkeypatch.setattr(c_window.conv_direct, "block", 1)
     n, h, w, c, o, khw, strides, padding, dilation = case
     rng = np.random.default_rng(2)
     x = rng.standard_normal((n, h, w, c)).astype(np.float32)
@@ -121,7 +126,8 @@ def test_direct_loops_agree_with_im2col(case):
     def all_three():
         return (conv._conv2d_impl(x, f, **p), conv._bp_filter_impl(x, g, kernel_hw=khw, **p),
                 conv._bp_input_impl(g, f, input_hw=(h, w), **p))
-    with en.config.cost.override(conv_direct_max_taps=1 << 20):
+    with en.config.cost.override(conv_direct_max_taps=1 << 20,
+                                 conv_direct_filter_max_sums=1 << 30):
         got = all_three()
     with en.config.cost.override(conv_direct_max_taps=0):
         want = all_three()
@@ -160,7 +166,15 @@ def test_the_threshold_picks_the_kernel(monkeypatch):
         conv._conv2d_impl(np.ones((1, 5, 5, 4), np.float32), w, strides=(1, 1),
                           padding="same", groups=2)
     assert calls == [1]
-    assert not conv.runs_direct(np.dtype(np.float32), 2, 1)
+
+
+def test_direct_loops_take_whole_blocks_within_the_bounds():
+    assert not conv.runs_direct(np.dtype(np.float32), 2, 1, 16)
+    assert not conv.runs_direct(np.dtype(np.float32), 1, 1, 24)       # a partial block
+    assert conv.runs_direct(np.dtype(np.float32), 1, 9, 32)
+    with en.config.cost.override(conv_direct_filter_max_sums=9 * 32 - 1):
+        assert not conv.runs_direct(np.dtype(np.float32), 1, 9, 32, filter_grad=True)
+        assert conv.runs_direct(np.dtype(np.float32), 1, 9, 32)
 
 
 # ---- max-pool gradient of windows that never overlap (stored, not added) ------------------------
