@@ -27,7 +27,7 @@ Example:
 """
 import functools
 import hashlib
-import importlib.metadata
+import importlib
 import importlib.util
 import logging
 import pathlib
@@ -89,8 +89,12 @@ def key_of(source):
 @functools.lru_cache(maxsize=1)
 def _environment():
     """What else keys every region, read once a process (the installed metadata takes
-    about a millisecond a read, and an unrolled graph asks for hundreds of keys)."""
-    return (_MATH.read_text(), importlib.metadata.version("numba"), np.__version__,
+    about a millisecond a read, and an unrolled graph asks for hundreds of keys; its module
+    is imported here, not with this one: 10 ms, with the email parser it reads metadata
+    with, of every first en.function call, which never asks for a numba key when the C
+    lowering takes its graphs)."""
+    version = importlib.import_module("importlib.metadata").version("numba")
+    return (_MATH.read_text(), version, np.__version__,
             platform.python_version(), platform.machine())
 
 
