@@ -58,6 +58,83 @@ enum { PB = 8 };       /* pixels it sums at once (EACH_PIXEL names eight) */
 """
 
 _KERNELS = string.Template("""
+/* OB values of $T in one vector variable ($I: the lanes of a comparison's result). */
+typedef $T vec_$S __attribute__((vector_size(OB * sizeof($T))));
+typedef $I ivec_$S __attribute__((vector_size(OB * sizeof($T))));
+
+static inline vec_$S load_$S(const $T* p) { vec_$S v; memcpy(&v, p, sizeof v); return v; }
+
+static inline void store_$S($T* p, vec_$S v) { memcpy(p, &v, sizeof v); }
+
+/* rel[t]: where tap t sits from its window's first value (KH*KW of them). */
+static void tap_steps(int64_t* rel, const int64_t* g) {
+    GEOMETRY
+    for (int64_t a = 0; a < KH; a++)
+    for (int64_t b = 0; b < KW; b++) rel[a * KW + b] = (a * DH * W + b * DW) * C;
+}
+
+/* off[t]: where tap t of window (n, oh, ow) sits in x, -1 at a pad. A window inside the
+   input (most are) needs no bounds tested: its first value plus rel (testing each tap's
+   bounds cost pooling three quarters of its time). */
+static inline void window_taps(int64_t* off, const int64_t* rel, const int64_t* g,
+                               int64_t n, int64_t oh, int64_t ow) {
+    GEOMETRY
+    const int64_t top = oh * SH - PT, left = ow * SW - PL, T = KH * KW;
+    if (top >= 0 && top + (KH - 1) * DH < H && left >= 0 && left + (KW - 1) * DW < W) {
+        const int64_t start = ((n * H + top) * W + left) * C;
+        for (int64_t t = 0; t < T; t++) off[t] = start + rel[t];
+        return;
+    }
+    for (int64_t a = 0; a < KH; a++) {
+        const int64_t ih = top + a * DH;
+        for (int64_t b = 0; b < KW; b++) {
+            const int64_t iw = left + b * DW;
+            off[a * KW + b] = ih >= 0 && ih < H && iw >= 0 && iw < W ?
+                ((n * H + ih) * W + iw) * C : -1;
+        }
+    }
+}
+
+/* max_pool's modes 0 and 3 where C is whole vectors: a window's OB channels at a time in
+   vector variables, the running maximum and its tap chosen lane by lane by a mask (the
+   loops over a window's channels cost more than their work where C is a vector or two). */
+static int max_pool_vec_$S(const $T* restrict x, const $T* restrict u, $T* restrict out,
+                           int64_t mode, const int64_t* g) {
+    GEOMETRY
+    const int64_t T = KH * KW;
+    int64_t* off = malloc((size_t)(2 * T) * sizeof(int64_t));
+    if (!off) return 1;
+    int64_t* rel = off + T;
+    tap_steps(rel, g);
+    const vec_$S lowest = (vec_$S){0} - ($T)INFINITY;
+    for (int64_t n = 0; n < N; n++)
+    for (int64_t oh = 0; oh < OH; oh++)
+    for (int64_t ow = 0; ow < OW; ow++) {
+        const int64_t o = ((n * OH + oh) * OW + ow) * C;
+        window_taps(off, rel, g, n, oh, ow);
+        for (int64_t c0 = 0; c0 < C; c0 += OB) {
+            vec_$S best = off[0] >= 0 ? load_$S(x + off[0] + c0) : lowest;
+            ivec_$S tap = {0};
+            for (int64_t t = 1; t < T; t++) {
+                if (off[t] < 0) continue;
+                const vec_$S v = load_$S(x + off[t] + c0);
+                const ivec_$S take = (v > best) | ((v != v) & (best == best));
+                best = (vec_$S)(((ivec_$S)v & take) | ((ivec_$S)best & ~take));
+                tap = (take & ($I)t) | (tap & ~take);
+            }
+            if (mode == 0) {
+                store_$S(out + o + c0, best);
+                continue;
+            }
+            const ivec_$S us = (ivec_$S)load_$S(u + o + c0);
+            for (int64_t t = 0; t < T; t++)
+                if (off[t] >= 0) store_$S(out + off[t] + c0, (vec_$S)(us & (tap == ($I)t)));
+        }
+    }
+    free(off);
+    return 0;
+}
+
 /* mode 0: out (N, OH, OW, C) = each window's maximum;
    mode 1: out (N, H, W, C), zeroed, += u (N, OH, OW, C) at each window's first maximum;
    mode 2: out (N, OH, OW, C) = u (N, H, W, C) at each window's first maximum (0 at a pad);
@@ -71,25 +148,21 @@ __attribute__((optimize("no-tree-loop-distribute-patterns")))
 int max_pool_$S(const $T* restrict x, const $T* restrict u, $T* restrict out, int64_t mode,
                 const int64_t* g) {
     GEOMETRY
+    if ((mode == 0 || mode == 3) && C % OB == 0) return max_pool_vec_$S(x, u, out, mode, g);
     const int64_t T = KH * KW;
     /* Per window, each tap's offset in x (-1 at a pad); per channel, the running maximum
        and the tap holding it, an int32 beside a float so that the loop vectorizes. */
-    int64_t* off = malloc((size_t)T * sizeof(int64_t));
+    int64_t* off = malloc((size_t)(2 * T) * sizeof(int64_t));
     if (!off) return 1;
+    int64_t* rel = off + T;
+    tap_steps(rel, g);
     $T best[BLOCK];
     int32_t tap[BLOCK];
     for (int64_t n = 0; n < N; n++)
     for (int64_t oh = 0; oh < OH; oh++)
     for (int64_t ow = 0; ow < OW; ow++) {
         const int64_t o = ((n * OH + oh) * OW + ow) * C;
-        for (int64_t a = 0; a < KH; a++) {
-            const int64_t ih = oh * SH + a * DH - PT;
-            for (int64_t b = 0; b < KW; b++) {
-                const int64_t iw = ow * SW + b * DW - PL;
-                off[a * KW + b] = ih >= 0 && ih < H && iw >= 0 && iw < W ?
-                    ((n * H + ih) * W + iw) * C : -1;
-            }
-        }
+        window_taps(off, rel, g, n, oh, ow);
         for (int64_t c0 = 0; c0 < C; c0 += BLOCK) {
             const int64_t cb = C - c0 < BLOCK ? C - c0 : BLOCK;
             /* The first tap starts the maximum, a pad as the lowest value; a later pad
@@ -143,12 +216,6 @@ int max_pool_$S(const $T* restrict x, const $T* restrict u, $T* restrict out, in
    pixels of an image: a row's end and the next row's start together) runs one loop over
    k, the PB sums of OB outputs each in vector registers (PB chains of multiply-adds in
    flight at once); the O % OB trailing outputs take a scalar loop. */
-typedef $T vec_$S __attribute__((vector_size(OB * sizeof($T))));
-
-static inline vec_$S load_$S(const $T* p) { vec_$S v; memcpy(&v, p, sizeof v); return v; }
-
-static inline void store_$S($T* p, vec_$S v) { memcpy(p, &v, sizeof v); }
-
 /* off[k], k = (a * KW + b) * C + c: where tap (a, b), channel c sits from a window's start. */
 static int64_t* tap_offsets_$S(const int64_t* g) {
     GEOMETRY
@@ -280,10 +347,11 @@ int col2im_$S(const $T* restrict cols, $T* restrict dx, const int64_t* g) {
 }
 """)
 
-_TYPES = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double", "f64")}
+_TYPES = {np.dtype(np.float32): ("float", "f32", "int32_t"),
+          np.dtype(np.float64): ("double", "f64", "int64_t")}
 # One library per dtype: a float32 program compiles only its own kernels (about half the
 # compile of both, on the first call of a fresh cache).
-SOURCES = {dt: _HEADER + _KERNELS.substitute(T=t, S=s) for dt, (t, s) in _TYPES.items()}
+SOURCES = {dt: _HEADER + _KERNELS.substitute(T=t, S=s, I=i) for dt, (t, s, i) in _TYPES.items()}
 NAMES = ("max_pool2d", "max_pool2d_grad", "max_pool2d_gather", "col2im", "conv_direct",
          "conv_filter_direct")
 # kernel -> its array arguments and whether an int64 (a mode, or O) follows them

@@ -187,43 +187,78 @@ APART = [  # input (H, W), pool, strides, padding, ceil_mode
 ]
 
 
-def _loop_pool_grad(x, g, pool, strides, pads):
-    """The cotangent of each window added at its first largest value, in float64."""
+def _loop_pool(x, g, pool, strides, pads, dilation=(1, 1)):
+    """Each window's maximum and the cotangent added at it, window by window in float64:
+    the first NaN, else the first largest (numpy's argmax); a pad never wins."""
+    out = np.full(g.shape, -np.inf)
     dx = np.zeros(x.shape)
     for n, i, j, c in itertools.product(*(range(s) for s in g.shape)):
-        best, where = -np.inf, None
+        where = None
         for a, b in itertools.product(range(pool[0]), range(pool[1])):
-            r, s = i * strides[0] + a - pads[0][0], j * strides[1] + b - pads[1][0]
-            if 0 <= r < x.shape[1] and 0 <= s < x.shape[2] and x[n, r, s, c] > best:
-                best, where = x[n, r, s, c], (r, s)
+            r = i * strides[0] + a * dilation[0] - pads[0][0]
+            s = j * strides[1] + b * dilation[1] - pads[1][0]
+            if not (0 <= r < x.shape[1] and 0 <= s < x.shape[2]):
+                continue
+            v = x[n, r, s, c]
+            if where is None or (not np.isnan(out[n, i, j, c]) and
+                                 (v > out[n, i, j, c] or np.isnan(v))):
+                out[n, i, j, c], where = v, (r, s)
         if where is not None:
             dx[n, where[0], where[1], c] += g[n, i, j, c]
-    return dx
+    return out, dx
 
 
+def _hostile(rng, shape, dtype):
+    """Values with ties (a block of zeros), an -inf and NaNs."""
+    x = rng.standard_normal(shape).astype(dtype)
+    x[0, :3, :3] = 0.0
+    x[1, 1, 2, 0] = -np.inf
+    x[0, 4, 1, shape[3] - 1] = np.nan
+    x[1, 2, 2, :2] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("channels", [3, 16, 32])           # 16, 32: whole vectors
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", APART)
-def test_pool_gradient_of_windows_apart(case, dtype):
+def test_pool_gradient_of_windows_apart(case, dtype, channels):
     hw, pool, strides, padding, ceil_mode = case
     rng = np.random.default_rng(4)
-    x = rng.standard_normal((2, *hw, 3)).astype(dtype)
+    x = _hostile(rng, (2, *hw, channels), dtype)
     p = dict(pool_size=pool, strides=strides, padding=padding, dilation=(1, 1),
              ceil_mode=ceil_mode)
     (oh, ow), pads = pooling._geometry(hw, pool, strides, padding, (1, 1), ceil_mode)
-    g = rng.standard_normal((2, oh, ow, 3)).astype(dtype)
+    g = rng.standard_normal((2, oh, ow, channels)).astype(dtype)
     geo = conv._window_geometry(x.shape, pool, strides, pads, (1, 1))
     assert c_window._apart(geo)
     out = np.full(x.shape, np.nan, dtype)                 # nothing may be left unwritten
     got = pooling.max_pool2d_grad_op.out_impl(x, g, out=out, **p)
     assert got is out
-    np.testing.assert_array_equal(out, _loop_pool_grad(x, g, pool, strides, pads).astype(dtype))
+    np.testing.assert_array_equal(out, _loop_pool(x, g, pool, strides, pads)[1].astype(dtype))
 
 
-def test_overlapping_windows_still_add():
-    geo = conv._window_geometry((1, 5, 5, 1), (3, 3), (2, 2), ((0, 0), (0, 0)), (1, 1))
-    assert not c_window._apart(geo)
-    x = np.zeros((1, 5, 5, 1), np.float32)
-    x[0, 2, 2, 0] = 1.0                                   # the maximum of all four windows
-    g = np.ones((1, 2, 2, 1), np.float32)
-    dx = pooling._pool_grad_impl(x, g, pool_size=(3, 3), strides=(2, 2), padding="valid")
-    assert dx[0, 2, 2, 0] == 4.0 and dx.sum() == 4.0
+OVERLAPPING = [  # input (H, W), pool, strides, padding, dilation, ceil_mode
+    ((7, 6), (3, 3), (1, 1), "same", (1, 1), False),
+    ((8, 7), (3, 2), (2, 1), ((1, 1), (0, 1)), (1, 1), False),
+    ((9, 8), (3, 3), (2, 2), "valid", (2, 1), True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", OVERLAPPING + [c[:4] + ((1, 1), c[4]) for c in APART])
+def test_pool_of_whole_channel_vectors(case, dtype):
+    """The vector form of max pooling (C a multiple of the vector width) against the
+    window loop, forward and gradient."""
+    hw, pool, strides, padding, dilation, ceil_mode = case
+    rng = np.random.default_rng(5)
+    x = _hostile(rng, (2, *hw, 16), dtype)
+    p = dict(pool_size=pool, strides=strides, padding=padding, dilation=dilation,
+             ceil_mode=ceil_mode)
+    out = pooling._max_pool_impl(x, **p)
+    g = rng.standard_normal(out.shape).astype(dtype)
+    dx = pooling._pool_grad_impl(x, g, **p)
+    _, pads = pooling._geometry(hw, pool, strides, padding, dilation, ceil_mode)
+    want_out, want_dx = _loop_pool(x, g, pool, strides, pads, dilation)
+    np.testing.assert_array_equal(out, want_out.astype(dtype))
+    np.testing.assert_allclose(dx, want_dx, rtol=1e-6, atol=1e-6)
+
