@@ -41,7 +41,8 @@ WORK: dict[Any, Callable[..., tuple[int, Any]]] = {}
 
 def declare(op, work):
     """Say that ``op``'s kernel splits by :func:`run` with ``work(in_shapes, out_shape,
-    params)``, which gives ``(work, minimum)`` as the kernel passes them."""
+    params)``, which gives ``(work, minimum)`` as the kernel passes them, or ``(work,
+    minimum, blas)`` where whether the kernel calls BLAS depends on the shapes."""
     WORK[op] = work
 
 
@@ -50,35 +51,39 @@ def splits(op, in_shapes, out_shape, params):
     rule = WORK.get(op)
     if rule is None:
         return False
-    work, minimum = rule(in_shapes, out_shape, params)
-    return threads(work, minimum) > 1
+    work, minimum, *blas = rule(in_shapes, out_shape, params)
+    return threads(work, minimum, *blas) > 1
 
 
 def register(threads, run_chunks):
-    """Split kernels with ``run_chunks(fn, n, threads)`` over ``threads()`` threads."""
+    """Split kernels with ``run_chunks(fn, n, threads)`` over ``threads(blas)`` threads
+    (``blas``: whether the kernel's work is a BLAS product)."""
     RUNNERS[:] = [(threads, run_chunks)]
 
 
-def threads(work, minimum=None):
+def threads(work, minimum=None, blas=True):
     """How many threads a kernel of ``work`` runs on (1: not split): ``work`` counts
     multiply-adds against ``cost.window_split_min_work`` unless another ``minimum``
-    is given (pooling counts the values its windows read)."""
+    is given (pooling counts the values its windows read). ``blas``: the kernel is an
+    im2col and a BLAS product, which OpenBLAS's own threads may run instead (the runner
+    weighs that); a native loop (a direct convolution) has no other threads."""
     minimum = cost.window_split_min_work if minimum is None else minimum
     if work < minimum or native.kernel_lowering_off():
         return 1
     if not RUNNERS:
         native.load()
-    return RUNNERS[0][0]() if RUNNERS else 1
+    return RUNNERS[0][0](blas) if RUNNERS else 1
 
 
-def run(n, work, fn: Callable[[int, int], Any], minimum=None, image_bytes=0) -> list:
+def run(n, work, fn: Callable[[int, int], Any], minimum=None, image_bytes=0,
+        blas=True) -> list:
     """``fn(lo, hi)`` over image ranges that cover ``range(n)``, in order: one call
     ``[fn(0, n)]`` unless :func:`threads` gives more than one, else
     ``cost.window_split_chunks`` (at most ``n``) calls spread over the threads.
 
     On one thread, a kernel whose scratch takes ``image_bytes`` per image runs in
     blocks of images whose scratch fits ``cost.window_block_bytes`` (see :func:`blocks`)."""
-    count = threads(work, minimum)
+    count = threads(work, minimum, blas)
     chunks = min(n, int(cost.window_split_chunks))
     if count < 2 or chunks < 2:
         return [fn(lo, hi) for lo, hi in blocks(n, image_bytes)]

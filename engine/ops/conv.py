@@ -174,9 +174,11 @@ def _group_filters(w, groups):
 def _conv2d_out(x, w, *, strides, padding, out, dilation=_ONE, groups=1):
     kh, kw, cg, o = w.shape
     _, pads = _spatial("conv2d", x.shape[1:3], (kh, kw), strides, padding, [], dilation)
+    # A direct loop makes no columns (no blocks) and calls no BLAS (it may split when idle).
+    blas = _direct("conv_direct", x, w, groups, kh * kw * cg, o) is None
     batch_split.run(x.shape[0], out.size * kh * kw * cg, lambda lo, hi: _conv2d_images(
         x[lo:hi], w, strides, pads, dilation, groups, out[lo:hi]),
-        image_bytes=_columns_bytes(out, kh * kw * cg, x.dtype))
+        image_bytes=_columns_bytes(out, kh * kw * cg, x.dtype) if blas else 0, blas=blas)
     return out
 
 
@@ -347,7 +349,7 @@ def _bp_input_direct(g, w, input_hw, pads, groups, out):
     def images(lo, hi):       # a chunk of images (engine/ops/batch_split.py)
         geo = _window_geometry(g[lo:hi].shape, (kh, kw), _ONE, full, _ONE)
         return direct(g[lo:hi], flipped, geo, out=dx[lo:hi])
-    if any(part is None for part in batch_split.run(n, work, images)):
+    if any(part is None for part in batch_split.run(n, work, images, blas=False)):
         return None
     if out is not None and dx is not out:
         out[...] = dx
@@ -504,13 +506,13 @@ def _bp_filter(x, g, kernel_hw, strides, padding, dilation, groups, out):
     """The filter gradient, written into ``out`` where given (else a fresh array)."""
     _, pads = _spatial("conv2d_backprop_filter", x.shape[1:3], kernel_hw, strides, padding, [],
                        dilation)
-    work = g.size * kernel_hw[0] * kernel_hw[1] * (x.shape[3] // groups)
+    taps = kernel_hw[0] * kernel_hw[1] * (x.shape[3] // groups)
+    blas = _direct("conv_filter_direct", x, g, groups, taps, g.shape[3]) is None
     # Split: each chunk of images gives its part of the sum over the batch, added in order.
-    parts = batch_split.run(x.shape[0], work, lambda lo, hi: _bp_filter_images(
+    parts = batch_split.run(x.shape[0], g.size * taps, lambda lo, hi: _bp_filter_images(
         x[lo:hi], g[lo:hi], kernel_hw, strides, pads, dilation, groups,
         out if lo == 0 else None),
-        image_bytes=_columns_bytes(g, kernel_hw[0] * kernel_hw[1] * (x.shape[3] // groups),
-                                   x.dtype))
+        image_bytes=_columns_bytes(g, taps, x.dtype) if blas else 0, blas=blas)
     dw = parts[0]
     for part in parts[1:]:
         dw += part
@@ -667,12 +669,22 @@ def _fold_batch(op, folded):
 
 
 # What a split kernel counts (engine/ops/batch_split.py): multiply-adds, the output (or
-# cotangent) times each filter's taps and input channels.
-batch_split.declare(conv2d_op, lambda ins, out, p: (_size(out) * _size(ins[1][:3]), None))
-batch_split.declare(conv2d_backprop_input_op,
-                    lambda ins, out, p: (_size(ins[0]) * _size(ins[1][:3]), None))
-batch_split.declare(conv2d_backprop_filter_op,
-                    lambda ins, out, p: (_size(ins[1]) * _size(out[:3]), None))
+# cotangent) times each filter's taps and input channels; and whether it calls BLAS (not
+# the direct loop, as runs_direct decides for float32 where the graph's dtype is unknown).
+def _blas(taps, outputs, groups, filter_grad=False):
+    return outputs is None or \
+        not runs_direct(np.dtype(np.float32), groups, taps, outputs, filter_grad)
+
+
+batch_split.declare(conv2d_op, lambda ins, out, p: (
+    _size(out) * _size(ins[1][:3]), None, _blas(_size(ins[1][:3]), out[3], p.get("groups", 1))))
+batch_split.declare(conv2d_backprop_input_op, lambda ins, out, p: (
+    _size(ins[0]) * _size(ins[1][:3]), None,
+    p["strides"] != _ONE or p.get("dilation", _ONE) != _ONE or
+    _blas(_size(ins[1][:2]) * _size(ins[1][3:]), ins[1][2], p.get("groups", 1))))
+batch_split.declare(conv2d_backprop_filter_op, lambda ins, out, p: (
+    _size(ins[1]) * _size(out[:3]), None,
+    _blas(_size(out[:3]), ins[1][3], p.get("groups", 1), filter_grad=True)))
 
 
 def _size(shape):

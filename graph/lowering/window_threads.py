@@ -16,15 +16,17 @@ from . import blas_threads, parallel
 from .machine_load import machine_busy
 
 
-def threads():
+def threads(blas=True):
     """Threads a split window kernel may use: ``en.config.fusion_threads`` where set, else
-    one on an idle machine (``machine_load.machine_busy``: there OpenBLAS's threads run
-    the whole kernel's product faster, the CNN step 9.0 ms against 11.6-11.9 split), else
-    the machine's, but no more than OpenBLAS's own count (``OPENBLAS_NUM_THREADS=1``,
-    as ``python -m bench --threads 1`` sets, keeps every kernel on one thread)."""
+    one for a BLAS kernel (im2col and a product) on an idle machine
+    (``machine_load.machine_busy``: there OpenBLAS's threads run the whole kernel's
+    product faster, the CNN step 9.0 ms against 11.6-11.9 split), else the machine's (a
+    native loop, ``blas`` False, has no threads of its own), but no more than OpenBLAS's
+    own count (``OPENBLAS_NUM_THREADS=1``, as ``python -m bench --threads 1`` sets, keeps
+    every kernel on one thread)."""
     if config.fusion_threads is not None:
         return config.fusion_threads
-    if not machine_busy():
+    if blas and not machine_busy():
         return 1
     return min(parallel.machine_threads(), blas_threads.blas_threads() or 1)
 

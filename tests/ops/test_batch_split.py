@@ -28,7 +28,7 @@ def split(monkeypatch):
     def counting(fn, n, count):
         calls.append(n)
         return run_chunks(fn, n, count)
-    monkeypatch.setattr(batch_split, "RUNNERS", [(lambda: 2, counting)])
+    monkeypatch.setattr(batch_split, "RUNNERS", [(lambda blas=True: 2, counting)])
     with en.config.cost.override(window_split_min_work=0, pool_split_min_taps=0,
                                  window_split_chunks=3):
         yield calls

@@ -26,6 +26,6 @@ def chunks_in_order(monkeypatch, chunks=3):
     def in_order(fn, n, count):
         calls.append(n)
         return [fn(k) for k in range(n)]
-    monkeypatch.setattr(batch_split, "RUNNERS", [(lambda: 2, in_order)])
+    monkeypatch.setattr(batch_split, "RUNNERS", [(lambda blas=True: 2, in_order)])
     with en.config.cost.override(window_split_min_work=0, window_split_chunks=chunks):
         yield calls

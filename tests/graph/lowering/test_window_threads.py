@@ -14,11 +14,15 @@ def test_threads_follow_the_config_then_openblas_count(monkeypatch):
     monkeypatch.setattr(en.config, "fusion_threads", None)
     monkeypatch.setattr(window_threads, "machine_busy", lambda: False)
     assert window_threads.threads() == 1       # idle: OpenBLAS's threads take the product
+    if blas_threads.available():               # a native loop has no other threads
+        assert window_threads.threads(blas=False) == min(parallel.machine_threads(),
+                                                         blas_threads.blas_threads())
     monkeypatch.setattr(window_threads, "machine_busy", lambda: True)
     if not blas_threads.available():
         return
     with blas_threads.one_blas_thread():       # as OPENBLAS_NUM_THREADS=1 would
         assert window_threads.threads() == 1
+        assert window_threads.threads(blas=False) == 1
     assert window_threads.threads() == min(parallel.machine_threads(),
                                            blas_threads.blas_threads())
 

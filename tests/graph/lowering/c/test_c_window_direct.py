@@ -11,7 +11,7 @@ import pytest
 
 import engine as en
 from engine.graph.lowering.c import c_window
-from engine.ops import conv, pooling
+from engine.ops import batch_split, conv, pooling
 from support.finite_diff import numeric_grad
 from support.window_reference import loop_conv
 
@@ -262,3 +262,26 @@ def test_pool_of_whole_channel_vectors(case, dtype):
     np.testing.assert_array_equal(out, want_out.astype(dtype))
     np.testing.assert_allclose(dx, want_dx, rtol=1e-6, atol=1e-6)
 
+
+
+def test_direct_loops_split_as_native_loops(monkeypatch):
+    """A direct loop tells the splitter it calls no BLAS (so it may split on an idle
+    machine, where an im2col product is left to OpenBLAS's threads), as the graph's
+    split rule (batch_split.splits) does from the shapes alone."""
+    seen = []
+    run = batch_split.run
+
+    def recording(n, work, fn, minimum=None, image_bytes=0, blas=True):
+        seen.append(blas)
+        return run(n, work, fn, minimum, image_bytes, blas)
+    monkeypatch.setattr(batch_split, "run", recording)
+    x, w = np.ones((2, 6, 6, 1), np.float32), np.ones((3, 3, 1, 16), np.float32)
+    g = np.ones((2, 6, 6, 16), np.float32)
+    p = dict(strides=(1, 1), padding="same", dilation=(1, 1), groups=1)
+    conv._conv2d_impl(x, w, **p)
+    conv._bp_filter_impl(x, g, kernel_hw=(3, 3), **p)
+    conv._conv2d_impl(x, np.ones((3, 3, 1, 8), np.float32), **p)       # im2col: a product
+    assert seen == [False, False, True]
+    shapes = [(2, 6, 6, 1), (3, 3, 1, 16)]
+    assert batch_split.WORK[conv.conv2d_op](shapes, (2, 6, 6, 16), p)[2] is False
+    assert batch_split.WORK[conv.conv2d_op](shapes[:1] + [(3, 3, 1, 8)], (2, 6, 6, 8), p)[2]
