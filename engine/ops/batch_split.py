@@ -31,8 +31,8 @@ import numpy as np
 from ..cost_model import cost
 from . import native
 
-# [(threads() -> int, run(fn, n_chunks, threads) -> list)], filled by a lowering.
-RUNNERS: list[tuple[Callable[[], int], Callable[..., list]]] = []
+# [(threads(blas) -> int, run(fn, n_chunks, threads) -> list)], filled by a lowering.
+RUNNERS: list[tuple[Callable[..., int], Callable[..., list]]] = []
 # op -> work(input shapes, output shape, params) -> (work, minimum or None): what an op
 # that splits measures, declared in the op's module, so that a lowering can tell from a
 # graph which kernels will split (their products then stay on one OpenBLAS thread).
@@ -51,8 +51,9 @@ def splits(op, in_shapes, out_shape, params):
     rule = WORK.get(op)
     if rule is None:
         return False
-    work, minimum, *blas = rule(in_shapes, out_shape, params)
-    return threads(work, minimum, *blas) > 1
+    found = tuple(rule(in_shapes, out_shape, params))
+    blas = bool(found[2]) if len(found) > 2 else True         # (work, minimum[, blas])
+    return threads(found[0], found[1], blas) > 1
 
 
 def register(threads, run_chunks):

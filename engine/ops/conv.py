@@ -11,12 +11,16 @@ two, so gradients of any order work. ``conv_transpose2d`` is
 (PyTorch's ``output_padding`` picks among the sizes a strided convolution
 maps to the same size).
 
-The kernels never loop over pixels: windows are strided views
+The numpy kernels never loop over pixels: windows are strided views
 (``sliding_window_view``, stepped by the dilation) copied into an im2col
 matrix in the thread's scratch buffer (``engine.workspace``: no fresh pages
 per call), and each convolution is one BLAS matrix product (one batched
 product over the groups). Gradients that scatter loop over the KH*KW filter
-taps only. Pooling lives in ``pooling.py``.
+taps only. Where a lowering supplies native kernels (``native.py``) and a
+window holds few values (``runs_direct``: the CNN-sized 3x3 filters of up to
+64 channels), a direct C loop runs instead, for conv2d, its filter gradient and
+its stride-1 input gradient: no im2col copy, and none of BLAS's poor use of a
+product only 16-32 columns wide. Pooling lives in ``pooling.py``.
 """
 import contextlib
 

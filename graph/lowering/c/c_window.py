@@ -1,4 +1,5 @@
-"""C kernels of the window ops: max pooling (forward, gradient, gather) and col2im.
+"""C kernels of the window ops: max pooling (forward, gradient, gather), col2im, and the
+direct convolution loops (forward and filter gradient; ``engine/ops/conv.py`` picks them).
 
 numpy runs these loops with inner loops only C channels long (a strided view per
 window tap, an add per tap into (N, H, W, C) slices); in C each is one pass over
@@ -7,7 +8,9 @@ thread, fastest of 25): the pooling gradient at 28x28x16 2.6 ms in numpy against
 in C, max pooling 0.8 against 0.33; the input gradient of a 3x3 convolution from 32
 back to 16 channels at 14x14 as one product and a C col2im 2.0 ms against 8.3 for the
 full correlation's im2col and product. (im2col itself stays numpy's copy: a C loop
-measured no faster.)
+measured no faster.) A direct convolution loop sums blocks of 8 pixels times 16 outputs in
+vector registers over each window's taps: conv2's forward (64x14x14, 16 -> 32, 3x3) 1.1 ms
+against 2.3-2.9 for im2col and OpenBLAS's product, at the core's multiply-add peak.
 
 One source per dtype (float32, float64) holds the kernels (shapes are arguments, so
 each is compiled once per machine, about 0.2 s of CPU, then loaded from the disk cache of
