@@ -16,6 +16,7 @@ from support.programs import flat
 c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
 c_cache = importlib.import_module("engine.graph.lowering.c.c_cache")
 c_split = importlib.import_module("engine.graph.lowering.c.c_split")
+hot_swap = importlib.import_module("engine.graph.lowering.hot_swap")
 
 pytestmark = needs_c_compiler
 
@@ -52,6 +53,9 @@ def test_a_short_source_or_a_value_declared_between_statements_is_one_unit():
 
 
 def test_a_split_library_gives_what_one_unit_gives(monkeypatch, tmp_path):
+    # Earlier tests' background builds (a compiled graph's full build) done first: they would
+    # run the recording compiler.
+    hot_swap.wait_for_compiles()
     monkeypatch.setattr(c_compiler, "units", lambda: en.config.cost.c_compile_units)
     # An array constant before the function, as c_graph writes them: in every unit.
     source = "static const float table[4] = {1, 2, 3, 4};\n" + _source(
@@ -78,6 +82,9 @@ def test_a_split_library_gives_what_one_unit_gives(monkeypatch, tmp_path):
 @pytest.fixture
 def built(monkeypatch, tmp_path):
     """A fresh cache folder, split builds from 20 lines, each compiler run recorded."""
+    # Earlier tests' background builds (a compiled graph's full build) done first: they would
+    # run the recording compiler.
+    hot_swap.wait_for_compiles()
     monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(c_compiler, "_LOADED", {})
     monkeypatch.setattr(en.config, "lowering", "c")

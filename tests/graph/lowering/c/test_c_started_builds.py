@@ -12,6 +12,7 @@ from support.compilers import needs_c_compiler
 from support.programs import flat
 
 c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
+hot_swap = importlib.import_module("engine.graph.lowering.hot_swap")
 
 pytestmark = needs_c_compiler
 
@@ -20,6 +21,9 @@ pytestmark = needs_c_compiler
 def builds(monkeypatch, tmp_path):
     """A fresh cache folder, nothing loaded; ``builds.compiled`` lists the sources each
     compile built, ``builds.started`` the lists handed to ``start``."""
+    # Earlier tests' background builds (a compiled graph's full build) done first: they would
+    # run the recording compiler.
+    hot_swap.wait_for_compiles()
     monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(c_compiler, "_LOADED", {})
     monkeypatch.setattr(c_compiler, "_STARTED", {})
