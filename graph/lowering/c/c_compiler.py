@@ -119,24 +119,26 @@ def _cpu():
     return "\n".join(sorted(set(keep))) + platform.machine()
 
 
-def flags():
-    """The compiler flags of the current ``en.config.numerics`` (part of each key)."""
-    return BITWISE_FLAGS if bitwise() else FLAGS
+def flags(exact=None):
+    """The compiler flags of the current ``en.config.numerics`` (part of each key), or of
+    bitwise numerics where ``exact`` says (a build on another thread made for a source
+    written under a setting since changed)."""
+    return BITWISE_FLAGS if (bitwise() if exact is None else exact) else FLAGS
 
 
-def quick_flags():
+def quick_flags(exact=None):
     """:func:`flags` at ``QUICK_LEVEL`` (the first build of a whole graph)."""
-    return QUICK_LEVEL + tuple(f for f in flags() if f not in _FULL_LEVEL)
+    return QUICK_LEVEL + tuple(f for f in flags(exact) if f not in _FULL_LEVEL)
 
 
-def quick_first(source):
+def quick_first(source, exact=None):
     """Whether a whole graph's ``source`` is built first with :func:`quick_flags`: its full
     build is neither loaded, nor started, nor on disk, and its function's body has at
     least ``cost.c_quick_build_min_lines`` lines (a shorter one compiles in about the
     compiler's start at any level: a quick build would only add a second build)."""
     if not available():
         return False
-    key = key_of(source)
+    key = key_of(source, _build_settings(exact=exact))
     if key in _LOADED or key in _STARTED or c_cache.is_stored(key):
         return False
     return c_split.body_lines(source) >= cost.c_quick_build_min_lines
@@ -151,10 +153,10 @@ def units():
     return max(1, min(cost.c_compile_units, cores, int(idle_cores(fresh=True) + 0.5)))
 
 
-def _build_settings(quick=False):
+def _build_settings(quick=False, exact=None):
     """``(flags, units, min_lines)``: how a library is built now, quickly or fully (read
     once per build, so a build on a thread uses the flags its key was made from)."""
-    return quick_flags() if quick else flags(), units(), cost.c_split_min_lines
+    return quick_flags(exact) if quick else flags(exact), units(), cost.c_split_min_lines
 
 
 def key_of(source, settings=None):
@@ -177,15 +179,15 @@ def is_cached(source):
     return key in _LOADED or c_cache.is_stored(key)
 
 
-def load(source, quick=False):
+def load(source, quick=False, exact=None):
     """The ``ctypes.CDLL`` of ``source`` compiled (or loaded from disk); ``quick``: built
-    with :func:`quick_flags` (a library of its own key). Raises :class:`CompileError`
-    where the compiler refuses it or there is none.
+    with :func:`quick_flags` (a library of its own key); ``exact``: see :func:`flags`.
+    Raises :class:`CompileError` where the compiler refuses it or there is none.
     """
     found = compiler()
     if found is None:
         raise CompileError("no C compiler found (set CC, or install gcc)")
-    settings = _build_settings(quick)
+    settings = _build_settings(quick, exact)
     key = key_of(source, settings)
     lib = _LOADED.get(key)
     if lib is not None:

@@ -132,8 +132,11 @@ class CGraphFunction:
         addresses follow the outputs' in the pointers passed; None for a default source.
         ``members``: the nodes written (bitwise: for the variants of transposed inputs)."""
         self.source = source
-        self.quick = c_compiler.quick_first(source)
-        self._bind(c_compiler.load(source, quick=self.quick))
+        # The numerics the source was written for: its full build, made later on another
+        # thread, takes their flags whatever en.config.numerics is then.
+        self.exact = bitwise()
+        self.quick = c_compiler.quick_first(source, self.exact)
+        self._bind(c_compiler.load(source, quick=self.quick, exact=self.exact))
         self.called = False
         self.upgrade: Any = None
         self.upgrade_lock = threading.Lock()
@@ -174,7 +177,7 @@ class CGraphFunction:
         """Builds (or loads) the full library and calls it from then on; where that fails
         the quick build stays, with a warning. Returns the library (None: failed)."""
         try:
-            lib = c_compiler.load(self.source)
+            lib = c_compiler.load(self.source, exact=self.exact)
             self._bind(lib)
         except (c_compiler.CompileError, OSError) as err:
             warnings.warn(f"C lowering: a compiled graph's optimized build failed ({err}); "

@@ -3,8 +3,10 @@ at c_compiler.QUICK_LEVEL where its full build is not on disk, swapped for the f
 made on the background compile thread from its second call on, with the same results as
 a float64 numpy reference before and after; the full build is what the disk cache then
 serves; a graph called once, or too short to gain, is built once; a failed full build
-leaves the quick one running, with a warning."""
+leaves the quick one running, with a warning; the full build takes the numerics its
+source was written for, whatever en.config.numerics is when it runs."""
 import importlib
+import threading
 
 import numpy as np
 import pytest
@@ -175,3 +177,28 @@ def test_started_builds_are_the_quick_builds_loaded(builds):
     assert c_compiler.quick_first(source)          # the full build is still to be made
     c_compiler.load(source)
     assert not c_compiler.quick_first(source) and len(builds.flags) == 2
+
+
+def test_the_full_build_takes_the_numerics_its_source_was_written_for(builds, monkeypatch):
+    # Bitwise numerics when traced and first called; the default again before the full
+    # build runs on the background thread: it is still built without fused multiply-adds.
+    problem = _problem(seed=5)
+    args = [en.tensor(a) for a in problem]
+    monkeypatch.setattr(en.config, "numerics", "bitwise")
+    fn = _step()
+    first = fn(*args)
+    run = _runner(fn, args)
+    assert run.quick and builds.flags == [c_compiler.quick_flags(exact=True)]
+    assert "-ffp-contract=off" in builds.flags[0]
+    gate = threading.Event()
+    hot_swap.submit(gate.wait, 120)     # holds the background thread
+    fn(*args)      # the full build, queued behind the gate
+    en.config.numerics = "fast"
+    gate.set()
+    assert run.upgrade.result(timeout=120) is not None
+    assert builds.flags[1] == c_compiler.BITWISE_FLAGS
+    en.config.numerics = "bitwise"
+    again = fn(*args)
+    _check(again, problem)
+    for q, f in zip(first, again):    # both builds give eager's bits
+        np.testing.assert_array_equal(q.numpy(), f.numpy())
