@@ -103,6 +103,8 @@ LIVE_TAPES: weakref.WeakSet = weakref.WeakSet()
 # Its set of weak references: testing it is one C call (the WeakSet's own truth test runs
 # Python code), and a dropped tape's reference leaves it by callback.
 _LIVE: set = LIVE_TAPES.data   # type: ignore[attr-defined]  # (typeshed omits WeakSet.data)
+#: The same set, for generated code that inlines the tests (graph/lowering/executor.py).
+LIVE_TAPE_SET = _LIVE
 
 
 
@@ -813,6 +815,28 @@ def adopt_value(target, array, others):
         if value is array or value is owner or getattr(value, "base", None) is owner:
             return False
     target._value = array
+    return True
+
+
+def adopt_result(target, array):
+    """:func:`adopt_value` for a compiled graph's result ``array`` that owns its memory
+    (``base`` None), so no other tensor can hold it: the per-call write-back of a
+    traced function's written argument (graph/jit/concrete.py), with the same tests
+    save the look through the other inputs. Returns whether ``target`` took it.
+
+    Example:
+        >>> import numpy as np
+        >>> import engine as en
+        >>> w = en.zeros(3)
+        >>> adopt_result(w, np.ones(3)), w.tolist()
+        (True, [1.0, 1.0, 1.0])
+    """
+    if (_LIVE or type(target) is not _TENSOR or type(array) is not np.ndarray
+            or array.base is not None or target._alias is not None
+            or array.shape != target._shape or array.dtype is not target._dtype
+            and array.dtype != target._dtype or not array.flags.writeable):
+        return False
+    target._value = array       # (a captured tensor has _alias set: capture_version)
     return True
 
 

@@ -15,7 +15,7 @@ from engine.modes import default_mode, read_variable, use_mode
 from engine.pytree import LEAF, flatten, unflatten
 from engine.recording import TapeRule, active_tapes, no_tapes, record
 from engine.tensor import Tensor
-from engine.writes import VIEW_OPS, adopt_value, setitem
+from engine.writes import VIEW_OPS, adopt_result, adopt_value, setitem
 from engine.variable import Variable
 
 from ..lowering.executor import CompiledGraph, wrap_outputs
@@ -26,6 +26,11 @@ from ..lowering.pipeline import DEFAULT_PIPELINE, optimize
 from ..lowering.memory_planning import plan_memory
 from .residuals import split_backward, variable_read_sources
 from .tracer import TraceMode
+
+
+# Written inputs whose write-back the generated entry does itself (it compares every
+# pair of their arrays: 28 tests for 8); more go through finish_writing's loop.
+_INLINE_WRITES = 8
 
 
 def _out_leaf(x):
@@ -41,9 +46,32 @@ def _finisher(out_dtypes, single_output, tree, backend, written=(), fresh=()):
         outs = wrap_outputs(_copied(results, fresh), out_dtypes, backend)
         return outs[0] if single_output else unflatten(tree, outs)
 
+    n_own = len(out_dtypes) - len(written)
+    own_dtypes, written_dtypes = out_dtypes[:n_own], out_dtypes[n_own:]
+    # A function that only writes (an optimizer step) returns None: no tree to rebuild.
+    returns_none = n_own == 0 and unflatten(tree, []) is None
+
     def finish_writing(results, inputs):
-        outs = wrap_outputs(_copied(results, fresh), out_dtypes, backend)
-        return _write_back(outs, inputs, written, tree)
+        if inputs is None:       # the entry gave the written inputs their arrays itself
+            if returns_none:
+                return None
+            return unflatten(tree, wrap_outputs(results[:n_own], own_dtypes, backend))
+        if fresh:
+            results = _copied(results, fresh)
+        adopted: list = []
+        for position, array, dt in zip(written, results[n_own:], written_dtypes):
+            target = inputs[position]
+            # A result array of its own memory (results that could view an input were
+            # copied above) is given to the input as it is, unless this call already
+            # gave it to another input; otherwise its values are written in.
+            if (adopted and any(array is a for a in adopted)) or \
+                    not adopt_result(target, array):
+                setitem(target, Ellipsis, wrap_outputs([array], [dt], backend)[0])
+            else:
+                adopted.append(array)
+        if returns_none:
+            return None
+        return unflatten(tree, wrap_outputs(results[:n_own], own_dtypes, backend))
     return finish_writing if written else finish
 
 
@@ -168,14 +196,21 @@ class ConcreteFunction:
         finish = _finisher(self._out_dtypes, self._single_output, self.graph.output_tree,
                            backend, written, self._fresh)
         on_tape = _weak_method(self._on_tape)
+        # The entry gives written inputs their arrays itself when no result may view an
+        # input (those are copied first) and a handful are written (it tests each pair).
+        own = len(self._out_dtypes) - len(written)
+        inline = (written, own, own == 0 and unflatten(self.graph.output_tree, []) is None) \
+            if written and not self._fresh and len(written) <= _INLINE_WRITES else None
         self.entry = self.compiled.tensor_entry(n, on_tape, finish, single,
-                                                finish_takes_inputs=bool(written))
+                                                finish_takes_inputs=bool(written),
+                                                written=inline)
         self.guarded_entry = None
         if specs is None:   # traced for these very shapes
             guard = [(p.shape, p.dtype) for p in self.graph.inputs]
             self.guarded_entry = self.compiled.tensor_entry(n, on_tape, finish,
                                                             single, guard,
-                                                            finish_takes_inputs=bool(written))
+                                                            finish_takes_inputs=bool(written),
+                                                            written=inline)
         self._float_vars = [v for v in self.graph.variables
                             if v.trainable and v.dtype in dtypes.FLOATS]
 

@@ -7,6 +7,7 @@ from engine.errors import EngineError, format_location
 from engine.recording import active_tapes
 from engine.tensor import Tensor, wrap, wrap_on
 from engine.transaction import atomic_call
+from engine.writes import LIVE_TAPE_SET
 
 from .codegen import lower
 from ..ir.graph_ops import body_variables
@@ -68,13 +69,20 @@ class CompiledGraph:
             self._buffer_sets.append(buffers)
 
     def tensor_entry(self, n_inputs, on_tape, finish, single_dtype=None, guard=None,
-                     finish_takes_inputs=False):
+                     finish_takes_inputs=False, written=None):
         """A generated ``entry(tensors)``: the graph run on ``n_inputs`` concrete tensors,
         in one Python call (the per-call path of ``en.function``, where a few hundred
         nanoseconds count). Under active tapes it returns ``on_tape(tensors)``; else
         ``finish(results)`` of the output arrays (``finish(results, tensors)`` with
         ``finish_takes_inputs``), except that a lone output array of ``single_dtype`` is
         wrapped at once.
+
+        ``written``: ``(positions, own, returns_none)`` for a function that writes its
+        inputs at ``positions`` (their new values are the last results) and returns
+        ``own`` outputs before them (None when ``returns_none``): each input is given its result array
+        in the entry itself where :func:`engine.writes.adopt_result`'s tests pass for all
+        of them at once (``finish`` then rebuilds only the function's own results, as
+        ``finish(results, None)``); otherwise ``finish(results, tensors)`` does it all.
 
         With ``guard``, a ``(shape, dtype)`` per input, the entry first checks that it
         was given exactly such concrete tensors (the dtype by identity) and returns
@@ -127,6 +135,9 @@ class CompiledGraph:
                       "        t._node = None",
                       "        t._alias = None",
                       "        return t"]
+        if written is not None and self.backend.numpy_arrays:
+            lines += _adopting_lines(ts, *written)
+            namespace["live"] = LIVE_TAPE_SET
         lines.append("    return finish(results, tensors)" if finish_takes_inputs
                      else "    return finish(results)")
         source = "\n".join(lines) + "\n"
@@ -157,6 +168,28 @@ class CompiledGraph:
 
     def __call__(self, arrays):
         return self.run(arrays)
+
+
+def _adopting_lines(ts, positions, own, returns_none=False):
+    """The entry's lines giving each written input its new result array (see
+    ``tensor_entry``): :func:`engine.writes.adopt_result`'s tests, inlined, for every
+    written input at once, and the arrays distinct."""
+    outs = [f"o{j}" for j in range(len(positions))]
+    lines = ["    if not live:",
+             f"        {', '.join(outs)}, = results[{own}:]"]
+    checks = []
+    for o, p in zip(outs, positions):
+        t = ts[p]
+        checks.append(f"type({o}) is ndarray and {o}.base is None and type({t}) is Tensor "
+                      f"and {t}._alias is None and {o}.dtype is {t}._dtype and "
+                      f"{o}.shape == {t}._shape and {o}.flags.writeable")
+    checks += [f"{a} is not {b}" for i, a in enumerate(outs) for b in outs[i + 1:]]
+    lines.append("        if " + " \
+                and ".join(checks) + ":")
+    lines += [f"            {ts[p]}._value = {o}" for o, p in zip(outs, positions)]
+    lines.append("            return None" if returns_none else
+                 "            return finish(results, None)")
+    return lines
 
 
 def written_variables(graph):
