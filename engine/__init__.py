@@ -65,8 +65,8 @@ from . import optim, data  # noqa: E402
 # ``nn`` to engine.ops.nn (the softmax/cross_entropy module, still reachable as en.softmax).
 import engine.nn as nn  # noqa: E402
 from .training_checkpoint import TrainingCheckpoint  # noqa: E402
-# The eager interpreter is the default mode; graph mode (the tracer and the compiler) is
-# imported on first use of a name below, so ``import engine`` stays light.
+# The eager interpreter is the default mode; graph mode (the tracer, the compiler and
+# networkx) is imported on first use of a name below, so ``import engine`` stays light.
 from engine.eager.mode import EAGER as _EAGER  # noqa: E402
 modes.set_default_mode(_EAGER)
 

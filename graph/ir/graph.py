@@ -1,9 +1,9 @@
-"""The graph IR: :class:`Node` and :class:`Graph` (a small API over a directed graph).
+"""The graph IR: :class:`Node` and :class:`Graph` (a small API over a networkx DiGraph).
 
 Nodes hold their inputs in order (the source of truth for arguments); the
-directed graph (``digraph.DiGraph``) mirrors the data edges plus control edges
-(side-effect order) so passes can ask for users, reachability and a topological
-order. Passes go through this API, never through the edges directly.
+networkx graph mirrors the data edges plus control edges (side-effect order)
+so passes can ask for users, reachability and a topological order.
+Passes go through this API, never through networkx directly.
 
 Example (``en.function(f).graph_for(x)`` gives the optimized graph of a function):
     >>> import numpy as np
@@ -34,11 +34,11 @@ from engine.backend import NUMPY, Backend
 from engine.contracts import Aval, Params
 from engine.op import Op
 
+import networkx as nx
 import numpy as np
 
 from engine.errors import EngineError, describe_inputs
 
-from .digraph import DiGraph
 from .printing import graph_to_dot, graph_to_text
 
 
@@ -115,7 +115,7 @@ class Graph:
 
     def __init__(self, name: str = "graph") -> None:
         self.name = name
-        self._g: DiGraph[Node] = DiGraph()
+        self._g = nx.DiGraph()
         self._ids = itertools.count()
         self.inputs: list[Node] = []        # placeholder nodes, in call order
         self.outputs: list[Node] = []       # nodes, flattened
@@ -178,7 +178,7 @@ class Graph:
         return list(self._g.nodes)
 
     def __len__(self) -> int:
-        return len(self._g)
+        return self._g.number_of_nodes()
 
     def __contains__(self, node: object) -> bool:
         return node in self._g
@@ -282,7 +282,7 @@ class Graph:
     def lint(self) -> bool:
         """Check structure: a DAG, edges match inputs, arity, and each node's
         shape/dtype equals what its op's ``abstract_eval`` says. Raises EngineError."""
-        if not self._g.is_acyclic():
+        if not nx.is_directed_acyclic_graph(self._g):
             raise EngineError(f"graph {self.name} has a cycle")
         for node in self._g.nodes:
             for inp in node.inputs + node.control_deps:

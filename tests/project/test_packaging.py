@@ -9,8 +9,8 @@ raising when imported), so they shadow nothing of the engine:
   the wheel holds ``engine/`` and its metadata only (``graph/`` and ``eager/``
   become ``engine/graph/`` and ``engine/eager/``; ``bench/`` is not installed).
 
-``import engine`` loads no graph compiler; the first traced function does (and never
-networkx, whose import took 0.1 s of every first call).
+``import engine`` loads neither networkx nor the graph compiler; the first
+traced function does.
 """
 import importlib.util
 import os
@@ -36,7 +36,7 @@ assert not heavy, f"import engine loaded {heavy[:5]}"
 f = en.function(lambda x, w: en.sum(en.tanh(x @ w)))
 x, w = en.ones((2, 3)), en.full((3, 4), 0.5)
 assert abs(float(f(x, w)) - 8 * __import__("math").tanh(1.5)) < 1e-12
-assert f.trace_count == 1 and "engine.graph" in sys.modules and "networkx" not in sys.modules
+assert f.trace_count == 1 and "networkx" in sys.modules
 copies = sorted(m for m in sys.modules if m.split(".")[0] in ("graph", "eager", "bench"))
 assert not copies, f"top-level copies of engine modules: {copies}"
 print("ok", en.__file__, sys.modules["engine.graph"].__file__)
@@ -143,7 +143,7 @@ def test_import_engine_loads_no_graph_mode_until_a_name_needs_it():
             "x = en.exp(en.ones(3)) @ en.ones(3)\n"       # eager ops need no graph mode
             "assert 'networkx' not in sys.modules\n"
             "spec = en.TensorSpec((None, 3))\n"
-            "assert 'engine.graph' in sys.modules and 'networkx' not in sys.modules\n"
+            "assert 'networkx' in sys.modules\n"
             "import engine.graph.ir.signature as s\n"
             "assert en.TensorSpec is s.TensorSpec and en.__dict__['TensorSpec'] is s.TensorSpec\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
