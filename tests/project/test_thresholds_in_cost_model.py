@@ -20,6 +20,8 @@ MODEL = os.path.join("engine", "cost_model.py")
 # (file name, constant): why it is not a threshold of the cost model.
 NOT_COSTS = {
     ("writes.py", "_HOLDER_REFS"): "a reference count the write path measures, not a cost",
+    ("concrete.py", "_INLINE_WRITES"): "a bound on generated code's size (the entry tests "
+                                       "every pair of written arrays), not a kernel choice",
     ("machine_load.py", "REFRESH_SECONDS"): "how long a load-average reading is reused, not "
                                             "a choice between kernels",
     ("tensor.py", "HTML_EDGE"): "display: entries shown at each end of a long side",
