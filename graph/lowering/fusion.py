@@ -387,7 +387,7 @@ class FusedKernel:
         one_value = len(outputs) == 1 and outputs[0][1] is None
         # The policy may pick a compiled lowering for the region, or start it on this
         # numpy kernel and build the compiled one once hot.
-        region = Region(name, members, inputs, spec, threads)
+        region = Region(name, members, inputs, spec, threads, exact=numerics.bitwise())
         compiled, self.hot = policy.fused_kernel(region, self.out_impl) \
             if bitwise.region_allowed(region) else (None, None)
         if compiled is not None:

@@ -62,6 +62,9 @@ class Region:
     inputs: list
     outputs: list
     threads: object = None
+    # Whether the region was lowered under bitwise numerics: a kernel built later (a hot
+    # swap, on another thread) is built for these, whatever en.config.numerics is then.
+    exact: bool | None = None
 
     @property
     def shape(self) -> tuple[Any, ...] | None:

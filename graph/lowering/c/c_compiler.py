@@ -171,11 +171,12 @@ def key_of(source, settings=None):
     return h.hexdigest()[:32]
 
 
-def is_cached(source):
-    """True when this source's library is on disk or loaded in this process."""
+def is_cached(source, exact=None):
+    """True when this source's library is on disk or loaded in this process (built for
+    bitwise numerics where ``exact`` says: see :func:`flags`)."""
     if not available():
         return False
-    key = key_of(source)
+    key = key_of(source, _build_settings(exact=exact))
     return key in _LOADED or c_cache.is_stored(key)
 
 

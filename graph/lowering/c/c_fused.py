@@ -84,18 +84,22 @@ class OutOfMemoryError(EngineError, MemoryError):
 class CFusedKernel(RowKernel):
     """A fused region's ``out_impl`` running its C loop nest (see the module docstring;
     ``outputs`` as :class:`~graph.lowering.row_kernel.RowKernel` takes them).
-    ``source``: the region's :func:`~graph.lowering.c.c_source.kernel_source`, if made."""
+    ``source``: the region's :func:`~graph.lowering.c.c_source.kernel_source`, if made;
+    ``exact``: build for bitwise numerics (None: ``en.config.numerics`` now), as the
+    region was lowered, when the build runs later on another thread (a hot swap)."""
 
     backend = "c"   # what the fused node's meta["backend"] says
 
-    def __init__(self, name, members, inputs, outputs, threads=None, source=None):
+    def __init__(self, name, members, inputs, outputs, threads=None, source=None,
+                 exact=None):
         self.source = source or kernel_source(NAME, members, inputs, outputs)
-        self.from_cache = c_compiler.is_cached(self.source)
+        self.from_cache = c_compiler.is_cached(self.source, exact)
         self._pointers = len(inputs) + len(outputs)   # x..., out..., acc...
-        super().__init__(name, members, inputs, outputs, threads, self._function(self.source))
+        super().__init__(name, members, inputs, outputs, threads,
+                         self._function(self.source, exact))
 
-    def _function(self, source):
-        fn = getattr(c_compiler.load(source), NAME)
+    def _function(self, source, exact=None):
+        fn = getattr(c_compiler.load(source, exact=exact), NAME)
         fn.restype = ctypes.c_int
         # Addresses as pointers: ctypes would pass a bare int as a 32-bit C int.
         fn.argtypes = [ctypes.c_void_p] * self._pointers + [ctypes.c_int64] * 2

@@ -49,7 +49,7 @@ class CLowering(Lowering):
     def build_in_background(self, region, source):
         """The kernel, raising what the compiler says (the hot swap warns once)."""
         return c_fused.CFusedKernel(region.name, region.members, region.inputs,
-                                    region.outputs, region.threads, source)
+                                    region.outputs, region.threads, source, region.exact)
 
     def build_region(self, region, source):
         try:
