@@ -526,7 +526,8 @@ def _one_pass_pays(node):
     only wrap the op's own, e.g. a (32, 64) sigmoid_grad's three passes; a lowering
     the user forced takes it whatever its size). Any other lone op runs its own kernel."""
     passes, mode = scalar_forms.numpy_passes(node), policy.mode()
-    if passes <= 1 and _crossed_broadcast(node):
+    # (numpy's own kernel over row blocks would be no faster: only a compiled loop nest is.)
+    if passes <= 1 and _crossed_broadcast(node) and policy.compiles_regions():
         passes = 2
     if mode == "numpy" or passes <= 1:
         return False

@@ -52,6 +52,20 @@ def _candidates(name):
     return [get(name)], True
 
 
+def compiles_regions():
+    """Whether a lowering the switch may pick can compile a fused region here (one is
+    available: a C compiler found, numba installed); False under ``"numpy"``.
+
+    Example:
+        >>> isinstance(compiles_regions(), bool)
+        True
+    """
+    if mode() == "numpy":
+        return False
+    candidates, _ = _candidates(mode())
+    return any(lowering.available() for lowering in candidates if lowering.name != "numpy")
+
+
 def groups_regions():
     """Whether fusion may group regions into kernels of several results: every lowering
     the switch may pick writes them (the numpy lowering always does)."""

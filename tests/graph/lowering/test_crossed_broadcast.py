@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from engine.graph.lowering import registry
 from support.compilers import needs_c_compiler
 
 
@@ -80,4 +81,13 @@ def test_an_op_broadcast_along_one_axis_stays_numpys_call(shapes):
 def test_a_small_outer_product_stays_numpys_call():
     # Below a compiled call's cost (a few thousand elements) nothing is gained.
     graph = en.function(outer).graph_for(en.ones((2, 3)), en.ones((2, 4)))
+    assert "mul" in _ops(graph) and not _fused_nodes(graph)
+
+
+def test_without_a_compiled_lowering_an_outer_product_stays_numpys_call(monkeypatch):
+    # numpy's own kernel over row blocks would be no faster than the op itself.
+    for lowering in registry.registered().values():
+        if lowering.name != "numpy":
+            monkeypatch.setattr(lowering, "available", lambda: False)
+    graph = en.function(outer).graph_for(en.ones((64, 300)), en.ones((64, 120)))
     assert "mul" in _ops(graph) and not _fused_nodes(graph)
