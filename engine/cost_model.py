@@ -291,6 +291,11 @@ THRESHOLDS = (
               "a split convolution's images in this many chunks, handed out in turn (more "
               "balance a loaded machine; fewer keep each chunk's product large)",
               "engine/ops/batch_split.py"),
+    Threshold("window_split_native_chunks", 2, "chunks", EPYC_512, "2026-12-05", "9907587",
+              "a split native window loop (a direct convolution) takes its images in this "
+              "many chunks (the styles CNN step on two threads, load 0.9, interleaved: 2 "
+              "chunks 5.78 ms, 4 6.5, 8 7.49, not split 6.35)",
+              "engine/ops/batch_split.py"),
     Threshold("pool_split_min_taps", 1 << 22, "window values read", EPYC_512, "2026-12-05",
               "659706b",
               "max pooling's C kernels (and their gradients) split their images over the "

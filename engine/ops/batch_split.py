@@ -80,12 +80,13 @@ def run(n, work, fn: Callable[[int, int], Any], minimum=None, image_bytes=0,
         blas=True) -> list:
     """``fn(lo, hi)`` over image ranges that cover ``range(n)``, in order: one call
     ``[fn(0, n)]`` unless :func:`threads` gives more than one, else
-    ``cost.window_split_chunks`` (at most ``n``) calls spread over the threads.
+    ``cost.window_split_chunks`` (``cost.window_split_native_chunks`` for a native loop,
+    ``blas`` False; at most ``n``) calls spread over the threads.
 
     On one thread, a kernel whose scratch takes ``image_bytes`` per image runs in
     blocks of images whose scratch fits ``cost.window_block_bytes`` (see :func:`blocks`)."""
     count = threads(work, minimum, blas)
-    chunks = min(n, int(cost.window_split_chunks))
+    chunks = min(n, int(cost.window_split_chunks if blas else cost.window_split_native_chunks))
     if count < 2 or chunks < 2:
         return [fn(lo, hi) for lo, hi in blocks(n, image_bytes)]
     bounds = [k * n // chunks for k in range(chunks + 1)]

@@ -30,7 +30,7 @@ def split(monkeypatch):
         return run_chunks(fn, n, count)
     monkeypatch.setattr(batch_split, "RUNNERS", [(lambda blas=True: 2, counting)])
     with en.config.cost.override(window_split_min_work=0, pool_split_min_taps=0,
-                                 window_split_chunks=3):
+                                 window_split_chunks=3, window_split_native_chunks=3):
         yield calls
 
 

@@ -27,5 +27,6 @@ def chunks_in_order(monkeypatch, chunks=3):
         calls.append(n)
         return [fn(k) for k in range(n)]
     monkeypatch.setattr(batch_split, "RUNNERS", [(lambda blas=True: 2, in_order)])
-    with en.config.cost.override(window_split_min_work=0, window_split_chunks=chunks):
+    with en.config.cost.override(window_split_min_work=0, window_split_chunks=chunks,
+                                 window_split_native_chunks=chunks):
         yield calls

@@ -285,3 +285,22 @@ def test_direct_loops_split_as_native_loops(monkeypatch):
     shapes = [(2, 6, 6, 1), (3, 3, 1, 16)]
     assert batch_split.WORK[conv.conv2d_op](shapes, (2, 6, 6, 16), p)[2] is False
     assert batch_split.WORK[conv.conv2d_op](shapes[:1] + [(3, 3, 1, 8)], (2, 6, 6, 8), p)[2]
+
+
+def test_split_direct_loops_take_their_own_chunk_count(monkeypatch):
+    asked = []
+
+    def in_order(fn, n, count):
+        asked.append(n)
+        return [fn(k) for k in range(n)]
+    monkeypatch.setattr(batch_split, "RUNNERS", [(lambda blas=True: 2, in_order)])
+    x = np.random.default_rng(6).standard_normal((6, 5, 5, 1)).astype(np.float32)
+    p = dict(strides=(1, 1), padding="same", dilation=(1, 1), groups=1)
+    with en.config.cost.override(window_split_min_work=0, window_split_chunks=5,
+                                 window_split_native_chunks=2):
+        direct = conv._conv2d_impl(x, np.ones((3, 3, 1, 16), np.float32), **p)
+        im2col = conv._conv2d_impl(x, np.ones((3, 3, 1, 8), np.float32), **p)
+    assert asked == [2, 5]
+    want = loop_conv(x, np.ones((3, 3, 1, 16)), (1, 1), ((1, 1), (1, 1)))
+    np.testing.assert_allclose(direct, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(im2col, want[..., :8], rtol=1e-5, atol=1e-5)
