@@ -60,10 +60,11 @@ def compiles_regions():
         >>> isinstance(compiles_regions(), bool)
         True
     """
-    if mode() == "numpy":
+    name = mode()
+    if name == "numpy":
         return False
-    candidates, _ = _candidates(mode())
-    return any(lowering.available() for lowering in candidates if lowering.name != "numpy")
+    candidates, _ = _candidates(name)      # (under "auto", the compiled ones only)
+    return any(lowering.available() for lowering in candidates)
 
 
 def groups_regions():
