@@ -424,6 +424,15 @@ def _target(out, shape, dtype, zeroed):
     return np.zeros(shape, dtype) if zeroed else np.empty(shape, dtype)
 
 
+def _delivered(target, out):
+    """The kernel's result: ``out`` (``target`` copied in where the kernel could not write
+    ``out`` itself), or ``target`` when no ``out`` was given."""
+    if out is not None and target is not out:
+        out[...] = target
+        return out
+    return target
+
+
 def _pool(mode, x, u, shape, geo, out):
     fn = _function("max_pool", x.dtype)
     if fn is None:
@@ -438,10 +447,7 @@ def _pool(mode, x, u, shape, geo, out):
     if fn(x.ctypes.data, u.ctypes.data, target.ctypes.data, mode, g.ctypes.data) != 0:
         raise c_fused.OutOfMemoryError("max pooling's C kernel: no memory for its window "
                                        "offsets")
-    if out is not None and target is not out:
-        out[...] = target
-        return out
-    return target
+    return _delivered(target, out)
 
 
 def _apart(geo):
@@ -487,10 +493,7 @@ def col2im(cols, geo, out=None):
     dx = _target(out, tuple(geo[:4]), cols.dtype, zeroed=True)
     g = _geometry(geo)
     fn(np.ascontiguousarray(cols).ctypes.data, dx.ctypes.data, g.ctypes.data)
-    if out is not None and dx is not out:
-        out[...] = dx
-        return out
-    return dx
+    return _delivered(dx, out)
 
 
 def _padded(x, geo):
@@ -505,45 +508,34 @@ def _padded(x, geo):
     return x, (n, x.shape[1], x.shape[2], c, oh, ow, kh, kw, sh, sw, dh, dw, 0, 0)
 
 
-def _run(fn, name, a, b, target, o, geo):
+def _direct(kind, name, x, other, geo, out, sizes):
+    """Run the direct loop ``kind`` on ``x`` padded beforehand and ``other`` (filters or
+    cotangent, whose last axis is the O outputs); the result has the padded geometry's
+    ``sizes`` (indices into it) then O. None where the library is not built."""
+    fn = _function(kind, x.dtype)
+    if fn is None:
+        return None
+    o = other.shape[3]
+    x, geo = _padded(x, geo)
+    other = np.ascontiguousarray(other, dtype=x.dtype)
+    target = _target(out, tuple(geo[k] for k in sizes) + (o,), x.dtype, zeroed=False)
     g = _geometry(geo)          # held: a temporary's address would outlive it
-    if fn(a.ctypes.data, b.ctypes.data, target.ctypes.data, o, g.ctypes.data):
+    if fn(x.ctypes.data, other.ctypes.data, target.ctypes.data, o, g.ctypes.data):
         raise c_fused.OutOfMemoryError(f"{name}'s direct C kernel: no memory for its tap "
                                        "offsets")
+    return _delivered(target, out)
 
 
 def conv_direct(x, w, geo, out=None):
     """conv2d of ``x`` (N, H, W, C) with filters ``w`` (KH, KW, C, O) by the direct loop,
     (N, OH, OW, O) (into ``out`` if given); None where the library is not built."""
-    fn = _function("conv_direct", x.dtype)
-    if fn is None:
-        return None
-    o = w.shape[3]
-    x, geo = _padded(x, geo)
-    w = np.ascontiguousarray(w, dtype=x.dtype)
-    target = _target(out, (geo[0], geo[4], geo[5], o), x.dtype, zeroed=False)
-    _run(fn, "conv2d", x, w, target, o, geo)
-    if out is not None and target is not out:
-        out[...] = target
-        return out
-    return target
+    return _direct("conv_direct", "conv2d", x, w, geo, out, (0, 4, 5))
 
 
 def conv_filter_direct(x, u, geo, out=None):
     """The filter gradient (KH, KW, C, O) of ``conv_direct`` for input ``x`` and cotangent
     ``u`` (N, OH, OW, O), into ``out`` if given; None where the library is not built."""
-    fn = _function("conv_filter_direct", x.dtype)
-    if fn is None:
-        return None
-    o = u.shape[3]
-    x, geo = _padded(x, geo)
-    u = np.ascontiguousarray(u, dtype=x.dtype)
-    target = _target(out, (geo[6], geo[7], geo[3], o), x.dtype, zeroed=False)
-    _run(fn, "conv2d_backprop_filter", x, u, target, o, geo)
-    if out is not None and target is not out:
-        out[...] = target
-        return out
-    return target
+    return _direct("conv_filter_direct", "conv2d_backprop_filter", x, u, geo, out, (6, 7, 3))
 
 
 # Outputs the direct loops sum per vector (OB in the C source): conv.runs_direct takes
