@@ -3,7 +3,8 @@
 CI has gcc and numba, so nothing here skips there; a checkout without them still runs
 every other test. ``needs_c_compiler`` marks a test (or, as ``pytestmark``, a module);
 ``skip_without_c_compiler()`` skips one case of a parametrized test; ``import_numba()``
-returns numba or skips (at module level: the whole module).
+returns numba or skips (at module level: the whole module). ``record_c_builds`` gives a
+test a fresh C cache and the flags of each library compiled from then on.
 
 Example:
     >>> from support.compilers import has_c_compiler, needs_c_compiler
@@ -14,6 +15,7 @@ import importlib
 
 import pytest
 
+from engine.graph.lowering import hot_swap
 from engine.graph.lowering.c import c_compiler
 
 C_REASON = "the C lowering needs a C compiler (gcc or cc)"
@@ -46,3 +48,20 @@ def skip_without_c_compiler():
 def import_numba():
     """numba, or skip the calling test (called at module level: the whole module)."""
     return pytest.importorskip("numba", reason=NUMBA_REASON)
+
+
+def record_c_builds(monkeypatch, tmp_path):
+    """A fresh C cache folder with nothing loaded; returns the list to which the flags of
+    each library compiled from now on are appended, in order. Earlier tests' background
+    builds are waited for first: they would run the recording compiler."""
+    hot_swap.wait_for_compiles()
+    monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(c_compiler, "_LOADED", {})
+    flags: list = []
+    real = c_compiler._compile
+
+    def compile_(command, settings, c_name, so_name, where):
+        flags.append(tuple(settings[0]))
+        return real(command, settings, c_name, so_name, where)
+    monkeypatch.setattr(c_compiler, "_compile", compile_)
+    return flags

@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 
 import engine as en
-from support.compilers import needs_c_compiler
+from support.compilers import needs_c_compiler, record_c_builds
 
 c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
 c_lowering = importlib.import_module("engine.graph.lowering.c.lowering")
 fusion = importlib.import_module("engine.graph.lowering.fusion")
 plugin = importlib.import_module("engine.graph.lowering.plugin")
-hot_swap = importlib.import_module("engine.graph.lowering.hot_swap")
 
 pytestmark = needs_c_compiler
 
@@ -22,17 +21,7 @@ pytestmark = needs_c_compiler
 @pytest.fixture
 def flags(monkeypatch, tmp_path):
     """A fresh cache folder, nothing loaded; the list of each compiled library's flags."""
-    hot_swap.wait_for_compiles()
-    monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(c_compiler, "_LOADED", {})
-    seen = []
-    real = c_compiler._compile
-
-    def compile_(command, settings, c_name, so_name, where):
-        seen.append(tuple(settings[0]))
-        return real(command, settings, c_name, so_name, where)
-    monkeypatch.setattr(c_compiler, "_compile", compile_)
-    return seen
+    return record_c_builds(monkeypatch, tmp_path)
 
 
 def _region(exact):

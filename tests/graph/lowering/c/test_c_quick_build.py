@@ -6,13 +6,14 @@ serves; a graph called once, or too short to gain, is built once; a failed full 
 leaves the quick one running, with a warning; the full build takes the numerics its
 source was written for, whatever en.config.numerics is when it runs."""
 import importlib
+import types
 import threading
 
 import numpy as np
 import pytest
 
 import engine as en
-from support.compilers import needs_c_compiler
+from support.compilers import needs_c_compiler, record_c_builds
 from support.models import numpy_tanh_rnn_grads, tanh_rnn_loss
 
 c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
@@ -27,23 +28,10 @@ pytestmark = needs_c_compiler
 def builds(monkeypatch, tmp_path):
     """The C lowering, a fresh cache folder, nothing loaded; ``builds.flags`` lists the
     flags of each library compiled, in order."""
-    # Earlier tests' background builds (a compiled graph's full build) done first: they would
-    # run the recording compiler.
-    hot_swap.wait_for_compiles()
+    flags = record_c_builds(monkeypatch, tmp_path)
     monkeypatch.setattr(en.config, "lowering", "c")
-    monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(c_compiler, "_LOADED", {})
     monkeypatch.setattr(c_compiler, "_STARTED", {})
-
-    class Builds:
-        flags: list = []
-    real = c_compiler._compile
-
-    def compile_(command, settings, c_name, so_name, where):
-        Builds.flags.append(tuple(settings[0]))
-        return real(command, settings, c_name, so_name, where)
-    monkeypatch.setattr(c_compiler, "_compile", compile_)
-    return Builds
+    return types.SimpleNamespace(flags=flags)
 
 
 def _quick(flags):
