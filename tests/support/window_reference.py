@@ -11,6 +11,9 @@ import itertools
 
 import numpy as np
 
+import engine as en
+from support.finite_diff import numeric_grad
+
 
 def loop_conv(x, w, strides, pads, dilation=(1, 1), groups=1):
     """Grouped cross-correlation of ``x`` (N, H, W, C) with ``w`` (KH, KW, C / groups, O),
@@ -28,3 +31,14 @@ def loop_conv(x, w, strides, pads, dilation=(1, 1), groups=1):
         out[:, i, j, gr * og:(gr + 1) * og] = np.einsum(
             "nabc,abco->no", win, w[..., gr * og:(gr + 1) * og].astype(np.float64))
     return out
+
+
+def check_strided_conv_gradients(x, w, cotangent):
+    """``en.grad`` of ``sum(conv2d(x, w, stride=2, padding="same") * cotangent)`` with
+    respect to the input and the filters against central differences (float64 arrays):
+    the input and filter gradients of a strided, padded convolution."""
+    def loss(xt, wt):
+        return en.sum(en.conv2d(xt, wt, stride=2, padding="same") * en.tensor(cotangent))
+    gx, gw = en.grad(loss, argnums=(0, 1))(en.tensor(x), en.tensor(w))
+    np.testing.assert_allclose(gx.numpy(), numeric_grad(loss, (x, w), 0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gw.numpy(), numeric_grad(loss, (x, w), 1), rtol=1e-6, atol=1e-7)

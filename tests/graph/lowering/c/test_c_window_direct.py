@@ -12,8 +12,7 @@ import pytest
 import engine as en
 from engine.graph.lowering.c import c_window
 from engine.ops import batch_split, conv, pooling
-from support.finite_diff import numeric_grad
-from support.window_reference import loop_conv
+from support.window_reference import check_strided_conv_gradients, loop_conv
 
 pytestmark = pytest.mark.skipif(not c_window.installed(), reason="no C compiler")
 
@@ -140,12 +139,7 @@ def test_direct_gradients_match_finite_differences(direct):
     x = rng.standard_normal((2, 6, 5, 2))
     w = rng.standard_normal((3, 3, 2, 18))
     c = rng.standard_normal((2, 3, 3, 18))
-
-    def loss(xt, wt):
-        return en.sum(en.conv2d(xt, wt, stride=2, padding="same") * en.tensor(c))
-    gx, gw = en.grad(loss, argnums=(0, 1))(en.tensor(x), en.tensor(w))
-    np.testing.assert_allclose(gx.numpy(), numeric_grad(loss, (x, w), 0), rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(gw.numpy(), numeric_grad(loss, (x, w), 1), rtol=1e-6, atol=1e-7)
+    check_strided_conv_gradients(x, w, c)
 
 
 def test_the_threshold_picks_the_kernel(monkeypatch):
