@@ -12,7 +12,7 @@ import pytest
 import engine as en
 from engine.ops import conv
 from engine.graph.lowering.memory_planning import plan_memory
-from support.finite_diff import numeric_grad
+from support.finite_diff import check_gradients_in_dtype
 from support.window_split import chunks_in_order
 
 
@@ -132,11 +132,5 @@ def test_planned_step_gradients_match_finite_differences(dtype):
     graph = f.get_concrete_function(*args).graph
     assert any(n.op is conv.conv2d_backprop_filter_op for n in graph.nodes)
     for _ in range(2):      # the second call runs on the buffers the first one left
-        got = [np.asarray(t) for t in f(*args)]
-
-    in64 = [a.astype(np.float64) for a in (w1, w2, images)]
-    want = [numeric_grad(_step, in64, i) for i in (0, 1)]
-    tol = 2e-3 if dtype == np.float32 else 1e-6
-    for gv, wv in zip(got, want):
-        assert gv.dtype == dtype
-        np.testing.assert_allclose(gv, wv, rtol=tol, atol=tol)
+        got = f(*args)
+    check_gradients_in_dtype(got, _step, (w1, w2, images), (0, 1), dtype)

@@ -28,6 +28,18 @@ def numeric_grad(f, args, i=0, eps=1e-6):
     return central_difference(at, args[i], eps)
 
 
+def check_gradients_in_dtype(got, f, arrays, argnums, dtype):
+    """``got``, the gradients of scalar ``f`` w.r.t. ``arrays[i]`` for each of ``argnums``
+    computed in ``dtype``, against central differences of ``f`` at the arrays in float64
+    (tolerance 2e-3 for float32, 1e-6 for float64); each has ``dtype``."""
+    in64 = [np.asarray(a, dtype=np.float64) for a in arrays]
+    tol = 2e-3 if np.dtype(dtype) == np.float32 else 1e-6
+    for gv, i in zip(got, argnums):
+        gv = np.asarray(gv)
+        assert gv.dtype == dtype
+        np.testing.assert_allclose(gv, numeric_grad(f, in64, i), rtol=tol, atol=tol)
+
+
 def grad_checker(rng):
     """``check_grads(f, *args, order=1)``: en.grad of ``sum(f(*args) * c)`` against
     finite differences, the cotangents ``c`` drawn from ``rng``.

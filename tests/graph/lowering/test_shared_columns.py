@@ -11,7 +11,7 @@ import engine as en
 from engine.ops import conv_columns
 from engine.graph.lowering.pipeline import DEFAULT_PIPELINE
 from engine.graph.lowering.shared_columns import shared_columns
-from support.finite_diff import numeric_grad
+from support.finite_diff import check_gradients_in_dtype
 from support.pass_helpers import assert_same_bits, run_pass
 from support.window_reference import loop_conv
 from support.window_split import chunks_in_order
@@ -115,13 +115,8 @@ def test_training_step_shares_columns_and_matches_finite_differences(dtype):
     assert names.count("im2col") == 2 and names.count("conv2d_backprop_filter_columns") == 2
     assert "conv2d_backprop_filter" not in names
     for _ in range(2):      # the second call runs on the first one's buffers
-        got = [np.asarray(t) for t in f(*args)]
-    in64 = [a.astype(np.float64) for a in (w1, w2, images)]
-    want = [numeric_grad(_step, in64, i) for i in (0, 1)]
-    tol = 2e-3 if dtype == np.float32 else 1e-6
-    for gv, wv in zip(got, want):
-        assert gv.dtype == dtype
-        np.testing.assert_allclose(gv, wv, rtol=tol, atol=tol)
+        got = f(*args)
+    check_gradients_in_dtype(got, _step, (w1, w2, images), (0, 1), dtype)
 
 
 def test_same_bits_as_the_graph_without_the_pass():
