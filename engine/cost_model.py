@@ -104,7 +104,7 @@ THRESHOLDS = (
               "how many elements the side-by-side rows of a leading-axes sum span "
               "(whole rows of the trailing block; inner loops this long run at memory speed)",
               "engine/ops/reduce.py"),
-    Threshold("row_reduce_min_elements", 2048, "elements", EPYC_512, "2026-12-05", "TODO",
+    Threshold("row_reduce_min_elements", 2048, "elements", EPYC_512, "2026-12-05", "d16d609",
               "max, min, sum and mean over the last axis of a C-contiguous float32 or float64 "
               "array of at least this many values run the native row kernel "
               "(graph/lowering/c/c_rows.py; numpy sets its reduce loop up again per row); "
@@ -112,12 +112,12 @@ THRESHOLDS = (
               "against numpy's 2.9-7.3 us (rows of 256 to 8), over 1024 2.9-3.2 against "
               "2.7-4.8; a max over 512 already 2.8-3.0 against 3.3-5.9",
               "engine/ops/reduce.py"),
-    Threshold("row_extreme_max_length", 512, "elements", EPYC_512, "2026-12-05", "TODO",
+    Threshold("row_extreme_max_length", 512, "elements", EPYC_512, "2026-12-05", "d16d609",
               "... for max and min where the last axis is at most this long (65536 values, "
               "float64: rows of 512 14.8 against numpy's 17.8 us, of 1024 15.7 against 13.3; "
               "float32 still 1.26x faster at 1024, 0.92x at 2048)",
               "engine/ops/reduce.py"),
-    Threshold("row_sum_max_length", 1 << 20, "elements", EPYC_512, "2026-12-05", "TODO",
+    Threshold("row_sum_max_length", 1 << 20, "elements", EPYC_512, "2026-12-05", "d16d609",
               "... for sum and mean where it is at most this long (the kernel's eight "
               "pairwise sums sit in one vector: 1.3-2.2x faster than numpy's at every length "
               "measured, up to 2^20 values a row)",
