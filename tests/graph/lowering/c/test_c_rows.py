@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.lowering.c import c_rows
+from engine.graph.lowering import hot_swap
+from engine.graph.lowering.c import c_compiler, c_rows
 from engine.ops import native
 from engine.ops import reduce as red
+from support.compilers import record_c_builds
 
 pytestmark = pytest.mark.skipif(not c_rows.installed(), reason="no C compiler")
 
@@ -228,3 +230,17 @@ def test_the_static_sum_kernel_leaves_rows_to_the_blocked_sum():
     other = ((256, 32), np.dtype(np.int64))
     assert red._sum_static_kernel([other], ((256,), other[1]), {"axis": -1}, False) == \
         np.add.reduce
+
+
+def test_numpy_reduces_while_the_library_builds(monkeypatch, tmp_path):
+    """A fresh cache: the first call starts the build on the background compile thread
+    (with the C lowering's flags) and numpy's kernel answers; once built, the kernel."""
+    flags = record_c_builds(monkeypatch, tmp_path)
+    monkeypatch.setattr(c_rows, "_built", {})
+    monkeypatch.setattr(c_rows, "_pending", {})
+    x = _rows(np.random.default_rng(10), 128, 32, np.float32)
+    assert c_rows.reduce_last_max(x) is None
+    np.testing.assert_array_equal(en.max(en.tensor(x), axis=-1).numpy(), np.max(x, axis=-1))
+    hot_swap.wait_for_compiles()
+    assert flags == [c_compiler.FLAGS]
+    _same(c_rows.reduce_last_max(x), np.max(x, axis=-1), "max")
