@@ -3,8 +3,8 @@ each row (``engine/ops/reduce.py`` picks them for short rows).
 
 numpy reduces over the last axis one row at a time, its reduce loop set up again for
 each row: for rows of 32 float32 that costs more than the work (max over (32, 4, 32, 32)
-float32 0.22 ms, 1.6 ns an element, on the 2-core AMD EPYC VM (Zen 5)). One C loop over
-all the rows: max 0.032 ms, sum 0.017 against numpy's 0.090 (with the call, one thread).
+float32 0.22-0.25 ms, 1.6 ns an element, on the 2-core AMD EPYC VM (Zen 5)). One C loop
+over all the rows, with the call: max 0.018 ms, sum 0.017 against numpy's 0.094.
 
 Results are numpy's. A sum is numpy's pairwise sum of a contiguous reduce
 (``numpy/_core/src/umath/loops_utils.h.src``): fewer than 8 values added in order; up to
