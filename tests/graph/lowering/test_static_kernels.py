@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import engine as en
+from engine.ops import native
 
 
 def _source(fn, *args, **options):
@@ -87,8 +88,16 @@ def test_products_written_into_a_stack_keep_the_generic_kernel():
 
 def test_a_sum_numpy_reduces_in_one_call_is_called_directly():
     x, = _arrays((32, 64))
+    # (rows the native row kernel would take keep the generic kernel, which picks it at
+    # each call: engine/ops/reduce.py; here numpy's reduction is the one)
+    with en.config.cost.override(row_reduce_min_elements=x.size + 1):
+        f, source = _source(lambda x: en.sum(x * x, axis=1), en.tensor(x))
+        assert "k_np_reduce(" in source and "k_sum" not in source, source
+        np.testing.assert_allclose(f(en.tensor(x)).numpy(), (x * x).sum(axis=1), rtol=1e-6)
     f, source = _source(lambda x: en.sum(x * x, axis=1), en.tensor(x))
-    assert "k_np_reduce(" in source and "k_sum" not in source, source
+    native_rows = native.kernel("reduce_last_sum", np.float32) is not None   # (a C compiler)
+    assert ("k_sum" in source) == native_rows, source
+    assert ("k_np_reduce(" in source) != native_rows, source
     np.testing.assert_allclose(f(en.tensor(x)).numpy(), (x * x).sum(axis=1), rtol=1e-6)
 
 
