@@ -157,6 +157,17 @@ THRESHOLDS = (
               "the block of rows a fused kernel split over threads hands each call (2^18 "
               "against 2^15: 3.5-5% off the autoencoder step at batch 10000 and 60000)",
               "graph/lowering/row_kernel.py"),
+    Threshold("kernel_pool_part_elements", 1 << 15, "elements", EPYC_512, "2026-12-05",
+              "NEXT",
+              "a compiled fused kernel hands the C pool's threads parts of about this many "
+              "elements (a part starts within microseconds: the transformer's exact GELU over "
+              "262,144 float32 0.31 ms on one thread, 0.16 in two parts)",
+              "graph/lowering/c/c_fused.py"),
+    Threshold("kernel_pool_spin_microseconds", 200, "microseconds", EPYC_512, "2026-12-05",
+              "NEXT",
+              "a C pool thread polls this long for the next kernel before it sleeps (a "
+              "sleeping thread takes 0.08-0.13 ms to wake)",
+              "graph/lowering/c/c_pool.py"),
     # ---- compiled lowerings: when compiling pays ---------------------------------------
     Threshold("compile_calls", 100, "calls", EPYC, "2026-12-01", "ddc16f9",
               "under en.config.lowering 'auto' code is compiled where what it saves over "

@@ -67,13 +67,10 @@ class RowKernel:
                     outs[j] = np.empty(self.shape[1:] if kind == "rows" else (), dtype)
                 sums.append(j)
         fn = self._variant(arrays, values)
-        n = self.shape[0]
-        bounds = row_bounds(n, self.rows, kernel_threads(self.threads))
+        bounds = self._bounds(self.shape[0])
         parts = len(bounds) - 1
         accs = [[np.zeros(self.shape[-1]) for _ in sums] for _ in range(parts)]
-        part_of = {bounds[p]: p for p in range(parts)}
-        run_split(lambda lo, hi: self._call(fn, arrays, values, accs[part_of[lo]], lo, hi),
-                  bounds)
+        self._run_parts(fn, arrays, values, accs, bounds)
         for s, j in enumerate(sums):
             kind = self.outputs[j][1]
             if kind == "rows":   # the sums over the rows: one per position of the last axis
@@ -86,6 +83,18 @@ class RowKernel:
                 total /= self.size
             outs[j][...] = total
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _bounds(self, n):
+        """Where the row parts of a call over ``n`` rows begin and end: blocks of
+        ``self.rows`` over the kernel threads."""
+        return row_bounds(n, self.rows, kernel_threads(self.threads))
+
+    def _run_parts(self, fn, arrays, values, accs, bounds):
+        """Runs ``fn`` over each part of ``bounds`` (part ``k`` adding into ``accs[k]``), the
+        parts after the first on the Python pool's workers."""
+        part_of = {bounds[p]: p for p in range(len(bounds) - 1)}
+        run_split(lambda lo, hi: self._call(fn, arrays, values, accs[part_of[lo]], lo, hi),
+                  bounds)
 
     def prepare(self, *args):
         """Compiles, without running, the function for the aliasing of these arguments

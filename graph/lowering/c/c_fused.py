@@ -30,11 +30,12 @@ import ctypes
 
 import numpy as np
 
+from engine.config import config
 from engine.cost_model import cost
 from engine.errors import EngineError
 
-from . import c_compiler
-from .c_source import kernel_source
+from . import c_compiler, c_pool, c_source
+from ..parallel import machine_threads, row_bounds
 from ..row_kernel import RowKernel
 
 NAME = "fused"
@@ -92,18 +93,45 @@ class CFusedKernel(RowKernel):
 
     def __init__(self, name, members, inputs, outputs, threads=None, source=None,
                  exact=None):
-        self.source = source or kernel_source(NAME, members, inputs, outputs)
+        self.source = source or region_source(members, inputs, outputs)
         self.from_cache = c_compiler.is_cached(self.source, exact)
         self._pointers = len(inputs) + len(outputs)   # x..., out..., acc...
         super().__init__(name, members, inputs, outputs, threads,
                          self._function(self.source, exact))
+        row = self.size // self.shape[0] if self.shape[0] else 1
+        # Rows of a part on the C pool: about cost.kernel_pool_part_elements elements.
+        self._pool_rows = max(1, int(cost.kernel_pool_part_elements) // max(row, 1))
 
     def _function(self, source, exact=None):
-        fn = getattr(c_compiler.load(source, exact=exact), NAME)
+        lib = c_compiler.load(source, exact=exact)
+        fn = getattr(lib, NAME)
         fn.restype = ctypes.c_int
         # Addresses as pointers: ctypes would pass a bare int as a 32-bit C int.
         fn.argtypes = [ctypes.c_void_p] * self._pointers + [ctypes.c_int64] * 2
+        fn.parts_entry = ctypes.cast(getattr(lib, NAME + "_parts"), ctypes.c_void_p).value
         return fn
+
+    def _bounds(self, n):
+        # The C pool's threads start a part within microseconds (c_pool.py), so a kernel
+        # splits into parts of cost.kernel_pool_part_elements over the machine's threads,
+        # unless en.config.fusion_threads says how many.
+        if not c_pool.ready():
+            return super()._bounds(n)
+        threads = config.fusion_threads
+        return row_bounds(n, self._pool_rows, machine_threads() if threads is None else threads)
+
+    def _run_parts(self, fn, arrays, values, accs, bounds):
+        if len(bounds) > 2:
+            inputs = [a.ctypes.data for a in arrays] + [v.ctypes.data for v in values]
+            code = c_pool.run_parts(fn.parts_entry,
+                                    [inputs + [a.ctypes.data for a in acc] for acc in accs],
+                                    bounds)
+            if code is not None:
+                if code != 0:
+                    raise OutOfMemoryError(f"fused kernel {self.name}: no memory for its "
+                                           "partial sums")
+                return
+        super()._run_parts(fn, arrays, values, accs, bounds)
 
     def _inputs(self, arrays):
         return [np.ascontiguousarray(a, dt) for a, dt in zip(arrays, self.input_dtypes)]
@@ -131,4 +159,11 @@ class CFusedKernel(RowKernel):
             raise OutOfMemoryError(f"fused kernel {self.name}: no memory for its partial sums")
 
     def _compile_variant(self, aliases):
-        return self._function(kernel_source(NAME, *self._region, aliases=aliases))
+        return self._function(region_source(*self._region, aliases=aliases))
+
+
+def region_source(members, inputs, outputs, aliases=()):
+    """The C source of a fused region's kernel (``c_source.kernel_source``) with the entry
+    the C pool calls (``c_pool.parts_entry``)."""
+    return c_source.kernel_source(NAME, members, inputs, outputs, aliases) + \
+        c_pool.parts_entry(NAME, len(inputs) + len(outputs))

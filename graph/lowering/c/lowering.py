@@ -13,7 +13,7 @@ import warnings
 from engine.cost_model import cost
 from engine.numerics import bitwise
 
-from . import c_bitwise, c_compiler, c_fused, c_graph, c_scan, c_source
+from . import c_bitwise, c_compiler, c_fused, c_graph, c_scan
 from .. import graph_limits
 from ..plugin import Declined, Lowering
 
@@ -43,8 +43,7 @@ class CLowering(Lowering):
         return 0.0 if c_compiler.is_cached(source) else cost.c_compile_seconds
 
     def region_source(self, region):
-        return c_source.kernel_source(c_fused.NAME, region.members, region.inputs,
-                                      region.outputs)
+        return c_fused.region_source(region.members, region.inputs, region.outputs)
 
     def build_in_background(self, region, source):
         """The kernel, raising what the compiler says (the hot swap warns once)."""

@@ -1,0 +1,144 @@
+"""The C kernel pool (graph/lowering/c/c_pool.py): compiled fused kernels split into row
+parts on its threads give numpy's values, every part's partial sums, errors handed back,
+and the Python pool's path where the C pool cannot run."""
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from scipy import special
+
+import engine as en
+from support.compilers import needs_c_compiler
+from support.paths import REPO
+
+c_pool = importlib.import_module("engine.graph.lowering.c.c_pool")
+hot_swap = importlib.import_module("engine.graph.lowering.hot_swap")
+
+pytestmark = needs_c_compiler
+
+
+@pytest.fixture
+def pool_ready(monkeypatch):
+    """The pool's library built (its first look starts a background build), and fused
+    kernels lowered alone (a small graph would be one C function: test_c_graph.py)."""
+    monkeypatch.setattr(importlib.import_module("engine.graph.lowering.plugin").get("c"),
+                        "writes_graphs", False)
+    c_pool.ready()
+    hot_swap.wait_for_compiles()
+    if not c_pool.ready():
+        pytest.fail("the C pool's library was not built")
+
+
+def _fused_kernel(fn, *args):
+    """The compiled function ``fn`` traced on ``args``, with its C fused kernel built now."""
+    f = en.function(fn)
+    with en.config.cost.override(hot_swap_calls=1, compile_calls=1):
+        for _ in range(3):
+            f(*args)
+    hot_swap.wait_for_compiles()
+    return f
+
+
+def test_gelu_split_in_parts_matches_the_closed_form(pool_ready, monkeypatch):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((40, 16, 64)).astype(np.float32) * 3
+    monkeypatch.setattr(en.config, "lowering", "c")
+    calls = []
+    real = c_pool.run_parts
+
+    def counted(entry, pointers, bounds):
+        calls.append(len(bounds) - 1)
+        return real(entry, pointers, bounds)
+    monkeypatch.setattr(c_pool, "run_parts", counted)
+    with en.config.cost.override(kernel_pool_part_elements=1024):
+        f = _fused_kernel(lambda t: en.gelu(t) * 2.0, en.tensor(x))
+        got = np.asarray(f(en.tensor(x)))
+    want = x * (1 + special.erf(x / np.sqrt(2.0))) * np.float32(1.0)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+    assert calls and max(calls) >= 2, "the kernel never ran in parts on the C pool"
+
+
+def test_parts_keep_their_own_partial_sums(pool_ready, monkeypatch):
+    # A region with a sum over every element: each part adds into its own accumulators.
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 300))
+    monkeypatch.setattr(en.config, "lowering", "c")
+    with en.config.cost.override(kernel_pool_part_elements=512):
+        f = _fused_kernel(lambda t: en.sum(en.exp(t) * t), en.tensor(x))
+        got = float(f(en.tensor(x)))
+    want = float(np.sum(np.exp(x) * x))
+    assert abs(got - want) <= 1e-12 * np.sum(np.abs(np.exp(x) * x))
+
+
+def test_one_thread_when_fusion_threads_says_so(pool_ready, monkeypatch):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    monkeypatch.setattr(en.config, "lowering", "c")
+    monkeypatch.setattr(en.config, "fusion_threads", 1)
+    calls = []
+    monkeypatch.setattr(c_pool, "run_parts", lambda *a: calls.append(a))
+    with en.config.cost.override(kernel_pool_part_elements=256):
+        f = _fused_kernel(lambda t: en.tanh(t) * t, en.tensor(x))
+        got = np.asarray(f(en.tensor(x)))
+    np.testing.assert_allclose(got, np.tanh(x) * x, rtol=2e-6, atol=1e-7)
+    assert calls == []
+
+
+def test_a_busy_pool_hands_the_parts_back(pool_ready, monkeypatch):
+    # Another split holds the pool: run_parts says so, and the Python pool runs the parts.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    monkeypatch.setattr(en.config, "lowering", "c")
+    with en.config.cost.override(kernel_pool_part_elements=256):
+        f = _fused_kernel(lambda t: en.sigmoid(t) * t, en.tensor(x))
+        assert c_pool._busy.acquire(blocking=False)
+        try:
+            assert c_pool.run_parts(0, [[0], [0]], [0, 1, 2]) is None
+            got = np.asarray(f(en.tensor(x)))
+        finally:
+            c_pool._busy.release()
+    np.testing.assert_allclose(got, x / (1 + np.exp(-x)), rtol=2e-6, atol=1e-7)
+
+
+def test_parts_entry_calls_the_kernel_with_each_address():
+    src = c_pool.parts_entry("k", 2)
+    assert "int k_parts(void **a, int64_t lo, int64_t hi)" in src
+    assert "return k(a[0], a[1], lo, hi);" in src
+
+
+def test_a_forked_child_starts_its_own_threads(tmp_path):
+    # After a fork the child has none of the parent's pool threads: it must start its
+    # own rather than wait forever for threads that do not exist.
+    script = textwrap.dedent("""
+        import os, numpy as np, engine as en
+        from engine.graph.lowering import hot_swap, plugin
+        from engine.graph.lowering.c import c_pool
+        en.config.lowering = "c"
+        plugin.get("c").writes_graphs = False
+        real, codes = c_pool.run_parts, []
+        c_pool.run_parts = lambda *a: codes.append(real(*a)) or codes[-1]
+        x = en.tensor(np.linspace(-3, 3, 64 * 512).reshape(64, 512).astype(np.float32))
+        with en.config.cost.override(kernel_pool_part_elements=1024, hot_swap_calls=1,
+                                     compile_calls=1):
+            f = en.function(lambda t: en.tanh(t) * t)
+            for _ in range(3):
+                f(x)
+            hot_swap.wait_for_compiles()
+            f(x)
+            pid = os.fork()
+            if pid == 0:
+                codes.clear()
+                want = np.tanh(np.asarray(x)) * np.asarray(x)
+                ok = np.allclose(np.asarray(f(x)), want, rtol=1e-5, atol=1e-6)
+                ok = ok and codes == [0]     # split on the child's own threads
+                os._exit(0 if ok else 3)
+            _, status = os.waitpid(pid, 0)
+            print("child", os.waitstatus_to_exitcode(status))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=REPO, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert "child 0" in done.stdout, done.stdout + done.stderr
