@@ -158,13 +158,13 @@ THRESHOLDS = (
               "against 2^15: 3.5-5% off the autoencoder step at batch 10000 and 60000)",
               "graph/lowering/row_kernel.py"),
     Threshold("kernel_pool_part_elements", 1 << 15, "elements", EPYC_512, "2026-12-05",
-              "NEXT",
+              "45f6da9",
               "a compiled fused kernel hands the C pool's threads parts of about this many "
               "elements (a part starts within microseconds: the transformer's exact GELU over "
               "262,144 float32 0.31 ms on one thread, 0.16 in two parts)",
               "graph/lowering/c/c_fused.py"),
     Threshold("kernel_pool_spin_microseconds", 200, "microseconds", EPYC_512, "2026-12-05",
-              "NEXT",
+              "45f6da9",
               "a C pool thread polls this long for the next kernel before it sleeps (a "
               "sleeping thread takes 0.08-0.13 ms to wake)",
               "graph/lowering/c/c_pool.py"),
