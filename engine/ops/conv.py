@@ -178,9 +178,15 @@ def _group_filters(w, groups):
 def _conv2d_out(x, w, *, strides, padding, out, dilation=_ONE, groups=1):
     kh, kw, cg, o = w.shape
     _, pads = _spatial("conv2d", x.shape[1:3], (kh, kw), strides, padding, [], dilation)
-    # A direct loop makes no columns (no blocks) and calls no BLAS (it may split when idle).
-    blas = _direct("conv_direct", x, w, groups, kh * kw * cg, o) is None
-    batch_split.run(x.shape[0], out.size * kh * kw * cg, lambda lo, hi: _conv2d_images(
+    work = out.size * kh * kw * cg
+    direct = _direct("conv_direct", x, w, groups, kh * kw * cg, o)
+    # A direct loop takes the whole batch (its images split on the native threads).
+    if direct is not None and direct(
+            x, w, _window_geometry(x.shape, (kh, kw), strides, pads, dilation), out=out,
+            threads=batch_split.threads(work, blas=False)) is not None:
+        return out      # (None: the kernel's library is still being built)
+    blas = direct is None
+    batch_split.run(x.shape[0], work, lambda lo, hi: _conv2d_images(
         x[lo:hi], w, strides, pads, dilation, groups, out[lo:hi]),
         image_bytes=_columns_bytes(out, kh * kw * cg, x.dtype) if blas else 0, blas=blas)
     return out
@@ -345,20 +351,9 @@ def _bp_input_direct(g, w, input_hw, pads, groups, out):
     flipped = w[::-1, ::-1].transpose(0, 1, 3, 2)                        # (KH, KW, O, C)
     full = ((kh - 1 - pads[0][0], kh - 1 - pads[0][1]),
             (kw - 1 - pads[1][0], kw - 1 - pads[1][1]))
-    n = g.shape[0]
-    fits = out is not None and out.dtype == g.dtype and out.flags.c_contiguous
-    dx = out if fits else np.empty((n, *input_hw, c), g.dtype)
-    work = g.size * kh * kw * c
-
-    def images(lo, hi):       # a chunk of images (engine/ops/batch_split.py)
-        geo = _window_geometry(g[lo:hi].shape, (kh, kw), _ONE, full, _ONE)
-        return direct(g[lo:hi], flipped, geo, out=dx[lo:hi])
-    if any(part is None for part in batch_split.run(n, work, images, blas=False)):
-        return None
-    if out is not None and dx is not out:
-        out[...] = dx
-        return out
-    return dx
+    geo = _window_geometry(g.shape, (kh, kw), _ONE, full, _ONE)
+    return direct(g, flipped, geo, out=out,
+                  threads=batch_split.threads(g.size * kh * kw * c, blas=False))
 
 
 def _bp_input_full(g, w, input_hw, pads):
@@ -511,7 +506,13 @@ def _bp_filter(x, g, kernel_hw, strides, padding, dilation, groups, out):
     _, pads = _spatial("conv2d_backprop_filter", x.shape[1:3], kernel_hw, strides, padding, [],
                        dilation)
     taps = kernel_hw[0] * kernel_hw[1] * (x.shape[3] // groups)
-    blas = _direct("conv_filter_direct", x, g, groups, taps, g.shape[3]) is None
+    direct = _direct("conv_filter_direct", x, g, groups, taps, g.shape[3])
+    if direct is not None:  # the whole batch: its images split on the native threads
+        dw = direct(x, g, _window_geometry(x.shape, kernel_hw, strides, pads, dilation),
+                    out=out, threads=batch_split.threads(g.size * taps, blas=False))
+        if dw is not None:  # (None: the kernel's library is still being built)
+            return dw
+    blas = direct is None
     # Split: each chunk of images gives its part of the sum over the batch, added in order.
     parts = batch_split.run(x.shape[0], g.size * taps, lambda lo, hi: _bp_filter_images(
         x[lo:hi], g[lo:hi], kernel_hw, strides, pads, dilation, groups,

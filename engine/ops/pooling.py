@@ -83,13 +83,9 @@ def _native(name, x, *others, out=None, pool_size, strides, padding, dilation, c
     geo = _window_geometry(x.shape, pool_size, strides, pads, dilation)
     n, oh, ow = x.shape[0], geo[4], geo[5]
     taps = n * oh * ow * x.shape[3] * pool_size[0] * pool_size[1]   # values the windows read
-    if batch_split.threads(taps, cost.pool_split_min_taps) < 2:
-        return fast(x, *others, geo, out=out)
-    # Split over images: each chunk writes its rows of one C-contiguous result.
-    shape = x.shape if name == "max_pool2d_grad" else (n, oh, ow, x.shape[3])
-    return batch_split.run_into(out, shape, x.dtype, n, taps, lambda lo, hi, rows: fast(
-        x[lo:hi], *[a[lo:hi] for a in others], (hi - lo, *geo[1:]), out=rows),
-        cost.pool_split_min_taps)
+    # The whole batch: its images split on the native threads (a native loop, no BLAS).
+    return fast(x, *others, geo, out=out,
+                threads=batch_split.threads(taps, cost.pool_split_min_taps, blas=False))
 
 
 def _into(name, impl):
@@ -433,7 +429,7 @@ def _pool_taps(windows):
             return 0, cost.pool_split_min_taps
         taps = int(np.prod(shape, dtype=np.int64)) * params["pool_size"][0] * \
             params["pool_size"][1]
-        return taps, cost.pool_split_min_taps
+        return taps, cost.pool_split_min_taps, False
     return work
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.lowering.c import c_window
+from engine.graph.lowering import hot_swap
+from engine.graph.lowering.c import c_compiler, c_pool, c_window
 from engine.ops import batch_split, conv, native
 from support.window_reference import check_strided_conv_gradients, loop_conv
 
@@ -17,9 +18,13 @@ from support.window_reference import check_strided_conv_gradients, loop_conv
 @pytest.fixture
 def split(monkeypatch):
     """Split every window kernel into three chunks on two threads; yields the list of
-    chunk counts the runner was asked for."""
+    chunk counts the runner (or, for the native loops, the C pool) was asked for."""
     native.load()
     c_window.installed()      # waits for the C window kernels' build (where a compiler is)
+    if c_compiler.available():
+        c_pool.ready()
+        hot_swap.wait_for_compiles()          # the C pool's library too
+        assert c_pool.ready()
     assert batch_split.RUNNERS, "the lowerings registered no runner"
     threads, run_chunks = batch_split.RUNNERS[0]
     calls = []
@@ -27,6 +32,14 @@ def split(monkeypatch):
     def counting(fn, n, count):
         calls.append(n)
         return run_chunks(fn, n, count)
+
+    def counting_parts(entry, pointers, bounds):
+        code = run_parts(entry, pointers, bounds)
+        if code is not None:       # run on the pool (None: the caller runs it serially)
+            calls.append(len(bounds) - 1)
+        return code
+    run_parts = c_pool.run_parts
+    monkeypatch.setattr(c_pool, "run_parts", counting_parts)
     monkeypatch.setattr(batch_split, "RUNNERS", [(lambda blas=True: 2, counting)])
     with en.config.cost.override(window_split_min_work=0, pool_split_min_taps=0,
                                  window_split_chunks=3, window_split_native_chunks=3):

@@ -13,6 +13,11 @@ each poll, so OpenBLAS's threads or another process take it when they need it), 
 sleeps on a condition variable. Measured: the GELU kernel 0.312 ms on one thread, 0.157
 split in two.
 
+The fused kernels (``c_fused.py``) split their rows here; the window kernels' direct
+convolution loops and max pooling (``c_window.py``) their images, as many parts as
+``cost.window_split_native_chunks`` (a part not yet started is taken by whichever thread
+is free, so a descheduled worker costs little on a loaded machine).
+
 A kernel offers this entry point: ``int NAME_parts(void **args, int64_t lo, int64_t hi)``
 (:func:`parts_entry` writes it), where part ``k`` reads its arguments from
 ``args + k * stride``, so parts may have their own accumulators. Only one split runs at
@@ -216,7 +221,11 @@ def run_parts(entry, pointers, bounds):
 
 
 def _forget_workers():
+    # The child has none of the parent's threads (the library's own fork handler resets
+    # its count) and no split in progress.
+    global _busy
     _started.clear()
+    _busy = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_workers)

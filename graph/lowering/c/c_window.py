@@ -18,7 +18,9 @@ each is compiled once per machine, about 0.2 s of CPU, then loaded from the disk
 ``engine.ops.native.KERNELS`` when this module is imported (the registry of
 lowerings imports it); a library not yet on disk is built on the background
 compile thread from the first call on (numpy's kernels run until it is ready). A
-build that fails warns once and drops the kernels: the numpy kernels run.
+build that fails warns once and drops the kernels: the numpy kernels run. Max pooling
+and the direct loops run a whole batch, its images split in parts on the C pool's
+threads (``c_pool.py``) where the caller asks for more than one thread.
 
 The geometry every kernel takes, as int64s: ``N, H, W, C`` (the input), ``OH, OW``
 (the windows), ``KH, KW`` (taps), ``SH, SW`` (strides), ``DH, DW`` (dilation),
@@ -43,7 +45,9 @@ import numpy as np
 
 from engine.ops import native
 
-from . import c_compiler, c_fused
+from engine.cost_model import cost
+
+from . import c_compiler, c_fused, c_pool
 from .. import hot_swap
 
 _HEADER = """#include <stdint.h>
@@ -348,6 +352,28 @@ int col2im_$S(const $T* restrict cols, $T* restrict dx, const int64_t* g) {
     }
     return 0;
 }
+
+/* Images lo:hi of a batch, a part the C pool runs (graph/lowering/c/c_pool.py):
+   a = {x, other, out, &number, geometry, steps}, each array advanced by steps[k]
+   elements an image (0: the part has its own, or shares it). */
+typedef int (*window_kernel_$S)(const $T*, const $T*, $T*, int64_t, const int64_t*);
+static int images_$S(window_kernel_$S kernel, void** a, int64_t lo, int64_t hi) {
+    int64_t g[14];
+    memcpy(g, a[4], sizeof g);
+    g[0] = hi - lo;
+    const int64_t* step = (const int64_t*)a[5];
+    return kernel((const $T*)a[0] + lo * step[0], (const $T*)a[1] + lo * step[1],
+                  ($T*)a[2] + lo * step[2], *(const int64_t*)a[3], g);
+}
+int max_pool_parts_$S(void** a, int64_t lo, int64_t hi) {
+    return images_$S(max_pool_$S, a, lo, hi);
+}
+int conv_direct_parts_$S(void** a, int64_t lo, int64_t hi) {
+    return images_$S(conv_direct_$S, a, lo, hi);
+}
+int conv_filter_direct_parts_$S(void** a, int64_t lo, int64_t hi) {
+    return images_$S(conv_filter_direct_$S, a, lo, hi);
+}
 """)
 
 _TYPES = {np.dtype(np.float32): ("float", "f32", "int32_t"),
@@ -360,6 +386,8 @@ NAMES = ("max_pool2d", "max_pool2d_grad", "max_pool2d_gather", "col2im", "conv_d
 # kernel -> its array arguments and whether an int64 (a mode, or O) follows them
 _KINDS = {"max_pool": (3, True), "col2im": (2, False), "conv_direct": (3, True),
           "conv_filter_direct": (3, True)}
+# The kernels that run a batch's images in parts on the C pool (c_pool.py).
+_IN_PARTS = ("max_pool", "conv_direct", "conv_filter_direct")
 # dtype -> {kind: C function}, or None where the library cannot be built.
 _built: dict[np.dtype, dict[str, Any] | None] = {}
 _pending: dict[np.dtype, Any] = {}       # dtype -> the background compile's future
@@ -400,6 +428,9 @@ def _load(dtype):
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p] * arrays + \
             ([ctypes.c_int64] if number else []) + [ctypes.c_void_p]
+        if kind in _IN_PARTS:      # its entry for the C pool: images lo:hi of a batch
+            fn.parts_entry = ctypes.cast(getattr(lib, f"{kind}_parts_{_TYPES[dtype][1]}"),
+                                         ctypes.c_void_p).value
         fns[kind] = fn
     _built[dtype] = fns
     return fns
@@ -433,7 +464,39 @@ def _delivered(target, out):
     return target
 
 
-def _pool(mode, x, u, shape, geo, out):
+def _run(fn, arrays, number, geo, threads, filters=False, own=False):
+    """The kernel ``fn`` over the batch of ``arrays`` (x, other, out: C-contiguous, their
+    first axis the images, but for ``filters``: other is the filters every image reads):
+    one call, or where ``threads`` > 1 and the C pool runs,
+    ``cost.window_split_native_chunks`` parts of images on it. ``own``: each part has its
+    own result (a filter gradient's sum over its images), summed into out in part order.
+    The kernel's return code (0: done)."""
+    g = _geometry(geo)          # held: a temporary's address would outlive it
+    n = int(geo[0])
+    if threads > 1 and n > 1 and c_pool.ready():
+        chunks = min(n, int(cost.window_split_native_chunks))
+        bounds = [k * n // chunks for k in range(chunks + 1)]
+        steps = np.array([a[:1].size for a in arrays], np.int64)
+        if filters:
+            steps[1] = 0
+        parts = None
+        if own:
+            steps[2] = 0
+            parts = np.empty((chunks,) + arrays[2].shape, arrays[2].dtype)
+        count = np.array([number], np.int64)
+        shared = [a.ctypes.data for a in arrays] + [count.ctypes.data, g.ctypes.data,
+                                                    steps.ctypes.data]
+        pointers = [shared if parts is None else
+                    shared[:2] + [parts[k].ctypes.data] + shared[3:] for k in range(chunks)]
+        code = c_pool.run_parts(fn.parts_entry, pointers, bounds)
+        if code is not None:
+            if code == 0 and parts is not None:
+                np.add.reduce(parts, axis=0, out=arrays[2])
+            return code
+    return fn(*[a.ctypes.data for a in arrays], number, g.ctypes.data)
+
+
+def _pool(mode, x, u, shape, geo, out, threads):
     fn = _function("max_pool", x.dtype)
     if fn is None:
         return None
@@ -443,8 +506,7 @@ def _pool(mode, x, u, shape, geo, out):
     if mode == 1 and _apart(geo):
         mode, zeroed = 3, not _covering(geo)
     target = _target(out, shape, x.dtype, zeroed=zeroed)
-    g = _geometry(geo)
-    if fn(x.ctypes.data, u.ctypes.data, target.ctypes.data, mode, g.ctypes.data) != 0:
+    if _run(fn, (x, u, target), mode, geo, threads) != 0:
         raise c_fused.OutOfMemoryError("max pooling's C kernel: no memory for its window "
                                        "offsets")
     return _delivered(target, out)
@@ -466,22 +528,22 @@ def _covering(geo):
         ow * sw - pl >= w
 
 
-def max_pool2d(x, geo, out=None):
+def max_pool2d(x, geo, out=None, threads=1):
     """Each window's maximum, (N, OH, OW, C) (into ``out`` if given); None where the
-    library is not built."""
+    library is not built. ``threads`` > 1: the images in parts on the C pool."""
     n, _, _, c, oh, ow = geo[:6]
-    return _pool(0, x, None, (n, oh, ow, c), geo, out)
+    return _pool(0, x, None, (n, oh, ow, c), geo, out, threads)
 
 
-def max_pool2d_grad(x, g, geo, out=None):
+def max_pool2d_grad(x, g, geo, out=None, threads=1):
     """``g`` (N, OH, OW, C) added at each window's first maximum of ``x``, (N, H, W, C)."""
-    return _pool(1, x, g, x.shape, geo, out)
+    return _pool(1, x, g, x.shape, geo, out, threads)
 
 
-def max_pool2d_gather(x, u, geo, out=None):
+def max_pool2d_gather(x, u, geo, out=None, threads=1):
     """The values of ``u`` (shaped like ``x``) at each window's first maximum of ``x``."""
     n, _, _, c, oh, ow = geo[:6]
-    return _pool(2, x, u, (n, oh, ow, c), geo, out)
+    return _pool(2, x, u, (n, oh, ow, c), geo, out, threads)
 
 
 def col2im(cols, geo, out=None):
@@ -508,7 +570,7 @@ def _padded(x, geo):
     return x, (n, x.shape[1], x.shape[2], c, oh, ow, kh, kw, sh, sw, dh, dw, 0, 0)
 
 
-def _direct(kind, name, x, other, geo, out, sizes):
+def _direct(kind, name, x, other, geo, out, sizes, threads):
     """Run the direct loop ``kind`` on ``x`` padded beforehand and ``other`` (filters or
     cotangent, whose last axis is the O outputs); the result has the padded geometry's
     ``sizes`` (indices into it) then O. None where the library is not built."""
@@ -519,23 +581,27 @@ def _direct(kind, name, x, other, geo, out, sizes):
     x, geo = _padded(x, geo)
     other = np.ascontiguousarray(other, dtype=x.dtype)
     target = _target(out, tuple(geo[k] for k in sizes) + (o,), x.dtype, zeroed=False)
-    g = _geometry(geo)          # held: a temporary's address would outlive it
-    if fn(x.ctypes.data, other.ctypes.data, target.ctypes.data, o, g.ctypes.data):
+    if _run(fn, (x, other, target), o, geo, threads, filters=kind == "conv_direct",
+            own=kind == "conv_filter_direct"):
         raise c_fused.OutOfMemoryError(f"{name}'s direct C kernel: no memory for its tap "
                                        "offsets")
     return _delivered(target, out)
 
 
-def conv_direct(x, w, geo, out=None):
+def conv_direct(x, w, geo, out=None, threads=1):
     """conv2d of ``x`` (N, H, W, C) with filters ``w`` (KH, KW, C, O) by the direct loop,
-    (N, OH, OW, O) (into ``out`` if given); None where the library is not built."""
-    return _direct("conv_direct", "conv2d", x, w, geo, out, (0, 4, 5))
+    (N, OH, OW, O) (into ``out`` if given); None where the library is not built.
+    ``threads`` > 1: the images in parts on the C pool."""
+    return _direct("conv_direct", "conv2d", x, w, geo, out, (0, 4, 5), threads)
 
 
-def conv_filter_direct(x, u, geo, out=None):
+def conv_filter_direct(x, u, geo, out=None, threads=1):
     """The filter gradient (KH, KW, C, O) of ``conv_direct`` for input ``x`` and cotangent
-    ``u`` (N, OH, OW, O), into ``out`` if given; None where the library is not built."""
-    return _direct("conv_filter_direct", "conv2d_backprop_filter", x, u, geo, out, (6, 7, 3))
+    ``u`` (N, OH, OW, O), into ``out`` if given; None where the library is not built.
+    ``threads`` > 1: the images in parts on the C pool, each part's sum its own, added
+    in part order."""
+    return _direct("conv_filter_direct", "conv2d_backprop_filter", x, u, geo, out, (6, 7, 3),
+                   threads)
 
 
 # Outputs the direct loops sum per vector (OB in the C source): conv.runs_direct takes

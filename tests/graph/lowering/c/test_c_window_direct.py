@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import engine as en
-from engine.graph.lowering.c import c_window
+from engine.graph.lowering import hot_swap
+from engine.graph.lowering.c import c_pool, c_window
 from engine.ops import batch_split, conv, pooling
 from support.window_reference import check_strided_conv_gradients, loop_conv
 
@@ -263,12 +264,12 @@ def test_direct_loops_split_as_native_loops(monkeypatch):
     machine, where an im2col product is left to OpenBLAS's threads), as the graph's
     split rule (batch_split.splits) does from the shapes alone."""
     seen = []
-    run = batch_split.run
+    threads = batch_split.threads
 
-    def recording(n, work, fn, minimum=None, image_bytes=0, blas=True):
+    def recording(work, minimum=None, blas=True):
         seen.append(blas)
-        return run(n, work, fn, minimum, image_bytes, blas)
-    monkeypatch.setattr(batch_split, "run", recording)
+        return threads(work, minimum, blas)
+    monkeypatch.setattr(batch_split, "threads", recording)
     x, w = np.ones((2, 6, 6, 1), np.float32), np.ones((3, 3, 1, 16), np.float32)
     g = np.ones((2, 6, 6, 16), np.float32)
     p = dict(strides=(1, 1), padding="same", dilation=(1, 1), groups=1)
@@ -282,11 +283,20 @@ def test_direct_loops_split_as_native_loops(monkeypatch):
 
 
 def test_split_direct_loops_take_their_own_chunk_count(monkeypatch):
+    # A direct loop splits its images on the C pool, an im2col product on the runner.
     asked = []
 
     def in_order(fn, n, count):
         asked.append(n)
         return [fn(k) for k in range(n)]
+
+    def on_the_pool(entry, pointers, bounds):
+        asked.append(len(bounds) - 1)
+        return run_parts(entry, pointers, bounds)
+    c_pool.ready()
+    hot_swap.wait_for_compiles()
+    run_parts = c_pool.run_parts
+    monkeypatch.setattr(c_pool, "run_parts", on_the_pool)
     monkeypatch.setattr(batch_split, "RUNNERS", [(lambda blas=True: 2, in_order)])
     x = np.random.default_rng(6).standard_normal((6, 5, 5, 1)).astype(np.float32)
     p = dict(strides=(1, 1), padding="same", dilation=(1, 1), groups=1)
