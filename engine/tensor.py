@@ -228,6 +228,10 @@ class Tensor(*_fast_writes.BASES, TensorOps):  # type: ignore[misc]
     # _shape is read by ``shape`` (below). _alias (None unless the tensor is a view or has
     # views: engine/writes.py) is set on every tensor; _version only once a trace captures it.
     __slots__ = ("_value", "_shape", "_dtype", "_node", "_alias", "_version", "__weakref__")
+    # Whether ``x[i] = v`` and ``x op= y`` make x stand for a new value rather than write
+    # its array (engine/writes.py): the engine's own wrappers (a transformation's, another
+    # back end's) say True; a user's subclass of Tensor is written as a Tensor is.
+    _functional_writes = False
 
     if TYPE_CHECKING:
         shape: tuple[Any, ...]
@@ -452,6 +456,7 @@ class ForeignTensor(Tensor):
 
     __slots__ = ("_backend",)
     _backend: _backends.Backend     # set by wrap_on, which makes every foreign tensor
+    _functional_writes = True       # another back end's array may not be writable
 
     @property
     def backend(self):

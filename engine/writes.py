@@ -259,7 +259,7 @@ def _checked_setitem(x, index, value):
         raise ArgumentTypeError(              # (numpy would move the new axis first)
             "x[index] = value: a true 0-d boolean apart from integer index items is not "
             "supported in a write; write x[...] with the integers alone")
-    if x._value is None or type(x) is not _TENSOR or not current_mode().is_concrete:
+    if x._value is None or x._functional_writes or not current_mode().is_concrete:
         return _functional_write(x, index, value)
     _eager_write(x, index, value)
 
@@ -489,7 +489,7 @@ def _functional_write(x, index, value):
             "write it outside the body")
     mode = current_mode()
     if x._value is not None and not mode.is_concrete and not getattr(mode, "transforms", False) \
-            and type(x) is _TENSOR:
+            and not x._functional_writes:
         raise TracingError(
             f"x[index] = value: {x._describe()} is a concrete tensor made outside the "
             f"traced function (at {format_location(user_frame())}); a write to it would "

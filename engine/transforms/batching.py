@@ -43,6 +43,7 @@ class BatchTensor(Tensor):
     element along axis ``bdim``; ``shape`` is one element's shape."""
 
     __slots__ = ("raw", "bdim", "_tag")
+    _functional_writes = True       # a write is an index_update of the batched value
     raw: Tensor
     bdim: int
     _tag: object

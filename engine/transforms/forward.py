@@ -58,6 +58,7 @@ class DualTensor(Tensor):
     reads the primal's value where the primal has one."""
 
     __slots__ = ("primal", "tangent", "_tag")
+    _functional_writes = True       # a write is an index_update of primal and tangent
     primal: Tensor
     tangent: Tensor | None
     _tag: object

@@ -365,3 +365,27 @@ def test_traced_views_of_other_ops_follow_or_refuse():
     np.testing.assert_array_equal(writes_split_base(en.tensor(a)).numpy()[0, 0], 5.0)
     with pytest.raises(en.TracingError, match="split or unstack"):
         en.function(writes_split_base)(en.tensor(a))
+
+
+def test_a_subclass_of_tensor_is_written_as_a_tensor():
+    # A user's subclass is not one of the engine's wrappers (a transformation's, another
+    # back end's): its writes go into its array, as numpy's subclasses' do.
+    class Labelled(en.Tensor):
+        pass
+
+    a = np.arange(6.0).reshape(2, 3)
+    x = Labelled(a.copy())
+    view = x[:, 1:]
+    x[0, 1] = 10.0
+    x += 1.0
+    x[x > 5.0] = 0.0
+    want = a.copy()
+    want[0, 1] = 10.0
+    want += 1.0
+    want[want > 5.0] = 0.0
+    assert type(x) is Labelled
+    np.testing.assert_array_equal(x.numpy(), want)
+    np.testing.assert_array_equal(view.numpy(), want[:, 1:])
+    with pytest.raises(en.ShapeError):
+        x[0] = np.ones(4)
+    np.testing.assert_array_equal(x.numpy(), want)        # nothing half-written
