@@ -93,13 +93,16 @@ def test_out_takes_the_rows_results_in_any_shape_of_that_size():
 
 @pytest.fixture
 def counted(monkeypatch):
-    """Calls of each native row kernel, by name."""
+    """Calls of each native row kernel, by name; ``(name, "out")`` counts those given a
+    buffer to write into."""
     calls = dict.fromkeys(c_rows.NAMES, 0)
     for name in c_rows.NAMES:
         table = dict(native.KERNELS[name])
         for dtype, fn in native.KERNELS[name].items():
             def wrapped(x, out=None, fn=fn, name=name):
                 calls[name] += 1
+                if out is not None:
+                    calls[name, "out"] = calls.get((name, "out"), 0) + 1
                 return fn(x, out)
             table[dtype] = wrapped
         monkeypatch.setitem(native.KERNELS, name, table)
@@ -148,6 +151,7 @@ def test_a_graph_writes_into_its_buffers_through_out(counted):
     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
     np.testing.assert_array_equal(eager[0].numpy(), e / np.sum(e, axis=-1, keepdims=True))
     assert counted["reduce_last_max"] >= 4 and counted["reduce_last_sum"] >= 12
+    assert counted["reduce_last_max", "out"] >= 3 and counted["reduce_last_sum", "out"] >= 9
 
 
 def _numpy_kernels_only(counted, x):
