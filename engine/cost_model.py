@@ -324,7 +324,7 @@ THRESHOLDS = (
               "a split native window loop (a direct convolution) takes its images in this "
               "many chunks (the styles CNN step on two threads, load 0.9, interleaved: 2 "
               "chunks 5.78 ms, 4 6.5, 8 7.49, not split 6.35)",
-              "engine/ops/batch_split.py"),
+              "engine/ops/batch_split.py, graph/lowering/c/c_window.py"),
     Threshold("pool_split_min_taps", 1 << 22, "window values read", EPYC_512, "2026-12-05",
               "659706b",
               "max pooling's C kernels (and their gradients) split their images over the "

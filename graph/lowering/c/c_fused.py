@@ -165,5 +165,6 @@ class CFusedKernel(RowKernel):
 def region_source(members, inputs, outputs, aliases=()):
     """The C source of a fused region's kernel (``c_source.kernel_source``) with the entry
     the C pool calls (``c_pool.parts_entry``)."""
+    c_pool.ready()     # builds the pool's library (in the background) as regions are written
     return c_source.kernel_source(NAME, members, inputs, outputs, aliases) + \
         c_pool.parts_entry(NAME, len(inputs) + len(outputs))

@@ -406,6 +406,7 @@ def _library(dtype, wait=False):
         _built[dtype] = None
         return None
     if dtype not in _pending:
+        c_pool.ready()              # the pool the kernels split on: built beside them
         if c_compiler.is_cached(SOURCES[dtype]):
             return _load(dtype)             # from the disk cache: about a millisecond
         _pending[dtype] = hot_swap.submit(_load, dtype)
