@@ -325,12 +325,12 @@ THRESHOLDS = (
               "many chunks (the styles CNN step on two threads, load 0.9, interleaved: 2 "
               "chunks 5.78 ms, 4 6.5, 8 7.49, not split 6.35)",
               "engine/ops/batch_split.py, graph/lowering/c/c_window.py"),
-    Threshold("pool_split_min_taps", 1 << 22, "window values read", EPYC_512, "2026-12-05",
-              "659706b",
+    Threshold("pool_split_min_taps", 1 << 18, "window values read", EPYC_512, "2026-12-05",
+              "235cb62",
               "max pooling's C kernels (and their gradients) split their images over the "
-              "kernel threads where the windows read at least this many values (the CNN "
-              "step's pools read 0.4-0.8M and ran no faster split at load 8: 0.52 against "
-              "0.37 ms forward, 2.2 against 2.3 for both gradients)",
+              "C pool's threads where the windows read at least this many values (the "
+              "styles CNN step's pools read 0.4-0.8M: split, the step 4.23-4.26 ms against "
+              "4.62-4.89 unsplit, load 1.4, interleaved in one process)",
               "engine/ops/pooling.py"),
     Threshold("two_threads_min_product_work", 1 << 29, "multiply-adds", EPYC, "2026-12-01",
               "80fe26f",
