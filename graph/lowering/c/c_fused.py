@@ -34,7 +34,7 @@ from engine.config import config
 from engine.cost_model import cost
 from engine.errors import EngineError
 
-from . import c_compiler, c_pool, c_source
+from . import c_address, c_compiler, c_pool, c_source
 from ..parallel import machine_threads, row_bounds
 from ..row_kernel import RowKernel
 
@@ -114,17 +114,16 @@ class CFusedKernel(RowKernel):
     def _bounds(self, n):
         # The C pool's threads start a part within microseconds (c_pool.py), so a kernel
         # splits into parts of cost.kernel_pool_part_elements over the machine's threads,
-        # unless en.config.fusion_threads says how many.
-        if not c_pool.ready():
-            return super()._bounds(n)
+        # unless en.config.fusion_threads says how many. The same parts while the pool's
+        # library builds (run on the Python pool): a region's sums keep their order.
         threads = config.fusion_threads
         return row_bounds(n, self._pool_rows, machine_threads() if threads is None else threads)
 
     def _run_parts(self, fn, arrays, values, accs, bounds):
         if len(bounds) > 2:
-            inputs = [a.ctypes.data for a in arrays] + [v.ctypes.data for v in values]
+            inputs = [c_address.data(a) for a in arrays] + [c_address.data(v) for v in values]
             code = c_pool.run_parts(fn.parts_entry,
-                                    [inputs + [a.ctypes.data for a in acc] for acc in accs],
+                                    [inputs + [c_address.data(a) for a in acc] for acc in accs],
                                     bounds)
             if code is not None:
                 if code != 0:
