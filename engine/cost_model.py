@@ -104,6 +104,16 @@ THRESHOLDS = (
               "how many elements the side-by-side rows of a leading-axes sum span "
               "(whole rows of the trailing block; inner loops this long run at memory speed)",
               "engine/ops/reduce.py"),
+    Threshold("colsum_part_elements", 1 << 18, "elements", EPYC_512, "2026-12-05",
+              "1ff9097",
+              "the native leading-axes sum (graph/lowering/c/c_colsum.py) of a float32 or "
+              "float64 array takes one row range per this many values, each summed on its "
+              "own (on the C pool's threads where it runs) and the ranges' sums added in "
+              "order: a count from the shape alone, so the bits never depend on threads",
+              "engine/ops/reduce.py"),
+    Threshold("colsum_max_parts", 2, "parts", EPYC_512, "2026-12-05", "1ff9097",
+              "... in at most this many row ranges (two cores: a third part only waits)",
+              "engine/ops/reduce.py"),
     Threshold("row_reduce_min_elements", 2048, "elements", EPYC_512, "2026-12-05", "d16d609",
               "max, min, sum and mean over the last axis of a C-contiguous float32 or float64 "
               "array of at least this many values run the native row kernel "

@@ -8,7 +8,7 @@ Example:
     >>> list(registered())
     ['numpy', 'c', 'numba', 'numba_ufunc']
 """
-from .c import c_rows, c_window
+from .c import c_colsum, c_rows, c_window
 from .c.lowering import CLowering
 from .numba.lowering import NumbaLowering, NumbaUfuncLowering
 from .numpy_lowering import NumpyLowering
@@ -19,6 +19,7 @@ for _lowering in (NumpyLowering(), CLowering(), NumbaLowering(), NumbaUfuncLower
     register(_lowering)
 c_window.install()      # the window ops' C kernels (engine/ops/native.py)
 c_rows.install()        # reductions over a short last axis (engine/ops/reduce.py)
+c_colsum.install()      # sums over the leading axes (engine/ops/reduce.py)
 window_threads.install()    # the threads convolutions split their images over
 
 __all__ = ["registered"]
