@@ -90,6 +90,9 @@ def test_long_cancelling_columns_stay_accurate(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_bits_do_not_depend_on_threads(dtype, monkeypatch):
+    c_pool.ready()                        # (a fresh cache: the pool's library builds)
+    hot_swap.wait_for_compiles()
+    assert c_pool.ready()
     rng = np.random.default_rng(5)
     split = []
     real = c_pool.run_parts
