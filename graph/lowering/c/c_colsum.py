@@ -7,14 +7,15 @@ only t long, and its result adds row after row (error growing like the row count
 
 - Order. The rows are cut into ``parts`` ranges (``k * rows // parts`` on), a count the
   caller takes from the shape alone. Each part sums its rows in float64: blocks of up to
-  ``BLOCK_ROWS`` (32) rows added in a few interleaved chains (rows 2i and 2i + 1, or four or
-  eight such, each chain in order, the chains added in order), a longer range halved and its halves summed so and
-  added (numpy's pairwise scheme, run down the rows), so the error grows like
-  ``BLOCK_ROWS + log2(rows)`` float64 roundings. The parts' float64 sums are then added in
-  part order and rounded once to the input's dtype. A float32 result is so the exact sum
-  rounded once (but where the exact sum lies within about 1e-13 of a float32 tie), and a
-  float32 sum that overflows only midway is finite; a float64 one is at least as accurate
-  as numpy's row after row sum. NaN and infinities propagate as in any order.
+  ``BLOCK_ROWS`` (32) rows added in two, four or eight interleaved chains (rows 2i and
+  2i + 1, ...; each chain in order, then the chains in order), a longer range halved and
+  its halves summed so and added (numpy's pairwise scheme, run down the rows), so the
+  error grows like ``BLOCK_ROWS + log2(rows)`` float64 roundings. The parts' float64 sums
+  are then added in part order and rounded once to the input's dtype. A float32 result is
+  so the exact sum rounded once (but where the exact sum lies within about 1e-13 of a
+  float32 tie), and a float32 sum that overflows only midway is finite; a float64 one's
+  error bound is below numpy's row after row sum's (rows - 1 roundings) past a few dozen
+  rows. NaN and infinities propagate as in any order.
 - Threads. Where the C pool (``c_pool.py``) runs, its threads take the parts; otherwise
   one call runs the same parts in turn. The bits never depend on the threads.
 
@@ -142,8 +143,10 @@ _LOADS = {"f32": """#if defined(__AVX__)
 #endif""", "f64": """    dvec v;
     memcpy(&v, p, sizeof v);
     return v;"""}
+
+
 def _tile(t, s, width, chains):
-    """C of ``tile{width}_{s}``: the sums of 8 * ``width`` columns over n rows, ``chains``
+    """C of ``tile{width}_{s}``: the sums of LANES * ``width`` columns over n rows, ``chains``
     rows at a time, row r + k into its own ``width`` vectors of sums (k < chains; the rows
     left over into the first), those added in order at the end."""
     names = [[f"a{k}_{w}" for w in range(width)] for k in range(chains)]
