@@ -33,15 +33,13 @@ Example:
 """
 import ctypes
 import string
-import warnings
-from typing import Any
 
 import numpy as np
 
 from engine.ops import native
 
-from . import c_address, c_compiler, c_pool
-from .. import hot_swap
+from . import c_address, c_pool
+from .c_dtype_library import DtypeLibraries
 
 _HEADER = """#include <stdint.h>
 #include <string.h>
@@ -180,39 +178,10 @@ def _source(dtype):
 
 SOURCES = {dt: _source(dt) for dt in _TYPES}
 NAME = "sum_leading"
-# dtype -> {"whole", "fold": C functions, "parts": the pool entry's address}, or None
-# where the library cannot be built.
-_built: dict[np.dtype, dict[str, Any] | None] = {}
-_pending: dict[np.dtype, Any] = {}       # dtype -> the background compile's future
 
 
-def _library(dtype, wait=False):
-    """The kernels of ``dtype``, or None: where they cannot be built (said once; numpy
-    sums from then on), or, unless ``wait``, while a library not yet on disk compiles on
-    the background compile thread (numpy sums meanwhile)."""
-    if dtype in _built:
-        return _built[dtype]
-    if not c_compiler.available():          # no compiler: numpy's sums, nothing said
-        native.drop(NAME)
-        _built[dtype] = None
-        return None
-    if dtype not in _pending:
-        c_pool.ready()                      # the pool the parts split on: built beside it
-        if c_compiler.is_cached(SOURCES[dtype]):
-            return _load(dtype)
-        _pending[dtype] = hot_swap.submit(_load, dtype)
-    return _pending[dtype].result() if wait else None
-
-
-def _load(dtype):
-    try:
-        lib = c_compiler.load(SOURCES[dtype])
-    except (c_compiler.CompileError, OSError) as err:
-        warnings.warn(f"the C leading-axes sum was not built ({err}); numpy sums",
-                      RuntimeWarning, stacklevel=2)
-        native.drop(NAME)
-        _built[dtype] = None
-        return None
+def _bind(lib, dtype):
+    """The kernels of a loaded library: the whole sum, the fold of parts, the pool entry."""
     s = _TYPES[dtype][1]
     whole = getattr(lib, f"sum_leading_{s}")
     whole.restype = ctypes.c_int
@@ -222,8 +191,13 @@ def _load(dtype):
     fold.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int64] * 2
     parts = ctypes.cast(getattr(lib, f"sum_leading_parts_{s}"), ctypes.c_void_p).value
     fns = {"whole": whole, "fold": fold, "parts": parts}
-    _built[dtype] = fns
     return fns
+
+
+# dtype -> {"whole", "fold": C functions, "parts": the pool entry's address}, or None
+# where the library cannot be built.
+LIBRARY = DtypeLibraries("the C leading-axes sum", "numpy sums", SOURCES, _bind, (NAME,),
+                         splits=True)
 
 
 def _depth(rows):
@@ -236,7 +210,7 @@ def sum_leading(x, parts, out=None, threads=True):
     ``out`` (t values of x's dtype, C-contiguous, any shape) filled; its rows summed in
     ``parts`` ranges (at most ``rows``), on the C pool's threads where ``threads`` and
     the pool runs, else in turn (the same bits). None where the library is not built."""
-    fns = _library(x.dtype)
+    fns = LIBRARY.get(x.dtype)
     if fns is None:
         return None
     rows, t = x.shape
@@ -269,7 +243,7 @@ def sum_leading(x, parts, out=None, threads=True):
 def installed():
     """Whether the kernel is registered and can be built (a C compiler is found)."""
     return NAME in native.KERNELS and all(
-        _library(dt, wait=True) is not None for dt in _TYPES)
+        LIBRARY.get(dt, wait=True) is not None for dt in _TYPES)
 
 
 def install():

@@ -34,15 +34,13 @@ Example:
 """
 import ctypes
 import string
-import warnings
-from typing import Any
 
 import numpy as np
 
 from engine.ops import native
 
-from . import c_address, c_compiler
-from .. import hot_swap
+from . import c_address
+from .c_dtype_library import DtypeLibraries
 
 _HEADER = """#include <stdint.h>
 #include <string.h>
@@ -181,54 +179,28 @@ def _source(dtype):
 
 SOURCES = {dt: _source(dt) for dt in _TYPES}
 NAMES = ("reduce_last_max", "reduce_last_min", "reduce_last_sum")
-# dtype -> {name: C function}, or None where the library cannot be built.
-_built: dict[np.dtype, dict[str, Any] | None] = {}
-_pending: dict[np.dtype, Any] = {}       # dtype -> the background compile's future
 
 
-def _library(dtype, wait=False):
-    """The kernels of ``dtype`` by name, or None: where they cannot be built (said once;
-    numpy reduces from then on), or, unless ``wait``, while a library not yet on disk
-    compiles on the background compile thread (numpy reduces meanwhile)."""
-    if dtype in _built:
-        return _built[dtype]
-    if not c_compiler.available():          # no compiler: numpy's reductions, nothing said
-        for name in NAMES:
-            native.drop(name)
-        _built[dtype] = None
-        return None
-    if dtype not in _pending:
-        if c_compiler.is_cached(SOURCES[dtype]):
-            return _load(dtype)             # from the disk cache: about a millisecond
-        _pending[dtype] = hot_swap.submit(_load, dtype)
-    return _pending[dtype].result() if wait else None
-
-
-def _load(dtype):
-    try:
-        lib = c_compiler.load(SOURCES[dtype])
-    except (c_compiler.CompileError, OSError) as err:
-        warnings.warn(f"C row reductions were not built ({err}); numpy reduces",
-                      RuntimeWarning, stacklevel=2)
-        for name in NAMES:
-            native.drop(name)
-        _built[dtype] = None
-        return None
+def _bind(lib, dtype):
+    """The kernels of a loaded library by name."""
     fns = {}
     for name in NAMES:
         fn = getattr(lib, f"{name}_{_TYPES[dtype][1]}")
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
         fns[name] = fn
-    _built[dtype] = fns
     return fns
+
+
+# dtype -> {name: C function}, or None where the library cannot be built.
+LIBRARY = DtypeLibraries("C row reductions", "numpy reduces", SOURCES, _bind, NAMES)
 
 
 def _rows(name, x, out):
     """Reduce the C-contiguous ``x`` (at least one value a row) over its last axis with
     the C function ``name``: an array of ``x.shape[:-1]``, or ``out`` (any shape of that
     many values, a keepdims result) filled; None where the library is not built."""
-    fns = _library(x.dtype)
+    fns = LIBRARY.get(x.dtype)
     if fns is None:
         return None
     n = x.shape[-1]
@@ -263,7 +235,7 @@ def reduce_last_sum(x, out=None):
 def installed():
     """Whether the kernels are registered and can be built (a C compiler is found)."""
     return "reduce_last_sum" in native.KERNELS and all(
-        _library(dt, wait=True) is not None for dt in _TYPES)
+        LIBRARY.get(dt, wait=True) is not None for dt in _TYPES)
 
 
 def install():

@@ -38,8 +38,6 @@ Example:
 """
 import ctypes
 import string
-import warnings
-from typing import Any
 
 import numpy as np
 
@@ -47,8 +45,8 @@ from engine.ops import native
 
 from engine.cost_model import cost
 
-from . import c_compiler, c_fused, c_pool
-from .. import hot_swap
+from . import c_fused, c_pool
+from .c_dtype_library import DtypeLibraries
 
 _HEADER = """#include <stdint.h>
 #include <stdlib.h>
@@ -388,41 +386,8 @@ _KINDS = {"max_pool": (3, True), "col2im": (2, False), "conv_direct": (3, True),
           "conv_filter_direct": (3, True)}
 # The kernels that run a batch's images in parts on the C pool (c_pool.py).
 _IN_PARTS = ("max_pool", "conv_direct", "conv_filter_direct")
-# dtype -> {kind: C function}, or None where the library cannot be built.
-_built: dict[np.dtype, dict[str, Any] | None] = {}
-_pending: dict[np.dtype, Any] = {}       # dtype -> the background compile's future
-
-
-def _library(dtype, wait=False):
-    """The kernels of ``dtype`` by kind, or None: where they cannot be built (said once;
-    the numpy kernels run from then on), or, unless ``wait``, while a library not yet on
-    disk compiles on the background compile thread (``hot_swap``), so that a first call
-    runs numpy's kernels rather than wait for the compiler."""
-    if dtype in _built:
-        return _built[dtype]
-    if not c_compiler.available():          # no compiler: numpy's kernels, nothing said
-        for name in NAMES:
-            native.drop(name)
-        _built[dtype] = None
-        return None
-    if dtype not in _pending:
-        c_pool.ready()              # the pool the kernels split on: built beside them
-        if c_compiler.is_cached(SOURCES[dtype]):
-            return _load(dtype)             # from the disk cache: about a millisecond
-        _pending[dtype] = hot_swap.submit(_load, dtype)
-    return _pending[dtype].result() if wait else None
-
-
-def _load(dtype):
-    try:
-        lib = c_compiler.load(SOURCES[dtype])
-    except (c_compiler.CompileError, OSError) as err:
-        warnings.warn(f"C window kernels were not built ({err}); numpy's kernels run",
-                      RuntimeWarning, stacklevel=2)
-        for name in NAMES:
-            native.drop(name)
-        _built[dtype] = None
-        return None
+def _bind(lib, dtype):
+    """The kernels of a loaded library by kind, each with its C pool entry where it has one."""
     fns = {}
     for kind, (arrays, number) in _KINDS.items():
         fn = getattr(lib, f"{kind}_{_TYPES[dtype][1]}")
@@ -433,12 +398,17 @@ def _load(dtype):
             fn.parts_entry = ctypes.cast(getattr(lib, f"{kind}_parts_{_TYPES[dtype][1]}"),
                                          ctypes.c_void_p).value
         fns[kind] = fn
-    _built[dtype] = fns
     return fns
 
 
+# dtype -> {kind: C function}: a first call runs numpy's kernels rather than wait for the
+# compiler.
+LIBRARY = DtypeLibraries("C window kernels", "numpy's kernels run", SOURCES, _bind, NAMES,
+                         splits=True)
+
+
 def _function(kind, dtype):
-    fns = _library(np.dtype(dtype))
+    fns = LIBRARY.get(dtype)
     return None if fns is None else fns[kind]
 
 
@@ -613,7 +583,7 @@ conv_direct.block = conv_filter_direct.block = 16       # type: ignore[attr-defi
 def installed():
     """Whether the kernels are registered and can be built (a C compiler is found)."""
     return "max_pool2d" in native.KERNELS and all(
-        _library(dt, wait=True) is not None for dt in _TYPES)
+        LIBRARY.get(dt, wait=True) is not None for dt in _TYPES)
 
 
 def install():

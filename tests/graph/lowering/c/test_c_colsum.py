@@ -233,8 +233,8 @@ def test_numpy_sums_while_the_library_builds(monkeypatch, tmp_path):
     """A fresh cache: the first call starts the build on the background compile thread
     (with the C lowering's flags) and numpy's sum answers; once built, the kernel."""
     flags = record_c_builds(monkeypatch, tmp_path)
-    monkeypatch.setattr(c_colsum, "_built", {})
-    monkeypatch.setattr(c_colsum, "_pending", {})
+    monkeypatch.setattr(c_colsum.LIBRARY, "built", {})
+    monkeypatch.setattr(c_colsum.LIBRARY, "pending", {})
     x = _values(np.random.default_rng(10), 1024, 32, np.float32)
     assert c_colsum.sum_leading(x, 1) is None
     got = en.sum(en.tensor(x.reshape(32, 32, 32)), axis=(0, 1)).numpy()

@@ -240,8 +240,8 @@ def test_numpy_reduces_while_the_library_builds(monkeypatch, tmp_path):
     """A fresh cache: the first call starts the build on the background compile thread
     (with the C lowering's flags) and numpy's kernel answers; once built, the kernel."""
     flags = record_c_builds(monkeypatch, tmp_path)
-    monkeypatch.setattr(c_rows, "_built", {})
-    monkeypatch.setattr(c_rows, "_pending", {})
+    monkeypatch.setattr(c_rows.LIBRARY, "built", {})
+    monkeypatch.setattr(c_rows.LIBRARY, "pending", {})
     x = _rows(np.random.default_rng(10), 128, 32, np.float32)
     assert c_rows.reduce_last_max(x) is None
     np.testing.assert_array_equal(en.max(en.tensor(x), axis=-1).numpy(), np.max(x, axis=-1))

@@ -203,8 +203,8 @@ def test_a_library_not_on_disk_builds_in_the_background(monkeypatch, tmp_path):
     the background compile thread; once built, the C kernel runs and agrees."""
     monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(c_compiler, "_LOADED", {})
-    monkeypatch.setattr(c_window, "_built", {})
-    monkeypatch.setattr(c_window, "_pending", {})
+    monkeypatch.setattr(c_window.LIBRARY, "built", {})
+    monkeypatch.setattr(c_window.LIBRARY, "pending", {})
     x = np.random.default_rng(3).standard_normal((2, 6, 6, 3)).astype(np.float32)
     geo = (2, 6, 6, 3, 3, 3, 2, 2, 2, 2, 1, 1, 0, 0)
     assert c_window.max_pool2d(x, geo) is None            # compiling: numpy's turn
