@@ -166,6 +166,19 @@ def machine_threads():
     return _auto[0]
 
 
+def native_threads():
+    """Threads a native loop that splits itself (the C pool's kernels) may use: the
+    machine's (:func:`machine_threads`), but no more than OpenBLAS's own count, so that
+    ``OPENBLAS_NUM_THREADS=1`` (``python -m bench --threads 1``) keeps every kernel on
+    one thread.
+
+    Example:
+        >>> native_threads() in (1, 2)
+        True
+    """
+    return min(machine_threads(), blas_threads.blas_threads() or 1)
+
+
 def threads_for(graph):
     """The kernel threads "auto" gives ``graph``: the machine's where its largest matrix
     product has at least ``cost.two_threads_min_product_work`` multiply-adds and some

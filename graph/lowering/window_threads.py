@@ -28,7 +28,7 @@ def threads(blas=True):
         return config.fusion_threads
     if blas and not machine_busy():
         return 1
-    return min(parallel.machine_threads(), blas_threads.blas_threads() or 1)
+    return parallel.native_threads()
 
 
 def run_chunks(fn, n, count):
