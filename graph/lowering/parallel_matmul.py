@@ -32,6 +32,7 @@ from . import window_threads
 from .blas_threads import available, one_blas_thread
 from .parallel import kernel_threads, product_work, run_split, threads_for
 from ..ir.queries import replace_node, static_shape
+from ..passes.body_copy import bodies, private_body, set_body
 
 # Multiply-adds below which a product stays whole (and OpenBLAS keeps its own threads):
 # about 1 ms of one core. The autoencoder's products at batch 100 (1.5e7) stay whole:
@@ -128,13 +129,50 @@ def parallel_matmul(graph):
                             (node.shape, node.dtype), name="matmul_one_thread",
                             source=node.source)
             replace_node(graph, node, new)
+        # ... and so do those inside its loop and branch bodies (the traced L-BFGS
+        # iteration's history products sit in cond branches).
+        whole_in_bodies = _hold_in_bodies(graph)
         if count:
             graph.notes.append(f"split the rows of {count} matrix product"
                                f"{'s' if count != 1 else ''} among {threads} kernel threads")
         if windows and whole:
             graph.notes.append(f"{len(whole)} matrix product{'s' if len(whole) != 1 else ''} "
                                "on one BLAS thread beside window kernels split over threads")
-    return bool(count) or (windows and bool(whole))
+        if whole_in_bodies:
+            graph.notes.append(f"{whole_in_bodies} matrix product"
+                               f"{'s' if whole_in_bodies != 1 else ''} in loop or branch "
+                               "bodies on one BLAS thread")
+        return bool(count) or bool(whole) or bool(whole_in_bodies)
+    return False
+
+
+def _holds_a_product(graph):
+    """Whether ``graph`` or a body nested in it has a matrix product."""
+    return any(node.op is ops.matmul_op or
+               any(_holds_a_product(body.graph) for _, body in bodies(node))
+               for node in graph.nodes)
+
+
+def _hold_in_bodies(graph):
+    """Put every matrix product in the bodies of ``graph``'s control-flow nodes (nested
+    ones too) on one BLAS thread; each changed body is the node's own copy. Returns how
+    many products."""
+    held = 0
+    for node in graph.topo_order():
+        for key, body in bodies(node):
+            if not _holds_a_product(body.graph):
+                continue
+            work = private_body(node, body)
+            for inner in work.graph.topo_order():
+                if inner.op is ops.matmul_op:
+                    new = work.graph.add(_one_thread_op(inner), list(inner.inputs), {},
+                                         (inner.shape, inner.dtype), name="matmul_one_thread",
+                                         source=inner.source)
+                    replace_node(work.graph, inner, new)
+                    held += 1
+            held += _hold_in_bodies(work.graph)
+            set_body(node, key, work)
+    return held
 
 
 def _one_thread_op(node):
