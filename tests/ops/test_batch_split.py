@@ -33,8 +33,8 @@ def split(monkeypatch):
         calls.append(n)
         return run_chunks(fn, n, count)
 
-    def counting_parts(entry, pointers, bounds):
-        code = run_parts(entry, pointers, bounds)
+    def counting_parts(entry, pointers, bounds, *threads):
+        code = run_parts(entry, pointers, bounds, *threads)
         if code is not None:       # run on the pool (None: the caller runs it serially)
             calls.append(len(bounds) - 1)
         return code

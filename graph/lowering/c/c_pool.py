@@ -59,7 +59,13 @@ static part_fn job_fn;
 static void **job_args;
 static int64_t job_stride;
 static const int64_t *job_bounds;
-static atomic_int job_parts, next_part, done_parts, job_error;
+static atomic_int job_parts, done_parts, job_error;
+/* The part to claim next, under the split's number: split << 32 | part. A part is claimed
+   by compare-and-swap on the whole word, so a thread still looping from the last split
+   (having finished its part just as the caller started the next) cannot claim a part of
+   the next split with the last one's count, nor one while the next is being written. */
+static _Atomic uint64_t ticket;
+#define NO_PART 0xffffffffu
 static int started;
 static int64_t spin_ns = 200000;
 
@@ -72,9 +78,11 @@ static int64_t now_ns(void) {
 /* Take parts until none is left; the caller and every worker run this. */
 static void run_parts(void) {
     for (;;) {
-        int k = atomic_fetch_add(&next_part, 1);
-        if (k >= atomic_load(&job_parts)) return;
-        int r = job_fn(job_args + k * job_stride, job_bounds[k], job_bounds[k + 1]);
+        uint64_t t = atomic_load(&ticket);
+        uint32_t k = (uint32_t)t;
+        if (k == NO_PART || k >= (uint32_t)atomic_load(&job_parts)) return;
+        if (!atomic_compare_exchange_weak(&ticket, &t, t + 1)) continue;
+        int r = job_fn(job_args + (int64_t)k * job_stride, job_bounds[k], job_bounds[k + 1]);
         if (r) atomic_store(&job_error, r);
         atomic_fetch_add(&done_parts, 1);
     }
@@ -125,6 +133,8 @@ int pool_start(int workers, int64_t spin) {
 }
 
 int pool_run(part_fn fn, void **args, int64_t stride, const int64_t *bounds, int parts) {
+    uint64_t split = (atomic_load(&ticket) >> 32) + 1;
+    atomic_store(&ticket, split << 32 | NO_PART);   /* nothing to claim while it is written */
     job_fn = fn;
     job_args = args;
     job_stride = stride;
@@ -132,7 +142,7 @@ int pool_run(part_fn fn, void **args, int64_t stride, const int64_t *bounds, int
     atomic_store(&job_error, 0);
     atomic_store(&done_parts, 0);
     atomic_store(&job_parts, parts);
-    atomic_store(&next_part, 0);   /* last: a worker still looping sees a whole job */
+    atomic_store(&ticket, split << 32);            /* last: its parts may be claimed */
     pthread_mutex_lock(&mu);
     atomic_fetch_add(&generation, 1);
     pthread_cond_broadcast(&cv);
@@ -196,18 +206,19 @@ def _load():
     return lib
 
 
-def run_parts(entry, pointers, bounds):
+def run_parts(entry, pointers, bounds, threads=None):
     """Run ``entry`` (the address of a ``NAME_parts`` function) over the row parts
     ``bounds[k]:bounds[k + 1]``, part ``k`` with the addresses ``pointers[k]`` (a list per
-    part, all of one length), on the calling thread and the pool's workers. The kernel's
-    return code (0: done) or None where the pool cannot run it now (not built, or busy
-    with another split): the caller runs the parts itself."""
+    part, all of one length), on the calling thread and the pool's workers (``threads``
+    in all at most; one per part by default). The kernel's return code (0: done) or None
+    where the pool cannot run it now (not built, or busy with another split): the caller
+    runs the parts itself."""
     lib = _library()
     if lib is None or not _busy.acquire(blocking=False):
         return None
     try:
         parts = len(bounds) - 1
-        workers = parts - 1
+        workers = min(parts, threads or parts) - 1
         if not _started or _started[0] < workers:
             if lib.pool_start(workers, int(cost.kernel_pool_spin_microseconds * 1000)) != 0:
                 return None

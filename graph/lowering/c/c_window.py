@@ -459,7 +459,7 @@ def _run(fn, arrays, number, geo, threads, filters=False, own=False):
                                                     steps.ctypes.data]
         pointers = [shared if parts is None else
                     shared[:2] + [parts[k].ctypes.data] + shared[3:] for k in range(chunks)]
-        code = c_pool.run_parts(fn.parts_entry, pointers, bounds)
+        code = c_pool.run_parts(fn.parts_entry, pointers, bounds, threads)
         if code is not None:
             if code == 0 and parts is not None:
                 np.add.reduce(parts, axis=0, out=arrays[2])

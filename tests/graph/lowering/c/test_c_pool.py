@@ -1,6 +1,7 @@
 """The C kernel pool (graph/lowering/c/c_pool.py): compiled fused kernels split into row
 parts on its threads give numpy's values, every part's partial sums, errors handed back,
 and the Python pool's path where the C pool cannot run."""
+import ctypes
 import importlib
 import os
 import subprocess
@@ -50,9 +51,9 @@ def test_gelu_split_in_parts_matches_the_closed_form(pool_ready, monkeypatch):
     calls = []
     real = c_pool.run_parts
 
-    def counted(entry, pointers, bounds):
+    def counted(entry, pointers, bounds, *threads):
         calls.append(len(bounds) - 1)
-        return real(entry, pointers, bounds)
+        return real(entry, pointers, bounds, *threads)
     monkeypatch.setattr(c_pool, "run_parts", counted)
     with en.config.cost.override(kernel_pool_part_elements=1024):
         f = _fused_kernel(lambda t: en.gelu(t) * 2.0, en.tensor(x))
@@ -142,3 +143,55 @@ def test_a_forked_child_starts_its_own_threads(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120, cwd=REPO, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert "child 0" in done.stdout, done.stdout + done.stderr
+
+
+_COUNTING = """
+#include <stdint.h>
+/* a = {counts}: each row of the part counted once more */
+int count_rows(void **a, int64_t lo, int64_t hi) {
+    int64_t *counts = a[0];
+    for (int64_t i = lo; i < hi; i++) __atomic_fetch_add(&counts[i], 1, __ATOMIC_RELAXED);
+    return 0;
+}
+"""
+
+
+def test_back_to_back_splits_run_each_part_exactly_once(pool_ready):
+    # Splits of different part counts one after another: a thread still looping from
+    # the last split must not claim a part of the next (each row counted once a split).
+    c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
+    lib = c_compiler.load(_COUNTING)
+    entry = ctypes.cast(lib.count_rows, ctypes.c_void_p).value
+    rows = 64
+    counts = np.zeros(rows, np.int64)
+    runs = 3000
+    for i in range(runs):
+        parts = (2, 8, 3, 16)[i % 4]
+        bounds = [rows * k // parts for k in range(parts + 1)]
+        assert c_pool.run_parts(entry, [[counts.ctypes.data]] * parts, bounds) == 0
+    np.testing.assert_array_equal(counts, np.full(rows, runs))
+
+
+def test_more_parts_than_threads_start_no_more_workers(pool_ready, monkeypatch):
+    # A window kernel cuts a batch into more chunks than threads: the chunks are shared
+    # among threads - 1 workers and the caller, never one thread per chunk.
+    c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
+    entry = ctypes.cast(c_compiler.load(_COUNTING).count_rows, ctypes.c_void_p).value
+    started = []
+    monkeypatch.setattr(c_pool, "_started", [])
+    lib = c_pool._state["lib"]
+    real_start = lib.pool_start
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(lib, name)
+
+        def pool_start(self, workers, spin):
+            started.append(workers)
+            return real_start(workers, spin)
+    monkeypatch.setitem(c_pool._state, "lib", Recording())
+    counts = np.zeros(32, np.int64)
+    bounds = [32 * k // 8 for k in range(9)]
+    assert c_pool.run_parts(entry, [[counts.ctypes.data]] * 8, bounds, 2) == 0
+    np.testing.assert_array_equal(counts, np.ones(32))
+    assert started == [1]

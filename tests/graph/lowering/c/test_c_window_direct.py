@@ -290,9 +290,9 @@ def test_split_direct_loops_take_their_own_chunk_count(monkeypatch):
         asked.append(n)
         return [fn(k) for k in range(n)]
 
-    def on_the_pool(entry, pointers, bounds):
+    def on_the_pool(entry, pointers, bounds, *threads):
         asked.append(len(bounds) - 1)
-        return run_parts(entry, pointers, bounds)
+        return run_parts(entry, pointers, bounds, *threads)
     c_pool.ready()
     hot_swap.wait_for_compiles()
     run_parts = c_pool.run_parts
