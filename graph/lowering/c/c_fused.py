@@ -30,12 +30,11 @@ import ctypes
 
 import numpy as np
 
-from engine.config import config
 from engine.cost_model import cost
 from engine.errors import EngineError
 
 from . import c_address, c_compiler, c_pool, c_source
-from ..parallel import native_threads, row_bounds
+from ..parallel import row_bounds
 from ..row_kernel import RowKernel
 
 NAME = "fused"
@@ -113,11 +112,10 @@ class CFusedKernel(RowKernel):
 
     def _bounds(self, n):
         # The C pool's threads start a part within microseconds (c_pool.py), so a kernel
-        # splits into parts of cost.kernel_pool_part_elements over the machine's threads
-        # (parallel.native_threads), unless en.config.fusion_threads says how many. The same parts while the pool's
-        # library builds (run on the Python pool): a region's sums keep their order.
-        threads = config.fusion_threads
-        return row_bounds(n, self._pool_rows, native_threads() if threads is None else threads)
+        # splits into parts of cost.kernel_pool_part_elements over c_pool.threads(). The
+        # same parts while the pool's library builds (run on the Python pool): a region's
+        # sums keep their order.
+        return row_bounds(n, self._pool_rows, c_pool.threads())
 
     def _run_parts(self, fn, arrays, values, accs, bounds):
         if len(bounds) > 2:

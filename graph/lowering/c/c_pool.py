@@ -38,10 +38,12 @@ from typing import Any
 
 import numpy as np
 
+from engine.config import config
 from engine.cost_model import cost
 
 from . import c_compiler
 from .. import hot_swap
+from ..parallel import native_threads
 
 _SOURCE = r"""
 #include <pthread.h>
@@ -167,6 +169,19 @@ def parts_entry(name, pointers):
     args = ", ".join(f"a[{k}]" for k in range(pointers))
     return (f"\nint {name}_parts(void **a, int64_t lo, int64_t hi) {{\n"
             f"    return {name}({args}, lo, hi);\n}}\n")
+
+
+def threads():
+    """The threads a kernel split on the pool takes: ``en.config.fusion_threads`` where
+    set, else the machine's (``parallel.native_threads``: capped by OpenBLAS's count, so
+    ``OPENBLAS_NUM_THREADS=1`` keeps every kernel on one thread).
+
+    Example:
+        >>> threads() >= 1
+        True
+    """
+    chosen = config.fusion_threads
+    return native_threads() if chosen is None else chosen
 
 
 def ready():

@@ -45,7 +45,7 @@ from engine.ops import native
 
 from engine.cost_model import cost
 
-from . import c_fused, c_pool
+from . import c_address, c_fused, c_pool
 from .c_dtype_library import DtypeLibraries
 
 _HEADER = """#include <stdint.h>
@@ -455,16 +455,18 @@ def _run(fn, arrays, number, geo, threads, filters=False, own=False):
             steps[2] = 0
             parts = np.empty((chunks,) + arrays[2].shape, arrays[2].dtype)
         count = np.array([number], np.int64)
-        shared = [a.ctypes.data for a in arrays] + [count.ctypes.data, g.ctypes.data,
-                                                    steps.ctypes.data]
+        shared = [c_address.data(a) for a in arrays] + [c_address.data(count),
+                                                        c_address.data(g),
+                                                        c_address.data(steps)]
         pointers = [shared if parts is None else
-                    shared[:2] + [parts[k].ctypes.data] + shared[3:] for k in range(chunks)]
+                    shared[:2] + [c_address.data(parts[k])] + shared[3:]
+                    for k in range(chunks)]
         code = c_pool.run_parts(fn.parts_entry, pointers, bounds, threads)
         if code is not None:
             if code == 0 and parts is not None:
                 np.add.reduce(parts, axis=0, out=arrays[2])
             return code
-    return fn(*[a.ctypes.data for a in arrays], number, g.ctypes.data)
+    return fn(*[c_address.data(a) for a in arrays], number, c_address.data(g))
 
 
 def _pool(mode, x, u, shape, geo, out, threads):
