@@ -208,8 +208,9 @@ def _depth(rows):
 def sum_leading(x, parts, out=None, threads=True):
     """The column sums of the C-contiguous float ``x`` (rows, t): an array of (t,), or
     ``out`` (t values of x's dtype, C-contiguous, any shape) filled; its rows summed in
-    ``parts`` ranges (at most ``rows``), on the C pool's threads where ``threads`` and
-    the pool runs, else in turn (the same bits). None where the library is not built."""
+    ``parts`` ranges (at most ``rows``), on the C pool's threads where ``threads``, the
+    pool runs and ``c_pool.threads()`` (the rule its other kernels follow) gives more than
+    one, else in turn (the same bits). None where the library is not built."""
     fns = LIBRARY.get(x.dtype)
     if fns is None:
         return None
@@ -221,7 +222,7 @@ def sum_leading(x, parts, out=None, threads=True):
     depth = _depth(-(-rows // parts))
     data, into = c_address.data(x), c_address.data(target)
     done = None
-    if parts > 1 and threads:
+    if parts > 1 and threads and c_pool.threads() > 1:
         sums = np.empty((parts, t))                 # each part's sums
         scratch = np.empty((parts, depth, t))
         count = np.array([t], np.int64)             # held: the parts read t through it
