@@ -50,6 +50,14 @@ def import_numba():
     return pytest.importorskip("numba", reason=NUMBA_REASON)
 
 
+def unbuilt(monkeypatch, library):
+    """Make a per-dtype C library (``c_dtype_library.DtypeLibraries``) look never built in
+    this process: its next look starts a build (from the disk cache, or in the
+    background)."""
+    monkeypatch.setattr(library, "built", {})
+    monkeypatch.setattr(library, "pending", {})
+
+
 def record_c_builds(monkeypatch, tmp_path):
     """A fresh C cache folder with nothing loaded; returns the list to which the flags of
     each library compiled from now on are appended, in order. Earlier tests' background

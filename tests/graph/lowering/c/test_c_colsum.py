@@ -13,7 +13,7 @@ from engine.graph.lowering import hot_swap
 from engine.graph.lowering.c import c_colsum, c_compiler, c_pool
 from engine.ops import native
 from engine.ops import reduce as red
-from support.compilers import record_c_builds
+from support.compilers import record_c_builds, unbuilt
 
 pytestmark = pytest.mark.skipif(not c_colsum.installed(), reason="no C compiler")
 
@@ -233,8 +233,7 @@ def test_numpy_sums_while_the_library_builds(monkeypatch, tmp_path):
     """A fresh cache: the first call starts the build on the background compile thread
     (with the C lowering's flags) and numpy's sum answers; once built, the kernel."""
     flags = record_c_builds(monkeypatch, tmp_path)
-    monkeypatch.setattr(c_colsum.LIBRARY, "built", {})
-    monkeypatch.setattr(c_colsum.LIBRARY, "pending", {})
+    unbuilt(monkeypatch, c_colsum.LIBRARY)
     x = _values(np.random.default_rng(10), 1024, 32, np.float32)
     assert c_colsum.sum_leading(x, 1) is None
     got = en.sum(en.tensor(x.reshape(32, 32, 32)), axis=(0, 1)).numpy()

@@ -12,7 +12,7 @@ from engine.graph.lowering import hot_swap
 from engine.graph.lowering.c import c_compiler, c_rows
 from engine.ops import native
 from engine.ops import reduce as red
-from support.compilers import record_c_builds
+from support.compilers import record_c_builds, unbuilt
 
 pytestmark = pytest.mark.skipif(not c_rows.installed(), reason="no C compiler")
 
@@ -240,8 +240,7 @@ def test_numpy_reduces_while_the_library_builds(monkeypatch, tmp_path):
     """A fresh cache: the first call starts the build on the background compile thread
     (with the C lowering's flags) and numpy's kernel answers; once built, the kernel."""
     flags = record_c_builds(monkeypatch, tmp_path)
-    monkeypatch.setattr(c_rows.LIBRARY, "built", {})
-    monkeypatch.setattr(c_rows.LIBRARY, "pending", {})
+    unbuilt(monkeypatch, c_rows.LIBRARY)
     x = _rows(np.random.default_rng(10), 128, 32, np.float32)
     assert c_rows.reduce_last_max(x) is None
     np.testing.assert_array_equal(en.max(en.tensor(x), axis=-1).numpy(), np.max(x, axis=-1))

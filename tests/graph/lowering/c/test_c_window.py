@@ -10,6 +10,7 @@ import engine as en
 from engine.graph.lowering import hot_swap
 from engine.graph.lowering.c import c_compiler, c_window
 from engine.ops import native
+from support.compilers import unbuilt
 from support.finite_diff import numeric_grad
 from support.window_reference import check_strided_conv_gradients, loop_conv
 
@@ -203,8 +204,7 @@ def test_a_library_not_on_disk_builds_in_the_background(monkeypatch, tmp_path):
     the background compile thread; once built, the C kernel runs and agrees."""
     monkeypatch.setenv("ENGINE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(c_compiler, "_LOADED", {})
-    monkeypatch.setattr(c_window.LIBRARY, "built", {})
-    monkeypatch.setattr(c_window.LIBRARY, "pending", {})
+    unbuilt(monkeypatch, c_window.LIBRARY)
     x = np.random.default_rng(3).standard_normal((2, 6, 6, 3)).astype(np.float32)
     geo = (2, 6, 6, 3, 3, 3, 2, 2, 2, 2, 1, 1, 0, 0)
     assert c_window.max_pool2d(x, geo) is None            # compiling: numpy's turn
