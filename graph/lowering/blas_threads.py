@@ -152,3 +152,24 @@ def blas_threads():
     """Numpy's BLAS thread count now (None where it cannot be read)."""
     functions = _lookup()
     return None if functions is None else functions[0]()
+
+
+def run_threads_on(callback):
+    """Have numpy's OpenBLAS run its threaded calls through ``callback`` (the address of
+    a C ``openblas_threads_callback``) instead of its own threads; False where that
+    OpenBLAS has no such hook (before 0.3.27, or another BLAS)."""
+    for path in _numpy_first(_openblas_paths()):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in _PREFIXES:
+            for suffix in _SUFFIXES:
+                hook = getattr(lib, f"{prefix}openblas_set_threads_callback_function{suffix}",
+                               None)
+                if hook is not None:
+                    hook.restype, hook.argtypes = None, [ctypes.c_void_p]
+                    hook(callback)
+                    return True
+        return False
+    return False

@@ -18,6 +18,18 @@ convolution loops and max pooling (``c_window.py``) their images, as many parts 
 ``cost.window_split_native_chunks`` (a part not yet started is taken by whichever thread
 is free, so a descheduled worker costs little on a loaded machine).
 
+numpy's OpenBLAS runs its threaded products on the same threads (OpenBLAS 0.3.27's
+``openblas_set_threads_callback_function``, found by ``blas_threads.run_threads_on``;
+``en.config.blas_on_kernel_pool``). Left on its own threads, OpenBLAS's worker polls for
+the next product for a long while after each one (its timeout is fixed when numpy loads
+it), and a pool worker woken for the elementwise kernel that follows shares that core
+with it: the GELU kernel split took 0.169 ms after a pause and 0.322 right after a
+product. One set of threads for both, as PyTorch's OpenMP threads are: the transformer
+step in the ``styles`` bench 4.38-4.54 ms against 4.71-5.04 (100 steps, three processes
+each, interleaved). A product's parts wait for each other, so each takes a thread of
+its own (workers are started for them; where the pool is busy with a split on another
+Python thread, threads are made for the parts).
+
 A kernel offers this entry point: ``int NAME_parts(void **args, int64_t lo, int64_t hi)``
 (:func:`parts_entry` writes it), where part ``k`` reads its arguments from
 ``args + k * stride``, so parts may have their own accumulators. Only one split runs at
@@ -42,7 +54,7 @@ from engine.config import config
 from engine.cost_model import cost
 
 from . import c_compiler
-from .. import hot_swap
+from .. import blas_threads, hot_swap
 from ..parallel import native_threads
 
 _SOURCE = r"""
@@ -50,6 +62,7 @@ _SOURCE = r"""
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 typedef int (*part_fn)(void **args, int64_t lo, int64_t hi);
@@ -70,6 +83,8 @@ static _Atomic uint64_t ticket;
 #define NO_PART 0xffffffffu
 static int started;
 static int64_t spin_ns = 200000;
+static atomic_flag busy = ATOMIC_FLAG_INIT;   /* one split at a time, whoever calls */
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int64_t now_ns(void) {
     struct timespec t;
@@ -90,9 +105,18 @@ static void run_parts(void) {
     }
 }
 
-static void *worker(void *unused) {
-    (void)unused;
-    long seen = atomic_load(&generation);
+/* A worker starts from the split count read by the thread that made it, before that
+   thread's next split: reading it itself, a late-starting worker could take that split
+   for one already seen and sleep through it (fatal for OpenBLAS's jobs, which wait for
+   each other). */
+static int64_t start_delay_ns;   /* tests: a new worker's first step comes this late */
+
+static void *worker(void *first) {
+    long seen = (long)(intptr_t)first;
+    if (start_delay_ns) {
+        struct timespec d = {start_delay_ns / 1000000000, start_delay_ns % 1000000000};
+        nanosleep(&d, 0);
+    }
     for (;;) {
         long g;
         int64_t since = now_ns();
@@ -114,27 +138,32 @@ static void *worker(void *unused) {
 /* A forked child has none of the parent's threads. */
 static void forget_threads(void) {
     started = 0;
+    atomic_flag_clear(&busy);
     pthread_mutex_init(&mu, 0);
     pthread_cond_init(&cv, 0);
+    pthread_mutex_init(&start_mu, 0);
 }
 
 int pool_start(int workers, int64_t spin) {
     static int registered;
+    int failed = 0;
+    pthread_mutex_lock(&start_mu);
     if (!registered) { pthread_atfork(0, 0, forget_threads); registered = 1; }
-    spin_ns = spin;
-    for (; started < workers; started++) {
+    if (spin >= 0) spin_ns = spin;
+    for (; started < workers && !failed; started++) {
         pthread_t t;
         pthread_attr_t a;
         pthread_attr_init(&a);
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-        int failed = pthread_create(&t, &a, worker, 0);
+        failed = pthread_create(&t, &a, worker, (void *)(intptr_t)atomic_load(&generation));
         pthread_attr_destroy(&a);
-        if (failed) return -1;
     }
-    return 0;
+    pthread_mutex_unlock(&start_mu);
+    return failed ? -1 : 0;
 }
 
-int pool_run(part_fn fn, void **args, int64_t stride, const int64_t *bounds, int parts) {
+static int run_split(part_fn fn, void **args, int64_t stride, const int64_t *bounds,
+                     int parts) {
     uint64_t split = (atomic_load(&ticket) >> 32) + 1;
     atomic_store(&ticket, split << 32 | NO_PART);   /* nothing to claim while it is written */
     job_fn = fn;
@@ -153,6 +182,80 @@ int pool_run(part_fn fn, void **args, int64_t stride, const int64_t *bounds, int
     /* Every part has finished before the kernel returns: nothing writes afterwards. */
     while (atomic_load(&done_parts) < parts) sched_yield();
     return atomic_load(&job_error);
+}
+
+/* -2: another split holds the pool (the caller runs its parts itself). */
+int pool_run(part_fn fn, void **args, int64_t stride, const int64_t *bounds, int parts) {
+    if (atomic_flag_test_and_set(&busy)) return -2;
+    int r = run_split(fn, args, stride, bounds, parts);
+    atomic_flag_clear(&busy);
+    return r;
+}
+
+/* numpy's OpenBLAS hands its threaded calls here (openblas_set_threads_callback_function):
+   a product's parts run on the pool's threads, which then poll for the next compiled
+   kernel, where OpenBLAS's own threads would poll beside them for the next product.
+   The parts of a product wait for each other (they share packed panels), so all must run
+   at once, each on its own thread, never two in turn on one: a thread claims one and
+   holds it to its end, and there are parts - 1 workers. Where the pool is busy (a
+   kernel split on another Python thread) the parts get threads made for them. */
+typedef void (*blas_part_fn)(int thread, void *part, int data);
+static blas_part_fn blas_fn;
+static char *blas_parts;
+static size_t blas_part_size;
+static int blas_data;
+static atomic_long blas_calls;
+#define BLAS_MAX_PARTS 64
+static int64_t blas_bounds[BLAS_MAX_PARTS + 1];
+
+static int blas_part(void **args, int64_t lo, int64_t hi) {
+    (void)args;
+    for (int64_t k = lo; k < hi; k++) blas_fn((int)k, blas_parts + k * blas_part_size, blas_data);
+    return 0;
+}
+
+struct own_part { blas_part_fn fn; char *part; int thread, data; };
+
+static void *own_thread(void *p) {
+    struct own_part *j = p;
+    j->fn(j->thread, j->part, j->data);
+    return 0;
+}
+
+void pool_blas(int sync, blas_part_fn fn, int parts, size_t size, void *data, int extra) {
+    (void)sync;   /* OpenBLAS asks for synchronous runs only: this returns when all end */
+    atomic_fetch_add(&blas_calls, 1);
+    if (parts <= BLAS_MAX_PARTS && (parts - 1 <= started || pool_start(parts - 1, -1) == 0)
+            && !atomic_flag_test_and_set(&busy)) {
+        blas_fn = fn;
+        blas_parts = data;
+        blas_part_size = size;
+        blas_data = extra;
+        run_split(blas_part, 0, 0, blas_bounds, parts);
+        atomic_flag_clear(&busy);
+        return;
+    }
+    pthread_t *t = malloc(parts * sizeof *t);
+    struct own_part *own = malloc(parts * sizeof *own);
+    int made = 1;
+    for (; t && own && made < parts; made++) {
+        own[made] = (struct own_part){fn, (char *)data + made * size, made, extra};
+        if (pthread_create(&t[made], 0, own_thread, &own[made])) break;
+    }
+    fn(0, data, extra);
+    /* Only where no thread can be made at all: the parts left run here, in turn. */
+    for (int k = made; k < parts; k++) fn(k, (char *)data + k * size, extra);
+    for (int k = 1; k < made; k++) pthread_join(t[k], 0);
+    free(t);
+    free(own);
+}
+
+long pool_blas_calls(void) { return atomic_load(&blas_calls); }
+
+void pool_delay_starts(int64_t ns) { start_delay_ns = ns; }
+
+void pool_init_blas(void) {
+    for (int k = 0; k <= BLAS_MAX_PARTS; k++) blas_bounds[k] = k;
 }
 """
 
@@ -182,6 +285,20 @@ def threads():
     """
     chosen = config.fusion_threads
     return native_threads() if chosen is None else chosen
+
+
+def blas_calls():
+    """How many threaded calls numpy's OpenBLAS has handed the pool (None where it hands
+    none: the pool not built, no hook in that OpenBLAS, or
+    ``en.config.blas_on_kernel_pool`` False when the pool loaded).
+
+    Example:
+        >>> calls = blas_calls()
+        >>> calls is None or calls >= 0
+        True
+    """
+    lib = _library()
+    return lib.pool_blas_calls() if lib is not None and _state.get("blas") else None
 
 
 def ready():
@@ -217,6 +334,12 @@ def _load():
     lib.pool_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                              ctypes.c_void_p, ctypes.c_int]
     lib.pool_run.restype = ctypes.c_int
+    lib.pool_start(0, int(cost.kernel_pool_spin_microseconds * 1000))
+    lib.pool_init_blas()
+    lib.pool_blas_calls.restype = ctypes.c_long
+    if config.blas_on_kernel_pool:
+        _state["blas"] = blas_threads.run_threads_on(
+            ctypes.cast(lib.pool_blas, ctypes.c_void_p).value)
     _state["lib"] = lib
     return lib
 
@@ -241,7 +364,8 @@ def run_parts(entry, pointers, bounds, threads=None):
         stride = len(pointers[0])
         flat = (ctypes.c_void_p * (stride * parts))(*[p for part in pointers for p in part])
         edges = np.asarray(bounds, dtype=np.int64)
-        return lib.pool_run(entry, flat, stride, edges.ctypes.data, parts)
+        code = lib.pool_run(entry, flat, stride, edges.ctypes.data, parts)
+        return None if code == -2 else code
     finally:
         _busy.release()
 
