@@ -46,12 +46,14 @@ class _Config:
         # 10000 and 60000, one at batch 1000 (README, "Kernel threads";
         # graph/lowering/parallel.py's threads_for). A number: that many in every graph.
         self.fusion_threads = None
-        # numpy's OpenBLAS runs a threaded product's parts on the C kernel pool's threads
-        # (graph/lowering/c/c_pool.py), so products and compiled kernels share one set
-        # of threads and OpenBLAS's own never spin beside them. Read once, when the
-        # pool's library loads (at the first compiled kernel): OpenBLAS's hook cannot be
-        # taken back.
-        self.blas_on_kernel_pool = True
+        # True: numpy's OpenBLAS runs a threaded product's parts on the C kernel pool's
+        # threads (graph/lowering/c/c_pool.py), so products and compiled kernels share one
+        # set of threads and OpenBLAS's own never poll beside them (the styles transformer
+        # step about 5% faster). Off by default: the pool's threads then poll without
+        # yielding, and beside another thread pool that polls (PyTorch's in the same
+        # process) both lose (docs/measurements.md). Read once, when the pool's library
+        # loads (at the first compiled kernel): OpenBLAS's hook cannot be taken back.
+        self.blas_on_kernel_pool = False
         # Traces each en.function keeps, least recently used dropped first (None:
         # all). Each holds its graphs, generated code and planned buffers; 32 covers
         # the shapes a training loop alternates between (last batch, eval batch).

@@ -181,6 +181,14 @@ THRESHOLDS = (
               "a C pool thread polls this long for the next kernel before it sleeps (a "
               "sleeping thread takes 0.08-0.13 ms to wake)",
               "graph/lowering/c/c_pool.py"),
+    Threshold("kernel_pool_blas_spin_microseconds", 2000, "microseconds", EPYC_512,
+              "2026-12-05", "de8919c",
+              "with numpy's products on the C pool (en.config.blas_on_kernel_pool), its "
+              "threads poll this long before they sleep (waking one costs a product split "
+              "in two more than running it whole: 1024x64 @ 64x256 with 1 ms between calls "
+              "0.38-0.41 ms polling 200 us, 0.20 polling 2 ms, 0.20 on OpenBLAS's own "
+              "threads)",
+              "graph/lowering/c/c_pool.py"),
     # ---- compiled lowerings: when compiling pays ---------------------------------------
     Threshold("compile_calls", 100, "calls", EPYC, "2026-12-01", "ddc16f9",
               "under en.config.lowering 'auto' code is compiled where what it saves over "

@@ -154,10 +154,8 @@ def blas_threads():
     return None if functions is None else functions[0]()
 
 
-def run_threads_on(callback):
-    """Have numpy's OpenBLAS run its threaded calls through ``callback`` (the address of
-    a C ``openblas_threads_callback``) instead of its own threads; False where that
-    OpenBLAS has no such hook (before 0.3.27, or another BLAS)."""
+def _threads_hook():
+    """numpy's OpenBLAS's ``openblas_set_threads_callback_function``, or None."""
     for path in _numpy_first(_openblas_paths()):
         try:
             lib = ctypes.CDLL(path)
@@ -169,7 +167,22 @@ def run_threads_on(callback):
                                None)
                 if hook is not None:
                     hook.restype, hook.argtypes = None, [ctypes.c_void_p]
-                    hook(callback)
-                    return True
+                    return hook
+        return None
+    return None
+
+
+def can_run_threads_on():
+    """Whether numpy's BLAS is an OpenBLAS (0.3.27 or later) that takes a threads hook."""
+    return _threads_hook() is not None
+
+
+def run_threads_on(callback):
+    """Have numpy's OpenBLAS run its threaded calls through ``callback`` (the address of
+    a C ``openblas_threads_callback``) instead of its own threads; False where that
+    OpenBLAS has no such hook (before 0.3.27, or another BLAS)."""
+    hook = _threads_hook()
+    if hook is None:
         return False
-    return False
+    hook(callback)
+    return True

@@ -8,27 +8,30 @@ rather than 0.16. PyTorch's OpenMP threads spin for a while after each parallel 
 for the same reason. Here a C kernel's parts are handed to threads of a small C
 library, called once through ``ctypes`` (the GIL released for the whole split): the
 calling thread runs parts too, and each worker, having finished, waits for the next
-kernel by polling for ``cost.kernel_pool_spin_microseconds`` (yielding its core at
-each poll, so OpenBLAS's threads or another process take it when they need it), then
-sleeps on a condition variable. Measured: the GELU kernel 0.312 ms on one thread, 0.157
-split in two.
+kernel by polling for ``cost.kernel_pool_spin_microseconds`` (2 ms; pausing, never
+yielding its core: a thread that yields to another process's busy thread gets the core
+back a scheduler tick later), then sleeps on a condition variable. Measured: the GELU
+kernel 0.312 ms on one thread, 0.157 split in two.
 
 The fused kernels (``c_fused.py``) split their rows here; the window kernels' direct
 convolution loops and max pooling (``c_window.py``) their images, as many parts as
 ``cost.window_split_native_chunks`` (a part not yet started is taken by whichever thread
 is free, so a descheduled worker costs little on a loaded machine).
 
-numpy's OpenBLAS runs its threaded products on the same threads (OpenBLAS 0.3.27's
-``openblas_set_threads_callback_function``, found by ``blas_threads.run_threads_on``;
-``en.config.blas_on_kernel_pool``). Left on its own threads, OpenBLAS's worker polls for
-the next product for a long while after each one (its timeout is fixed when numpy loads
-it), and a pool worker woken for the elementwise kernel that follows shares that core
-with it: the GELU kernel split took 0.169 ms after a pause and 0.322 right after a
-product. One set of threads for both, as PyTorch's OpenMP threads are: the transformer
-step in the ``styles`` bench 4.38-4.54 ms against 4.71-5.04 (100 steps, three processes
-each, interleaved). A product's parts wait for each other, so each takes a thread of
-its own (workers are started for them; where the pool is busy with a split on another
-Python thread, threads are made for the parts).
+With ``en.config.blas_on_kernel_pool`` (off by default), numpy's OpenBLAS runs its
+threaded products on the same threads (OpenBLAS 0.3.27's
+``openblas_set_threads_callback_function``, found by ``blas_threads.run_threads_on``).
+Left on its own threads, OpenBLAS's worker polls for the next product for a long while
+after each one (its timeout is fixed when numpy loads it), and a pool worker woken for
+the elementwise kernel that follows shares that core with it: the GELU kernel split took
+0.169 ms after a pause and 0.322 right after a product. One set of threads for both, as
+PyTorch's OpenMP threads are: the transformer step in the ``styles`` bench 4.36-4.66 ms
+against 4.71-6.15 (60 steps, three fresh processes each, interleaved). A product's
+parts wait for each other, so each takes a thread of its own (workers are started for
+them; where the pool is busy with a split on another Python thread, threads are made for
+the parts), and the threads poll without yielding, for
+``cost.kernel_pool_blas_spin_microseconds``: beside another polling pool (PyTorch's in
+the same process) that costs both (docs/limits.md), hence not the default.
 
 A kernel offers this entry point: ``int NAME_parts(void **args, int64_t lo, int64_t hi)``
 (:func:`parts_entry` writes it), where part ``k`` reads its arguments from
@@ -86,6 +89,28 @@ static int64_t spin_ns = 200000;
 static atomic_flag busy = ATOMIC_FLAG_INIT;   /* one split at a time, whoever calls */
 static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* How a thread waits for another. Kernel parts need no partner (a thread that comes late
+   finds them taken), so a poll yields the core to any thread that wants it (OpenBLAS's,
+   another process's). A product's parts on these threads (pool_blas) wait for each
+   other, and a thread that yields to another process's busy thread gets its core back
+   only at that thread's next preemption, a scheduler tick (4 ms here) later: under a
+   busy loop in another process, 64x1024 @ 1024x256 on the pool took 2.9 ms (median; 4.0
+   at the 90th percentile) polling with sched_yield, 0.27 with pauses (OpenBLAS's own
+   threads: 0.19). So once products run here, polls pause instead. */
+static int blas_here;
+
+static inline void relax(void) {
+    if (!blas_here) {
+        sched_yield();
+        return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 static int64_t now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -122,7 +147,7 @@ static void *worker(void *first) {
         int64_t since = now_ns();
         while ((g = atomic_load(&generation)) == seen) {
             if (now_ns() - since < spin_ns) {
-                sched_yield();   /* polls, giving the core to any thread that wants it */
+                relax();
                 continue;
             }
             pthread_mutex_lock(&mu);
@@ -180,7 +205,7 @@ static int run_split(part_fn fn, void **args, int64_t stride, const int64_t *bou
     pthread_mutex_unlock(&mu);
     run_parts();
     /* Every part has finished before the kernel returns: nothing writes afterwards. */
-    while (atomic_load(&done_parts) < parts) sched_yield();
+    while (atomic_load(&done_parts) < parts) relax();
     return atomic_load(&job_error);
 }
 
@@ -254,7 +279,10 @@ long pool_blas_calls(void) { return atomic_load(&blas_calls); }
 
 void pool_delay_starts(int64_t ns) { start_delay_ns = ns; }
 
-void pool_init_blas(void) {
+/* Before numpy's OpenBLAS is handed pool_blas: polls pause from now on, for `spin`. */
+void pool_init_blas(int64_t spin) {
+    blas_here = 1;
+    spin_ns = spin;
     for (int k = 0; k <= BLAS_MAX_PARTS; k++) blas_bounds[k] = k;
 }
 """
@@ -335,9 +363,9 @@ def _load():
                              ctypes.c_void_p, ctypes.c_int]
     lib.pool_run.restype = ctypes.c_int
     lib.pool_start(0, int(cost.kernel_pool_spin_microseconds * 1000))
-    lib.pool_init_blas()
     lib.pool_blas_calls.restype = ctypes.c_long
-    if config.blas_on_kernel_pool:
+    if config.blas_on_kernel_pool and blas_threads.can_run_threads_on():
+        lib.pool_init_blas(ctypes.c_int64(int(cost.kernel_pool_blas_spin_microseconds * 1000)))
         _state["blas"] = blas_threads.run_threads_on(
             ctypes.cast(lib.pool_blas, ctypes.c_void_p).value)
     _state["lib"] = lib
@@ -358,7 +386,7 @@ def run_parts(entry, pointers, bounds, threads=None):
         parts = len(bounds) - 1
         workers = min(parts, threads or parts) - 1
         if not _started or _started[0] < workers:
-            if lib.pool_start(workers, int(cost.kernel_pool_spin_microseconds * 1000)) != 0:
+            if lib.pool_start(workers, -1) != 0:
                 return None
             _started[:] = [workers]
         stride = len(pointers[0])

@@ -1,8 +1,9 @@
 """numpy's OpenBLAS on the C kernel pool's threads (graph/lowering/c/c_pool.py's
-``pool_blas``): products give the values of a float64 reference, from many Python
-threads at once, in a forked child whose pool has no threads yet, and not at all where
-``en.config.blas_on_kernel_pool`` is False. A deadlock must fail a test, not hang it, so
-the runs that could deadlock are subprocesses with a timeout."""
+``pool_blas``, with ``en.config.blas_on_kernel_pool``): products give the values of a
+float64 reference, from many Python threads at once, in a forked child whose pool has
+no threads yet, and nothing is hooked with the switch off (the default). The switch is
+read when the pool's library loads, and a deadlock must fail a test, not hang it, so
+each run is a subprocess with a timeout."""
 import ctypes
 import importlib
 import os
@@ -11,15 +12,12 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 from support.compilers import needs_c_compiler
 from support.paths import REPO
 
-c_pool = importlib.import_module("engine.graph.lowering.c.c_pool")
 blas_threads = importlib.import_module("engine.graph.lowering.blas_threads")
-hot_swap = importlib.import_module("engine.graph.lowering.hot_swap")
 
 pytestmark = needs_c_compiler
 
@@ -39,36 +37,10 @@ def _openblas_version():
 
 
 @pytest.fixture
-def pool_with_blas():
-    c_pool.ready()
-    hot_swap.wait_for_compiles()
-    if not c_pool.ready():
-        pytest.fail("the C pool's library was not built")
+def hook_found():
     version = _openblas_version()
     if version is None or version < (0, 3, 27):
         pytest.skip(f"numpy's BLAS has no threads hook (OpenBLAS {version})")
-    if c_pool.blas_calls() is None:
-        pytest.fail("numpy's OpenBLAS has the hook but the pool did not take its threads")
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_threaded_products_on_the_pool_match_float64(pool_with_blas, dtype):
-    rng = np.random.default_rng(0)
-    before = c_pool.blas_calls()
-    cases = [
-        (rng.standard_normal((1024, 64)), rng.standard_normal((64, 256))),
-        (rng.standard_normal((256, 1024)).T, rng.standard_normal((256, 192))),  # transposed
-        (rng.standard_normal((700, 900)), rng.standard_normal((900, 300))),
-        (rng.standard_normal((16, 64, 128)), rng.standard_normal((16, 128, 96))),  # stacked
-        (rng.standard_normal((3000, 2000)), rng.standard_normal(2000)),           # gemv
-    ]
-    for a, b in cases:
-        got = a.astype(dtype) @ b.astype(dtype)
-        want = a.astype(dtype).astype(np.float64) @ b.astype(dtype).astype(np.float64)
-        tol = 2e-5 if dtype == np.float32 else 1e-12
-        scale = np.abs(a) @ np.abs(b)
-        assert np.all(np.abs(got - want) <= tol * scale), (a.shape, b.shape)
-    assert c_pool.blas_calls() > before, "no product was handed to the pool"
 
 
 def _run(script, timeout=180):
@@ -82,6 +54,7 @@ _PRELUDE = """
     import os, threading, numpy as np, engine as en
     from engine.graph.lowering import hot_swap
     from engine.graph.lowering.c import c_pool
+    en.config.blas_on_kernel_pool = True
     c_pool.ready()
     hot_swap.wait_for_compiles()
     assert c_pool.blas_calls() is not None
@@ -95,7 +68,32 @@ _PRELUDE = """
 """
 
 
-def test_products_and_split_kernels_from_many_threads_at_once(pool_with_blas):
+def test_threaded_products_on_the_pool_match_float64(hook_found):
+    out = _run(_PRELUDE + """
+    before = c_pool.blas_calls()
+    bad = []
+    for dtype, tol in ((np.float32, 2e-5), (np.float64, 1e-12)):
+        cases = [
+            (rng.standard_normal((1024, 64)), rng.standard_normal((64, 256))),
+            (rng.standard_normal((256, 1024)).T, rng.standard_normal((256, 192))),  # transposed
+            (rng.standard_normal((700, 900)), rng.standard_normal((900, 300))),
+            (rng.standard_normal((16, 64, 128)), rng.standard_normal((16, 128, 96))),  # stacked
+            (rng.standard_normal((3000, 2000)), rng.standard_normal(2000)),           # gemv
+        ]
+        for x, y in cases:
+            x, y = x.astype(dtype), y.astype(dtype)
+            got = x @ y
+            want = x.astype(np.float64) @ y.astype(np.float64)
+            if not np.all(np.abs(got - want) <= tol * (np.abs(x) @ np.abs(y))):
+                bad.append((dtype.__name__, x.shape, y.shape))
+    print("bad", bad, "handed", c_pool.blas_calls() - before)
+    """)
+    found = re.search(r"bad (\[.*\]) handed (\d+)", out)
+    assert found, out
+    assert found.group(1) == "[]" and int(found.group(2)) >= 8, out
+
+
+def test_products_and_split_kernels_from_many_threads_at_once(hook_found):
     # Products from four Python threads (one holds the pool, the others' parts get threads
     # made for them) while compiled kernels split on the pool too.
     out = _run(_PRELUDE + """
@@ -128,7 +126,7 @@ def test_products_and_split_kernels_from_many_threads_at_once(pool_with_blas):
     assert found.group(1) == "0" and int(found.group(2)) >= 800, out
 
 
-def test_a_forked_child_runs_its_first_product_on_new_workers(pool_with_blas):
+def test_a_forked_child_runs_its_first_product_on_new_workers(hook_found):
     # A child has no pool threads: its first product starts a worker and hands it a part
     # at once. A worker that took the part's split for one it had already seen would
     # sleep through it and leave the caller's part waiting forever. Seen where the new
@@ -150,15 +148,15 @@ def test_a_forked_child_runs_its_first_product_on_new_workers(pool_with_blas):
     assert "children [" + ", ".join(["0"] * 10) + "]" in out, out
 
 
-def test_the_switch_leaves_openblas_its_own_threads(pool_with_blas):
+def test_off_by_default_openblas_keeps_its_own_threads():
     out = _run("""
     import numpy as np, engine as en
-    en.config.blas_on_kernel_pool = False
     from engine.graph.lowering import hot_swap
     from engine.graph.lowering.c import c_pool
     c_pool.ready()
     hot_swap.wait_for_compiles()
     a = np.ones((1024, 64), np.float32)
-    print("calls", c_pool.blas_calls(), "sum", float((a @ a.T).sum()))
+    print("built", c_pool.ready(), "calls", c_pool.blas_calls(),
+          "sum", float((a @ a.T).sum()))
     """)
-    assert f"calls None sum {1024.0 * 1024 * 64}" in out, out
+    assert f"built True calls None sum {1024.0 * 1024 * 64}" in out, out
