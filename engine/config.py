@@ -50,9 +50,9 @@ class _Config:
         # threads (graph/lowering/c/c_pool.py), so products and compiled kernels share one
         # set of threads and OpenBLAS's own never poll beside them (the styles transformer
         # step about 5% faster). Off by default: the pool's threads then poll without
-        # yielding, and beside another thread pool that polls (PyTorch's in the same
-        # process) both lose (docs/measurements.md). Read once, when the pool's library
-        # loads (at the first compiled kernel): OpenBLAS's hook cannot be taken back.
+        # yielding, and in 2 of 12 processes of the autoencoder bench the graph modes alone
+        # ran twice as slow, not understood (docs/measurements.md). Read once, when the
+        # pool's library loads (at the first compiled kernel): the hook cannot be undone.
         self.blas_on_kernel_pool = False
         # Traces each en.function keeps, least recently used dropped first (None:
         # all). Each holds its graphs, generated code and planned buffers; 32 covers

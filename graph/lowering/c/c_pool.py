@@ -30,8 +30,7 @@ against 4.71-6.15 (60 steps, three fresh processes each, interleaved). A product
 parts wait for each other, so each takes a thread of its own (workers are started for
 them; where the pool is busy with a split on another Python thread, threads are made for
 the parts), and the threads poll without yielding, for
-``cost.kernel_pool_blas_spin_microseconds``: beside another polling pool (PyTorch's in
-the same process) that costs both (docs/limits.md), hence not the default.
+``cost.kernel_pool_blas_spin_microseconds``; off by default (docs/limits.md).
 
 A kernel offers this entry point: ``int NAME_parts(void **args, int64_t lo, int64_t hi)``
 (:func:`parts_entry` writes it), where part ``k`` reads its arguments from
