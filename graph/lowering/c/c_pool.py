@@ -385,7 +385,9 @@ def run_parts(entry, pointers, bounds, threads=None):
         parts = len(bounds) - 1
         workers = min(parts, threads or parts) - 1
         if not _started or _started[0] < workers:
-            if lib.pool_start(workers, -1) != 0:
+            spin = cost.kernel_pool_blas_spin_microseconds if _state.get("blas") else \
+                cost.kernel_pool_spin_microseconds
+            if lib.pool_start(workers, int(spin * 1000)) != 0:
                 return None
             _started[:] = [workers]
         stride = len(pointers[0])
