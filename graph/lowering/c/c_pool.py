@@ -8,10 +8,10 @@ rather than 0.16. PyTorch's OpenMP threads spin for a while after each parallel 
 for the same reason. Here a C kernel's parts are handed to threads of a small C
 library, called once through ``ctypes`` (the GIL released for the whole split): the
 calling thread runs parts too, and each worker, having finished, waits for the next
-kernel by polling for ``cost.kernel_pool_spin_microseconds`` (2 ms; pausing, never
-yielding its core: a thread that yields to another process's busy thread gets the core
-back a scheduler tick later), then sleeps on a condition variable. Measured: the GELU
-kernel 0.312 ms on one thread, 0.157 split in two.
+kernel by polling for ``cost.kernel_pool_spin_microseconds`` (yielding its core at
+each poll, so OpenBLAS's threads or another process take it when they need it), then
+sleeps on a condition variable. Measured: the GELU kernel 0.312 ms on one thread, 0.157
+split in two.
 
 The fused kernels (``c_fused.py``) split their rows here; the window kernels' direct
 convolution loops and max pooling (``c_window.py``) their images, as many parts as
