@@ -71,9 +71,10 @@ def _numpy_first(paths):
     return sorted(paths, key=rank)
 
 
-def _find_functions():
-    """``(get, set)`` of numpy's OpenBLAS thread count, or None (numpy, imported by
-    the engine, has loaded its BLAS)."""
+def _numpy_openblas(*names):
+    """The functions ``names`` (C names without their prefix and suffix) of the OpenBLAS
+    numpy loaded, under the first prefix and suffix that has them all; None where none has
+    (another BLAS, or not loaded: numpy, imported by the engine, has loaded its BLAS)."""
     for path in _numpy_first(_openblas_paths()):
         try:
             lib = ctypes.CDLL(path)
@@ -81,13 +82,22 @@ def _find_functions():
             continue
         for prefix in _PREFIXES:
             for suffix in _SUFFIXES:
-                get = getattr(lib, f"{prefix}openblas_get_num_threads{suffix}", None)
-                set_ = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
-                if get is not None and set_ is not None:
-                    get.restype, get.argtypes = ctypes.c_int, []
-                    set_.restype, set_.argtypes = None, [ctypes.c_int]
-                    return get, set_
+                found = [getattr(lib, f"{prefix}{name}{suffix}", None) for name in names]
+                if all(f is not None for f in found):
+                    return found
+        return None
     return None
+
+
+def _find_functions():
+    """``(get, set)`` of numpy's OpenBLAS thread count, or None."""
+    found = _numpy_openblas("openblas_get_num_threads", "openblas_set_num_threads")
+    if found is None:
+        return None
+    get, set_ = found
+    get.restype, get.argtypes = ctypes.c_int, []
+    set_.restype, set_.argtypes = None, [ctypes.c_int]
+    return get, set_
 
 
 _functions: list = []   # [(get, set) or None], found on first use
@@ -156,20 +166,12 @@ def blas_threads():
 
 def _threads_hook():
     """numpy's OpenBLAS's ``openblas_set_threads_callback_function``, or None."""
-    for path in _numpy_first(_openblas_paths()):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix in _PREFIXES:
-            for suffix in _SUFFIXES:
-                hook = getattr(lib, f"{prefix}openblas_set_threads_callback_function{suffix}",
-                               None)
-                if hook is not None:
-                    hook.restype, hook.argtypes = None, [ctypes.c_void_p]
-                    return hook
+    found = _numpy_openblas("openblas_set_threads_callback_function")
+    if found is None:
         return None
-    return None
+    hook = found[0]
+    hook.restype, hook.argtypes = None, [ctypes.c_void_p]
+    return hook
 
 
 def can_run_threads_on():
