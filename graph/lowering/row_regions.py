@@ -265,8 +265,11 @@ def kernel_source(region, inputs, results):
     # With rows of one value every member is a row scalar.
     full = {m for m in members if is_red[m] is None and m.op is not ops.reshape_op
             and region.kind_of(m.shape) == "full"} if n > 1 else set()
+    # A full member read by a later pass, or searched for a NaN by a maximum or minimum.
     buffered = [m for m in members if m in full and
-                any(m in u.inputs and pass_of[u] > stage[m] for u in members)]
+                any(m in u.inputs and (pass_of[u] > stage[m] or
+                                       is_red[u] is not None and is_red[u][0] in ("max", "min"))
+                    for u in members)]
     if len(buffered) * n * 8 > cost.row_region_max_row * 8 * 4:
         raise Unsupported("too many row buffers")
     nd = len(shape)
@@ -339,6 +342,8 @@ def kernel_source(region, inputs, results):
             init = {"sum": "0.0", "mean": "0.0", "max": "-INFINITY", "min": "INFINITY"}[kind]
             acc_t = "double" if kind in ("sum", "mean") else t
             lines.append(f"{pad}{acc_t} acc{k}[{lanes}] = {{{', '.join([init] * lanes)}}};")
+            if kind in ("max", "min"):
+                lines.append(f"{pad}{t} chk{k}[{lanes}] = {{{', '.join(['0.0'] * lanes)}}};")
 
         def body(ind, lane, in_pass=in_pass):
             out = []
@@ -354,8 +359,10 @@ def kernel_source(region, inputs, results):
                         out.append(f"{ind}acc{k}[{lane}] += (double)({v});")
                     else:
                         cmp = ">" if kind == "max" else "<"
+                        # (a running sum beside: NaN where the row holds a NaN, see below)
                         out.append(f"{ind}{{ const {t} e = {v}; acc{k}[{lane}] = "
-                                   f"(e {cmp} acc{k}[{lane}] || e != e) ? e : acc{k}[{lane}]; }}")
+                                   f"e {cmp} acc{k}[{lane}] ? e : acc{k}[{lane}]; "
+                                   f"chk{k}[{lane}] += e; }}")
                     continue
                 argv = []
                 for i in m.inputs:
@@ -399,11 +406,19 @@ def kernel_source(region, inputs, results):
                 lines.append(f"{pad}const {t} v{k} = ({t}){total};")
             else:
                 cmp = ">" if kind == "max" else "<"
-                lines.append(f"{pad}{t} v{k} = {a}[0];")
-                # A NaN in any lane is the result, as numpy's.
-                lines.append(f"{pad}for (int l = 1; l < {lanes}; l++) "
-                             f"v{k} = (v{k} != v{k} || !({a}[l] {cmp} v{k} || {a}[l] != {a}[l]))"
-                             f" ? v{k} : {a}[l];")
+                x = m.inputs[0]
+                seen = value.get(x) or f"buf{members.index(x)}[j]"
+                c = f"chk{k}"
+                lines += [f"{pad}{t} v{k} = {a}[0];",
+                          f"{pad}for (int l = 1; l < {lanes}; l++) "
+                          f"v{k} = {a}[l] {cmp} v{k} ? {a}[l] : v{k};",
+                          # The lanes skip NaNs; the row's sum is NaN where it holds one (or
+                          # adds infinities of both signs): only then is the row searched.
+                          f"{pad}const {t} c{k} = (({c}[0] + {c}[1]) + ({c}[2] + {c}[3])) + "
+                          f"(({c}[4] + {c}[5]) + ({c}[6] + {c}[7]));",
+                          f"{pad}if (c{k} != c{k})",
+                          f"{pad}    for (int64_t j = 0; j < {n}; j++)",
+                          f"{pad}        if ({seen} != {seen}) v{k} = NAN;"]
             value[m] = f"v{k}"
             if m in out_of:
                 lines.append(f"{pad}out{out_of[m]}[r] = v{k};")
