@@ -483,18 +483,35 @@ class RowKernel:
 
     def impl(self, *arrays):
         """Every result, in fresh arrays."""
+        return self.out_impl(*arrays, *([None] * self.n_results))
+
+    def out_impl(self, *args):
+        """The results written into the arrays after the inputs (memory planning's
+        buffers; None: a fresh array), returned."""
+        arrays, given = args[:self.n_inputs], args[self.n_inputs:]
         fn = self.fn
         if fn is None:
-            return self.numpy_impl(*arrays)
+            results = list(self.numpy_impl(*arrays))
+            for j, out in enumerate(given):
+                if out is not None:
+                    out[...] = results[j]
+                    results[j] = out
+            return tuple(results)
         xs = [a if isinstance(a, np.ndarray) and a.dtype == dt and a.flags.c_contiguous
               else np.ascontiguousarray(a, dt) for a, dt in zip(arrays, self.input_dtypes)]
-        outs = [np.empty(s, d) for s, d in self.avals]
+        # A given buffer the kernel cannot write (strided) is filled by a copy after.
+        outs = [out if out is not None and out.flags.c_contiguous else np.empty(s, d)
+                for out, (s, d) in zip(given, self.avals)]
         pointers = [c_address.data(x) for x in xs] + [c_address.data(o) for o in outs]
         bounds = row_bounds(self.rows, self._part_rows, c_pool.threads())
         # The rows split over the C pool's threads; on this thread where it is busy.
         if len(bounds) <= 2 or c_pool.run_parts(fn.parts_entry, [pointers] * (len(bounds) - 1),
                                                 bounds) is None:
             fn(*pointers, 0, self.rows)
+        for j, out in enumerate(given):
+            if out is not None and out is not outs[j]:
+                out[...] = outs[j]
+                outs[j] = out
         return tuple(outs)
 
 
@@ -532,6 +549,7 @@ def row_regions(graph):
         avals = list(kernel.avals)
         op = Op(name, kernel.impl, lambda *a, avals=avals: avals, None, multiple_results=True,
                 n_inputs=len(inputs),
+                out_impl=lambda *a, out, kernel=kernel: kernel.out_impl(*a, *out),
                 doc="A row region: " + " -> ".join(m.op.name for m in region.members))
         node = graph.add(op, inputs, {}, avals, name="row_region", source=results[-1].source)
         node.meta["kernel_source"] = kernel.source
