@@ -93,8 +93,9 @@ def _elementwise(node):
 
 
 def _last_axis_reduction(node):
-    """``(kind, reshapes)`` for a reduction of a float over its last axis only (keepdims,
-    or without it when every user is a reshape appending a 1), else None."""
+    """``(kind, keepdims)`` for a sum, mean, maximum or minimum of a float over its last
+    axis only, else None (the caller checks that a reduction without keepdims is read
+    only by reshapes appending a 1)."""
     kind = _REDUCTIONS.get(node.op)
     if kind is None or len(node.inputs) != 1:
         return None
@@ -146,20 +147,23 @@ def find_row_regions(graph):
     def reaches(region, sources):
         # Whether a member of ``region`` is an ancestor of a node in ``sources`` once
         # each region is one node (a region stands for all its members' inputs).
+        # (A node before the region's first member is no descendant of it, unless a
+        # region it belongs to is: those are followed whatever their place.)
         start = min(index[m] for m in region.members)
-        seen, todo = set(), list(sources)
+        seen, expanded, todo = set(), set(), list(sources)
         while todo:
             x = todo.pop()
-            if x in seen or index[x] < start:
+            r = region_of.get(x)
+            if x in seen or r is None and index[x] < start:
                 continue
             seen.add(x)
-            r = region_of.get(x)
             if r is region:
                 return True
-            if r is not None:
-                todo.extend(i for m in r.members for i in m.inputs)
-            else:
+            if r is None:
                 todo.extend(x.inputs)
+            elif r not in expanded:
+                expanded.add(r)
+                todo.extend(i for m in r.members for i in m.inputs)
         return False
 
     def fits(node, region):
