@@ -274,3 +274,30 @@ def test_the_numpy_fallback_matches_the_kernel():
             fallback = node.op.impl.__self__.numpy_impl(*args)
             for got, want in zip(values[node], fallback):
                 np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+
+
+def test_two_regions_never_feed_each_other_both_ways():
+    """A node that could join an older region through a newer one that reads that older
+    region stays out of it: once each region is one node, the graph stays acyclic."""
+    rng = np.random.default_rng(10)
+    x, z = rng.standard_normal((64, 64)), rng.standard_normal((64, 32))
+
+    def f(x, z):
+        a = en.max(x, axis=-1, keepdims=True)       # region 1, rows of 64
+        e = z * 2.0                                  # region 2, rows of 32
+        b = e * a                                    # region 2 reads region 1
+        c = en.sum(e, axis=-1, keepdims=True)        # region 2
+        t = x - a                                    # region 1
+        return t * c, b                              # region 1 would read region 2
+
+    fn = en.function(f)
+    xt, zt = en.tensor(x), en.tensor(z)
+    graph = fn.graph_for(xt, zt)
+    graph.lint()
+    assert len(_row_nodes(graph)) == 2
+    a = x.max(-1, keepdims=True)
+    e = 2 * z
+    for out in _run(fn, xt, zt):
+        got_d, got_b = _arrays(out)
+        _close(got_d, (x - a) * e.sum(-1, keepdims=True), "float64")
+        _close(got_b, e * a, "float64")
