@@ -21,6 +21,15 @@ starts one. A region is kept when it holds a reduction, its rows are at most
 ``cost.row_region_min_work``. Its results are its members used outside it or as graph
 outputs, each in a fresh array.
 
+Measured on the 2-core AMD EPYC VM (Zen 5), the transformer block's training step
+(``bench/workloads/styles_engine.py``, float32): its five regions (two layer norms
+forward over (32, 32, 64), one backward, the softmax forward and backward over
+(32, 4, 32, 32)) take 46, 62, 66, 186 and 63 us as kernels against 85, 113, 130, 187
+and 143 us for the kernels they replace (the softmax forward is bound by its ``exp32``,
+which both run); the step, with and without the pass in one process, 30 calls at a
+time in turns, under the load of another process (1.4): 5.19, 4.81 and 5.09 ms against
+5.81, 5.41 and 5.54.
+
 The pass does nothing where no C compiler is found, under ``en.config.numerics =
 "bitwise"`` (a row's sums add in another order than numpy's) and where
 ``en.config.lowering`` is neither ``"auto"`` nor ``"c"``. A kernel whose library is
