@@ -175,7 +175,7 @@ THRESHOLDS = (
               "a compiled fused kernel hands the C pool's threads parts of about this many "
               "elements (a part starts within microseconds: the transformer's exact GELU over "
               "262,144 float32 0.31 ms on one thread, 0.16 in two parts)",
-              "graph/lowering/c/c_fused.py"),
+              "graph/lowering/c/c_fused.py, graph/lowering/row_regions.py"),
     Threshold("kernel_pool_spin_microseconds", 200, "microseconds", EPYC_512, "2026-12-05",
               "45f6da9",
               "a C pool thread polls this long for the next kernel before it sleeps (a "
@@ -243,6 +243,13 @@ THRESHOLDS = (
     Threshold("c_call_seconds", 1e-5, "seconds", EPYC_512, "2026-12-04", "6b051de",
               "the overhead of one call of a C fused kernel (ctypes and the row split)",
               "graph/lowering/c/c_fused.py, graph/lowering/fusion.py"),
+    Threshold("row_region_min_work", 16384, "element-ops", EPYC_512, "2026-12-06", "d4e3bb6",
+              "a row region (elementwise ops and last-axis reductions of one row geometry) "
+              "becomes one C kernel when its elements times its members reach this",
+              "graph/lowering/row_regions.py"),
+    Threshold("row_region_max_row", 4096, "elements", EPYC_512, "2026-12-06", "d4e3bb6",
+              "the longest row a row region's C kernel keeps in its stack buffers",
+              "graph/lowering/row_regions.py"),
     Threshold("c_compile_seconds", 0.3, "seconds", EPYC_512, "2026-12-04", "6b051de",
               "the estimated time the system's C compiler takes for one kernel",
               "graph/lowering/c/c_fused.py, graph/lowering/c/lowering.py"),

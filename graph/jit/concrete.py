@@ -478,7 +478,7 @@ def _call_rule(concrete, residuals, cut=None):
 # The back-end capability each pass relies on (engine.backend.base.Backend): fusion
 # writes block loops, the row-split product writes into out= views, memory planning
 # keeps buffers between calls. A back end without it runs its kernels one by one.
-_NEEDS = {"fusion": "fused_loops", "parallel_matmul": "out_kernels",
+_NEEDS = {"row_regions": "fused_loops", "fusion": "fused_loops", "parallel_matmul": "out_kernels",
           "chunked_products": "out_kernels",
           "memory_planning": "buffer_reuse"}
 

@@ -29,7 +29,10 @@ default pipeline, in order:
    are added up in the loop instead of stacked (the numpy lowering's scans);
    ``scan_unread`` -- the stacks of a scan's carries and random draws that nothing reads
    are left out;
-4. ``fusion`` -- elementwise regions (and regions feeding one another) into single
+4. ``row_regions`` -- elementwise ops and reductions over the last axis of one row
+   geometry (a softmax, a layer norm, their gradients) into one C kernel each, looping
+   over the rows (where a C compiler is found and numerics are not bitwise);
+   ``fusion`` -- elementwise regions (and regions feeding one another) into single
    kernels, then ``dce``;
 5. ``parallel_matmul`` -- with kernel threads (``en.config.fusion_threads`` above 1), large
    matrix products split by rows over the engine's pool; nothing otherwise;
@@ -56,6 +59,7 @@ from .compile_numba import compile_numba
 from ..passes.cse import cse
 from ..passes.dce import dce
 from .fusion import fusion
+from .row_regions import row_regions
 from ..passes.layout import layout
 from .memory_planning import memory_planning
 from .parallel_matmul import parallel_matmul
@@ -74,7 +78,7 @@ from ..passes.while_dead_vars import while_dead_vars
 from engine.errors import InvalidArgumentError
 
 PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch_products, dce,
-                                  compile_numba, scan_sums, scan_unread, fusion, parallel_matmul,
+                                  compile_numba, scan_sums, scan_unread, row_regions, fusion, parallel_matmul,
                                   chunked_products, memory_planning, scan_dead_results, while_dead_vars,
                                   body_cleanup, scan_hoist, scan_products, sliced_products,
                                   scan_residuals, shared_columns)}
@@ -83,7 +87,7 @@ CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "s
            "scan_dead_results", "while_dead_vars", "body_cleanup", "scan_residuals",
            "scan_products")
 DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_hoist", "scan_sums", "scan_unread",
-                    "fusion", "dce", "parallel_matmul", "chunked_products",
+                    "row_regions", "fusion", "dce", "parallel_matmul", "chunked_products",
                     "memory_planning")
 MAX_ROUNDS = 10
 # body_cleanup runs the cleanup passes (itself too: nested bodies) inside loop bodies.

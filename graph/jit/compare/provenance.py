@@ -25,8 +25,8 @@ ORIGIN = "origin"
 # The steps that pick kernels (after the rewrites): the graph before the first of them is
 # kept as ``graph.rewritten``, every node one op, for finding a rewrite's fault inside a
 # region these steps later fused or compiled.
-LOWERING_STEPS = ("compile_numba", "scan_sums", "scan_unread", "fusion", "parallel_matmul",
-                  "chunked_products", "memory_planning")
+LOWERING_STEPS = ("compile_numba", "scan_sums", "scan_unread", "row_regions", "fusion",
+                  "parallel_matmul", "chunked_products", "memory_planning")
 MADE_BY = "made_by"
 
 
