@@ -50,10 +50,10 @@ class _Config:
         # threads (graph/lowering/c/c_pool.py), so products and compiled kernels share one
         # set of threads and OpenBLAS's own never poll beside them (the styles transformer
         # step 4.0-4.9 ms against 4.5-8.2 off). Off by default: the pool's threads then
-        # poll without yielding, and in 2 of 20 processes of the autoencoder bench the
-        # graph modes alone ran twice as slow, not understood (docs/measurements.md).
-        # Read once, when the pool's library loads (at the first compiled kernel): the
-        # hook cannot be undone.
+        # poll without yielding, and in 2 of 29 processes of the autoencoder bench (the
+        # first two after the pool's C source changed) the graph modes alone ran twice as
+        # slow, not understood (docs/measurements.md). Read once, when the pool's library
+        # loads (at the first compiled kernel): the hook cannot be undone.
         self.blas_on_kernel_pool = False
         # Traces each en.function keeps, least recently used dropped first (None:
         # all). Each holds its graphs, generated code and planned buffers; 32 covers
