@@ -63,7 +63,9 @@ from .parallel import row_bounds
 from .plugin import Unsupported
 
 NAME = "rowk"
-_REDUCTIONS = {ops.sum_op: "sum", ops.mean_op: "mean", ops.max_op: "max", ops.min_op: "min"}
+# The reductions a region takes, by the pattern their ops declare (``numba_form``).
+_REDUCTIONS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
+_ADDS = ("reduce_sum", "reduce_mean")
 _FLOATS = (np.dtype("float32"), np.dtype("float64"))
 _VALUES = _FLOATS + (np.dtype("bool"),)
 _ids = itertools.count()
@@ -105,8 +107,9 @@ def _last_axis_reduction(node):
     """``(kind, keepdims)`` for a sum, mean, maximum or minimum of a float over its last
     axis only, else None (the caller checks that a reduction without keepdims is read
     only by reshapes appending a 1)."""
-    kind = _REDUCTIONS.get(node.op)
-    if kind is None or len(node.inputs) != 1:
+    kind = node.op.rules.get("numba_form")
+    if kind not in _REDUCTIONS or len(node.inputs) != 1 or \
+            not set(node.params) <= {"axis", "keepdims"}:
         return None
     x = node.inputs[0]
     if not (_static(x) and _static(node) and len(x.shape) >= 1 and x.shape[-1] >= 1
@@ -281,7 +284,7 @@ def kernel_source(region, inputs, results):
     # A full member read by a later pass, or searched for a NaN by a maximum or minimum.
     buffered = [m for m in members if m in full and
                 any(m in u.inputs and (pass_of[u] > stage[m] or
-                                       is_red[u] is not None and is_red[u][0] in ("max", "min"))
+                                       is_red[u] is not None and is_red[u][0] not in _ADDS)
                     for u in members)]
     if len(buffered) * n * 8 > cost.row_region_max_row * 8 * 4:
         raise Unsupported("too many row buffers")
@@ -352,10 +355,11 @@ def kernel_source(region, inputs, results):
             k = members.index(m)
             kind = is_red[m][0]
             t = c_source.ctype(m.dtype)
-            init = {"sum": "0.0", "mean": "0.0", "max": "-INFINITY", "min": "INFINITY"}[kind]
-            acc_t = "double" if kind in ("sum", "mean") else t
+            init = "0.0" if kind in _ADDS else "-INFINITY" if kind == "reduce_max" \
+                else "INFINITY"
+            acc_t = "double" if kind in _ADDS else t
             lines.append(f"{pad}{acc_t} acc{k}[{lanes}] = {{{', '.join([init] * lanes)}}};")
-            if kind in ("max", "min"):
+            if kind not in _ADDS:
                 lines.append(f"{pad}{t} chk{k}[{lanes}] = {{{', '.join(['0.0'] * lanes)}}};")
 
         def body(ind, lane, in_pass=in_pass):
@@ -368,10 +372,10 @@ def kernel_source(region, inputs, results):
                     x = m.inputs[0]
                     v = local[x] if x in local else f"buf{members.index(x)}[j]"
                     kind = is_red[m][0]
-                    if kind in ("sum", "mean"):
+                    if kind in _ADDS:
                         out.append(f"{ind}acc{k}[{lane}] += (double)({v});")
                     else:
-                        cmp = ">" if kind == "max" else "<"
+                        cmp = ">" if kind == "reduce_max" else "<"
                         # (a running sum beside: NaN where the row holds a NaN, see below)
                         out.append(f"{ind}{{ const {t} e = {v}; acc{k}[{lane}] = "
                                    f"e {cmp} acc{k}[{lane}] ? e : acc{k}[{lane}]; "
@@ -411,14 +415,14 @@ def kernel_source(region, inputs, results):
             kind = is_red[m][0]
             t = c_source.ctype(m.dtype)
             a = f"acc{k}"
-            if kind in ("sum", "mean"):
+            if kind in _ADDS:
                 total = f"((({a}[0] + {a}[1]) + ({a}[2] + {a}[3])) + " \
                         f"(({a}[4] + {a}[5]) + ({a}[6] + {a}[7])))"
-                if kind == "mean":
+                if kind == "reduce_mean":
                     total = f"({total} / {n}.0)"
                 lines.append(f"{pad}const {t} v{k} = ({t}){total};")
             else:
-                cmp = ">" if kind == "max" else "<"
+                cmp = ">" if kind == "reduce_max" else "<"
                 x = m.inputs[0]
                 seen = value.get(x) or f"buf{members.index(x)}[j]"
                 c = f"chk{k}"
