@@ -276,6 +276,7 @@ def kernel_source(region, inputs, results):
     lanes = 8     # running sums and extremes a row keeps (one AVX vector; the fold below)
     members = region.members
     member_set = set(members)
+    at = {m: k for k, m in enumerate(members)}     # a member's number in the C names
     stage, pass_of = _plan(region)
     is_red = {m: _last_axis_reduction(m) for m in members}
     # With rows of one value every member is a row scalar.
@@ -294,32 +295,20 @@ def kernel_source(region, inputs, results):
         ["int64_t lo", "int64_t hi"]
     lines = [c_source.C_MATH, f"int {NAME}({', '.join(args)}) {{"]
     for m in buffered:
-        lines.append(f"    {c_source.ctype(m.dtype)} buf{members.index(m)}[{n}];")
+        lines.append(f"    {c_source.ctype(m.dtype)} buf{at[m]}[{n}];")
     lines.append("    for (int64_t r = lo; r < hi; r++) {")
     pad = "        "
-    # Each input: its row's base offset, and whether it varies along the row.
+    # Each input: the offset of the row's first value (the row's index along each
+    # leading axis, 0 along the row, broadcast as c_source's loop nests read it); read
+    # at each j where it varies along the row, else once a row.
     names: dict = {}
-    along: dict = {}
+    row_index = [f"((r / {math.prod(lead[ax + 1:])}) % {lead[ax]})" for ax in range(nd - 1)]
     for k, i in enumerate(inputs):
-        ishape = (1,) * (nd - len(i.shape)) + tuple(i.shape)
-        terms, stride = [], 1
-        strides = []
-        for d in reversed(ishape):
-            strides.append(stride)
-            stride *= d
-        strides = strides[::-1]
-        inner = 1
-        for ax in range(nd - 2, -1, -1):
-            if ishape[ax] != 1:
-                terms.append(f"((r / {inner}) % {lead[ax]}) * {strides[ax]}")
-            inner *= lead[ax]
-        base = " + ".join(terms) or "0"
+        base = c_source._offset(tuple(i.shape), shape, row_index + ["0"])
         lines.append(f"{pad}const int64_t b{k} = {base};")
-        if ishape[-1] != 1 and n > 1:
-            along[i] = True
+        if len(i.shape) and i.shape[-1] != 1 and n > 1:
             names[i] = f"x{k}[b{k} + j]"
         else:
-            along[i] = False
             lines.append(f"{pad}const {c_source.ctype(i.dtype)} s{k} = x{k}[b{k}];")
             names[i] = f"s{k}"
     out_of = {m: k for k, m in enumerate(results)}
@@ -327,10 +316,10 @@ def kernel_source(region, inputs, results):
     value: dict = dict(names)
 
     def scalar_member(m):
-        k = members.index(m)
+        k = at[m]
         t = c_source.ctype(m.dtype)
         if m.op is ops.reshape_op:
-            lines.append(f"{pad}const {t} v{k} = v{members.index(m.inputs[0])};")
+            lines.append(f"{pad}const {t} v{k} = v{at[m.inputs[0]]};")
         else:
             expr = c_source.c_expression(m, [value[i] for i in m.inputs])
             lines.append(f"{pad}const {t} v{k} = {expr};")
@@ -352,7 +341,7 @@ def kernel_source(region, inputs, results):
             continue
         reds = [m for m in in_pass if is_red[m]]
         for m in reds:
-            k = members.index(m)
+            k = at[m]
             kind = is_red[m][0]
             t = c_source.ctype(m.dtype)
             init = "0.0" if kind in _ADDS else "-INFINITY" if kind == "reduce_max" \
@@ -366,11 +355,11 @@ def kernel_source(region, inputs, results):
             out = []
             local = dict(value)
             for m in in_pass:
-                k = members.index(m)
+                k = at[m]
                 t = c_source.ctype(m.dtype)
                 if is_red[m]:
                     x = m.inputs[0]
-                    v = local[x] if x in local else f"buf{members.index(x)}[j]"
+                    v = local[x] if x in local else f"buf{at[x]}[j]"
                     kind = is_red[m][0]
                     if kind in _ADDS:
                         out.append(f"{ind}acc{k}[{lane}] += (double)({v});")
@@ -384,7 +373,7 @@ def kernel_source(region, inputs, results):
                 argv = []
                 for i in m.inputs:
                     if i in full and i not in in_pass:
-                        argv.append(f"buf{members.index(i)}[j]")
+                        argv.append(f"buf{at[i]}[j]")
                     else:
                         argv.append(local[i])
                 out.append(f"{ind}const {t} t{k} = {c_source.c_expression(m, argv)};")
@@ -411,7 +400,7 @@ def kernel_source(region, inputs, results):
         for m in in_pass:
             done.add(m)
         for m in reds:
-            k = members.index(m)
+            k = at[m]
             kind = is_red[m][0]
             t = c_source.ctype(m.dtype)
             a = f"acc{k}"
@@ -424,7 +413,7 @@ def kernel_source(region, inputs, results):
             else:
                 cmp = ">" if kind == "reduce_max" else "<"
                 x = m.inputs[0]
-                seen = value.get(x) or f"buf{members.index(x)}[j]"
+                seen = value.get(x) or f"buf{at[x]}[j]"
                 c = f"chk{k}"
                 lines += [f"{pad}{t} v{k} = {a}[0];",
                           f"{pad}for (int l = 1; l < {lanes}; l++) "
@@ -450,7 +439,7 @@ def kernel_source(region, inputs, results):
     return "\n".join(lines)
 
 
-class RowKernel:
+class RowRegionKernel:
     """The callable behind a row-region node: the C kernel once loaded, the members'
     own numpy kernels in order until then."""
 
@@ -560,7 +549,7 @@ def row_regions(graph):
             continue
         name = f"row_region_{next(_ids)}"
         try:
-            kernel = RowKernel(name, region, inputs, results)
+            kernel = RowRegionKernel(name, region, inputs, results)
         except Unsupported:
             continue
         avals = list(kernel.avals)
