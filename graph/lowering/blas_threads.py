@@ -164,27 +164,14 @@ def blas_threads():
     return None if functions is None else functions[0]()
 
 
-def _threads_hook():
-    """numpy's OpenBLAS's ``openblas_set_threads_callback_function``, or None."""
+def threads_hook():
+    """numpy's OpenBLAS's ``openblas_set_threads_callback_function``: called with the
+    address of a C ``openblas_threads_callback``, OpenBLAS runs its threaded calls
+    through it instead of its own threads. None where that OpenBLAS has no such hook
+    (before 0.3.27, or another BLAS)."""
     found = _numpy_openblas("openblas_set_threads_callback_function")
     if found is None:
         return None
     hook = found[0]
     hook.restype, hook.argtypes = None, [ctypes.c_void_p]
     return hook
-
-
-def can_run_threads_on():
-    """Whether numpy's BLAS is an OpenBLAS (0.3.27 or later) that takes a threads hook."""
-    return _threads_hook() is not None
-
-
-def run_threads_on(callback):
-    """Have numpy's OpenBLAS run its threaded calls through ``callback`` (the address of
-    a C ``openblas_threads_callback``) instead of its own threads; False where that
-    OpenBLAS has no such hook (before 0.3.27, or another BLAS)."""
-    hook = _threads_hook()
-    if hook is None:
-        return False
-    hook(callback)
-    return True

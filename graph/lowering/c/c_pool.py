@@ -20,7 +20,7 @@ is free, so a descheduled worker costs little on a loaded machine).
 
 With ``en.config.blas_on_kernel_pool`` (off by default), numpy's OpenBLAS runs its
 threaded products on the same threads (OpenBLAS 0.3.27's
-``openblas_set_threads_callback_function``, found by ``blas_threads.run_threads_on``).
+``openblas_set_threads_callback_function``, found by ``blas_threads.threads_hook``).
 Left on its own threads, OpenBLAS's worker polls for the next product for a long while
 after each one (its timeout is fixed when numpy loads it), and a pool worker woken for
 the elementwise kernel that follows shares that core with it: the GELU kernel split took
@@ -363,10 +363,11 @@ def _load():
     lib.pool_run.restype = ctypes.c_int
     lib.pool_start(0, int(cost.kernel_pool_spin_microseconds * 1000))
     lib.pool_blas_calls.restype = ctypes.c_long
-    if config.blas_on_kernel_pool and blas_threads.can_run_threads_on():
+    hook = blas_threads.threads_hook() if config.blas_on_kernel_pool else None
+    if hook is not None:     # polls pause before the first product arrives
         lib.pool_init_blas(ctypes.c_int64(int(cost.kernel_pool_blas_spin_microseconds * 1000)))
-        _state["blas"] = blas_threads.run_threads_on(
-            ctypes.cast(lib.pool_blas, ctypes.c_void_p).value)
+        hook(ctypes.cast(lib.pool_blas, ctypes.c_void_p).value)
+        _state["blas"] = True
     _state["lib"] = lib
     return lib
 
