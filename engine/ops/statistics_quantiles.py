@@ -362,7 +362,20 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     x = as_tensor(a)
     if x.dtype not in dtypes.INEXACT:
         return median(x, axis=axis, keepdims=keepdims)
-    return _quantile("nanmedian", x, 0.5, axis, "linear", keepdims, None, None, True)
+    x, folded, axes = _prepare(x, axis, "nanmedian")
+    s = sorting.sort(folded, axis=-1)
+    if s.shape[-1] == 0:
+        values = creation.full(tuple(s.shape[:-1]) + (1,), float("nan"), dtype=s.dtype)
+        return _finish(values, x, axes, (), keepdims)
+    # numpy's mean of the two middle non-NaN values (NaNs sort last), not the linear
+    # quantile's interpolation: in float32 the two round differently.
+    counts = reduce.sum(creation.cast(compare.logical_not(math_unary.isnan(s)), dtypes.int64),
+                        axis=-1, keepdims=True)
+    low = _take(s, elementwise.maximum((counts - 1) // 2, 0))
+    high = _take(s, counts // 2 - (counts == 0))
+    values = compare.where(counts % 2 == 1, low, (low + high) / 2)
+    values = compare.where(compare.equal(counts, 0), float("nan"), values)
+    return _finish(values, x, axes, (), keepdims)
 
 
 def _no_out(name, out):

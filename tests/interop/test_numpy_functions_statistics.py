@@ -182,6 +182,23 @@ def test_median_and_nanmedian_match_numpy(dtype):
                   _numpy("nanmedian", xn, axis=axis, keepdims=keepdims), check_dtype=False)
 
 
+def test_nanmedian_rounds_as_numpy_in_low_precision():
+    # numpy averages the two middle values ((a + b) / 2); an interpolation from one
+    # towards the other rounds differently in float32 where they nearly cancel.
+    rng = np.random.default_rng(7)
+    for dtype in ("float16", "float32"):
+        x = rng.normal(size=(400, 6)).astype(dtype)
+        x.flat[1::3] = np.nan
+        x[5] = np.nan
+        for axis in (1, 0):
+            got = en.nanmedian(T(x), axis=axis).numpy()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = np.nanmedian(x, axis=axis)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
 def test_weighted_quantile_matches_numpy():
     x, w = _values((4, 6), "float64"), RNG.random((4, 6))
     for axis, weights in ((1, w), (None, w), (0, w[:, 0])):
