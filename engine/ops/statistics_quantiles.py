@@ -346,7 +346,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         values = creation.cast(s[..., n // 2:n // 2 + 1], dt)
     else:   # numpy's mean of the two middle values
         pair = creation.cast(s[..., n // 2 - 1:n // 2 + 1], dt)
-        values = reduce.sum(pair, axis=-1, keepdims=True) / 2
+        values = _mean_of_pair(pair[..., :1], pair[..., 1:])
     return _finish(_mark_nans(values, s, False), x, axes, (), keepdims)
 
 
@@ -373,9 +373,18 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
                         axis=-1, keepdims=True)
     low = _take(s, elementwise.maximum((counts - 1) // 2, 0))
     high = _take(s, counts // 2 - (counts == 0))
-    values = compare.where(counts % 2 == 1, low, (low + high) / 2)
+    values = compare.where(counts % 2 == 1, low, _mean_of_pair(low, high))
     values = compare.where(compare.equal(counts, 0), float("nan"), values)
     return _finish(values, x, axes, (), keepdims)
+
+
+def _mean_of_pair(low, high):
+    """``(low + high) / 2`` as ``np.mean`` takes it: float16 summed in float32, so two
+    large halves do not overflow."""
+    if low.dtype == dtypes.float16:
+        wide = creation.cast(low, dtypes.float32) + creation.cast(high, dtypes.float32)
+        return creation.cast(wide / 2, dtypes.float16)
+    return (low + high) / 2
 
 
 def _no_out(name, out):

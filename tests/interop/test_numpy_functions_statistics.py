@@ -197,6 +197,12 @@ def test_nanmedian_rounds_as_numpy_in_low_precision():
                 want = np.nanmedian(x, axis=axis)
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)
+    # np.mean sums float16 in float32: two large middle values do not overflow
+    big = rng.uniform(2e4, 6e4, size=(50, 6)).astype("float16")
+    for axis in (1, None):
+        np.testing.assert_array_equal(en.median(T(big), axis=axis).numpy(),
+                                      np.median(big, axis=axis))
+    np.testing.assert_array_equal(en.nanmedian(T(big)).numpy(), np.nanmedian(big))
 
 
 def test_weighted_quantile_matches_numpy():
