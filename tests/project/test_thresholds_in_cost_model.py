@@ -39,6 +39,8 @@ NOT_COSTS = {
                                                   "constants written into it)",
     ("c_graph_ops.py", "MAX_INLINED_CHARS"): "a limit of the written C source (keeps writing "
                                             "a long chain linear in its length)",
+    ("c_graph_ops.py", "LANES"): "the shape of the written C reduction (its final adds "
+                                 "are written for eight partial sums), not a kernel choice",
     ("serialization.py", "VERSION"): "file format version",
     ("serialization.py", "_MAX_META_BYTES"): "safety limit on a loaded file",
     ("safetensors_io.py", "_MAX_HEADER_BYTES"): "safety limit on a loaded file",

@@ -22,6 +22,9 @@ from .c_source import _offset, c_expression, ctype
 # The longest C expression an elementwise value is inlined as into its user's loop (an
 # unbounded chain would cost time quadratic in its length to write).
 MAX_INLINED_CHARS = 2000
+# The partial sums a reduction over contiguous rows keeps (_sum_rows; its final adds are
+# written for eight).
+LANES = 8
 
 
 def _arg(em, v, shape, flat, loops):
@@ -201,6 +204,26 @@ def reduction_input(em, node, what):
     return x, axes, kept, tuple(x.shape[k] for k in kept)
 
 
+def _sum_rows(em, x, acc, rows, count):
+    """``acc[r] = sum(x[r * count:(r + 1) * count])`` in double, each row by ``LANES``
+    partial sums added at the end (numpy's pairwise sum unrolls eight the same way). One
+    running sum is a chain of dependent adds, latency-bound: 1.7 us for 2,048 floats
+    on the EPYC against 0.2 us in lanes, which the compiler vectorizes."""
+    r, j, lane = em.fresh(), em.fresh(), em.fresh()
+    row, part = em.fresh("row"), em.fresh("part")
+    em.open(f"for (int64_t {r} = 0; {r} < {rows}; {r}++)")
+    em.line(f"const {ctype(x.dtype)} *{row} = {x.ptr} + {r} * {count};")
+    em.line(f"double {part}[{LANES}] = {{0}};")
+    em.line(f"int64_t {j} = 0;")
+    em.line(f"for (; {j} + {LANES} <= {count}; {j} += {LANES}) "
+            f"for (int {lane} = 0; {lane} < {LANES}; {lane}++) "
+            f"{part}[{lane}] += {row}[{j} + {lane}];")
+    em.line(f"for (; {j} < {count}; {j}++) {part}[0] += {row}[{j}];")
+    em.line(f"{acc.ptr}[{r}] = (({part}[0] + {part}[1]) + ({part}[2] + {part}[3])) + "
+            f"(({part}[4] + {part}[5]) + ({part}[6] + {part}[7]));")
+    em.close()
+
+
 def reduce(mean):
     def emit(em, node):
         x, axes, kept, kept_shape = reduction_input(em, node, "reduction")
@@ -210,11 +233,14 @@ def reduce(mean):
         # In double, whatever the dtype: no worse than numpy's pairwise float32 sums.
         acc = em.slot((size,), np.float64)
         i = em.fresh()
-        em.line(f"for (int64_t {i} = 0; {i} < {size}; {i}++) {acc.ptr}[{i}] = 0;")
-        loops = em.loops(x.shape)
-        target = linear([loops[k] for k in kept], kept_shape)
-        em.line(f"{acc.ptr}[{target}] += {x.ptr}[{linear(loops, x.shape)}];")
-        em.close_loops(rank)
+        if axes and axes == tuple(range(rank - len(axes), rank)) and count >= 2 * LANES:
+            _sum_rows(em, x, acc, size, count)
+        else:
+            em.line(f"for (int64_t {i} = 0; {i} < {size}; {i}++) {acc.ptr}[{i}] = 0;")
+            loops = em.loops(x.shape)
+            target = linear([loops[k] for k in kept], kept_shape)
+            em.line(f"{acc.ptr}[{target}] += {x.ptr}[{linear(loops, x.shape)}];")
+            em.close_loops(rank)
         out = em.dest(node)
         value = f"{acc.ptr}[{i}] / {count}.0" if mean else f"{acc.ptr}[{i}]"
         em.line(f"for (int64_t {i} = 0; {i} < {size}; {i}++) "
@@ -256,8 +282,16 @@ def getitem(em, node):
         offset = linear([str(v) for v in starts] + ["0"] * rest, x.shape)
         em.values[node] = CVal(f"({x.ptr} + {offset})", node.shape, node.dtype, root=x.root)
         return
-    out = em.dest(node)
     shape = tuple(node.shape)
+    if len(spec) == len(x.shape) and steps[-1] == 1 and \
+            all(st == 1 and lo == 0 and d == n for st, lo, d, n in
+                zip(steps[:-1], starts[:-1], x.shape[:-1], shape[:-1])) and \
+            _read_in_place(em, node, shape):
+        # Columns read only by elementwise ops of their shape (a slice of a wider
+        # product, scan_wide_products'): read in place through the rows, as split's.
+        em.values[node] = _strided_part(x, starts[-1], shape, node.dtype)
+        return
+    out = em.dest(node)
     loops = em.loops(shape)
     source, j = [], 0
     for lo, stride in zip(starts, steps):
