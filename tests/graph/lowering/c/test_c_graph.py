@@ -305,3 +305,24 @@ def test_auto_compiles_a_scan_whose_numpy_calls_repay_the_compile_and_no_small_o
     np.testing.assert_allclose(total.numpy(), xs.numpy().sum(0))
     np.testing.assert_allclose(ys.numpy(), np.cumsum(np.vstack([np.zeros(2), xs.numpy()[:-1]]),
                                                      axis=0) * xs.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, axis", [((3, 16), 1), ((2, 3, 17), (1, 2)), ((2049,), None),
+                                         ((5, 7), 1), ((4, 2, 40), -1), ((6, 33), 0)])
+def test_sums_and_means_over_trailing_axes_match_numpy_in_double(c_lowering, dtype, shape, axis):
+    # A sum over contiguous rows is written with eight partial sums (their tail too);
+    # other axes keep one running sum per result. Both add in double: within a float64
+    # sum's rounding of numpy's float64 result, whatever the dtype.
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(dtype) + 0.25
+
+    def fn(x):
+        return en.sum(en.exp(x) * x, axis=axis), en.mean(x * x, axis=axis, keepdims=True)
+    f = en.function(fn)
+    assert _compiled(f.graph_for(en.tensor(x)))
+    want = [np.sum(np.exp(x.astype(np.float64)) * x, axis=axis),
+            np.mean(x.astype(np.float64) ** 2, axis=axis, keepdims=True)]
+    for got, w in zip(f(en.tensor(x)), want):
+        assert got.dtype == dtype and got.shape == w.shape
+        rtol = 1e-13 if dtype == np.float64 else 2e-7
+        np.testing.assert_allclose(got.numpy(), w.astype(dtype), rtol=rtol)
