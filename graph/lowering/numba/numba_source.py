@@ -139,15 +139,27 @@ def _reduce(mean):
 
 
 def _getitem(em, node, depth):
-    """``x[k]`` (an integer) or ``x[lo:hi]`` (a step-1 slice) on the leading axis: a view."""
+    """``x[k]`` (an integer) or ``x[lo:hi]`` (a step-1 slice) on the leading axis, or
+    ``x[:, lo:hi]`` (a step-1 slice after whole axes: columns of a wider product): a view."""
     spec = node.params.get("spec")
-    if set(node.params) != {"spec"} or len(node.inputs) != 1 or len(spec) != 1 or \
-            spec[0][0] not in ("int", "slice"):
+    if set(node.params) != {"spec"} or len(node.inputs) != 1 or not spec or \
+            spec[-1][0] not in ("int", "slice") or \
+            any(tuple(s) != ("slice", None, None, None) for s in spec[:-1]) or \
+            len(spec) > 1 and spec[-1][0] != "slice":
         raise Unsupported("getitem: one integer index or slice only")
     x = em.scalar_or_array(node.inputs[0])
     if x.kind != "array" or not x.shape:
         raise Unsupported("getitem of a scalar")
     name = em.fresh()
+    if len(spec) > 1:
+        _, start, stop, step = spec[-1]
+        axis = len(spec) - 1
+        if step not in (None, 1) or axis >= len(x.shape):
+            raise Unsupported("getitem: a slice with a step")
+        lo, hi, _ = slice(start, stop).indices(x.shape[axis])
+        em.line(f"{name} = {x.text}[{':, ' * axis}{lo}:{max(lo, hi)}]", depth)
+        em.values[node] = _Value("array", name, node.shape, node.dtype)
+        return
     if spec[0][0] == "slice":
         _, start, stop, step = spec[0]
         if step not in (None, 1):
