@@ -375,12 +375,12 @@ THRESHOLDS = (
               "050b693",
               "products of at most this work sharing an operand are batched into one; above, "
               "a BLAS call's fixed cost is small",
-              "graph/passes/batch_products.py"),
+              "graph/passes/batch_products.py, graph/passes/scan_wide_products.py"),
     Threshold("batched_block_max_elements", 1 << 15, "elements", EPYC_512, "2026-12-02",
               "050b693",
               "a block of at most this many elements may be copied into a batched product's "
               "concatenation",
-              "graph/passes/batch_products.py"),
+              "graph/passes/batch_products.py, graph/passes/scan_wide_products.py"),
     Threshold("batched_min_products", 4, "products", EPYC_512, "2026-12-02", "050b693",
               "products are batched only where at least this many share an operand",
               "graph/passes/batch_products.py"),

@@ -18,6 +18,9 @@ default pipeline, in order:
    ``scan_products`` (before ``scan_hoist``, which would stack a product whose factors
    read no carry) -- a scan's sum over its steps of per-step products (a weight's
    gradient ``h_t.T @ d_t``, a per-example accumulator) is one product after the loop;
+   ``scan_wide_products`` -- a loop body's small products of one left operand by
+   loop-invariant weights (a JVP's ``h @ W`` and ``h @ dW``) are one product by the
+   weights side by side, concatenated once before the loop;
 2. ``compile_numba`` -- a whole small graph, or each ``scan``, as one compiled function
    where a registered lowering writes it (numba, where it is installed) and it pays
    (the lowering policy, ``en.config.lowering``);
@@ -71,6 +74,7 @@ from ..passes.scan_hoist import scan_hoist
 from ..passes.scan_products import scan_products
 from ..passes.scan_residuals import scan_residuals
 from ..passes.scan_sums import scan_sums
+from ..passes.scan_wide_products import scan_wide_products
 from ..passes.scan_unread import scan_unread
 from ..passes.simplify import simplify
 from ..passes.sliced_products import sliced_products
@@ -81,11 +85,11 @@ PASSES = {f.__name__: f for f in (simplify, layout, constant_folding, cse, batch
                                   compile_numba, scan_sums, scan_unread, row_regions, fusion, parallel_matmul,
                                   chunked_products, memory_planning, scan_dead_results, while_dead_vars,
                                   body_cleanup, scan_hoist, scan_products, sliced_products,
-                                  scan_residuals, shared_columns)}
+                                  scan_residuals, scan_wide_products, shared_columns)}
 CLEANUP = ("simplify", "layout", "constant_folding", "cse", "batch_products", "sliced_products",
            "dce",
            "scan_dead_results", "while_dead_vars", "body_cleanup", "scan_residuals",
-           "scan_products")
+           "scan_products", "scan_wide_products")
 DEFAULT_PIPELINE = ("cleanup", "compile_numba", "scan_hoist", "scan_sums", "scan_unread",
                     "row_regions", "fusion", "dce", "parallel_matmul", "chunked_products",
                     "memory_planning")

@@ -75,8 +75,12 @@ def _numpy_hvp(params, direction, eps=1e-4):
 
 
 def _backward(graph):
+    return _backward_scan(graph).params["body"].graph
+
+
+def _backward_scan(graph):
     (scan,) = [n for n in graph.nodes if n.op is scan_op and n.params["reverse"]]
-    return scan.params["body"].graph
+    return scan
 
 
 def _close(got, want, dtype):
@@ -90,16 +94,18 @@ def test_the_hvp_backward_loop_recomputes_no_forward_product():
     params, direction = _problem(np.float64)
     args = [en.tensor(a) for a in params + direction]
     fn = en.function(_hvp)
-    body = _backward(fn.graph_for(*args))
+    scan = _backward_scan(fn.graph_for(*args))
+    body = scan.params["body"].graph
     ops = [n.op.name for n in body.nodes]
     assert "tanh" not in ops, ops
     # The backward step's products: the carry's gradient and its tangent (g @ W.T,
-    # dg @ W.T, g @ dW.T), the weights' gradients' tangents (dh.T @ g, h.T @ dg, x.T @
-    # dg); none of the forward step's h @ W, dh @ W, h @ dW (a (BATCH, HIDDEN) product of
-    # a captured weight with no transpose).
-    captures = set(body.inputs) - {n for n in body.inputs if n.name.startswith("scan_body_in")}
+    # dg @ W.T, g @ dW.T, the first and last as g @ [W.T | dW.T]), the weights'
+    # gradients' tangents (dh.T @ g, h.T @ dg, x.T @ dg); none of the forward step's
+    # h @ W, dh @ W, h @ dW (a product of a captured weight with no transpose: the
+    # function's own input).
+    outer = dict(zip(body.inputs, scan.inputs))
     forward_products = [n for n in body.nodes if n.op.name == "matmul" and
-                        n.inputs[1] in captures]
+                        n.inputs[1] in outer and outer[n.inputs[1]].op.name == "placeholder"]
     assert not forward_products, [str(n) for n in forward_products]
     _close(fn(*args), _numpy_hvp(params, direction), np.float64)
 
