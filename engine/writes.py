@@ -27,7 +27,11 @@ Tensors are writable with numpy's semantics:
   anything numpy refuses, takes the checked path: the same result, or the engine's error.
 * **Inside en.function** a write is a functional update: the tensor stands for the
   ``index_update`` node from then on (PyTorch's functionalization); writes through
-  views of traced tensors reach their base and every other view of it.
+  views of traced tensors reach their base and every other view of it
+  (``engine/traced_writes.py``).
+
+What a tape needs from a write (which tapes hold entries, their entries redirected to a
+written tensor's old value) is ``engine/write_tapes.py``.
 
 Example:
     >>> import engine as en
@@ -43,7 +47,6 @@ from __future__ import annotations
 import dis
 import operator
 import sys
-import weakref
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -51,11 +54,14 @@ import numpy as np
 from . import fast_writes, trace_state
 from .errors import (ArgumentTypeError, DTypeError, InvalidArgumentError, ScalarOverflowError,
                      ShapeError, TracingError, format_location, user_frame)
-from .modes import _MODE, apply, current_mode, pushed_mode
-from .ops import compare
-from .ops.index_update import index_update, index_update_apply, index_update_op, store
+from .modes import _MODE, current_mode, pushed_mode
+from .ops.index_update import index_update_apply, index_update_op, store
 from .ops.indexing import build_index, parse_index, zero_d_masks
-from .ops.shape_ops import reshape, transpose
+from .traced_writes import become, call_site, functional_write, outer_traced
+from .write_tapes import LIVE_TAPE_SET, adopt, on_a_tape, redirect, shares, \
+    tapes_with_entries, tensors_of
+
+_LIVE = LIVE_TAPE_SET
 
 if TYPE_CHECKING:
     from .contracts import AbstractEval
@@ -74,12 +80,6 @@ VIEW_OPS = frozenset({
     "stop_gradient", "optimization_barrier",   # PyTorch's detach() shares the memory too
 })
 
-#: The ops whose views can be written back through while tracing: the view's new
-#: values give the base's new values (``index_update`` for ``getitem``, the inverse
-#: reshape or permutation for the others).
-_INVERTIBLE = frozenset({"getitem", "reshape", "transpose", "squeeze", "expand_dims",
-                         "permute_dims", "matrix_transpose", "ravel"})
-
 
 class _Viewed:
     """The ``_alias`` of a tensor others view (see :func:`note_alias`)."""
@@ -96,15 +96,6 @@ class _Viewed:
 #: and on a root the list of its views as ``(weakref, steps)``, so a write to the
 #: root (or through one view) re-derives every other view from the root.
 VIEWED = _Viewed()
-
-# Tapes that hold entries (a tape adds itself on entry): a write to memory one of them
-# refers to takes the careful path. Weak: a tape that is dropped leaves by itself.
-LIVE_TAPES: weakref.WeakSet = weakref.WeakSet()
-# Its set of weak references: testing it is one C call (the WeakSet's own truth test runs
-# Python code), and a dropped tape's reference leaves it by callback.
-_LIVE: set = LIVE_TAPES.data   # type: ignore[attr-defined]  # (typeshed omits WeakSet.data)
-#: The same set, for generated code that inlines the tests (graph/lowering/executor.py).
-LIVE_TAPE_SET = _LIVE
 
 
 
@@ -245,7 +236,7 @@ def _refuse_delete(x, index):
     """``del x[index]``: tensors keep their shape, so there is nothing to delete."""
     raise ArgumentTypeError(f"del x[index]: {type(x).__name__} does not support item "
                             f"deletion (a tensor keeps its shape); en.delete(x, index) makes "
-                            f"a new tensor without those entries, at {_where()}")
+                            f"a new tensor without those entries, at {call_site()}")
 
 
 def _checked_setitem(x, index, value):
@@ -260,7 +251,7 @@ def _checked_setitem(x, index, value):
             "x[index] = value: a true 0-d boolean apart from integer index items is not "
             "supported in a write; write x[...] with the integers alone")
     if x._value is None or x._functional_writes or not current_mode().is_concrete:
-        return _functional_write(x, index, value)
+        return functional_write(x, index, value)
     _eager_write(x, index, value)
 
 
@@ -271,16 +262,16 @@ def _check_fits(x, value):
     if type(value) is float:
         if value != value:
             raise InvalidArgumentError(f"x[index] = value: cannot store nan in the integer "
-                                       f"tensor {x._describe()}, at {_where()}")
+                                       f"tensor {x._describe()}, at {call_site()}")
         if value in (float("inf"), float("-inf")):
             raise ScalarOverflowError(f"x[index] = value: cannot store {value} in the "
-                                      f"integer tensor {x._describe()}, at {_where()}")
+                                      f"integer tensor {x._describe()}, at {call_site()}")
         value = int(value)
     info = np.iinfo(x.dtype)
     if not info.min <= value <= info.max:
         raise ScalarOverflowError(
             f"x[index] = value: Python integer {value} is out of bounds for "
-            f"{x._describe()} (range {info.min} to {info.max}), at {_where()}")
+            f"{x._describe()} (range {info.min} to {info.max}), at {call_site()}")
 
 
 def _parsed(x, index, value):
@@ -303,7 +294,7 @@ def _eager_write(x, index, value):
     spec, arrays, v = _parsed(x, index, value)
     np_index = build_index(spec, [np.asarray(a) for a in arrays])
     values = v._value if v.backend.numpy_arrays else np.asarray(v.numpy())
-    if _LIVE and _on_a_tape(x, v):
+    if _LIVE and on_a_tape(x, v):
         _recorded_write(x, spec, arrays, v)
         return
     _store(x, np_index, values)
@@ -345,49 +336,13 @@ def _bump(x):
         trace_state.changed()
 
 
-# ---- writes under tapes ------------------------------------------------------------------------
-def _tapes_with_entries():
-    """The live tapes that still hold entries (a spent non-persistent tape holds none)."""
-    return [t for t in list(LIVE_TAPES) if t._entries is not None]
-
-
-def _on_a_tape(x, v):
-    """Whether a live tape watches the value written, or refers to x's memory."""
-    for tape in _tapes_with_entries():
-        if id(v) in tape._watched or id(x) in tape._watched or _refers_to(tape, x):
-            return True
-    return False
-
-
-def _refers_to(tape, x):
-    buf = x._value
-    for entry in tape._entries:
-        for t in _tensors_of(entry):
-            if t is x or _shares(t, buf):
-                return True
-    return False
-
-
-def _tensors_of(entry):
-    _, inputs, out, _ = entry
-    yield from inputs
-    if isinstance(out, tuple):
-        yield from out
-    else:
-        yield out
-
-
-def _shares(t, buf):
-    value = getattr(t, "_value", None)
-    return type(value) is np.ndarray and value is not buf and np.shares_memory(value, buf)
-
 
 def _recorded_write(x, spec, arrays, v):
     """A write a tape sees: keep x's old value for the entries that used it (and the old
     values of temporaries sharing x's memory, as ``y[1:]`` in ``y[1:] *= 2``), record
     ``index_update``, write in place. A write that changes another tensor the tape holds
     and the program still names is refused before anything is written."""
-    tapes = _tapes_with_entries()
+    tapes = tapes_with_entries()
     held = _sharing_holders(tapes, x)
     for t, (count, entry) in held.items():
         if sys.getrefcount(t) - count - _HOLDER_REFS > 0:    # a name still binds it
@@ -400,14 +355,14 @@ def _recorded_write(x, spec, arrays, v):
     for t in held:
         snapshot = _BOUND["wrap"](t._value.copy())
         for tape in tapes:
-            _redirect(tape, t, snapshot)
+            redirect(tape, t, snapshot)
     old = _BOUND["wrap"](x._value.copy())
     for tape in tapes:
-        _redirect(tape, x, old)
+        redirect(tape, x, old)
     new = index_update_apply(old, v, arrays, spec)    # recorded: old and v -> new
     _store(x, Ellipsis, new._value)
     for tape in tapes:
-        _adopt(tape, new, x)
+        adopt(tape, new, x)
 
 
 # sys.getrefcount of a holder in _recorded_write beyond the tapes' references when no
@@ -423,8 +378,8 @@ def _sharing_holders(tapes, x):
     held: dict[TensorLike, tuple[int, tuple]] = {}
     for tape in tapes:
         for entry in tape._entries:
-            for t in _tensors_of(entry):
-                if t is not x and _shares(t, buf):
+            for t in tensors_of(entry):
+                if t is not x and shares(t, buf):
                     count, first = held.get(t, (0, entry))
                     held[t] = (count + 1, first)
         for t in list(held):
@@ -434,222 +389,6 @@ def _sharing_holders(tapes, x):
     return held
 
 
-def _redirect(tape, x, old):
-    """Entries recorded before the write refer to x's old value: make them refer to
-    ``old``, which holds it (the backward pass keys cotangents by identity)."""
-    entries = tape._entries
-    for i in range(len(entries) - 1, -1, -1):
-        rule, inputs, out, params = entries[i]
-        hit = False
-        if any(t is x for t in inputs):
-            inputs = tuple(old if t is x else t for t in inputs)
-            hit = True
-        if out is x:
-            out, hit = old, True
-        elif isinstance(out, tuple) and any(t is x for t in out):
-            out, hit = tuple(old if t is x else t for t in out), True
-        if hit:
-            entries[i] = (rule, inputs, out, params)
-    watched = tape._watched
-    if id(x) in watched:
-        del watched[id(x)]
-        watched[id(old)] = old
-
-
-def _adopt(tape, new, x):
-    """The write's entry names ``new`` as its result: make it x (x now holds those values)."""
-    entries = tape._entries
-    for i in range(len(entries) - 1, -1, -1):
-        rule, inputs, out, params = entries[i]
-        if out is new:
-            entries[i] = (rule, inputs, x, params)
-            watched = tape._watched
-            watched.pop(id(new), None)
-            watched[id(x)] = x
-            return
-
-
-# ---- functional writes: traced tensors, transformation tensors --------------------------------
-def _outer_traced(x):
-    """Whether x is a traced tensor of another graph than the one being traced now
-    (a loop or branch body's enclosing function)."""
-    node = getattr(x, "_node", None)
-    graph = getattr(current_mode(), "graph", None)
-    return node is not None and graph is not None and node.graph is not graph
-
-
-def _functional_write(x, index, value):
-    """``x`` becomes ``index_update(x, index, value)``: the write as a new node (while
-    tracing) or a new wrapped value (under a transformation); views follow."""
-    if _outer_traced(x):
-        raise TracingError(
-            f"x[index] = value at {format_location(user_frame())}: {x._describe()} belongs "
-            "to the function around this loop or branch body, which cannot write it: "
-            "carry it through the loop (assign x = en.index_update(x, index, value)) or "
-            "write it outside the body")
-    mode = current_mode()
-    if x._value is not None and not mode.is_concrete and not getattr(mode, "transforms", False) \
-            and not x._functional_writes:
-        raise TracingError(
-            f"x[index] = value: {x._describe()} is a concrete tensor made outside the "
-            f"traced function (at {format_location(user_frame())}); a write to it would "
-            "happen once, while tracing, not at each call: pass it as an argument and "
-            "return the new value, or keep it in an en.Variable")
-    masked = _masked_where(x, index, value)
-    new = masked if masked is not None else index_update(x, index, value)
-    _become(x, new)
-
-
-def _masked_where(x, index, value):
-    """``x[mask] = value`` with a boolean tensor ``mask`` over x's leading dims and a value
-    of one element or one row (numpy gives each selected place the same value): the
-    shape-keeping ``where(mask, value, x)``, which a traced mask allows. Else None."""
-    mask = index[0] if isinstance(index, tuple) and len(index) == 1 else index
-    if getattr(mask, "dtype", None) != np.bool_ or not hasattr(mask, "_node"):
-        return None
-    k = len(mask.shape)
-    shape = getattr(value, "shape", ())
-    if k == 0 or tuple(mask.shape) != tuple(x.shape[:k]) or \
-            tuple(shape) not in ((), tuple(x.shape[k:])):
-        return None
-    expanded = reshape(mask, tuple(mask.shape) + (1,) * (len(x.shape) - k))
-    return compare.where(expanded, value, x).astype(x.dtype)
-
-
-def _become(x, new):
-    """Make ``x`` stand for ``new`` (same shape and dtype), then its base and views."""
-    alias = getattr(x, "_alias", None)
-    if isinstance(alias, tuple):          # a traced view: write its base, then re-derive
-        root, steps = alias
-        if steps is None:
-            raise TracingError(_OPAQUE.format(what="writing a piece of split or unstack of a "
-                                              "traced tensor", where=_where()))
-        _become(root, _written_back(root, steps, new))
-        return
-    views = [(ref(), steps) for ref, steps in (alias if isinstance(alias, list) else ())]
-    if any(view is not None and steps is None for view, steps in views):
-        raise TracingError(_OPAQUE.format(what="writing a traced tensor that split or unstack "
-                                          "pieces view", where=_where()))
-    _take_state(x, new)
-    for view, steps in views:
-        if view is not None:
-            _take_state(view, _derive(x, steps))
-
-
-_OPAQUE = ("{what} is not supported inside a traced function (at {where}): the pieces "
-           "would not follow the write as numpy's do; write before splitting, or split a "
-           "copy (x.copy())")
-
-
-def _where():
-    return format_location(user_frame())
-
-
-_STATE_SKIP = frozenset({"_alias", "_version", "__weakref__"})
-
-
-def _state_slots(t):
-    names: list[str] = []
-    for cls in type(t).__mro__:
-        names.extend(n for n in getattr(cls, "__slots__", ()) if n not in _STATE_SKIP)
-    return names
-
-
-def _take_state(x, new):
-    """x stands for new's value from now on. Tapes key cotangents by identity: entries
-    made before refer to x's old value, so they get a clone holding it, and the entry
-    that made ``new`` names x as its result."""
-    if type(new) is not type(x):
-        raise TracingError(
-            f"x[index] = value at {format_location(user_frame())}: {x._describe()} cannot "
-            f"hold the value written into it, a {new._describe()} of a transformation "
-            "(en.jvp / en.vmap) that x does not belong to (x was made without the "
-            "transformed inputs, e.g. by en.zeros): write the functional form "
-            "x = en.index_update(x, index, value) instead")
-    tapes = _tapes_with_entries()
-    if tapes:
-        old = object.__new__(type(x))
-        old._alias = None         # (every tensor has the slot: the fast paths read it)
-        for name in _state_slots(x):
-            if hasattr(x, name):
-                setattr(old, name, getattr(x, name))
-        for tape in tapes:
-            _redirect(tape, x, old)
-    for name in _state_slots(x):
-        if hasattr(new, name):
-            setattr(x, name, getattr(new, name))
-    for tape in tapes:
-        _adopt(tape, new, x)
-
-
-def _derive(root, steps):
-    """The view ``steps`` make of ``root``'s current value."""
-    t = root
-    for op, inputs, params in steps:
-        t = apply(op, t, *inputs, **params)
-    return t
-
-
-def _written_back(root, steps, new_view):
-    """The root's new value when the view ``steps`` make of it is given ``new_view``."""
-    parents = [root]
-    for op, inputs, params in steps[:-1]:
-        parents.append(apply(op, parents[-1], *inputs, **params))
-    child = new_view
-    for (op, inputs, params), parent in zip(reversed(steps), reversed(parents)):
-        if op.name not in _INVERTIBLE:
-            raise TracingError(f"writing through a {op.name} view of a traced tensor is not "
-                               f"supported (at {_where()}): write the base tensor instead")
-        if op.name == "getitem":
-            child = apply(index_update_op, parent, child, *inputs, **params)
-        elif op.name in ("transpose", "permute_dims", "matrix_transpose", "swapaxes",
-                         "moveaxis") and child.ndim > 1:
-            perm = _permutation(op.name, params, child.ndim)
-            inverse = tuple(int(i) for i in np.argsort(perm))
-            child = transpose(child, inverse)
-        else:                                    # reshape, squeeze, expand_dims, ravel
-            child = reshape(child, tuple(parent.shape))
-    return child
-
-
-def _permutation(name, params, ndim):
-    if name in ("transpose", "permute_dims"):
-        axes = params.get("axes")
-        return tuple(range(ndim))[::-1] if axes is None else tuple(a % ndim for a in axes)
-    order = list(range(ndim))
-    if name == "matrix_transpose":
-        order[-1], order[-2] = order[-2], order[-1]
-        return tuple(order)
-    raise TracingError(f"writing through a {name} view while tracing is not supported; "
-                       "write the base tensor instead")
-
-
-def note_traced_view(op, out, inputs, params):
-    """While tracing: ``out`` (a traced view op's result, or its results) views
-    ``inputs[0]``; remember how, so writes through either reach the other (numpy's view
-    semantics). A view that cannot be written back or re-derived (a piece of split or
-    unstack) is remembered as opaque: a write through it, or to its base while it lives,
-    is refused (it would leave the other stale)."""
-    x = inputs[0]
-    if getattr(x, "_value", 0) is not None:
-        return
-    if op.name == "getitem" and any(item[0] == "array" for item in params["spec"]):
-        return        # advanced indexing copies, in numpy as here
-    alias = getattr(x, "_alias", None)
-    root, steps = alias if isinstance(alias, tuple) else (x, ())
-    views = getattr(root, "_alias", None)
-    outs = out if isinstance(out, tuple) else (out,)
-    if any(type(o) is not type(x) for o in outs):
-        return
-    if isinstance(out, tuple) or steps is None:
-        step = None                       # opaque: no single op re-derives the piece
-    else:
-        step = steps + ((op, tuple(inputs[1:]), params),)
-    if not isinstance(views, list):
-        views = root._alias = []
-    for o in outs:
-        o._alias = (root, step)
-        views.append((weakref.ref(o), step))
 
 
 # ---- in-place operators -------------------------------------------------------------------------
@@ -714,7 +453,7 @@ def in_place(x, name, other, binary):
     """``x <name>= other``: ``binary(x, other)`` stored into x, which keeps its shape and
     dtype (numpy's ``same_kind`` cast; a result that broadcasts to a larger shape or a
     dtype x cannot hold is refused before anything is written). Returns x."""
-    if _outer_traced(x):
+    if outer_traced(x):
         # A tensor of an enclosing trace inside a loop or branch body: the body cannot
         # change it (it is an input there), so ``x op= y`` rebinds x, as Python's own
         # fallback would; AutoGraph carries a rebound loop variable.
@@ -734,7 +473,7 @@ def in_place(x, name, other, binary):
                          "instead")
     if x._value is None and type(result) is type(x) and result.dtype == x.dtype \
             and not isinstance(getattr(x, "_alias", None), tuple):
-        _become(x, result)     # traced: x stands for the result itself (no index_update)
+        become(x, result)     # traced: x stands for the result itself (no index_update)
     else:
         setitem(x, Ellipsis, result)
     return x

@@ -18,7 +18,7 @@ from ..recording import (active_tapes, complex_refusal, has_complex_vjp, paused,
 from ..transforms.batching import vmap
 from ..tensor import Tensor
 from ..variable import Variable
-from ..writes import LIVE_TAPES
+from ..write_tapes import LIVE_TAPES
 
 _FLOATS = dtypes.FLOATS
 _COMPLEX = dtypes.COMPLEX

@@ -23,7 +23,8 @@ from .. import ops
 from ..autodiff.custom import custom_gradient
 from ..conversion import user_function
 from ..errors import ArgumentTypeError, EngineError, ShapeError, TracingError, format_location, user_frame
-from ..writes import VIEW_OPS, note_traced_view
+from ..traced_writes import note_traced_view
+from ..writes import VIEW_OPS
 from ..modes import apply, current_mode, use_mode
 from ..recording import active_tapes
 from ..pytree import flatten, unflatten

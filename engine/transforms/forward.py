@@ -24,7 +24,8 @@ from .. import dtypes, ops
 from ..autodiff.tape import GradientTape
 from ..conversion import user_function
 from ..errors import ArgumentTypeError, EngineError, NotDifferentiableError, ShapeError
-from ..writes import VIEW_OPS, note_traced_view
+from ..traced_writes import note_traced_view
+from ..writes import VIEW_OPS
 from ..modes import apply, current_mode, use_mode
 from ..numpy_conversion import check_conversion, refuse_from_user_code
 from ..pytree import flatten, unflatten

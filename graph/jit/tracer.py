@@ -19,7 +19,8 @@ from engine.modes import Mode, current_mode, read_variable, use_mode
 from engine.ops.join import stack_nested
 from engine.tensor import Tensor, traced
 from engine.variable import Variable, check_scatter
-from engine.writes import VIEW_OPS, capture_version, note_traced_view
+from engine.traced_writes import note_traced_view
+from engine.writes import VIEW_OPS, capture_version
 
 from ..control.control_flow import traced_cond
 from ..passes.graph_builder import TRACE_MODE

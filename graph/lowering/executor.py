@@ -7,7 +7,7 @@ from engine.errors import EngineError, format_location
 from engine.recording import active_tapes
 from engine.tensor import Tensor, wrap, wrap_on
 from engine.transaction import atomic_call
-from engine.writes import LIVE_TAPE_SET
+from engine.write_tapes import LIVE_TAPE_SET
 
 from .codegen import lower
 from ..ir.graph_ops import body_variables
