@@ -1,7 +1,8 @@
 """Small traced models with float32 variables (an MLP, an autoencoder, a GRU cell), built
 from a seeded generator, for the save/load and ONNX export tests; and the LSTM written as
-one product of ``concat([x, h])`` split into four gates and a tanh RNN with its gradients
-by hand, which the scan passes' tests run.
+one product of ``concat([x, h])`` split into four gates, a tanh RNN with its gradients
+by hand, and a tanh RNN with a direction in its weights (forward mode, HVPs), which the
+scan passes' tests run.
 
 Example:
     >>> import numpy as np
@@ -124,3 +125,25 @@ def numpy_tanh_rnn_grads(w, u, b, xs):
         db += dz.sum(axis=0)
         dh = dz @ u.T
     return dw, du, db
+
+
+def rnn_direction_problem(dtype, seed=0, steps=6, batch=3, hidden=4, inputs=3, w_scale=0.5):
+    """``([W, U, b, xs], [tW, tU, tb])``: a tanh RNN's weights, inputs (steps, batch,
+    inputs) and a random direction in the weights, as numpy arrays of ``dtype``."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((hidden, hidden)) * w_scale
+    u = rng.standard_normal((inputs, hidden)) * 0.5
+    b = rng.standard_normal(hidden) * 0.1
+    xs = rng.standard_normal((steps, batch, inputs))
+    direction = [rng.standard_normal(a.shape) for a in (w, u, b)]
+    return [a.astype(dtype) for a in (w, u, b, xs)], [a.astype(dtype) for a in direction]
+
+
+def mean_square_rnn_loss(w, u, b, xs):
+    """``h <- tanh(h @ W + x @ U + b)`` over ``xs`` from zeros: the mean over steps and
+    examples of ``sum(h * h)`` (the transforms bench's RNN)."""
+    def step(h, x):
+        h = en.tanh(h @ w + x @ u + b)
+        return h, en.sum(h * h)
+    _, ys = en.scan(step, en.zeros((xs.shape[1], w.shape[0]), dtype=xs.dtype), xs)
+    return en.sum(ys) / (xs.shape[0] * xs.shape[1])

@@ -19,6 +19,7 @@ import engine as en
 from engine.graph.control.control_flow import scan_op
 from support.bitwise import numerics
 from support.finite_diff import central_difference
+from support.models import mean_square_rnn_loss, rnn_direction_problem
 from support.pass_helpers import numpy_lowering  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.usefixtures("numpy_lowering")
@@ -28,21 +29,10 @@ STEPS, BATCH, HIDDEN, INPUTS = 6, 3, 4, 3
 
 
 def _problem(dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    w = rng.standard_normal((HIDDEN, HIDDEN)) * 0.5
-    u = rng.standard_normal((INPUTS, HIDDEN)) * 0.5
-    b = rng.standard_normal(HIDDEN) * 0.1
-    xs = rng.standard_normal((STEPS, BATCH, INPUTS))
-    direction = [rng.standard_normal(a.shape) for a in (w, u, b)]
-    return [a.astype(dtype) for a in (w, u, b, xs)], [a.astype(dtype) for a in direction]
+    return rnn_direction_problem(dtype, seed, STEPS, BATCH, HIDDEN, INPUTS)
 
 
-def _loss(w, u, b, xs):
-    def step(h, x):
-        h = en.tanh(h @ w + x @ u + b)
-        return h, en.sum(h * h)
-    _, ys = en.scan(step, en.zeros((xs.shape[1], w.shape[0]), dtype=xs.dtype), xs)
-    return en.sum(ys) / (xs.shape[0] * xs.shape[1])
+_loss = mean_square_rnn_loss
 
 
 def _numpy_loss(w, u, b, xs):

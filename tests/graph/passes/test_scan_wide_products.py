@@ -13,6 +13,7 @@ import pytest
 import engine as en
 from engine.graph.control.control_flow import scan_op
 from support.bitwise import numerics
+from support.models import mean_square_rnn_loss, rnn_direction_problem
 from support.pass_helpers import numpy_lowering  # noqa: F401 (a fixture)
 
 RTOL = {np.float32: 2e-5, np.float64: 1e-12}
@@ -20,21 +21,10 @@ STEPS, BATCH, HIDDEN, INPUTS = 6, 4, 8, 3
 
 
 def _problem(dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    w = rng.standard_normal((HIDDEN, HIDDEN)) * 0.4
-    u = rng.standard_normal((INPUTS, HIDDEN)) * 0.5
-    b = rng.standard_normal(HIDDEN) * 0.1
-    xs = rng.standard_normal((STEPS, BATCH, INPUTS))
-    tangents = [rng.standard_normal(a.shape) for a in (w, u, b)]
-    return [a.astype(dtype) for a in (w, u, b, xs)], [t.astype(dtype) for t in tangents]
+    return rnn_direction_problem(dtype, seed, STEPS, BATCH, HIDDEN, INPUTS, w_scale=0.4)
 
 
-def _loss(w, u, b, xs):
-    def step(h, x):
-        h = en.tanh(h @ w + x @ u + b)
-        return h, en.sum(h * h)
-    _, ys = en.scan(step, en.zeros((xs.shape[1], w.shape[0]), dtype=xs.dtype), xs)
-    return en.sum(ys)
+_loss = mean_square_rnn_loss
 
 
 def _jvp(w, u, b, xs, tw, tu, tb):
@@ -43,14 +33,15 @@ def _jvp(w, u, b, xs, tw, tu, tb):
 
 def _numpy_jvp(w, u, b, xs, tw, tu, tb):
     """The loss and its derivative along (tw, tu, tb), forward mode by hand."""
+    n = xs.shape[0] * xs.shape[1]
     h, dh = np.zeros((xs.shape[1], w.shape[0])), np.zeros((xs.shape[1], w.shape[0]))
     loss = tangent = 0.0
     for x in xs:
         a = np.tanh(h @ w + x @ u + b)
         da = (1 - a * a) * (dh @ w + h @ tw + x @ tu + tb)
         h, dh = a, da
-        loss += np.sum(a * a)
-        tangent += np.sum(2 * a * da)
+        loss += np.sum(a * a) / n
+        tangent += np.sum(2 * a * da) / n
     return loss, tangent
 
 
