@@ -43,10 +43,9 @@ from engine import ops
 from engine.cost_model import cost
 from engine.numerics import bitwise
 
-from ..ir.graph_ops import placeholder_op
 from ..ir.queries import remove_node, static_shape
 from .graph_builder import as_tensor, building
-from .scan_hoist import _copied, _drop_unread_inputs, _placeholder
+from .scan_hoist import _copied, _drop_dead, _drop_unread_inputs, _placeholder
 
 
 def scan_wide_products(graph):
@@ -77,7 +76,7 @@ def _invariant_right(node, captures):
     return None
 
 
-def _groups(body, n_carry, n_x):
+def _groups(body, n_carry, n_x, length):
     """``[(left, [product, ...])]``: the products worth merging, grouped by left operand."""
     g = body.graph
     captures = set(g.inputs[n_carry + n_x:])
@@ -89,7 +88,6 @@ def _groups(body, n_carry, n_x):
             continue
         left, right = node.inputs
         if len(right.shape) != 2 or len(left.shape) < 2 or left in captures or \
-                left.op is placeholder_op and g.inputs.index(left) >= n_carry + n_x or \
                 not static_shape(node.shape) or not static_shape(left.shape) or \
                 left.dtype != right.dtype or _invariant_right(right, captures) is None or \
                 math.prod(node.shape) * left.shape[-1] > cost.batched_product_max_work:
@@ -98,7 +96,9 @@ def _groups(body, n_carry, n_x):
     found = []
     for left, products in by_left.items():
         distinct = list({_invariant_right(p.inputs[1], captures): p for p in products}.values())
-        if len(distinct) >= 2:
+        width = sum(q.shape[-1] for q in distinct)
+        if len(distinct) >= 2 and \
+                left.shape[-1] * width <= cost.batched_block_max_elements * length:
             found.append((left, distinct))
     return found
 
@@ -106,24 +106,20 @@ def _groups(body, n_carry, n_x):
 def _merge_scan(graph, node):
     p = node.params
     n_carry, n_x, length = p["n_carry"], p["n_x"], p["length"]
-    groups = _groups(p["body"], n_carry, n_x)
-    if not groups:
+    if not _groups(p["body"], n_carry, n_x, length):     # (before copying the body)
         return 0
     body = _copied(p["body"])
-    groups = _groups(body, n_carry, n_x)     # the same, in the copy
     g = body.graph
     captures = g.inputs[n_carry + n_x:]
     outer = dict(zip(captures, node.inputs[n_carry + n_x:]))
+    captured = set(captures)
     inputs = list(node.inputs)
     merged = 0
-    for left, products in groups:
-        width = sum(q.shape[-1] for q in products)
-        if products[0].inputs[1].shape[0] * width > cost.batched_block_max_elements * length:
-            continue
+    for left, products in _groups(body, n_carry, n_x, length):   # the same, in the copy
         with building(graph):     # the weights side by side, once, before the loop
             parts = []
             for q in products:
-                capture, transposed = _invariant_right(q.inputs[1], set(captures))
+                capture, transposed = _invariant_right(q.inputs[1], captured)
                 weight = as_tensor(outer[capture])
                 parts.append(ops.transpose(weight, (1, 0)) if transposed else weight)
             wide_weight = ops.concat(parts, axis=1)._node
@@ -143,11 +139,7 @@ def _merge_scan(graph, node):
         for q in products:
             remove_node(g, q)
         merged += len(products)
-    if not merged:
-        return 0
-    for n in reversed(g.topo_order()):      # transposes of captures no product reads now
-        if n.op is ops.transpose_op and not g.users(n) and n not in g.outputs:
-            remove_node(g, n)
+    _drop_dead(g)      # the transposes of captures no product reads now
     inputs, n_x = _drop_unread_inputs(g, inputs, n_carry, n_x)
     body.captures = inputs[n_carry + n_x:]
     graph.set_inputs(node, inputs)
