@@ -22,8 +22,7 @@ from .c_source import _offset, c_expression, ctype
 # The longest C expression an elementwise value is inlined as into its user's loop (an
 # unbounded chain would cost time quadratic in its length to write).
 MAX_INLINED_CHARS = 2000
-# The partial sums a reduction over contiguous rows keeps (_sum_rows; its final adds are
-# written for eight).
+# The partial sums a reduction over contiguous rows keeps (_sum_rows).
 LANES = 8
 
 
@@ -219,8 +218,10 @@ def _sum_rows(em, x, acc, rows, count):
             f"for (int {lane} = 0; {lane} < {LANES}; {lane}++) "
             f"{part}[{lane}] += {row}[{j} + {lane}];")
     em.line(f"for (; {j} < {count}; {j}++) {part}[0] += {row}[{j}];")
-    em.line(f"{acc.ptr}[{r}] = (({part}[0] + {part}[1]) + ({part}[2] + {part}[3])) + "
-            f"(({part}[4] + {part}[5]) + ({part}[6] + {part}[7]));")
+    terms = [f"{part}[{k}]" for k in range(LANES)]
+    while len(terms) > 1:     # added pairwise: ((p0 + p1) + (p2 + p3)) + ...
+        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) // 2 * 2:]
+    em.line(f"{acc.ptr}[{r}] = {terms[0]};")
     em.close()
 
 
