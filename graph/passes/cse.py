@@ -27,7 +27,7 @@ _SYMMETRIC = (ops.add_op, ops.mul_op, ops.equal_op, ops.not_equal_op, ops.logica
               ops.logical_or_op)
 
 
-def _key(node):
+def _key(node, symmetric):
     if is_constant(node):
         v = node.params["value"]
         if v.nbytes > _CONST_BYTES:
@@ -39,7 +39,7 @@ def _key(node):
     except TypeError:
         return None
     inputs = tuple(i.id for i in node.inputs)
-    if node.op in _SYMMETRIC and len(inputs) == 2 and not bitwise():
+    if symmetric and node.op in _SYMMETRIC and len(inputs) == 2:
         inputs = tuple(sorted(inputs))
     return (node.op, params, inputs, tuple(d.id for d in node.control_deps))
 
@@ -48,10 +48,11 @@ def cse(graph):
     """Merge nodes that compute the same thing from the same inputs. Returns True if any were."""
     seen: dict[tuple, Node] = {}
     merged = 0
+    symmetric = not bitwise()     # operands keyed as a set (see _SYMMETRIC)
     for node in graph.topo_order():
         if node.op is placeholder_op or node.side_effects:
             continue
-        key = _key(node)
+        key = _key(node, symmetric)
         if key is None:
             continue
         first = seen.get(key)
