@@ -372,7 +372,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     counts = reduce.sum(creation.cast(compare.logical_not(math_unary.isnan(s)), dtypes.int64),
                         axis=-1, keepdims=True)
     low = _take(s, elementwise.maximum((counts - 1) // 2, 0))
-    high = _take(s, counts // 2 - (counts == 0))
+    high = _take(s, counts // 2)
     values = compare.where(counts % 2 == 1, low, _mean_of_pair(low, high))
     values = compare.where(compare.equal(counts, 0), float("nan"), values)
     return _finish(values, x, axes, (), keepdims)
