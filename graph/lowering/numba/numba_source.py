@@ -146,7 +146,8 @@ def _getitem(em, node, depth):
             spec[-1][0] not in ("int", "slice") or \
             any(tuple(s) != ("slice", None, None, None) for s in spec[:-1]) or \
             len(spec) > 1 and spec[-1][0] != "slice":
-        raise Unsupported("getitem: one integer index or slice only")
+        raise Unsupported("getitem: one integer or slice on the leading axis, or one slice "
+                          "after whole axes, only")
     x = em.scalar_or_array(node.inputs[0])
     if x.kind != "array" or not x.shape:
         raise Unsupported("getitem of a scalar")
