@@ -47,13 +47,12 @@ class _Config:
         # graph/lowering/parallel.py's threads_for). A number: that many in every graph.
         self.fusion_threads = None
         # True: numpy's OpenBLAS runs a threaded product's parts on the C kernel pool's
-        # threads (graph/lowering/c/c_pool.py), so products and compiled kernels share one
-        # set of threads and OpenBLAS's own never poll beside them (the styles transformer
-        # step 4.0-4.9 ms against 4.5-8.2 off). Off by default: the pool's threads then
-        # poll without yielding, and in 2 of 29 processes of the autoencoder bench (the
-        # first two after the pool's C source changed) the graph modes alone ran twice as
-        # slow, not understood (docs/measurements.md). Read once, when the pool's library
-        # loads (at the first compiled kernel): the hook cannot be undone.
+        # threads (graph/lowering/c/c_pool.py) rather than the pool's kernels running on
+        # OpenBLAS's threads (the default, where numpy's OpenBLAS allows it). Off: the
+        # pool's threads then poll without yielding, and the hook set while OpenBLAS's
+        # own worker still polls from a product left that worker polling beside the
+        # pool's, every threaded product twice as slow (docs/limits.md). Read once, when
+        # the pool's library loads (at the first compiled kernel): it cannot be undone.
         self.blas_on_kernel_pool = False
         # Traces each en.function keeps, least recently used dropped first (None:
         # all). Each holds its graphs, generated code and planned buffers; 32 covers

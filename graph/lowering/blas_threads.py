@@ -164,6 +164,14 @@ def blas_threads():
     return None if functions is None else functions[0]()
 
 
+def openblas_runner():
+    """The address of numpy's OpenBLAS's ``gotoblas_pthread(n, fn, args, stride)``
+    (runs ``fn(args + k * stride)`` for ``k < n`` on the caller and OpenBLAS's own
+    threads), or None where numpy's BLAS is not such an OpenBLAS."""
+    found = _numpy_openblas("gotoblas_pthread")
+    return None if found is None else ctypes.cast(found[0], ctypes.c_void_p).value
+
+
 def threads_hook():
     """numpy's OpenBLAS's ``openblas_set_threads_callback_function``: called with the
     address of a C ``openblas_threads_callback``, OpenBLAS runs its threaded calls

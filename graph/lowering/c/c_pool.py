@@ -18,19 +18,27 @@ convolution loops and max pooling (``c_window.py``) their images, as many parts 
 ``cost.window_split_native_chunks`` (a part not yet started is taken by whichever thread
 is free, so a descheduled worker costs little on a loaded machine).
 
-With ``en.config.blas_on_kernel_pool`` (off by default), numpy's OpenBLAS runs its
-threaded products on the same threads (OpenBLAS 0.3.27's
-``openblas_set_threads_callback_function``, found by ``blas_threads.threads_hook``).
-Left on its own threads, OpenBLAS's worker polls for the next product for a long while
-after each one (its timeout is fixed when numpy loads it), and a pool worker woken for
-the elementwise kernel that follows shares that core with it: the GELU kernel split took
-0.169 ms after a pause and 0.322 right after a product. One set of threads for both, as
-PyTorch's OpenMP threads are: the transformer step in the ``styles`` bench 4.36-4.66 ms
-against 4.71-6.15 (60 steps, three fresh processes each, interleaved). A product's
-parts wait for each other, so each takes a thread of its own (workers are started for
-them; where the pool is busy with a split on another Python thread, threads are made for
-the parts), and the threads poll without yielding, for
-``cost.kernel_pool_blas_spin_microseconds``; off by default (docs/limits.md).
+Where numpy's BLAS is an OpenBLAS with ``gotoblas_pthread`` (its own thread server's
+entry for "run these functions on my threads"), a split's parts go to OpenBLAS's
+threads instead of the pool's workers: one set of threads for products and kernels, as
+PyTorch's OpenMP threads are. Left apart, OpenBLAS's worker polls for the next product
+for about 0.1 s after each one (its timeout is fixed when numpy loads it), and a pool
+worker woken for the elementwise kernel that follows shares that core with it and took
+no part: the transformer's GELU kernel split in two took 0.32 ms right after a product,
+as on one thread, and 0.17-0.18 ms through OpenBLAS's threads, after a product or not.
+The styles transformer step: 3.73-3.86 ms against 4.27-5.02 (docs/measurements.md).
+The caller takes parts too, and each OpenBLAS thread takes parts until none is left.
+
+With ``en.config.blas_on_kernel_pool`` (off by default) it is the other way round:
+numpy's OpenBLAS runs its threaded products on the pool's threads (OpenBLAS 0.3.27's
+``openblas_set_threads_callback_function``, found by ``blas_threads.threads_hook``),
+set once when the pool's library loads. A product's parts wait for each other, so each
+takes a thread of its own (workers are started for them; where the pool is busy with a
+split on another Python thread, threads are made for the parts), and the threads poll
+without yielding, for ``cost.kernel_pool_blas_spin_microseconds``. Installed while
+OpenBLAS's own worker is still polling from a product, that worker keeps polling beside
+the pool's for as long as products keep coming (a 1024^3 product took 23-25 ms for
+seconds on end, against 10.7): docs/limits.md.
 
 A kernel offers this entry point: ``int NAME_parts(void **args, int64_t lo, int64_t hi)``
 (:func:`parts_entry` writes it), where part ``k`` reads its arguments from
@@ -186,8 +194,28 @@ int pool_start(int workers, int64_t spin) {
     return failed ? -1 : 0;
 }
 
+/* numpy's OpenBLAS's gotoblas_pthread(n, fn, args, stride): runs fn(args + k * stride)
+   for k < n, the first on the calling thread and the others on OpenBLAS's own threads,
+   and returns when all have. Set (pool_via_openblas), a split's parts are taken by the
+   caller and OpenBLAS's threads, which poll for work after each product: the kernel that
+   follows a product starts on both cores at once, where a pool worker would share the
+   second core with OpenBLAS's polling thread. */
+typedef int (*openblas_run_fn)(int n, void *fn, void *args, int stride);
+static openblas_run_fn via_openblas;
+static int via_threads;
+
+void pool_via_openblas(void *run, int threads) {
+    via_openblas = (openblas_run_fn)run;
+    via_threads = threads;
+}
+
+static void openblas_entry(void *unused) {
+    (void)unused;
+    run_parts();
+}
+
 static int run_split(part_fn fn, void **args, int64_t stride, const int64_t *bounds,
-                     int parts) {
+                     int parts, int threads) {
     uint64_t split = (atomic_load(&ticket) >> 32) + 1;
     atomic_store(&ticket, split << 32 | NO_PART);   /* nothing to claim while it is written */
     job_fn = fn;
@@ -198,6 +226,13 @@ static int run_split(part_fn fn, void **args, int64_t stride, const int64_t *bou
     atomic_store(&done_parts, 0);
     atomic_store(&job_parts, parts);
     atomic_store(&ticket, split << 32);            /* last: its parts may be claimed */
+    if (threads > 0 && via_openblas) {
+        static char no_args;
+        int n = via_threads < threads ? via_threads : threads;
+        via_openblas(n < parts ? n : parts, (void *)openblas_entry, &no_args, 0);
+        while (atomic_load(&done_parts) < parts) relax();
+        return atomic_load(&job_error);
+    }
     pthread_mutex_lock(&mu);
     atomic_fetch_add(&generation, 1);
     pthread_cond_broadcast(&cv);
@@ -208,10 +243,12 @@ static int run_split(part_fn fn, void **args, int64_t stride, const int64_t *bou
     return atomic_load(&job_error);
 }
 
-/* -2: another split holds the pool (the caller runs its parts itself). */
-int pool_run(part_fn fn, void **args, int64_t stride, const int64_t *bounds, int parts) {
+/* -2: another split holds the pool (the caller runs its parts itself). `threads`: at
+   most that many threads take parts (the caller and started workers, or OpenBLAS's). */
+int pool_run(part_fn fn, void **args, int64_t stride, const int64_t *bounds, int parts,
+             int threads) {
     if (atomic_flag_test_and_set(&busy)) return -2;
-    int r = run_split(fn, args, stride, bounds, parts);
+    int r = run_split(fn, args, stride, bounds, parts, threads);
     atomic_flag_clear(&busy);
     return r;
 }
@@ -255,7 +292,7 @@ void pool_blas(int sync, blas_part_fn fn, int parts, size_t size, void *data, in
         blas_parts = data;
         blas_part_size = size;
         blas_data = extra;
-        run_split(blas_part, 0, 0, blas_bounds, parts);
+        run_split(blas_part, 0, 0, blas_bounds, parts, 0);   /* never via OpenBLAS */
         atomic_flag_clear(&busy);
         return;
     }
@@ -359,11 +396,15 @@ def _load():
     lib.pool_start.argtypes = [ctypes.c_int, ctypes.c_int64]
     lib.pool_start.restype = ctypes.c_int
     lib.pool_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                             ctypes.c_void_p, ctypes.c_int]
+                             ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
     lib.pool_run.restype = ctypes.c_int
     lib.pool_start(0, int(cost.kernel_pool_spin_microseconds * 1000))
     lib.pool_blas_calls.restype = ctypes.c_long
     hook = blas_threads.threads_hook() if config.blas_on_kernel_pool else None
+    run = blas_threads.openblas_runner() if hook is None else None
+    if run is not None and native_threads() > 1:
+        lib.pool_via_openblas(ctypes.c_void_p(run), ctypes.c_int(native_threads()))
+        _state["via_openblas"] = True
     if hook is not None:     # polls pause before the first product arrives
         lib.pool_init_blas(ctypes.c_int64(int(cost.kernel_pool_blas_spin_microseconds * 1000)))
         hook(ctypes.cast(lib.pool_blas, ctypes.c_void_p).value)
@@ -385,7 +426,7 @@ def run_parts(entry, pointers, bounds, threads=None):
     try:
         parts = len(bounds) - 1
         workers = min(parts, threads or parts) - 1
-        if not _started or _started[0] < workers:
+        if not _state.get("via_openblas") and (not _started or _started[0] < workers):
             spin = cost.kernel_pool_blas_spin_microseconds if _state.get("blas") else \
                 cost.kernel_pool_spin_microseconds
             if lib.pool_start(workers, int(spin * 1000)) != 0:
@@ -394,7 +435,7 @@ def run_parts(entry, pointers, bounds, threads=None):
         stride = len(pointers[0])
         flat = (ctypes.c_void_p * (stride * parts))(*[p for part in pointers for p in part])
         edges = np.asarray(bounds, dtype=np.int64)
-        code = lib.pool_run(entry, flat, stride, edges.ctypes.data, parts)
+        code = lib.pool_run(entry, flat, stride, edges.ctypes.data, parts, workers + 1)
         return None if code == -2 else code
     finally:
         _busy.release()

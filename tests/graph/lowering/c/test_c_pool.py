@@ -18,6 +18,7 @@ from support.paths import REPO
 
 c_pool = importlib.import_module("engine.graph.lowering.c.c_pool")
 hot_swap = importlib.import_module("engine.graph.lowering.hot_swap")
+blas_threads = importlib.import_module("engine.graph.lowering.blas_threads")
 
 pytestmark = needs_c_compiler
 
@@ -172,7 +173,26 @@ def test_back_to_back_splits_run_each_part_exactly_once(pool_ready):
     np.testing.assert_array_equal(counts, np.full(rows, runs))
 
 
-def test_more_parts_than_threads_start_no_more_workers(pool_ready, monkeypatch):
+@pytest.fixture
+def own_workers(pool_ready):
+    """The pool's own worker threads take the parts (not numpy's OpenBLAS's threads,
+    where the library hands them there), for the length of the test."""
+    lib = c_pool._state["lib"]
+    via = c_pool._state.get("via_openblas")
+    lib.pool_via_openblas(None, 0)
+    c_pool._state["via_openblas"] = False
+    yield
+    if via:
+        lib.pool_via_openblas(ctypes.c_void_p(blas_threads.openblas_runner()),
+                              ctypes.c_int(c_pool.native_threads()))
+        c_pool._state["via_openblas"] = True
+
+
+def test_back_to_back_splits_on_own_workers_run_each_part_exactly_once(own_workers):
+    test_back_to_back_splits_run_each_part_exactly_once(None)
+
+
+def test_more_parts_than_threads_start_no_more_workers(own_workers, monkeypatch):
     # A window kernel cuts a batch into more chunks than threads: the chunks are shared
     # among threads - 1 workers and the caller, never one thread per chunk.
     c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
@@ -195,3 +215,46 @@ def test_more_parts_than_threads_start_no_more_workers(pool_ready, monkeypatch):
     assert c_pool.run_parts(entry, [[counts.ctypes.data]] * 8, bounds, 2) == 0
     np.testing.assert_array_equal(counts, np.ones(32))
     assert started == [1]
+
+
+_THREAD_OF_PART = """
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+/* a = {counts, tids}: each row of the part counted once more; the part's thread noted */
+int note_thread(void **a, int64_t lo, int64_t hi) {
+    int64_t *counts = a[0], *tids = a[1];
+    for (int64_t i = lo; i < hi; i++) {
+        __atomic_fetch_add(&counts[i], 1, __ATOMIC_RELAXED);
+        tids[i] = (int64_t)syscall(SYS_gettid);
+    }
+    return 0;
+}
+"""
+
+
+def test_parts_run_on_openblas_threads_after_a_product(pool_ready):
+    # Where numpy's OpenBLAS can run them, a split's parts go to its threads: the kernel
+    # right after a product starts on both cores (OpenBLAS's worker polls for work then),
+    # and the pool starts no thread of its own.
+    if not c_pool._state.get("via_openblas"):
+        pytest.skip("numpy's BLAS has no gotoblas_pthread, or one thread")
+    c_compiler = importlib.import_module("engine.graph.lowering.c.c_compiler")
+    entry = ctypes.cast(c_compiler.load(_THREAD_OF_PART).note_thread, ctypes.c_void_p).value
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((512, 512)).astype(np.float32)
+    rows, parts, runs = 256, 8, 200
+    counts, tids = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
+    threads_before = set(os.listdir("/proc/self/task"))
+    seen = set()
+    bounds = [rows * k // parts for k in range(parts + 1)]
+    for _ in range(runs):
+        a @ a                     # OpenBLAS's threads awake and polling
+        assert c_pool.run_parts(entry, [[counts.ctypes.data, tids.ctypes.data]] * parts,
+                                bounds) == 0
+        seen |= set(tids.tolist())
+    np.testing.assert_array_equal(counts, np.full(rows, runs))
+    assert set(os.listdir("/proc/self/task")) == threads_before
+    assert os.getpid() in seen          # the caller takes parts
+    assert len(seen) == 2               # and one OpenBLAS thread (2 threads here)
