@@ -1,6 +1,7 @@
 """Faults injected into the graph side (a kernel of each lowering, a rewrite of each pass,
 a lowering rule): ``en.debug.compare`` must find each and name the node and the user's
 line that made it. Each program marks the line the fault lands on with ``# F:<name>``."""
+import importlib
 import re
 import runpy
 from pathlib import Path
@@ -566,6 +567,8 @@ def big_product(x, w):
 def test_row_split_product(monkeypatch):
     """A product split by rows among kernel threads (pass parallel_matmul), its second
     share of rows written wrong."""
+    monkeypatch.setattr(importlib.import_module("engine.graph.lowering.c.c_pool"),
+                        "kernels_on_blas_threads", lambda: False)
     def wrong_out_impl(self, x, y, out):
         half = out.shape[0] // 2
         np.matmul(x[:half], y, out=out[:half])

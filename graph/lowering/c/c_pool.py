@@ -365,6 +365,20 @@ def blas_calls():
     return lib.pool_blas_calls() if lib is not None and _state.get("blas") else None
 
 
+def kernels_on_blas_threads():
+    """Whether a split's parts go to numpy's OpenBLAS's threads (see the module
+    docstring); before the library loads, whether they will once it has.
+
+    Example:
+        >>> isinstance(kernels_on_blas_threads(), bool)
+        True
+    """
+    if "lib" in _state:
+        return bool(_state.get("via_openblas"))
+    return not config.blas_on_kernel_pool and native_threads() > 1 and \
+        c_compiler.available() and blas_threads.openblas_runner() is not None
+
+
 def ready():
     """Whether the pool's library is loaded (the first look starts its build)."""
     return _library() is not None

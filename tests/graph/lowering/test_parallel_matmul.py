@@ -12,6 +12,15 @@ from support.paths import REPO
 
 # The module (the pipeline binds the pass function under the same name).
 pm = importlib.import_module("engine.graph.lowering.parallel_matmul")
+c_pool = importlib.import_module("engine.graph.lowering.c.c_pool")
+
+
+@pytest.fixture(autouse=True)
+def kernels_on_own_threads(monkeypatch):
+    """Products split among the kernel threads where kernels run on the engine's own
+    threads; where they run on numpy's OpenBLAS's (c_pool.py) products stay whole on
+    OpenBLAS's threads (the last test). These tests take the first path everywhere."""
+    monkeypatch.setattr(c_pool, "kernels_on_blas_threads", lambda: False)
 
 
 def _autoencoder(w, b1, b2, x):
@@ -259,3 +268,19 @@ def test_products_in_branch_bodies_run_on_one_blas_thread_beside_split_ones(thre
     raw_cond = next(n for n in raw.nodes if n.op.name == "cond")
     assert all(n.op is en.ops.matmul_op for n in raw_cond.params["true"].graph.nodes
                if n.op.name == "matmul")
+
+
+def test_products_stay_whole_where_kernels_run_on_openblas_threads(monkeypatch):
+    # Kernels and products then share OpenBLAS's threads: a product split on the
+    # Python pool would share a core with OpenBLAS's worker polling after a kernel.
+    monkeypatch.setattr(c_pool, "kernels_on_blas_threads", lambda: True)
+    monkeypatch.setattr(en.config, "fusion_threads", 2)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32)
+            for s in ((784, 196), (196,), (784,), (1000, 784))]
+    g = en.function(en.grad(_autoencoder)).graph_for(*[en.tensor(a) for a in args])
+    names = {n.name.rstrip("_0123456789") for n in g.nodes}
+    assert "matmul_rows" not in names and "matmul_one_thread" not in names
+    got = np.asarray(en.function(en.grad(_autoencoder))(*[en.tensor(a) for a in args]))
+    want = _numpy_gradient(*[a.astype(np.float64) for a in args])[1]
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4 * np.abs(want).max())

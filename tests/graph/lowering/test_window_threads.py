@@ -1,6 +1,8 @@
 """graph/lowering/window_threads.py: how many threads split convolutions get (the
 configured kernel threads, else the machine's but at most OpenBLAS's own count), and a
 graph with split convolutions keeping its products on one BLAS thread."""
+import importlib
+
 import numpy as np
 
 import engine as en
@@ -28,6 +30,10 @@ def test_threads_follow_the_config_then_openblas_count(monkeypatch):
 
 
 def test_a_graph_with_split_convolutions_keeps_its_products_on_one_blas_thread(monkeypatch):
+    # (where kernels run on the engine's own threads; on numpy's OpenBLAS's, products
+    # stay on OpenBLAS's threads: test_parallel_matmul.py)
+    monkeypatch.setattr(importlib.import_module("engine.graph.lowering.c.c_pool"),
+                        "kernels_on_blas_threads", lambda: False)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4, 8, 8, 3)).astype(np.float32)
     w = rng.standard_normal((3, 3, 3, 5)).astype(np.float32)
