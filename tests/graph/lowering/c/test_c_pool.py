@@ -258,3 +258,41 @@ def test_parts_run_on_openblas_threads_after_a_product(pool_ready):
     assert set(os.listdir("/proc/self/task")) == threads_before
     assert os.getpid() in seen          # the caller takes parts
     assert len(seen) == 2               # and one OpenBLAS thread (2 threads here)
+
+
+def test_python_threads_mixing_graph_kernels_and_eager_products_agree():
+    # Kernels split on OpenBLAS's threads while other Python threads run products on
+    # them: every gradient right, and nothing waits forever (a subprocess, timed out).
+    script = textwrap.dedent("""
+        import threading, numpy as np, engine as en
+        from engine.graph.lowering import hot_swap
+        rng = np.random.default_rng(0)
+        w = en.tensor(rng.standard_normal((256, 256)).astype(np.float32) / 16)
+        def loss(x, w):
+            return en.sum(en.gelu(x @ w) * en.tanh(x @ w))
+        f = en.function(en.value_and_grad(loss, argnums=1))
+        xs = [en.tensor(rng.standard_normal((512, 256)).astype(np.float32))
+              for _ in range(4)]
+        with en.config.cost.override(hot_swap_calls=1, compile_calls=1):
+            for x in xs:
+                f(x, w)
+        hot_swap.wait_for_compiles()
+        want = [np.asarray(en.value_and_grad(loss, argnums=1)(x, w)[1]) for x in xs]
+        bad = []
+        def run(i):
+            for r in range(40):
+                k = (i + r) % 4
+                g = np.asarray(f(xs[k], w)[1])
+                np.asarray(xs[k]) @ np.asarray(w).T      # an eager product between
+                if not np.allclose(g, want[k], rtol=1e-4, atol=1e-3):
+                    bad.append(i)
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print("bad", len(bad))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=240, cwd=REPO, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert "bad 0" in done.stdout, done.stdout + done.stderr
