@@ -181,6 +181,19 @@ THRESHOLDS = (
               "a C pool thread polls this long for the next kernel before it sleeps (a "
               "sleeping thread takes 0.08-0.13 ms to wake)",
               "graph/lowering/c/c_pool.py"),
+    Threshold("kernel_pool_late_microseconds", 200, "microseconds", EPYC_512, "2026-12-06",
+              "e0540ee",
+              "a split on numpy's OpenBLAS's threads that waits this long after its parts "
+              "are done for an OpenBLAS thread to run its (empty) share counts as late: the "
+              "thread was descheduled (a part of the styles transformer's kernels takes "
+              "20-90 us; a late thread 0.3-12 ms under a load of two busy processes)",
+              "graph/lowering/c/c_pool.py"),
+    Threshold("kernel_pool_own_milliseconds", 100, "milliseconds", EPYC_512, "2026-12-06",
+              "e0540ee",
+              "after a late split (kernel_pool_late_microseconds), splits go to the C pool's "
+              "own workers for this long, then to OpenBLAS's threads again (the load "
+              "average the engine reads elsewhere moves over seconds)",
+              "graph/lowering/c/c_pool.py"),
     Threshold("kernel_pool_blas_spin_microseconds", 2000, "microseconds", EPYC_512,
               "2026-12-05", "de8919c",
               "with numpy's products on the C pool (en.config.blas_on_kernel_pool), its "

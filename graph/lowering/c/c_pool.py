@@ -28,6 +28,12 @@ no part: the transformer's GELU kernel split in two took 0.32 ms right after a p
 as on one thread, and 0.17-0.18 ms through OpenBLAS's threads, after a product or not.
 The styles transformer step: 3.73-3.86 ms against 4.27-5.02 (docs/measurements.md).
 The caller takes parts too, and each OpenBLAS thread takes parts until none is left.
+OpenBLAS returns only when each of its threads has run its share, parts left or not, so
+on a loaded machine a descheduled OpenBLAS thread holds a split up to a scheduler slice
+after its parts are done; a split that waited ``cost.kernel_pool_late_microseconds`` so
+sends the splits of the next ``cost.kernel_pool_own_milliseconds`` to the pool's own
+workers, whose lateness costs nothing (under two other busy processes, the GELU kernel's
+mean 0.61-1.04 ms so, against 0.71-1.14 without, 0.63-0.89 on the pool's workers alone).
 
 With ``en.config.blas_on_kernel_pool`` (off by default) it is the other way round:
 numpy's OpenBLAS runs its threaded products on the pool's threads (OpenBLAS 0.3.27's
@@ -85,6 +91,7 @@ static void **job_args;
 static int64_t job_stride;
 static const int64_t *job_bounds;
 static atomic_int job_parts, done_parts, job_error;
+static _Atomic int64_t parts_done_ns;      /* when the last part of a split finished */
 /* The part to claim next, under the split's number: split << 32 | part. A part is claimed
    by compare-and-swap on the whole word, so a thread still looping from the last split
    (having finished its part just as the caller started the next) cannot claim a part of
@@ -133,7 +140,8 @@ static void run_parts(void) {
         if (!atomic_compare_exchange_weak(&ticket, &t, t + 1)) continue;
         int r = job_fn(job_args + (int64_t)k * job_stride, job_bounds[k], job_bounds[k + 1]);
         if (r) atomic_store(&job_error, r);
-        atomic_fetch_add(&done_parts, 1);
+        if (atomic_fetch_add(&done_parts, 1) + 1 == atomic_load(&job_parts))
+            atomic_store(&parts_done_ns, now_ns());
     }
 }
 
@@ -203,11 +211,23 @@ int pool_start(int workers, int64_t spin) {
 typedef int (*openblas_run_fn)(int n, void *fn, void *args, int stride);
 static openblas_run_fn via_openblas;
 static int via_threads;
+/* gotoblas_pthread returns when every OpenBLAS thread handed a share has run it, found
+   no part left or not: on a loaded machine a descheduled OpenBLAS thread holds the split
+   up to a scheduler slice after its parts are done (the pool's own workers cost nothing
+   when late). A split that waited over late_ns so sends the splits of the next
+   avoid_ns to the pool's own workers. */
+static int64_t late_ns = 200000, avoid_ns = 100000000;
+static _Atomic int64_t own_until_ns;
+static atomic_long late_splits;
 
-void pool_via_openblas(void *run, int threads) {
+void pool_via_openblas(void *run, int threads, int64_t late, int64_t avoid) {
     via_openblas = (openblas_run_fn)run;
     via_threads = threads;
+    late_ns = late;
+    avoid_ns = avoid;
 }
+
+long pool_late_splits(void) { return atomic_load(&late_splits); }
 
 static void openblas_entry(void *unused) {
     (void)unused;
@@ -226,11 +246,15 @@ static int run_split(part_fn fn, void **args, int64_t stride, const int64_t *bou
     atomic_store(&done_parts, 0);
     atomic_store(&job_parts, parts);
     atomic_store(&ticket, split << 32);            /* last: its parts may be claimed */
-    if (threads > 0 && via_openblas) {
+    if (threads > 0 && via_openblas && now_ns() >= atomic_load(&own_until_ns)) {
         static char no_args;
         int n = via_threads < threads ? via_threads : threads;
         via_openblas(n < parts ? n : parts, (void *)openblas_entry, &no_args, 0);
-        while (atomic_load(&done_parts) < parts) relax();
+        int64_t end = now_ns();
+        if (end - atomic_load(&parts_done_ns) > late_ns) {
+            atomic_fetch_add(&late_splits, 1);
+            atomic_store(&own_until_ns, end + avoid_ns);
+        }
         return atomic_load(&job_error);
     }
     pthread_mutex_lock(&mu);
@@ -365,6 +389,15 @@ def blas_calls():
     return lib.pool_blas_calls() if lib is not None and _state.get("blas") else None
 
 
+def late_splits():
+    """How many splits on OpenBLAS's threads waited more than
+    ``cost.kernel_pool_late_microseconds`` for one of them after their parts were done
+    (each sends the next ``cost.kernel_pool_own_milliseconds`` of splits to the pool's own
+    workers); None where splits do not go to OpenBLAS's threads."""
+    lib = _state.get("lib")
+    return lib.pool_late_splits() if lib is not None and _state.get("via_openblas") else None
+
+
 def kernels_on_blas_threads():
     """Whether a split's parts go to numpy's OpenBLAS's threads (see the module
     docstring); before the library loads, whether they will once it has.
@@ -417,7 +450,10 @@ def _load():
     hook = blas_threads.threads_hook() if config.blas_on_kernel_pool else None
     run = blas_threads.openblas_runner() if hook is None else None
     if run is not None and native_threads() > 1:
-        lib.pool_via_openblas(ctypes.c_void_p(run), ctypes.c_int(native_threads()))
+        lib.pool_via_openblas(ctypes.c_void_p(run), ctypes.c_int(native_threads()),
+                              ctypes.c_int64(int(cost.kernel_pool_late_microseconds * 1000)),
+                              ctypes.c_int64(int(cost.kernel_pool_own_milliseconds * 1e6)))
+        lib.pool_late_splits.restype = ctypes.c_long
         _state["via_openblas"] = True
     if hook is not None:     # polls pause before the first product arrives
         lib.pool_init_blas(ctypes.c_int64(int(cost.kernel_pool_blas_spin_microseconds * 1000)))
@@ -440,7 +476,9 @@ def run_parts(entry, pointers, bounds, threads=None):
     try:
         parts = len(bounds) - 1
         workers = min(parts, threads or parts) - 1
-        if not _state.get("via_openblas") and (not _started or _started[0] < workers):
+        # (started where parts go to OpenBLAS's threads too: they take the splits while
+        # OpenBLAS's threads come late, c_pool's pool_via_openblas)
+        if not _started or _started[0] < workers:
             spin = cost.kernel_pool_blas_spin_microseconds if _state.get("blas") else \
                 cost.kernel_pool_spin_microseconds
             if lib.pool_start(workers, int(spin * 1000)) != 0:
