@@ -408,8 +408,31 @@ def kernels_on_blas_threads():
     """
     if "lib" in _state:
         return bool(_state.get("via_openblas"))
-    return not config.blas_on_kernel_pool and native_threads() > 1 and \
-        c_compiler.available() and blas_threads.openblas_runner() is not None
+    return c_compiler.available() and _openblas_runner(_blas_hook()) is not None
+
+
+def _blas_hook():
+    """OpenBLAS's threads hook where ``en.config.blas_on_kernel_pool`` asks for it and
+    numpy's OpenBLAS has one, else None."""
+    return blas_threads.threads_hook() if config.blas_on_kernel_pool else None
+
+
+def _openblas_runner(hook):
+    """The address of ``gotoblas_pthread`` where splits go to OpenBLAS's threads: no
+    hook set (it hands products the other way), two threads or more, such an OpenBLAS."""
+    if hook is not None or native_threads() < 2:
+        return None
+    return blas_threads.openblas_runner()
+
+
+def _via_openblas(lib, run, late_us=None, own_ms=None):
+    """Hand ``lib``'s splits to OpenBLAS's threads through ``run`` (None: never); a
+    split held over ``late_us`` sends the next ``own_ms`` to the pool's own workers (the
+    cost model's figures by default)."""
+    late_us = cost.kernel_pool_late_microseconds if late_us is None else late_us
+    own_ms = cost.kernel_pool_own_milliseconds if own_ms is None else own_ms
+    lib.pool_via_openblas(ctypes.c_void_p(run), ctypes.c_int(native_threads() if run else 0),
+                          ctypes.c_int64(int(late_us * 1000)), ctypes.c_int64(int(own_ms * 1e6)))
 
 
 def ready():
@@ -447,12 +470,10 @@ def _load():
     lib.pool_run.restype = ctypes.c_int
     lib.pool_start(0, int(cost.kernel_pool_spin_microseconds * 1000))
     lib.pool_blas_calls.restype = ctypes.c_long
-    hook = blas_threads.threads_hook() if config.blas_on_kernel_pool else None
-    run = blas_threads.openblas_runner() if hook is None else None
-    if run is not None and native_threads() > 1:
-        lib.pool_via_openblas(ctypes.c_void_p(run), ctypes.c_int(native_threads()),
-                              ctypes.c_int64(int(cost.kernel_pool_late_microseconds * 1000)),
-                              ctypes.c_int64(int(cost.kernel_pool_own_milliseconds * 1e6)))
+    hook = _blas_hook()
+    run = _openblas_runner(hook)
+    if run is not None:
+        _via_openblas(lib, run)
         lib.pool_late_splits.restype = ctypes.c_long
         _state["via_openblas"] = True
     if hook is not None:     # polls pause before the first product arrives

@@ -190,11 +190,7 @@ def _via_openblas(run, late_us=None, own_ms=None):
     """Hand splits to OpenBLAS's threads through ``run`` (None: never), a split late after
     ``late_us`` sending the next ``own_ms`` to the pool's own workers (the cost model's
     figures by default)."""
-    late_us = en.config.cost.kernel_pool_late_microseconds if late_us is None else late_us
-    own_ms = en.config.cost.kernel_pool_own_milliseconds if own_ms is None else own_ms
-    c_pool._state["lib"].pool_via_openblas(
-        ctypes.c_void_p(run), ctypes.c_int(c_pool.native_threads() if run else 0),
-        ctypes.c_int64(int(late_us * 1000)), ctypes.c_int64(int(own_ms * 1e6)))
+    c_pool._via_openblas(c_pool._state["lib"], run, late_us, own_ms)
 
 
 def test_back_to_back_splits_on_own_workers_run_each_part_exactly_once(own_workers):
